@@ -82,7 +82,7 @@ func (in *scenarioTyped) build() (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addPods(snap, in.Pods, func(i int) string { return fmt.Sprintf(" %q", in.Pods[i].Namespace+"/"+in.Pods[i].Name) }); err != nil {
+	if err := addPods(snap, in.Pods, func(i int) string { return quotedPodName(in.Pods[i]) }); err != nil {
 		return nil, err
 	}
 	return &Scenario{Meta: in.Meta, Snapshot: snap}, nil
@@ -162,4 +162,12 @@ func addPods(snap *scheduling.Snapshot, pods []*corev1.Pod, name func(int) strin
 		snap.Pods = append(snap.Pods, p)
 	}
 	return nil
+}
+
+// quotedPodName is ` "namespace/name"`, or "" for a pod without a name.
+func quotedPodName(p *corev1.Pod) string {
+	if p == nil || p.Name == "" {
+		return ""
+	}
+	return fmt.Sprintf(" %q", podKey(p))
 }
