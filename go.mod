@@ -2,7 +2,12 @@ module github.com/joiner-dev/joiner
 
 go 1.26.0
 
-require github.com/spf13/cobra v1.10.2
+require (
+	github.com/spf13/cobra v1.10.2
+	k8s.io/api v0.36.3
+	k8s.io/apimachinery v0.36.3
+	sigs.k8s.io/controller-runtime v0.24.1
+)
 
 require (
 	github.com/fatih/color v1.19.0 // indirect
@@ -49,9 +54,7 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.36.3 // indirect
 	k8s.io/apiextensions-apiserver v0.36.3 // indirect
-	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/code-generator v0.36.3 // indirect
 	k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
