@@ -8,6 +8,7 @@ require (
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/component-helpers v0.36.3
+	sigs.k8s.io/controller-runtime v0.24.1
 )
 
 require (
