@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
@@ -23,6 +25,8 @@ var crdFS embed.FS
 
 var schemeBuilder = runtime.NewSchemeBuilder(
 	v1.AddToScheme,
+	awsv1.AddToScheme,
+	simv1alpha1.AddToScheme,
 )
 
 // AddToScheme registers every joiner API group.
