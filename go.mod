@@ -4,9 +4,11 @@ go 1.26.0
 
 require (
 	github.com/spf13/cobra v1.10.2
+	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
+	k8s.io/component-helpers v0.36.3
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/yaml v1.6.0
