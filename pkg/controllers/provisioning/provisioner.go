@@ -17,12 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // SolveFunc runs the scheduling simulation on one snapshot.
 type SolveFunc func(*scheduling.Snapshot) (*scheduling.Plan, error)
+
+// InstanceTypes is the part of the cloud provider the provisioner uses
+// (cloudprovider.CloudProvider satisfies it).
+type InstanceTypes interface {
+	// GetInstanceTypes returns the instance types nodePool may launch, with
+	// offerings marked unavailable while the cloud lacks capacity.
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+}
 
 // ClusterState is the part of the cluster state the provisioner waits on.
 type ClusterState interface {
@@ -36,7 +43,7 @@ type ClusterState interface {
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client        client.Client
-	CloudProvider cloudprovider.CloudProvider
+	CloudProvider InstanceTypes
 	// State gates each batch until it is synced; nil trusts the cache,
 	// which the manager syncs before the provisioner starts.
 	State    ClusterState
