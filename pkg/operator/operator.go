@@ -95,4 +95,3 @@ func bindAddress(port int) string {
 	}
 	return net.JoinHostPort("", strconv.Itoa(port))
 }
-

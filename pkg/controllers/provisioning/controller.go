@@ -79,4 +79,3 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	c.Trigger(pod.UID)
 	return reconcile.Result{RequeueAfter: requeuePending}, nil
 }
-

@@ -96,4 +96,3 @@ func formatResources(rl corev1.ResourceList) string {
 	}
 	return strings.Join(parts, ",")
 }
-
