@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -302,4 +302,3 @@ func describeOfferings(cs []candidate) []string {
 	}
 	return out
 }
-
