@@ -50,11 +50,12 @@ type podClass struct {
 	level int
 	relax relaxState
 
-	reqs   *reqSet // without zone and capacity type
-	zones  uint64
-	cts    uint32
-	own    []*topoGroup
-	tolPNS bool
+	reqs    *reqSet // without zone and capacity type
+	zones   uint64
+	cts     uint32
+	own     []*topoGroup
+	ownSelf []bool // whether each own group selects these pods
+	tolPNS  bool
 
 	poolOK    []int8 // 0 unknown, 1 compatible, -1 not
 	poolTypes []bitset
@@ -326,6 +327,9 @@ func (sv *solver) buildVariant(cb *classBase, level int, st relaxState) *podClas
 	c.own = append(c.own, cb.prefAff[st.prefAff:]...)
 	c.own = append(c.own, cb.prefAnti[st.prefAnti:]...)
 	c.own = append(c.own, cb.anyway[st.anyway:]...)
+	for _, g := range c.own {
+		c.ownSelf = append(c.ownSelf, g.selects(cb.ns, cb.labels))
+	}
 	c.poolOK = make([]int8, len(sv.pools))
 	c.poolTypes = make([]bitset, len(sv.pools))
 	c.exOK = make([]int8, len(sv.existing))

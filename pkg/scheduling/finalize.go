@@ -90,7 +90,11 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 	p := n.pool
 	from := p.types[n.natural].capacity
 	var opts []option
+	enough := math.Inf(1) // once MaxInstanceTypes options cost at most this, dearer types cannot make the cut
 	for i, t := range p.types {
+		if t.minPrice > enough && len(p.minValues) == 0 {
+			break
+		}
 		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) {
 			continue
 		}
@@ -103,6 +107,12 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		}
 		o.i = i
 		opts = append(opts, o)
+		if len(opts) >= sv.opts.MaxInstanceTypes && math.IsInf(enough, 1) {
+			enough = 0
+			for _, x := range opts {
+				enough = math.Max(enough, x.price)
+			}
+		}
 	}
 	sort.SliceStable(opts, func(a, b int) bool {
 		if opts[a].price != opts[b].price {

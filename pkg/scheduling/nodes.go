@@ -170,14 +170,14 @@ const (
 // on n (own terms and the inverse terms of pods already there).
 func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 	cb := c.base
-	for _, g := range c.own {
+	for gi, g := range c.own {
 		if g.key != corev1.LabelHostname {
 			continue
 		}
 		switch g.kind {
 		case kindSpread:
 			s := int32(0)
-			if g.selects(cb.ns, cb.labels) {
+			if c.ownSelf[gi] {
 				s = 1
 			}
 			if n.hostMatch(g)+s > g.maxSkew {
@@ -188,7 +188,7 @@ func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 				return rejectPerm
 			}
 		case kindAffinity:
-			if n.hostMatch(g) == 0 && !(g.total == 0 && g.selects(cb.ns, cb.labels)) {
+			if n.hostMatch(g) == 0 && !(g.total == 0 && c.ownSelf[gi]) {
 				return rejectTemp
 			}
 		}
@@ -417,8 +417,10 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 	if v := sv.otherKeysOK(c, n); v != fits {
 		return trial{}, v
 	}
-	need := n.requests.clone()
-	need.add(c.base.req)
+	need := sv.scratch
+	for i := range need {
+		need[i] = n.requests[i] + c.base.req[i]
+	}
 	var from resVec
 	if n.natural >= 0 {
 		from = p.types[n.natural].capacity
@@ -441,10 +443,9 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 				return z, fits
 			}
 		}
-		if grow {
-			return trial{}, rejectPerm
-		}
-		return trial{}, rejectTemp
+		// No allowed zone has room: treated as final for this pass (the
+		// node only fills up), which keeps the scan linear.
+		return trial{}, rejectPerm
 	}
 	if tr.zones&a.allowed == 0 {
 		return trial{}, rejectTemp
@@ -509,6 +510,7 @@ func (sv *solver) commitNew(c *podClass, n *nodeState, tr trial, p *corev1.Pod) 
 	}
 	if tr.natural != n.natural {
 		pool.account(from, pool.types[tr.natural].capacity)
+		sv.lastGrown = n
 	}
 	n.reqs, n.zones, n.cts, n.types, n.natural = tr.reqs, tr.zones, tr.cts, tr.types, tr.natural
 	if !n.hasClass(c) {

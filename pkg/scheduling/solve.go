@@ -75,6 +75,8 @@ type solver struct {
 	hasPreferNoSchedule bool
 	daemonCache         *[]daemonT
 	failed              []podFailure
+	lastGrown           *nodeState
+	scratch             resVec
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
@@ -100,6 +102,7 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 		lists = append(lists, np.Limits)
 	}
 	sv.ri = newResourceIndex(lists)
+	sv.scratch = make(resVec, len(sv.ri.names))
 	sv.indexVolumes()
 	sv.internTopologyValues()
 	if err := sv.buildPools(); err != nil {
@@ -236,34 +239,6 @@ func (sv *solver) merge(a, b *reqSet) *reqSet {
 	r := sv.intern(bl.build())
 	sv.mergeMemo[k] = r.id
 	return r
-}
-
-func (sv *solver) placeAll() {
-	order := append([]*classBase(nil), sv.classes...)
-	sort.SliceStable(order, func(i, j int) bool { return order[i].less(order[j]) })
-	var pending []pendingPod
-	for _, cb := range order {
-		for _, p := range cb.pods {
-			pending = append(pending, pendingPod{pod: p, class: cb})
-		}
-	}
-	// Pods whose pod affinity targets are placed later in the queue are
-	// retried while any pass makes progress, as Karpenter does.
-	for len(pending) > 0 {
-		var next []pendingPod
-		for _, pp := range pending {
-			if !sv.place(pp) {
-				next = append(next, pp)
-			}
-		}
-		if len(next) == len(pending) {
-			break
-		}
-		pending = next
-	}
-	for _, pp := range pending {
-		sv.failed = append(sv.failed, podFailure{pod: pp.pod, class: pp.class})
-	}
 }
 
 type pendingPod struct {

@@ -38,9 +38,9 @@ func taintString(t corev1.Taint) string {
 // ephemeralTaints are shed by a node while it initialises; they never keep
 // a pod off a node that has not finished starting.
 var ephemeralTaints = map[string]bool{
-	corev1.TaintNodeNotReady:    true,
-	corev1.TaintNodeUnreachable: true,
-	UnregisteredTaint:           true,
+	corev1.TaintNodeNotReady:                         true,
+	corev1.TaintNodeUnreachable:                      true,
+	UnregisteredTaint:                                true,
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
 }
 
