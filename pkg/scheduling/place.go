@@ -52,26 +52,36 @@ func (sv *solver) placeVariant(c *podClass, p *corev1.Pod) bool {
 			return false
 		}
 	}
-	if n := sv.scanExisting(a); n != nil {
-		sv.commitExisting(c, n, p)
-		return true
+	// Zones that keep other pods' zone spread balanced are tried first,
+	// through every stage; the rest of the allowed zones only after.
+	allowed := a.allowed
+	steps := []uint64{allowed}
+	if a.preferred != allowed && a.preferred != 0 {
+		steps = []uint64{a.preferred, allowed}
 	}
-	for pass, grow := range []bool{false, true} {
-		if n, tr := sv.scanNew(a, pass, grow); n != nil {
+	for _, zs := range steps {
+		a.allowed = zs
+		if n := sv.scanExisting(a); n != nil {
+			sv.commitExisting(c, n, p)
+			return true
+		}
+		for pass, grow := range []bool{false, true} {
+			if n, tr := sv.scanNew(a, pass, grow); n != nil {
+				sv.commitNew(c, n, tr, p)
+				return true
+			}
+		}
+		for _, pool := range sv.pools {
+			n, tr, ok := sv.openNode(a, pool)
+			if !ok {
+				continue
+			}
+			n.idx = len(sv.newNodes)
+			sv.newNodes = append(sv.newNodes, n)
+			sv.lists[0] = append(sv.lists[0], n)
 			sv.commitNew(c, n, tr, p)
 			return true
 		}
-	}
-	for _, pool := range sv.pools {
-		n, tr, ok := sv.openNode(a, pool)
-		if !ok {
-			continue
-		}
-		n.idx = len(sv.newNodes)
-		sv.newNodes = append(sv.newNodes, n)
-		sv.lists[0] = append(sv.lists[0], n)
-		sv.commitNew(c, n, tr, p)
-		return true
 	}
 	return false
 }
