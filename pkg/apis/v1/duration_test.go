@@ -2,6 +2,7 @@ package v1
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,29 @@ func TestNillableDurationInSpecRoundTrip(t *testing.T) {
 	}
 	if string(out) != in {
 		t.Fatalf("got %s, want %s", out, in)
+	}
+}
+
+func TestUnsetDurationsAreOmitted(t *testing.T) {
+	np := NodePool{Spec: NodePoolSpec{Template: NodeClaimTemplate{Spec: NodeClaimTemplateSpec{}}}}
+	b, err := json.Marshal(np.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"expireAfter", "consolidateAfter"} {
+		if strings.Contains(string(b), field) {
+			t.Errorf("unset %s was marshalled (the apiserver default would not apply): %s", field, b)
+		}
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, found := u["spec"].(map[string]any)["disruption"].(map[string]any)["consolidateAfter"]; found {
+		t.Errorf("unstructured consolidateAfter = %v, want it omitted", v)
+	}
+	never := MustParseNillableDuration(Never)
+	if never.IsZero() || !never.IsNever() {
+		t.Errorf("parsed Never: IsZero=%v IsNever=%v", never.IsZero(), never.IsNever())
 	}
 }

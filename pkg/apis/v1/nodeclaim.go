@@ -85,7 +85,7 @@ type NodeClaimSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }
 
 // ResourceRequirements are the resources a NodeClaim was sized for.

@@ -54,15 +54,15 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }
 
 // NodeSelectorRequirementWithMinValues is a node selector requirement with
 // Karpenter's extensions: the Gte and Lte operators, and MinValues.
 //
-// +kubebuilder:validation:XValidation:rule="self.operator != 'In' || size(self.values) > 0",messageExpression="'requirement \"' + self.key + '\": operator In needs at least one value'"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",messageExpression="'requirement \"' + self.key + '\": operator ' + self.operator + ' needs exactly one value, a non-negative integer'"
-// +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || size(self.values) >= self.minValues",messageExpression="'requirement \"' + self.key + '\": operator In with minValues needs at least minValues values; add values or lower minValues'"
+// +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",messageExpression="'requirement \"' + self.key + '\": operator In needs at least one value'"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",messageExpression="'requirement \"' + self.key + '\": operator ' + self.operator + ' needs exactly one value, a non-negative integer'"
+// +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && size(self.values) >= self.minValues)",messageExpression="'requirement \"' + self.key + '\": operator In with minValues needs at least minValues values; add values or lower minValues'"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label the requirement is about.
 	// +kubebuilder:validation:MaxLength:=316

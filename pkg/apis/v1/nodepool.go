@@ -105,7 +105,7 @@ type Disruption struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="0s"
 	// +required
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitzero"`
 
 	// ConsolidationPolicy says which nodes consolidation may touch.
 	// +kubebuilder:default:=WhenEmptyOrUnderutilized
