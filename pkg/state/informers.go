@@ -108,4 +108,3 @@ func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
 	}}
 	return p
 }
-

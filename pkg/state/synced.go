@@ -58,4 +58,3 @@ func (c *Cluster) synced(ctx context.Context) bool {
 	}
 	return true
 }
-
