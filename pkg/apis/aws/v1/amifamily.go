@@ -3,6 +3,8 @@ package v1
 import (
 	"fmt"
 	"strings"
+
+	karpv1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // AMI families. The family decides the user data format, the default block
@@ -59,6 +61,12 @@ func ParseAlias(s string) (Alias, error) {
 	if !ok || family == "" || version == "" || strings.Contains(version, "@") {
 		return Alias{}, fmt.Errorf("alias %q: want family@version, for example al2023@latest", s)
 	}
+	for i, r := range version {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && (r == '.' || r == '_' || r == '-')
+		if !ok {
+			return Alias{}, fmt.Errorf("alias %q: version may only hold letters, digits, '.', '_' and '-' and must start with a letter or digit", s)
+		}
+	}
 	f, ok := aliasFamilies[family]
 	if !ok {
 		return Alias{}, fmt.Errorf("alias %q: unknown family %q", s, family)
@@ -108,11 +116,23 @@ func (in *EC2NodeClass) AMIFamily() string {
 // RestrictedTagKeys are the tag keys joiner writes itself and so rejects in
 // spec.tags; a key with RestrictedTagKeyPrefix is rejected too.
 var RestrictedTagKeys = []string{
-	"eks:eks-cluster-name",
-	"karpenter.sh/nodepool",
-	"karpenter.sh/nodeclaim",
-	"karpenter.k8s.aws/ec2nodeclass",
+	TagEKSClusterName,
+	karpv1.LabelNodePool,
+	TagNodeClaim,
+	karpv1.LabelAWSEC2NodeClass,
 }
+
+// Tag keys joiner writes on AWS resources besides the NodePool and
+// EC2NodeClass ones (which share their names with the labels).
+const (
+	// TagEKSClusterName holds the cluster name; it is the ownership filter
+	// for instances and launch templates.
+	TagEKSClusterName = "eks:eks-cluster-name"
+	// TagNodeClaim holds the NodeClaim name, added after registration.
+	TagNodeClaim = karpv1.LabelDomain + "/nodeclaim"
+	// TagName is EC2's display name tag, set to the Node name.
+	TagName = "Name"
+)
 
 // RestrictedTagKeyPrefix is the prefix of the cluster ownership tag
 // kubernetes.io/cluster/<cluster-name>.

@@ -430,6 +430,7 @@ type BlockDevice struct {
 	//
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type:=string
+	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:Pattern:="^(([1-9][0-9]{0,4})(Gi|G)|([1-9][0-9]?)(Ti|T))$"
 	// +kubebuilder:validation:XValidation:rule="quantity(self).compareTo(quantity('64Ti')) <= 0",message="spec.blockDeviceMappings[].ebs.volumeSize: EBS volumes are at most 64Ti; choose a smaller size"
 	// +optional

@@ -2,8 +2,9 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/pkg/apis/status"
 )
 
 // Condition types reported on an EC2NodeClass. Ready is True only when every
@@ -16,7 +17,7 @@ const (
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypePlacementGroupReady       = "PlacementGroupReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
-	ConditionTypeReady                     = "Ready"
+	ConditionTypeReady                     = status.ConditionReady
 )
 
 // EC2NodeClassStatus is what the nodeclass controller resolved from the
@@ -188,8 +189,8 @@ func (in *EC2NodeClass) SetConditions(conditions []metav1.Condition) {
 
 // StatusConditionTypes are the conditions whose conjunction is Ready.
 // CapacityReservationsReady and PlacementGroupReady are not listed: they are
-// only reported when the matching feature is in use, and the controller adds
-// them to its own Ready computation then.
+// only reported when capacity reservations or a placement group are
+// selected; see StatusConditions.
 func (in *EC2NodeClass) StatusConditionTypes() []string {
 	return []string{
 		ConditionTypeAMIsReady,
@@ -200,7 +201,21 @@ func (in *EC2NodeClass) StatusConditionTypes() []string {
 	}
 }
 
+// StatusConditions returns the condition set whose root is Ready. It also
+// rolls up CapacityReservationsReady when capacityReservationSelectorTerms
+// are set and PlacementGroupReady when placementGroupSelector is set.
+func (in *EC2NodeClass) StatusConditions() status.ConditionSet {
+	deps := in.StatusConditionTypes()
+	if len(in.Spec.CapacityReservationSelectorTerms) > 0 {
+		deps = append(deps, ConditionTypeCapacityReservationsReady)
+	}
+	if in.Spec.PlacementGroupSelector != nil {
+		deps = append(deps, ConditionTypePlacementGroupReady)
+	}
+	return status.For(in, ConditionTypeReady, deps...)
+}
+
 // IsReady reports whether the Ready condition is True.
 func (in *EC2NodeClass) IsReady() bool {
-	return meta.IsStatusConditionTrue(in.Status.Conditions, ConditionTypeReady)
+	return in.StatusConditions().IsTrue(ConditionTypeReady)
 }

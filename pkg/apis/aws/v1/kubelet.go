@@ -16,6 +16,8 @@ type KubeletConfiguration struct {
 	// ClusterDNS are the IP addresses of the cluster DNS servers; by default
 	// the kube-dns service's cluster IP.
 	//
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="self.all(ip, isIP(ip))",message="spec.kubelet.clusterDNS: every entry must be an IP address"
 	// +optional
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
@@ -37,8 +39,9 @@ type KubeletConfiguration struct {
 	// SystemReserved reserves resources for OS daemons. Keys: cpu, memory,
 	// ephemeral-storage, pid.
 	//
+	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="spec.kubelet.systemReserved: only cpu, memory, ephemeral-storage and pid can be reserved"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k]) && quantity(self[k]).sign() >= 0)",message="spec.kubelet.systemReserved: values must be non-negative quantities, for example 100m or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0')))",message="spec.kubelet.systemReserved: values must be non-negative quantities, for example 100m or 1Gi"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 
@@ -46,30 +49,34 @@ type KubeletConfiguration struct {
 	// memory, ephemeral-storage, pid. By default computed from the instance
 	// type.
 	//
+	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="spec.kubelet.kubeReserved: only cpu, memory, ephemeral-storage and pid can be reserved"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k]) && quantity(self[k]).sign() >= 0)",message="spec.kubelet.kubeReserved: values must be non-negative quantities, for example 100m or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0')))",message="spec.kubelet.kubeReserved: values must be non-negative quantities, for example 100m or 1Gi"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 
 	// EvictionHard are the hard eviction thresholds, signal to quantity or
 	// percentage (memory.available: 100Mi, nodefs.available: 10%).
 	//
+	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree', 'pid.available'])",message="spec.kubelet.evictionHard: unknown eviction signal; use memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, containerfs.available, containerfs.inodesFree or pid.available"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^[0-9]+([.][0-9]+)?%$') || isQuantity(self[k]))",message="spec.kubelet.evictionHard: values must be a quantity (100Mi) or a percentage (10%)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k].endsWith('%') ? self[k].substring(0, self[k].size() - 1) : self[k]))",message="spec.kubelet.evictionHard: values must be a quantity (100Mi) or a percentage (10%)"
 	// +optional
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
 
 	// EvictionSoft are the soft eviction thresholds; each needs a grace
 	// period in evictionSoftGracePeriod.
 	//
+	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree', 'pid.available'])",message="spec.kubelet.evictionSoft: unknown eviction signal; use memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, containerfs.available, containerfs.inodesFree or pid.available"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^[0-9]+([.][0-9]+)?%$') || isQuantity(self[k]))",message="spec.kubelet.evictionSoft: values must be a quantity (100Mi) or a percentage (10%)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(self[k].endsWith('%') ? self[k].substring(0, self[k].size() - 1) : self[k]))",message="spec.kubelet.evictionSoft: values must be a quantity (100Mi) or a percentage (10%)"
 	// +optional
 	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
 
 	// EvictionSoftGracePeriod is how long each soft threshold must hold
 	// before pods are evicted.
 	//
+	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree', 'pid.available'])",message="spec.kubelet.evictionSoftGracePeriod: unknown eviction signal; use the same keys as evictionSoft"
 	// +optional
 	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`

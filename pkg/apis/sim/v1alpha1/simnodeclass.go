@@ -51,9 +51,9 @@ type SimNodeClassList struct {
 
 // SimNodeClassSpec is the simulated environment and its injected faults.
 //
-// +kubebuilder:validation:XValidation:rule="self.zones.all(z, z.startsWith(self.region))",message="spec.zones: every zone must start with the region name (spec.region); rename the zones or change the region, and set zones explicitly when the region is not sim-east-1"
-// +kubebuilder:validation:XValidation:rule="!has(self.faults) || !has(self.faults.subnetIPExhaustedZones) || self.faults.subnetIPExhaustedZones.all(z, z in self.zones)",message="spec.faults.subnetIPExhaustedZones: every zone must be one of spec.zones"
-// +kubebuilder:validation:XValidation:rule="!has(self.faults) || !has(self.faults.insufficientCapacity) || self.faults.insufficientCapacity.all(f, !has(f.zone) || f.zone in self.zones)",message="spec.faults.insufficientCapacity[].zone: must be one of spec.zones, or empty for every zone"
+// +kubebuilder:validation:XValidation:rule="!has(self.zones) || !has(self.region) || self.zones.all(z, z.startsWith(self.region))",message="spec.zones: every zone must start with the region name (spec.region); rename the zones or change the region, and set zones explicitly when the region is not sim-east-1"
+// +kubebuilder:validation:XValidation:rule="!has(self.faults) || !has(self.faults.subnetIPExhaustedZones) || (has(self.zones) && self.faults.subnetIPExhaustedZones.all(z, z in self.zones))",message="spec.faults.subnetIPExhaustedZones: every zone must be one of spec.zones"
+// +kubebuilder:validation:XValidation:rule="!has(self.faults) || !has(self.faults.insufficientCapacity) || self.faults.insufficientCapacity.all(f, !has(f.zone) || (has(self.zones) && f.zone in self.zones))",message="spec.faults.insufficientCapacity[].zone: must be one of spec.zones, or empty for every zone"
 type SimNodeClassSpec struct {
 	// Region is the simulated region; it becomes the nodes'
 	// topology.kubernetes.io/region label.

@@ -1,13 +1,14 @@
 package v1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/pkg/apis/status"
 )
 
 // ConditionTypeReady is True once the simulated cloud has resolved the
 // SimNodeClass's zones and catalog and can launch from it.
-const ConditionTypeReady = "Ready"
+const ConditionTypeReady = status.ConditionReady
 
 // SimNodeClassStatus is what the simulated cloud resolved.
 type SimNodeClassStatus struct {
@@ -34,12 +35,14 @@ func (in *SimNodeClass) SetConditions(conditions []metav1.Condition) {
 	in.Status.Conditions = conditions
 }
 
-// StatusConditionTypes are the conditions whose conjunction is Ready.
-func (in *SimNodeClass) StatusConditionTypes() []string {
-	return nil
+// StatusConditions returns the condition set whose root is Ready. A
+// SimNodeClass has no dependent conditions: the simulated cloud sets Ready
+// directly.
+func (in *SimNodeClass) StatusConditions() status.ConditionSet {
+	return status.For(in, ConditionTypeReady)
 }
 
 // IsReady reports whether the Ready condition is True.
 func (in *SimNodeClass) IsReady() bool {
-	return meta.IsStatusConditionTrue(in.Status.Conditions, ConditionTypeReady)
+	return in.StatusConditions().IsTrue(ConditionTypeReady)
 }
