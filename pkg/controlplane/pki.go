@@ -25,13 +25,13 @@ const (
 
 // pki holds the paths of the run's certificates and keys, all PEM.
 type pki struct {
-	caCert, caKey         string // signs the serving and client certificates
-	servingCert           string // kube-apiserver, kube-scheduler, kube-controller-manager
-	servingKey            string
-	adminCert, adminKey   string // client certificate in system:masters
-	saKey, saPub          string // signs and verifies service-account tokens
-	caPEM, adminCertPEM   []byte
-	adminKeyPEM           []byte
+	caCert, caKey       string // signs the serving and client certificates
+	servingCert         string // kube-apiserver, kube-scheduler, kube-controller-manager
+	servingKey          string
+	adminCert, adminKey string // client certificate in system:masters
+	saKey, saPub        string // signs and verifies service-account tokens
+	caPEM, adminCertPEM []byte
+	adminKeyPEM         []byte
 }
 
 // writePKI generates a fresh CA, serving and admin certificates and a

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -47,6 +48,9 @@ func Main(m *testing.M, opts controlplane.Options) {
 }
 
 func run(m *testing.M, opts controlplane.Options) int {
+	if !flag.Parsed() {
+		flag.Parse() // m.Run would; testing.Verbose needs it now
+	}
 	start := time.Now()
 	cp, err := controlplane.New(opts)
 	if err != nil {
