@@ -1,0 +1,32 @@
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+// Group is the API group of the EC2NodeClass.
+const Group = "karpenter.k8s.aws"
+
+var (
+	// SchemeGroupVersion is karpenter.k8s.aws/v1.
+	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: "v1"}
+
+	// SchemeBuilder registers this package's kinds.
+	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+
+	// AddToScheme adds EC2NodeClass and EC2NodeClassList to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func init() {
+	SchemeBuilder.Register(&EC2NodeClass{}, &EC2NodeClassList{})
+}
+
+// Kind returns the GroupKind for a kind of this group, e.g. Kind("EC2NodeClass").
+func Kind(kind string) schema.GroupKind {
+	return SchemeGroupVersion.WithKind(kind).GroupKind()
+}
+
+var _ runtime.Object = &EC2NodeClass{}

@@ -1,0 +1,37 @@
+package events
+
+// Event reasons. Each names what happened to the object the event is about;
+// the message says why and what to do.
+const (
+	// Pod events.
+	Nominated        = "Nominated"
+	FailedScheduling = "FailedScheduling"
+
+	// NodeClaim launch.
+	Launched                  = "Launched"
+	LaunchFailed              = "LaunchFailed"
+	InsufficientCapacityError = "InsufficientCapacityError"
+	NodeClassNotReady         = "NodeClassNotReady"
+
+	// NodeClaim registration and initialization.
+	Registered               = "Registered"
+	Initialized              = "Initialized"
+	UnregisteredTaintMissing = "UnregisteredTaintMissing"
+	StartupTaintsMissing     = "StartupTaintsMissing"
+	ArchitectureMismatch     = "ArchitectureMismatch"
+	MultipleNodesFound       = "MultipleNodesFound"
+
+	// NodeClaim liveness.
+	LaunchTimeout       = "LaunchTimeout"
+	RegistrationTimeout = "RegistrationTimeout"
+
+	// Node / NodeClaim termination.
+	NodeDeleted       = "NodeDeleted"
+	FailedDraining    = "FailedDraining"
+	FailedTermination = "FailedTermination"
+	Evicted           = "Evicted"
+	Disrupted         = "Disrupted"
+
+	// NodePool.
+	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+)

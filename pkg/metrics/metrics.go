@@ -1,0 +1,122 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Namespace prefixes every joiner metric (Karpenter's, for compatibility).
+const Namespace = "karpenter"
+
+// Label names used across metrics.
+const (
+	LabelNodePool = "nodepool"
+	LabelReason   = "reason"
+	LabelMethod   = "method"
+	LabelError    = "error"
+	LabelPhase    = "phase"
+)
+
+var (
+	// NodeClaimsCreated counts NodeClaims created, by NodePool and the
+	// reason they were created (e.g. "provisioning").
+	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "created_total",
+		Help: "Number of NodeClaims created, by NodePool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+
+	// NodeClaimsLaunched counts NodeClaims whose instance the cloud launched.
+	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "launched_total",
+		Help: "Number of NodeClaims launched by the cloud provider, by NodePool.",
+	}, []string{LabelNodePool})
+
+	// NodeClaimsRegistered counts NodeClaims whose Node joined the cluster.
+	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
+		Help: "Number of NodeClaims whose Node registered, by NodePool.",
+	}, []string{LabelNodePool})
+
+	// NodeClaimsInitialized counts NodeClaims whose Node became ready for pods.
+	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "initialized_total",
+		Help: "Number of NodeClaims initialized, by NodePool.",
+	}, []string{LabelNodePool})
+
+	// NodeClaimsTerminated counts NodeClaims whose deletion finished, by
+	// NodePool and reason (e.g. "liveness", "insufficient_capacity",
+	// "deleted").
+	NodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "terminated_total",
+		Help: "Number of NodeClaims terminated, by NodePool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+
+	// NodeClaimsLivenessExpired counts NodeClaims deleted because they did
+	// not launch or register in time; phase is "launch" or "registration".
+	NodeClaimsLivenessExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "liveness_expired_total",
+		Help: "Number of NodeClaims deleted because they did not launch or register within their TTL, by NodePool and phase.",
+	}, []string{LabelNodePool, LabelPhase})
+
+	// PodsPending is the number of pending (unschedulable) pods the
+	// provisioner last saw.
+	PodsPending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "pending",
+		Help: "Number of unschedulable pods waiting for capacity, as last seen by the provisioner.",
+	})
+
+	// SolverDuration is how long one scheduling simulation took.
+	SolverDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "scheduling_duration_seconds",
+		Help:    "Duration of one scheduling simulation (solver run) in seconds.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+
+	// CloudProviderDuration is the latency of each cloud provider call.
+	CloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "duration_seconds",
+		Help:    "Duration of cloud provider method calls in seconds, by method.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{LabelMethod})
+
+	// CloudProviderCalls counts cloud provider calls by method and error kind
+	// ("" on success).
+	CloudProviderCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "calls_total",
+		Help: "Number of cloud provider method calls, by method and error kind (empty on success).",
+	}, []string{LabelMethod, LabelError})
+
+	// ClusterStateSynced is 1 when the cluster state has seen every Node and
+	// NodeClaim the API server has, else 0.
+	ClusterStateSynced = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cluster_state", Name: "synced",
+		Help: "1 when the cluster state has seen every Node and NodeClaim the API server holds, else 0.",
+	})
+
+	// ClusterStateNodeCount is the number of nodes (Nodes and in-flight
+	// NodeClaims) the cluster state tracks.
+	ClusterStateNodeCount = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cluster_state", Name: "node_count",
+		Help: "Number of Nodes and in-flight NodeClaims tracked by the cluster state.",
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(
+		NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
+		NodeClaimsTerminated, NodeClaimsLivenessExpired,
+		PodsPending, SolverDuration,
+		CloudProviderDuration, CloudProviderCalls,
+		ClusterStateSynced, ClusterStateNodeCount,
+	)
+}
+
+// ObserveCloudProviderCall records one cloud provider call: its duration
+// and its outcome. errKind is "" for success, otherwise a short, bounded
+// name for the error class (e.g. "InsufficientCapacity", "NotFound",
+// "NodeClassNotReady", "Other"); never an error message, which would make
+// label cardinality unbounded.
+func ObserveCloudProviderCall(method string, seconds float64, errKind string) {
+	CloudProviderDuration.WithLabelValues(method).Observe(seconds)
+	CloudProviderCalls.WithLabelValues(method, errKind).Inc()
+}

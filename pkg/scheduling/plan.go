@@ -1,0 +1,55 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Plan is the solver's answer for one Snapshot.
+type Plan struct {
+	// Existing lists pods placed on existing nodes and in-flight NodeClaims,
+	// in the Snapshot's node order.
+	Existing []ExistingPlacement
+	// NewNodeClaims are the nodes to launch, each with the pods it carries.
+	NewNodeClaims []*NewNodeClaim
+	// Unschedulable lists the pods that fit nowhere, with why.
+	Unschedulable []PodError
+}
+
+// ExistingPlacement is the pods placed on one existing node.
+type ExistingPlacement struct {
+	Node string
+	Pods []*corev1.Pod
+}
+
+// NewNodeClaim is one node to launch.
+type NewNodeClaim struct {
+	// NodePool is the NodePool the node belongs to.
+	NodePool string
+	// Requirements are the NodePool's requirements narrowed by every pod the
+	// node carries (zone, capacity type, arch, instance type, ...). They
+	// always constrain node.kubernetes.io/instance-type, topology.kubernetes.io/zone
+	// and karpenter.sh/capacity-type.
+	Requirements []Requirement
+	// InstanceTypes are the launch options, cheapest compatible offering
+	// first (as Karpenter's launch expects them); each fits every pod.
+	InstanceTypes []*InstanceType
+	// Pods are the pods the node carries (DaemonSet pods excluded).
+	Pods []*corev1.Pod
+	// Requests is the sum of the pods' requests plus DaemonSet overhead.
+	Requests corev1.ResourceList
+	// Price is the cheapest available offering's price among InstanceTypes
+	// compatible with Requirements, in $/hour.
+	Price float64
+}
+
+// PodError says why a pod could not be placed.
+type PodError struct {
+	Pod *corev1.Pod
+	// Reasons holds one reason per NodePool (and one for existing capacity
+	// under the key ExistingNodesReason when relevant), in Karpenter's
+	// vocabulary; each reason appears once, grouped.
+	Reasons map[string]string
+}
+
+// ExistingNodesReason is the Reasons key for why no existing node fit.
+const ExistingNodesReason = ""
