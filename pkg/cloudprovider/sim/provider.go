@@ -1,0 +1,517 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Defaults of Options.
+const (
+	// DefaultUnavailableOfferingsTTL is how long an offering that failed to
+	// launch stays unavailable (Karpenter's ICE cache keeps 3 minutes).
+	DefaultUnavailableOfferingsTTL = 3 * time.Minute
+	// DefaultTerminatedRetention is how long terminated instances stay in
+	// the store before they are purged.
+	DefaultTerminatedRetention = time.Hour
+	// maxLaunchAttempts bounds the offerings one Create tries, as a
+	// CreateFleet request bounds its overrides.
+	maxLaunchAttempts = 60
+)
+
+// Annotations and tags describing the node class an instance was launched
+// from, for drift.
+const (
+	// AnnotationNodeClassHash is set on hydrated NodeClaims and kept as an
+	// instance tag: the hash of the node class fields that shape an instance.
+	AnnotationNodeClassHash = simv1alpha1.Group + "/simnodeclass-hash"
+)
+
+// Drift reasons.
+const (
+	DriftZone      cloudprovider.DriftReason = "ZoneDrifted"
+	DriftNodeClass cloudprovider.DriftReason = "NodeClassDrifted"
+)
+
+// ReasonInsufficientFreeAddressesInSubnet is the CreateError reason of a
+// launch into a zone whose subnet has no free IP address (EC2's error code).
+const ReasonInsufficientFreeAddressesInSubnet = "InsufficientFreeAddressesInSubnet"
+
+// CatalogFunc returns the instance types of the catalog a node class names,
+// for its region and zones. Provider filters the result by the node
+// class's zones and families and never modifies it.
+type CatalogFunc func(nodeClass *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error)
+
+// Options configure a Provider.
+type Options struct {
+	// Client reads SimNodeClasses (a manager's cached client is fine).
+	Client client.Reader
+	// Store is the instance store, shared with the machines runnable and
+	// possibly with other processes.
+	Store *Store
+	// ClusterName is this cluster's identity: written as the
+	// sim.joiner.dev/cluster tag on every instance it launches, and the
+	// only instances Get, List and Delete act on.
+	ClusterName string
+	// Catalog resolves a node class's instance catalog; defaults to
+	// DefaultCatalog.
+	Catalog CatalogFunc
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// UnavailableOfferingsTTL defaults to DefaultUnavailableOfferingsTTL.
+	UnavailableOfferingsTTL time.Duration
+	// TerminatedRetention defaults to DefaultTerminatedRetention.
+	TerminatedRetention time.Duration
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("Client is required"))
+	}
+	if o.Store == nil {
+		errs = append(errs, errors.New("Store is required"))
+	}
+	if err := ValidateClusterName(o.ClusterName); err != nil {
+		errs = append(errs, err)
+	}
+	if o.UnavailableOfferingsTTL < 0 || o.TerminatedRetention < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Catalog == nil {
+		o.Catalog = DefaultCatalog
+	}
+	if o.UnavailableOfferingsTTL == 0 {
+		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
+	}
+	if o.TerminatedRetention == 0 {
+		o.TerminatedRetention = DefaultTerminatedRetention
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateClusterName checks a cluster identity: non-empty, at most 63
+// characters, no whitespace.
+func ValidateClusterName(name string) error {
+	if name == "" {
+		return errors.New("ClusterName is required: it proves which instances belong to this cluster")
+	}
+	if len(name) > 63 || strings.ContainsAny(name, " \t\n/") {
+		return fmt.Errorf("ClusterName %q must be at most 63 characters without spaces or slashes", name)
+	}
+	return nil
+}
+
+// Provider is the simulated cloud's CloudProvider.
+type Provider struct {
+	opts        Options
+	unavailable *unavailableOfferings
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// New returns a simulated cloud provider acting for opts.ClusterName.
+func New(opts Options) (*Provider, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("sim cloud provider options: %w", err)
+	}
+	return &Provider{opts: opts, unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL)}, nil
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (p *Provider) Name() string { return ProviderName }
+
+// GetSupportedNodeClasses implements cloudprovider.CloudProvider.
+func (p *Provider) GetSupportedNodeClasses() []client.Object {
+	return []client.Object{&simv1alpha1.SimNodeClass{}}
+}
+
+// nodeClass fetches and defaults the node class a reference names. A
+// missing or Ready=False node class is a NodeClassNotReadyError.
+func (p *Provider) nodeClass(ctx context.Context, ref *v1.NodeClassReference) (*simv1alpha1.SimNodeClass, error) {
+	if ref == nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(errors.New("no nodeClassRef"))
+	}
+	if ref.Group != simv1alpha1.Group || ref.Kind != "SimNodeClass" {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeClassRef %s/%s %s is not a %s SimNodeClass", ref.Group, ref.Kind, ref.Name, simv1alpha1.Group))
+	}
+	nc := &simv1alpha1.SimNodeClass{}
+	if err := p.opts.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("SimNodeClass %q not found; create it or fix the nodeClassRef", ref.Name))
+		}
+		return nil, fmt.Errorf("getting SimNodeClass %s: %w", ref.Name, err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("SimNodeClass %q is being deleted", ref.Name))
+	}
+	// No controller is required to mark a SimNodeClass Ready; only an
+	// explicit Ready=False stops launches.
+	if c := meta.FindStatusCondition(nc.Status.Conditions, simv1alpha1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("SimNodeClass %q is not ready: %s", ref.Name, c.Message))
+	}
+	nc = nc.DeepCopy()
+	nc.ApplyDefaults()
+	return nc, nil
+}
+
+// instanceTypes returns the node class's instance types with current
+// availability. The result is the caller's to modify.
+func (p *Provider) instanceTypes(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+	catalog, err := p.opts.Catalog(nc)
+	if err != nil {
+		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
+	}
+	its := filterForNodeClass(catalog, nc)
+	p.unavailable.apply(its)
+	return its, nil
+}
+
+// GetInstanceTypes implements cloudprovider.CloudProvider.
+func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error) {
+	nc, err := p.nodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", nodePool.Name, err)
+	}
+	return p.instanceTypes(nc)
+}
+
+// Create implements cloudprovider.CloudProvider.
+func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	catalog, err := p.opts.Catalog(nc)
+	if err != nil {
+		return nil, fmt.Errorf("launching nodeclaim %s: resolving catalog %q: %w", nodeClaim.Name, nc.Spec.Catalog.Name, err)
+	}
+	var cands, recentlyFailed []candidate
+	for _, c := range candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+		if p.unavailable.isUnavailable(c.it.Name, c.offering.Zone, c.offering.CapacityType) {
+			recentlyFailed = append(recentlyFailed, c)
+			continue
+		}
+		cands = append(cands, c)
+	}
+	if len(cands) == 0 {
+		if len(recentlyFailed) > 0 {
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+				"launching nodeclaim %s: every offering it allows failed to launch in the last %s", nodeClaim.Name, p.opts.UnavailableOfferingsTTL),
+				describeOfferings(recentlyFailed)...)
+		}
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+			"launching nodeclaim %s: no offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
+	}
+	if len(cands) > maxLaunchAttempts {
+		cands = cands[:maxLaunchAttempts]
+	}
+	var iced, exhausted []candidate
+	for _, c := range cands {
+		switch {
+		case nc.SubnetIPExhausted(c.offering.Zone):
+			p.unavailable.markZone(c.offering.Zone)
+			exhausted = append(exhausted, c)
+			continue
+		case nc.InsufficientCapacity(c.it.Name, c.offering.Zone, c.offering.CapacityType):
+			p.unavailable.markOffering(c.it.Name, c.offering.Zone, c.offering.CapacityType)
+			iced = append(iced, c)
+			continue
+		}
+		inst, err := p.launch(nodeClaim, nc, c)
+		if err != nil {
+			return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+		}
+		return p.hydrate(inst), nil
+	}
+	if len(iced) == 0 {
+		zones := offeringValues(offeringsOf(exhausted), func(o scheduling.Offering) string { return o.Zone })
+		msg := fmt.Sprintf("the subnet of zone %s has no free IP addresses; free addresses there or allow other zones in the NodePool (the zone is skipped for %s)",
+			strings.Join(zones, ", "), p.opts.UnavailableOfferingsTTL)
+		return nil, cloudprovider.NewCreateError(
+			fmt.Errorf("launching nodeclaim %s: %s: %s", nodeClaim.Name, ReasonInsufficientFreeAddressesInSubnet, msg),
+			ReasonInsufficientFreeAddressesInSubnet, msg)
+	}
+	failed := append(iced, exhausted...)
+	return nil, cloudprovider.NewInsufficientCapacityError(
+		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity", nodeClaim.Name), describeOfferings(failed)...)
+}
+
+func offeringsOf(cs []candidate) []scheduling.Offering {
+	out := make([]scheduling.Offering, len(cs))
+	for i, c := range cs {
+		out[i] = c.offering
+	}
+	return out
+}
+
+// launch records a new instance of c for nodeClaim in the store, with the
+// Node its machine will register as.
+func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass, c candidate) (*Instance, error) {
+	now := p.opts.Clock.Now().UTC().Truncate(time.Second)
+	faults := nc.FaultsOrEmpty()
+	labels := instanceLabels(c.it, c.offering, nc.Spec.Region, nodeClaim.Spec.Requirements)
+	arch := labels[v1.LabelArch]
+	os := labels[v1.LabelOS]
+	tags := map[string]string{}
+	maps.Copy(tags, nc.Spec.Tags)
+	tags[TagCluster] = p.opts.ClusterName
+	tags[TagNodeClass] = nc.Name
+	tags[AnnotationNodeClassHash] = nodeClassHash(nc)
+	if np := nodeClaim.Labels[v1.LabelNodePool]; np != "" {
+		tags[TagNodePool] = np
+	}
+	if nodeClaim.Name != "" {
+		tags[TagNodeClaim] = nodeClaim.Name
+	}
+
+	// What the kubelet registers, like the user data a real launch bakes in.
+	nodeLabels := maps.Clone(nodeClaim.Labels)
+	if nodeLabels == nil {
+		nodeLabels = map[string]string{}
+	}
+	maps.Copy(nodeLabels, labels) // the instance's own labels are facts
+	var taints []corev1.Taint
+	if !faults.UnregisteredTaintMissing {
+		taints = append(taints, v1.UnregisteredNoExecuteTaint)
+	}
+	taints = append(taints, nodeClaim.Spec.Taints...)
+	if !faults.DropStartupTaints {
+		taints = append(taints, nodeClaim.Spec.StartupTaints...)
+	}
+	if faults.WrongArchitecture {
+		arch = otherArch(arch)
+		nodeLabels[v1.LabelArch] = arch
+	}
+
+	var inst *Instance
+	err := p.opts.Store.Update(func(st *StoreState) error {
+		p.purge(st, now)
+		st.Sequence++
+		id := fmt.Sprintf("i-%017x", st.Sequence)
+		nodeName := fmt.Sprintf("ip-10-%d-%d-%d.%s.compute.internal",
+			(st.Sequence>>16)&0xff, (st.Sequence>>8)&0xff, st.Sequence&0xff, nc.Spec.Region)
+		regLabels := maps.Clone(nodeLabels)
+		regLabels[v1.LabelHostname] = nodeName
+		inst = &Instance{
+			ID:           id,
+			Type:         c.it.Name,
+			Zone:         c.offering.Zone,
+			Region:       nc.Spec.Region,
+			CapacityType: c.offering.CapacityType,
+			Price:        c.offering.Price,
+			ImageID:      imageID(nc, labels[v1.LabelArch]),
+			State:        StatePending,
+			LaunchTime:   now,
+			Tags:         tags,
+			Labels:       labels,
+			RunningAt:    now.Add(nc.Spec.LaunchDelay.Duration),
+			Registration: Registration{
+				NodeName:     nodeName,
+				Labels:       regLabels,
+				Taints:       taints,
+				Architecture: arch,
+				OS:           os,
+				Capacity:     c.it.Capacity.DeepCopy(),
+				Allocatable:  c.it.Allocatable(),
+				After:        now.Add(nc.Spec.LaunchDelay.Duration + nc.Spec.RegistrationDelay.Duration),
+				Never:        faults.NeverRegister,
+			},
+		}
+		st.Instances[id] = inst
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording instance: %w", err)
+	}
+	return inst, nil
+}
+
+func otherArch(arch string) string {
+	if arch == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
+}
+
+func imageID(nc *simv1alpha1.SimNodeClass, arch string) string {
+	return fmt.Sprintf("sim-image-%s-%s-%s", nc.Spec.Region, nc.Spec.Catalog.Name, arch)
+}
+
+// nodeClassHash hashes what shapes an instance launched from nc (region,
+// catalog, tags). Zones, delays and faults are not part of it: zones have
+// their own drift reason, the others only affect launches.
+func nodeClassHash(nc *simv1alpha1.SimNodeClass) string {
+	data, _ := json.Marshal(struct {
+		Region  string
+		Catalog simv1alpha1.Catalog
+		Tags    map[string]string
+	}{nc.Spec.Region, nc.Spec.Catalog, nc.Spec.Tags})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// purge drops terminated instances past their retention.
+func (p *Provider) purge(st *StoreState, now time.Time) {
+	for id, inst := range st.Instances {
+		if inst.State == StateTerminated && inst.TerminatedAt != nil && now.Sub(*inst.TerminatedAt) > p.opts.TerminatedRetention {
+			delete(st.Instances, id)
+		}
+	}
+}
+
+// owned reports whether inst belongs to this cluster.
+func (p *Provider) owned(inst *Instance) bool {
+	return inst != nil && inst.Tags[TagCluster] == p.opts.ClusterName
+}
+
+// hydrate turns an instance into the NodeClaim the interface promises.
+func (p *Provider) hydrate(inst *Instance) *v1.NodeClaim {
+	labels := maps.Clone(inst.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              inst.Tags[TagNodeClaim],
+			Labels:            labels,
+			Annotations:       map[string]string{AnnotationNodeClassHash: inst.Tags[AnnotationNodeClassHash]},
+			CreationTimestamp: metav1.NewTime(inst.LaunchTime),
+		},
+		Status: v1.NodeClaimStatus{
+			ProviderID:  inst.ProviderID(),
+			ImageID:     inst.ImageID,
+			Capacity:    inst.Registration.Capacity.DeepCopy(),
+			Allocatable: inst.Registration.Allocatable.DeepCopy(),
+		},
+	}
+	if np := inst.Tags[TagNodePool]; np != "" {
+		nc.Labels[v1.LabelNodePool] = np
+	}
+	return nc
+}
+
+// lookup returns this cluster's live instance for providerID, or a
+// NodeClaimNotFoundError.
+func (p *Provider) lookup(st *StoreState, pid string) (*Instance, error) {
+	_, id, err := ParseProviderID(pid)
+	if err != nil {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(err)
+	}
+	inst := st.Instances[id]
+	if !p.owned(inst) || inst.State == StateTerminated {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
+	}
+	return inst, nil
+}
+
+// Get implements cloudprovider.CloudProvider.
+func (p *Provider) Get(_ context.Context, pid string) (*v1.NodeClaim, error) {
+	var out *v1.NodeClaim
+	err := p.opts.Store.View(func(st *StoreState) error {
+		inst, err := p.lookup(st, pid)
+		if err != nil {
+			return err
+		}
+		out = p.hydrate(inst)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("getting instance %s: %w", pid, err)
+	}
+	return out, nil
+}
+
+// List implements cloudprovider.CloudProvider.
+func (p *Provider) List(_ context.Context) ([]*v1.NodeClaim, error) {
+	var out []*v1.NodeClaim
+	err := p.opts.Store.View(func(st *StoreState) error {
+		ids := slices.Sorted(maps.Keys(st.Instances))
+		for _, id := range ids {
+			inst := st.Instances[id]
+			if p.owned(inst) && inst.State != StateTerminated {
+				out = append(out, p.hydrate(inst))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	return out, nil
+}
+
+// Delete implements cloudprovider.CloudProvider. Termination is immediate:
+// the first call terminates the instance and returns nil, later calls
+// return NodeClaimNotFoundError.
+func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
+	pid := nodeClaim.Status.ProviderID
+	err := p.opts.Store.Update(func(st *StoreState) error {
+		now := p.opts.Clock.Now().UTC()
+		p.purge(st, now)
+		inst, err := p.lookup(st, pid)
+		if err != nil {
+			return err
+		}
+		inst.State = StateTerminated
+		inst.TerminatedAt = &now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("terminating instance %s of nodeclaim %s: %w", pid, nodeClaim.Name, err)
+	}
+	return nil
+}
+
+// IsDrifted implements cloudprovider.CloudProvider: an instance drifts
+// when its zone left the node class's zones, or when the node class's
+// region, catalog or tags changed since launch.
+func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	var inst *Instance
+	err = p.opts.Store.View(func(st *StoreState) error {
+		i, err := p.lookup(st, nodeClaim.Status.ProviderID)
+		if err != nil {
+			return err
+		}
+		c := *i
+		inst = &c
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	if !slices.Contains(nc.Spec.Zones, inst.Zone) {
+		return DriftZone, nil
+	}
+	if inst.Tags[AnnotationNodeClassHash] != nodeClassHash(nc) {
+		return DriftNodeClass, nil
+	}
+	return "", nil
+}

@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// InstanceState is where an instance is in its life.
+type InstanceState string
+
+const (
+	// StatePending: launched, not running yet (the node class's launch delay).
+	StatePending InstanceState = "pending"
+	// StateRunning: the machine is up; its Node registers after the
+	// registration delay.
+	StateRunning InstanceState = "running"
+	// StateTerminated: gone. Kept in the store for a while, as clouds do,
+	// then purged.
+	StateTerminated InstanceState = "terminated"
+)
+
+// Tags the simulated cloud writes on every instance, like Karpenter's AWS
+// tags. Ownership is proven by TagCluster alone.
+const (
+	TagCluster   = "sim.joiner.dev/cluster"
+	TagNodePool  = "karpenter.sh/nodepool"
+	TagNodeClaim = "karpenter.sh/nodeclaim"
+	TagNodeClass = "sim.joiner.dev/simnodeclass"
+)
+
+// Instance is one simulated machine as the store keeps it.
+type Instance struct {
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Zone         string            `json:"zone"`
+	Region       string            `json:"region"`
+	CapacityType string            `json:"capacityType"`
+	Price        float64           `json:"price"`
+	ImageID      string            `json:"imageID"`
+	State        InstanceState     `json:"state"`
+	LaunchTime   time.Time         `json:"launchTime"`
+	Tags         map[string]string `json:"tags,omitempty"`
+	// Labels are the instance's well-known labels (type, zone, region,
+	// arch, os, capacity type, ...) as the cloud knows them; the registered
+	// Node may differ when a fault is injected.
+	Labels map[string]string `json:"labels,omitempty"`
+	// RunningAt is when the instance leaves pending (launch + launch delay).
+	RunningAt time.Time `json:"runningAt"`
+	// TerminatedAt is set once the instance is terminated.
+	TerminatedAt *time.Time `json:"terminatedAt,omitempty"`
+	// Registration is what the machine's kubelet will register.
+	Registration Registration `json:"registration"`
+}
+
+// ProviderID is the instance's Kubernetes provider ID,
+// sim:///<zone>/<instance-id>.
+func (i *Instance) ProviderID() string { return providerID(i.Zone, i.ID) }
+
+// Registration is the payload a machine's kubelet registers with: the Node
+// the instance becomes.
+type Registration struct {
+	// NodeName is the Node's name (and kubernetes.io/hostname).
+	NodeName string `json:"nodeName"`
+	// Labels are the node's labels: the instance's well-known labels plus
+	// the NodeClaim's labels (as kubelet --node-labels would).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are registered with the Node (registerWithTaints): the
+	// unregistered taint and the startup taints, unless a fault drops them.
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// Architecture and OS go to status.nodeInfo.
+	Architecture string              `json:"architecture"`
+	OS           string              `json:"os"`
+	Capacity     corev1.ResourceList `json:"capacity,omitempty"`
+	Allocatable  corev1.ResourceList `json:"allocatable,omitempty"`
+	// After is the earliest time the Node registers.
+	After time.Time `json:"after"`
+	// Never is set by the neverRegister fault: the machine runs but its
+	// kubelet never joins.
+	Never bool `json:"never,omitempty"`
+	// Registered is set once the machine has created its Node.
+	Registered bool `json:"registered,omitempty"`
+	// NodeGone is set once the Node of a terminated instance was removed.
+	NodeGone bool `json:"nodeGone,omitempty"`
+}
+
+// StoreState is the whole content of a store file.
+type StoreState struct {
+	// Sequence numbers instance IDs, so that several processes sharing one
+	// store never reuse an ID.
+	Sequence  uint64               `json:"sequence"`
+	Instances map[string]*Instance `json:"instances"`
+}
+
+// Store is the simulated cloud's instance database: a JSON file guarded by
+// an flock(2) on a sibling lock file, rewritten atomically (write to a
+// temporary file, fsync, rename). It survives process restarts and can be
+// shared by several processes (two joiner instances, or a controller and a
+// test) pointing at the same path. A Store is safe for concurrent use.
+type Store struct {
+	path string
+	// mu serializes this process's goroutines; the flock serializes
+	// processes (and separate Stores on one path).
+	mu sync.Mutex
+}
+
+// OpenStore opens (creating when needed) the store at path. The directory
+// must exist or be creatable.
+func OpenStore(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("opening instance store: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("opening instance store %s: %w", path, err)
+	}
+	s := &Store{path: path}
+	// Touch the lock file and validate any existing content.
+	if err := s.View(func(*StoreState) error { return nil }); err != nil {
+		return nil, fmt.Errorf("opening instance store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// View calls fn with the current state under a shared lock. fn must not
+// modify or retain the state.
+func (s *Store) View(fn func(*StoreState) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := s.lock(syscall.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.read()
+	if err != nil {
+		return err
+	}
+	return fn(st)
+}
+
+// Update calls fn with the current state under an exclusive lock and, if fn
+// returns nil, writes the state back atomically.
+func (s *Store) Update(fn func(*StoreState) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := s.lock(syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.read()
+	if err != nil {
+		return err
+	}
+	if err := fn(st); err != nil {
+		return err
+	}
+	return s.write(st)
+}
+
+func (s *Store) lock(how int) (func(), error) {
+	f, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func (s *Store) read() (*StoreState, error) {
+	st := &StoreState{}
+	data, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("reading instance store: %w", err)
+	case len(data) > 0:
+		if err := json.Unmarshal(data, st); err != nil {
+			return nil, fmt.Errorf("decoding instance store %s: %w", s.path, err)
+		}
+	}
+	if st.Instances == nil {
+		st.Instances = map[string]*Instance{}
+	}
+	return st, nil
+}
+
+func (s *Store) write(st *StoreState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding instance store: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing instance store: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing instance store: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing instance store: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing instance store: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return fmt.Errorf("writing instance store: %w", err)
+	}
+	return nil
+}

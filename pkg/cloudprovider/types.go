@@ -1,0 +1,76 @@
+package cloudprovider
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// DriftReason says why an instance no longer matches its NodeClaim's node
+// class. The empty reason means "not drifted".
+type DriftReason string
+
+// CloudProvider is joiner's whole view of a cloud. Implementations must be
+// safe for concurrent use by several controllers, and every method acts
+// only on instances that provably belong to this cluster (a cluster
+// identity tag on the instance, never its name alone).
+type CloudProvider interface {
+	// Create launches one instance for nodeClaim, choosing the cheapest
+	// available offering (instance type × zone × capacity type) that
+	// satisfies spec.requirements and spec.resources.requests. It returns
+	// a new NodeClaim (the argument is not modified) hydrated with
+	// status.providerID, status.imageID, status.capacity,
+	// status.allocatable and the labels the instance will carry
+	// (instance type, zone, region, arch, os, capacity type, ...); the
+	// caller merges them into its own NodeClaim.
+	//
+	// Errors: InsufficientCapacityError when no allowed offering has
+	// capacity (naming the offerings that failed; delete the NodeClaim so
+	// the provisioner retries elsewhere); NodeClassNotReadyError when the
+	// node class is missing or not ready; CreateError, with a condition
+	// reason and message, for other launch failures the user must see.
+	// Create is not idempotent: callers guard against double launch (for
+	// example with the NodeClaim's status.providerID).
+	Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error)
+
+	// Delete terminates the instance named by nodeClaim.status.providerID.
+	// It returns nil while termination is in progress and
+	// NodeClaimNotFoundError once the instance is gone (or never existed,
+	// or belongs to another cluster); callers repeat Delete until they see
+	// NodeClaimNotFoundError.
+	Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error
+
+	// Get returns the instance with providerID as a NodeClaim (labels,
+	// status.providerID, capacity, allocatable, imageID; the NodeClaim's
+	// name when the instance is tagged with one), or
+	// NodeClaimNotFoundError when no instance of this cluster has it.
+	// Terminated instances are not found.
+	Get(ctx context.Context, providerID string) (*v1.NodeClaim, error)
+
+	// List returns every live instance this cluster provably owns, as in
+	// Get. Instances of other clusters are never returned. The creation
+	// timestamp of each NodeClaim is the instance's launch time.
+	List(ctx context.Context) ([]*v1.NodeClaim, error)
+
+	// GetInstanceTypes returns the instance types nodePool may launch, as
+	// filtered by its node class (spec.template.spec.nodeClassRef), with
+	// offerings marked unavailable while the cloud lacks capacity for
+	// them. A missing or unready node class is a NodeClassNotReadyError.
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+
+	// IsDrifted reports why nodeClaim's instance no longer matches its
+	// node class, or "" when it does.
+	IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (DriftReason, error)
+
+	// Name is the provider's name, e.g. "sim"; it is the scheme of its
+	// provider IDs.
+	Name() string
+
+	// GetSupportedNodeClasses returns an empty object of each node class
+	// kind the provider understands; NodeClaims whose nodeClassRef names
+	// another kind are not managed by joiner.
+	GetSupportedNodeClasses() []client.Object
+}

@@ -1,0 +1,81 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// requeuePending is how often a pod that stays provisionable triggers a
+// batch again, so capacity lost in flight (a launch that failed, a
+// NodeClaim deleted) is planned again without any other event.
+const requeuePending = 10 * time.Second
+
+// Controller is the provisioner with its pod trigger: the trigger watches
+// pods and feeds the batcher; the provisioner, a leader-elected runnable,
+// plans and creates NodeClaims.
+type Controller struct {
+	*Provisioner
+}
+
+// NewController validates opts and returns the controller.
+func NewController(opts Options) (*Controller, error) {
+	p, err := NewProvisioner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{Provisioner: p}, nil
+}
+
+// Register adds the pod trigger and the provisioner to mgr.
+func (c *Controller) Register(mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named("provisioner.trigger.pod").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			pod, ok := o.(*corev1.Pod)
+			return ok && pod.Spec.NodeName == ""
+		}))).
+		// A NodeClaim that goes away may leave its pods without capacity.
+		Watches(&v1.NodeClaim{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.Trigger(types.UID("nodeclaim/" + e.Object.GetName()))
+			},
+		}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(reconcile.Func(c.reconcilePod))
+	if err != nil {
+		return fmt.Errorf("registering provisioner pod trigger: %w", err)
+	}
+	if err := mgr.Add(c.Provisioner); err != nil {
+		return fmt.Errorf("adding provisioner: %w", err)
+	}
+	return nil
+}
+
+// reconcilePod triggers a batch for a provisionable pod and checks it again
+// later while it stays provisionable.
+func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !IsProvisionable(pod) {
+		return reconcile.Result{}, nil
+	}
+	c.Trigger(pod.UID)
+	return reconcile.Result{RequeueAfter: requeuePending}, nil
+}

@@ -1,0 +1,134 @@
+package provisioning
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// MaxInstanceTypes caps the instance-type options a NodeClaim carries; the
+// plan orders them cheapest first, so the cap drops the dearest.
+const MaxInstanceTypes = 60
+
+// NodeClaimName is the deterministic name of the NodeClaim that carries
+// pods for nodePool: the NodePool's name and a short hash of the sorted
+// pod UIDs. A retried batch or a second replica planning the same node
+// computes the same name, so the API server refuses the duplicate.
+func NodeClaimName(nodePool string, pods []*corev1.Pod) string {
+	uids := make([]string, 0, len(pods))
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	sum := sha256.Sum256([]byte(strings.Join(uids, ",")))
+	return nodePool + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// NodeClassLabelKey is the label that names a node's node class, e.g.
+// karpenter.k8s.aws/ec2nodeclass or sim.joiner.dev/simnodeclass.
+func NodeClassLabelKey(ref *v1.NodeClassReference) string {
+	return ref.Group + "/" + strings.ToLower(ref.Kind)
+}
+
+// NewNodeClaim builds the NodeClaim that launches planned for nodePool:
+// template labels and annotations, the NodePool and node class labels, an
+// owner reference to the NodePool, the template's taints, startup taints,
+// expiry, termination grace period and node class, the plan's narrowed
+// requirements with its instance types (cheapest first, at most
+// MaxInstanceTypes) and the plan's resource requests.
+func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim, instanceTypes []*scheduling.InstanceType) *v1.NodeClaim {
+	tmpl := nodePool.Spec.Template
+	labels := maps.Clone(tmpl.ObjectMeta.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1.LabelNodePool] = nodePool.Name
+	if ref := tmpl.Spec.NodeClassRef; ref != nil {
+		labels[NodeClassLabelKey(ref)] = ref.Name
+	}
+	annotations := maps.Clone(tmpl.ObjectMeta.Annotations)
+	if hash, ok := nodePool.Annotations[v1.AnnotationNodePoolHash]; ok {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[v1.AnnotationNodePoolHash] = hash
+		annotations[v1.AnnotationNodePoolHashVersion] = nodePool.Annotations[v1.AnnotationNodePoolHashVersion]
+	}
+
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeClaimName(nodePool.Name, planned.Pods),
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         v1.SchemeGroupVersion.String(),
+				Kind:               "NodePool",
+				Name:               nodePool.Name,
+				UID:                nodePool.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1.NodeClaimSpec{
+			Taints:                 slices.Clone(tmpl.Spec.Taints),
+			StartupTaints:          slices.Clone(tmpl.Spec.StartupTaints),
+			Requirements:           requirements(planned.Requirements, instanceTypes),
+			Resources:              v1.ResourceRequirements{Requests: planned.Requests.DeepCopy()},
+			ExpireAfter:            tmpl.Spec.ExpireAfter,
+			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
+		},
+	}
+	if ref := tmpl.Spec.NodeClassRef; ref != nil {
+		nc.Spec.NodeClassRef = ref.DeepCopy()
+	}
+	return nc
+}
+
+// requirements turns the plan's narrowed requirements into the NodeClaim's,
+// replacing the instance-type requirement by the launch options, in price
+// order. minValues on the instance-type key survive the narrowing.
+func requirements(planned []scheduling.Requirement, instanceTypes []*scheduling.InstanceType) []v1.NodeSelectorRequirementWithMinValues {
+	out := make([]v1.NodeSelectorRequirementWithMinValues, 0, len(planned)+1)
+	var instanceTypeMinValues *int
+	for _, r := range planned {
+		if r.Key == v1.LabelInstanceType {
+			instanceTypeMinValues = r.MinValues
+			continue
+		}
+		out = append(out, v1.NodeSelectorRequirementWithMinValues{
+			Key:       r.Key,
+			Operator:  r.Operator,
+			Values:    slices.Clone(r.Values),
+			MinValues: r.MinValues,
+		})
+	}
+	names := make([]string, 0, len(instanceTypes))
+	for _, it := range instanceTypes {
+		names = append(names, it.Name)
+	}
+	out = append(out, v1.NodeSelectorRequirementWithMinValues{
+		Key:       v1.LabelInstanceType,
+		Operator:  corev1.NodeSelectorOpIn,
+		Values:    names,
+		MinValues: instanceTypeMinValues,
+	})
+	return out
+}
+
+// podKeys is the set of pod UIDs a NodeClaim was planned for, for logs.
+func podUIDs(pods []*corev1.Pod) []types.UID {
+	out := make([]types.UID, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.UID)
+	}
+	return out
+}

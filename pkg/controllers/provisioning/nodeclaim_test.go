@@ -1,0 +1,242 @@
+package provisioning
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+func testPod(uid string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + uid, Namespace: "default", UID: types.UID(uid)}}
+}
+
+func testNodePool() *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "np-uid"},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{
+				ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}},
+				Spec: v1.NodeClaimTemplateSpec{
+					Taints:                 []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
+					StartupTaints:          []corev1.Taint{{Key: "agent", Effect: corev1.TaintEffectNoSchedule}},
+					NodeClassRef:           &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"},
+					ExpireAfter:            v1.MustParseNillableDuration("720h"),
+					TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
+				},
+			},
+		},
+	}
+}
+
+func testInstanceType(name, cpu, mem string) *scheduling.InstanceType {
+	return &scheduling.InstanceType{
+		Name:     name,
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse("110")},
+	}
+}
+
+func TestNodeClaimNameIsDeterministic(t *testing.T) {
+	a := NodeClaimName("default", []*corev1.Pod{testPod("1"), testPod("2"), testPod("3")})
+	b := NodeClaimName("default", []*corev1.Pod{testPod("3"), testPod("1"), testPod("2")})
+	c := NodeClaimName("default", []*corev1.Pod{testPod("1"), testPod("2")})
+	if a != b {
+		t.Errorf("same pods in another order: %s != %s", a, b)
+	}
+	if a == c {
+		t.Errorf("different pods gave the same name %s", a)
+	}
+	if len(a) != len("default-")+10 {
+		t.Errorf("unexpected name %q", a)
+	}
+}
+
+func TestNewNodeClaim(t *testing.T) {
+	np := testNodePool()
+	its := []*scheduling.InstanceType{testInstanceType("m5.large", "2", "8Gi"), testInstanceType("m5.xlarge", "4", "16Gi")}
+	planned := &scheduling.NewNodeClaim{
+		NodePool: "default",
+		Requirements: []scheduling.Requirement{
+			{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}},
+			{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge", "m5.2xlarge"}},
+		},
+		InstanceTypes: its,
+		Pods:          []*corev1.Pod{testPod("1")},
+		Requests:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+	}
+	nc := NewNodeClaim(np, planned, its)
+
+	if nc.Name != NodeClaimName("default", planned.Pods) {
+		t.Errorf("name %q", nc.Name)
+	}
+	wantLabels := map[string]string{"team": "a", v1.LabelNodePool: "default", "sim.joiner.dev/simnodeclass": "default"}
+	for k, v := range wantLabels {
+		if nc.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, nc.Labels[k], v)
+		}
+	}
+	if np.Spec.Template.ObjectMeta.Labels[v1.LabelNodePool] != "" {
+		t.Error("NewNodeClaim modified the NodePool's template labels")
+	}
+	if nc.Annotations["note"] != "x" {
+		t.Errorf("annotations %v", nc.Annotations)
+	}
+	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Kind != "NodePool" || nc.OwnerReferences[0].UID != "np-uid" {
+		t.Errorf("owner references %+v", nc.OwnerReferences)
+	}
+	if len(nc.Spec.Taints) != 1 || len(nc.Spec.StartupTaints) != 1 {
+		t.Errorf("taints %v startup %v", nc.Spec.Taints, nc.Spec.StartupTaints)
+	}
+	if nc.Spec.NodeClassRef == nil || nc.Spec.NodeClassRef.Name != "default" {
+		t.Errorf("node class ref %+v", nc.Spec.NodeClassRef)
+	}
+	if nc.Spec.ExpireAfter.String() != "720h" || nc.Spec.TerminationGracePeriod.Duration != time.Hour {
+		t.Errorf("expireAfter %s terminationGracePeriod %v", nc.Spec.ExpireAfter, nc.Spec.TerminationGracePeriod)
+	}
+	cpu := nc.Spec.Resources.Requests[corev1.ResourceCPU]
+	if cpu.String() != "1" {
+		t.Errorf("requests %v", nc.Spec.Resources.Requests)
+	}
+	var it []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == v1.LabelInstanceType {
+			if it != nil {
+				t.Error("two instance-type requirements")
+			}
+			it = r.Values
+		}
+	}
+	if len(it) != 2 || it[0] != "m5.large" || it[1] != "m5.xlarge" {
+		t.Errorf("instance types %v, want the launch options in price order", it)
+	}
+}
+
+func TestFitLimits(t *testing.T) {
+	small := testInstanceType("small", "2", "8Gi")
+	large := testInstanceType("large", "8", "32Gi")
+	plannedFor := func(uids ...string) *scheduling.NewNodeClaim {
+		var pods []*corev1.Pod
+		for _, u := range uids {
+			pods = append(pods, testPod(u))
+		}
+		return &scheduling.NewNodeClaim{NodePool: "default", InstanceTypes: []*scheduling.InstanceType{small, large}, Pods: pods}
+	}
+	tests := []struct {
+		name         string
+		limits       corev1.ResourceList
+		inUse        corev1.ResourceList
+		planned      []*scheduling.NewNodeClaim
+		wantClaims   int
+		wantTypes    [][]string
+		wantRejected int
+	}{
+		{
+			name:       "no limits keeps every option",
+			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
+			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
+		},
+		{
+			name:       "limit drops the options that would exceed it",
+			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")},
+			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
+			wantClaims: 1, wantTypes: [][]string{{"small"}},
+		},
+		{
+			name:       "usage counts against the limit, pessimistically per claim",
+			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
+			inUse:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			planned:    []*scheduling.NewNodeClaim{plannedFor("1"), plannedFor("2"), plannedFor("3"), plannedFor("4")},
+			wantClaims: 3, wantTypes: [][]string{{"small"}, {"small"}, {"small"}},
+			wantRejected: 1,
+		},
+		{
+			name:       "node count limit",
+			limits:     corev1.ResourceList{ResourceNodes: resource.MustParse("1")},
+			planned:    []*scheduling.NewNodeClaim{plannedFor("1", "2"), plannedFor("3")},
+			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
+			wantRejected: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			np := testNodePool()
+			np.Spec.Limits = v1.Limits(tt.limits)
+			v := &view{nodePools: map[string]*v1.NodePool{"default": np}, inUse: map[string]corev1.ResourceList{}}
+			if tt.inUse != nil {
+				v.inUse["default"] = tt.inUse.DeepCopy()
+			}
+			claims, rejected := (&Provisioner{}).fitLimits(v, tt.planned)
+			if len(claims) != tt.wantClaims {
+				t.Fatalf("got %d claims, want %d", len(claims), tt.wantClaims)
+			}
+			for i, c := range claims {
+				var names []string
+				for _, it := range c.instanceTypes {
+					names = append(names, it.Name)
+				}
+				if len(names) != len(tt.wantTypes[i]) {
+					t.Errorf("claim %d types %v, want %v", i, names, tt.wantTypes[i])
+				}
+			}
+			if len(rejected) != tt.wantRejected {
+				t.Fatalf("got %d rejected pods, want %d", len(rejected), tt.wantRejected)
+			}
+			for _, r := range rejected {
+				if r.Reasons["default"] == "" {
+					t.Errorf("rejected pod without a reason: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestDescribeReasons(t *testing.T) {
+	got := describeReasons(
+		map[string]string{"b": "no instance type has enough memory", scheduling.ExistingNodesReason: "all nodes are full", "a": "incompatible requirements"},
+		map[string]string{"c": "it is not ready (NodeClassNotReady: ...)", "a": "ignored because a reason exists"},
+	)
+	want := `existing nodes: all nodes are full; nodepool "a": incompatible requirements; nodepool "b": no instance type has enough memory; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := describeReasons(nil, nil); got == "" {
+		t.Error("no reason and no nodepool must still say something")
+	}
+}
+
+func TestIsProvisionable(t *testing.T) {
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	now := metav1.Now()
+	tests := []struct {
+		name string
+		pod  func(*corev1.Pod)
+		want bool
+	}{
+		{"unschedulable", func(*corev1.Pod) {}, true},
+		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n" }, false},
+		{"preempting", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }, false},
+		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, false},
+		{"daemonset", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptrTrue()}}
+		}, false},
+		{"not yet seen by the scheduler", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
+		{"scheduling gated", func(p *corev1.Pod) { p.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated }, false},
+		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod("1")
+			p.Status.Conditions = []corev1.PodCondition{unschedulable}
+			tt.pod(p)
+			if got := IsProvisionable(p); got != tt.want {
+				t.Errorf("IsProvisionable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

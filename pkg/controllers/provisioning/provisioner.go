@@ -1,0 +1,282 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// SolveFunc runs the scheduling simulation on one snapshot.
+type SolveFunc func(*scheduling.Snapshot) (*scheduling.Plan, error)
+
+// InstanceTypes is the part of the cloud provider the provisioner uses
+// (cloudprovider.CloudProvider satisfies it).
+type InstanceTypes interface {
+	// GetInstanceTypes returns the instance types nodePool may launch, with
+	// offerings marked unavailable while the cloud lacks capacity.
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+}
+
+// ClusterState is the part of the cluster state the provisioner waits on.
+type ClusterState interface {
+	// Synced reports whether the state has seen every Node and NodeClaim
+	// the API server holds; planning on a partial picture would launch
+	// capacity that already exists.
+	Synced(ctx context.Context) bool
+}
+
+// Options configure the provisioner.
+type Options struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client        client.Client
+	CloudProvider InstanceTypes
+	// State gates each batch until it is synced; nil trusts the cache,
+	// which the manager syncs before the provisioner starts.
+	State    ClusterState
+	Recorder events.EventRecorder
+	Clock    clock.Clock
+	Solve    SolveFunc
+
+	BatchIdleDuration time.Duration
+	BatchMaxDuration  time.Duration
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("cloud provider is required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("event recorder is required"))
+	}
+	if o.Clock == nil {
+		errs = append(errs, errors.New("clock is required"))
+	}
+	if o.Solve == nil {
+		errs = append(errs, errors.New("solve function is required"))
+	}
+	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration < o.BatchIdleDuration {
+		errs = append(errs, fmt.Errorf("batch durations idle=%s max=%s: idle must be positive and max at least idle", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// Provisioner turns batches of unschedulable pods into NodeClaims. It is a
+// leader-elected singleton: one loop, one batch at a time.
+type Provisioner struct {
+	opts     Options
+	batcher  *Batcher
+	inflight inflight
+
+	// reported remembers the last event given to each pending pod, so a pod
+	// that stays pending does not get the same event every batch.
+	mu       sync.Mutex
+	reported map[types.UID]string
+}
+
+// NewProvisioner validates opts and returns a Provisioner.
+func NewProvisioner(opts Options) (*Provisioner, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("provisioner options: %w", err)
+	}
+	return &Provisioner{
+		opts:     opts,
+		batcher:  NewBatcher(opts.Clock, opts.BatchIdleDuration, opts.BatchMaxDuration),
+		reported: map[types.UID]string{},
+	}, nil
+}
+
+// Trigger asks for a batch that includes the pod with uid.
+func (p *Provisioner) Trigger(uid types.UID) { p.batcher.Trigger(uid) }
+
+// Start runs batches until ctx ends. It implements manager.Runnable; the
+// manager runs it only on the elected leader.
+func (p *Provisioner) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("provisioner")
+	ctx = log.IntoContext(ctx, logger)
+	for p.batcher.Wait(ctx) {
+		if err := p.waitForSync(ctx); err != nil {
+			return nil
+		}
+		if _, err := p.Provision(ctx); err != nil {
+			logger.Error(err, "provisioning failed")
+			// The pods are still pending: the pod trigger requeues them.
+		}
+	}
+	return nil
+}
+
+// waitForSync blocks until the cluster state is synced or ctx ends.
+func (p *Provisioner) waitForSync(ctx context.Context) error {
+	if p.opts.State == nil {
+		return nil
+	}
+	logged := false
+	for !p.opts.State.Synced(ctx) {
+		if !logged {
+			log.FromContext(ctx).Info("waiting for cluster state to sync before provisioning")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.opts.Clock.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Result is what one provisioning pass did.
+type Result struct {
+	// Pending is how many provisionable pods the pass saw.
+	Pending int
+	// Created are the NodeClaims created (or found already created under the
+	// same deterministic name).
+	Created []*v1.NodeClaim
+	// Unschedulable are the pods that fit nowhere, with why.
+	Unschedulable []scheduling.PodError
+}
+
+// Provision runs one pass: snapshot, solve, create NodeClaims, report.
+func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
+	logger := log.FromContext(ctx)
+	v, err := p.buildView(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshotting cluster: %w", err)
+	}
+	podsPending.Set(float64(len(v.snapshot.Pods)))
+	res := &Result{Pending: len(v.snapshot.Pods)}
+	if len(v.snapshot.Pods) == 0 {
+		p.forgetExcept(nil)
+		return res, nil
+	}
+	logger.V(1).Info("found provisionable pods", "count", len(v.snapshot.Pods))
+
+	start := p.opts.Clock.Now()
+	plan, err := p.opts.Solve(v.snapshot)
+	solverDuration.Observe(p.opts.Clock.Since(start).Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
+	}
+	if len(plan.NewNodeClaims) > 0 {
+		logger.Info("computed new nodeclaims to fit pods", "nodeclaims", len(plan.NewNodeClaims), "pods", countPods(plan.NewNodeClaims), "duration", p.opts.Clock.Since(start).String())
+	}
+
+	claims, limited := p.fitLimits(v, plan.NewNodeClaims)
+	created := make([]*v1.NodeClaim, len(claims))
+	errs := make([]error, len(claims))
+	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
+		created[i], errs[i] = p.create(ctx, claims[i])
+	})
+	for _, nc := range created {
+		if nc != nil {
+			res.Created = append(res.Created, nc)
+		}
+	}
+
+	seen := map[types.UID]bool{}
+	for i, c := range claims {
+		if errs[i] != nil {
+			continue
+		}
+		for _, pod := range c.planned.Pods {
+			seen[pod.UID] = true
+			p.report(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+created[i].Name)
+		}
+	}
+	for _, placement := range plan.Existing {
+		for _, pod := range placement.Pods {
+			seen[pod.UID] = true
+			p.report(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+existingTarget(v, placement.Node))
+		}
+	}
+	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
+	res.Unschedulable = append(res.Unschedulable, limited...)
+	for _, pe := range res.Unschedulable {
+		seen[pe.Pod.UID] = true
+		p.report(pe.Pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, "+describeReasons(pe.Reasons, v.skipped))
+	}
+	if len(res.Unschedulable) > 0 {
+		logUnschedulable(logger, res.Unschedulable, v.skipped)
+	}
+	p.forgetExcept(seen)
+	return res, errors.Join(errs...)
+}
+
+// existingTarget names an existing placement for a Nominated event.
+func existingTarget(v *view, name string) string {
+	for _, n := range v.snapshot.Nodes {
+		if n.Name == name && n.NodeClaim == name {
+			return "nodeclaim/" + name
+		}
+	}
+	return "node/" + name
+}
+
+// create creates one NodeClaim. AlreadyExists is success: the name is
+// derived from the pods, so the NodeClaim is the one this pass wanted.
+func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim, error) {
+	nc := NewNodeClaim(c.nodePool, c.planned, c.instanceTypes)
+	err := p.opts.Client.Create(ctx, nc)
+	if apierrors.IsAlreadyExists(err) {
+		log.FromContext(ctx).V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
+		return nc, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
+	}
+	p.inflight.add(nc, p.opts.Clock.Now())
+	nodeClaimsCreated.WithLabelValues(c.nodePool.Name).Inc()
+	log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
+		"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
+	return nc, nil
+}
+
+// report records an event on pod unless the pod already got this exact one.
+func (p *Provisioner) report(pod *corev1.Pod, eventType, reason, note string) {
+	key := reason + "\x00" + note
+	p.mu.Lock()
+	if p.reported[pod.UID] == key {
+		p.mu.Unlock()
+		return
+	}
+	p.reported[pod.UID] = key
+	p.mu.Unlock()
+	p.opts.Recorder.Eventf(pod, nil, eventType, reason, "Provision", "%s", note)
+}
+
+// forgetExcept drops the memory of events for pods no longer pending.
+func (p *Provisioner) forgetExcept(keep map[types.UID]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid := range p.reported {
+		if !keep[uid] {
+			delete(p.reported, uid)
+		}
+	}
+}
+
+func countPods(ncs []*scheduling.NewNodeClaim) int {
+	n := 0
+	for _, nc := range ncs {
+		n += len(nc.Pods)
+	}
+	return n
+}

@@ -1,0 +1,98 @@
+package provisioning
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// maxExamplePods bounds the pod names one log line lists per reason.
+const maxExamplePods = 3
+
+// describeReasons renders a pod's reasons, one clause per NodePool in name
+// order (existing capacity first), plus the NodePools the provisioner could
+// not use at all, so the message says everything once.
+func describeReasons(reasons map[string]string, skipped map[string]string) string {
+	var clauses []string
+	if r, ok := reasons[scheduling.ExistingNodesReason]; ok {
+		clauses = append(clauses, "existing nodes: "+r)
+	}
+	for _, name := range slices.Sorted(maps.Keys(reasons)) {
+		if name == scheduling.ExistingNodesReason {
+			continue
+		}
+		clauses = append(clauses, fmt.Sprintf("nodepool %q: %s", name, reasons[name]))
+	}
+	for _, name := range slices.Sorted(maps.Keys(skipped)) {
+		if _, ok := reasons[name]; ok {
+			continue
+		}
+		clauses = append(clauses, fmt.Sprintf("nodepool %q skipped: %s", name, skipped[name]))
+	}
+	if len(clauses) == 0 {
+		return "no nodepool can launch capacity (create a NodePool whose node class is ready)"
+	}
+	return strings.Join(clauses, "; ")
+}
+
+// logUnschedulable writes one log line for a whole batch of pods that fit
+// nowhere: the pods grouped by identical reasons, each group with its pod
+// count and a few example pods.
+func logUnschedulable(logger logr.Logger, errs []scheduling.PodError, skipped map[string]string) {
+	type group struct {
+		count    int
+		examples []string
+	}
+	groups := map[string]*group{}
+	for _, pe := range errs {
+		msg := describeReasons(pe.Reasons, skipped)
+		g := groups[msg]
+		if g == nil {
+			g = &group{}
+			groups[msg] = g
+		}
+		g.count++
+		if len(g.examples) < maxExamplePods {
+			g.examples = append(g.examples, pe.Pod.Namespace+"/"+pe.Pod.Name)
+		}
+	}
+	summary := make([]string, 0, len(groups))
+	for _, msg := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[msg]
+		summary = append(summary, fmt.Sprintf("%d pod(s) (e.g. %s): %s", g.count, strings.Join(g.examples, ", "), msg))
+	}
+	logger.Info("could not schedule pods", "count", len(errs), "reasons", summary)
+}
+
+// summarizeInstanceTypes names the first few options and how many more.
+func summarizeInstanceTypes(its []*scheduling.InstanceType) string {
+	const shown = 5
+	names := make([]string, 0, shown)
+	for i, it := range its {
+		if i == shown {
+			break
+		}
+		names = append(names, it.Name)
+	}
+	s := strings.Join(names, ", ")
+	if len(its) > shown {
+		s += fmt.Sprintf(" and %d other(s)", len(its)-shown)
+	}
+	return s
+}
+
+// formatResources renders a resource list compactly, in name order.
+func formatResources(rl corev1.ResourceList) string {
+	parts := make([]string, 0, len(rl))
+	for _, name := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[name]
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,97 @@
+// Package operator builds the process joiner runs as: a controller-runtime
+// manager with joiner's scheme, leader election (on by default, so two
+// replicas are safe), the Prometheus /metrics endpoint, /healthz and
+// /readyz probes and JSON logs. It decides how the process is wired; which
+// controllers run is pkg/controllers' decision.
+package operator
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+)
+
+// NewScheme returns a scheme with the Kubernetes built-in kinds and every
+// joiner API (karpenter.sh/v1, karpenter.k8s.aws/v1, sim.joiner.dev).
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding kubernetes kinds to scheme: %w", err)
+	}
+	if err := apis.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding joiner kinds to scheme: %w", err)
+	}
+	return s, nil
+}
+
+// NewManager builds the manager joiner's controllers run in. cfg's rate
+// limits are raised to the options' QPS and burst.
+func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (manager.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("validating options: %w", err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = float32(opts.KubeClientQPS)
+	cfg.Burst = opts.KubeClientBurst
+	cfg.UserAgent = "joiner"
+
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                        scheme,
+		Logger:                        logger,
+		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)},
+		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
+		LeaderElection:                !opts.DisableLeaderElection,
+		LeaderElectionID:              opts.LeaderElectionName,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(10 * time.Second),
+		Cache: cache.Options{
+			// Pods are the bulk of the cache: drop what joiner never reads.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("adding readyz check: %w", err)
+	}
+	return mgr, nil
+}
+
+// bindAddress turns a port into a listen address; 0 disables the server.
+func bindAddress(port int) string {
+	if port == 0 {
+		return "0"
+	}
+	return net.JoinHostPort("", strconv.Itoa(port))
+}

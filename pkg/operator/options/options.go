@@ -1,0 +1,167 @@
+// Package options holds joiner's operator settings: every one is a flag
+// whose default comes from an environment variable (as Karpenter's do), so
+// the same binary is configured by a Helm chart's env or by a shell's flags.
+// It decides names, defaults and validation; it never starts anything.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Cloud providers joiner can run with.
+const (
+	CloudProviderSim = "sim"
+	CloudProviderAWS = "aws"
+)
+
+// Options are the operator's settings.
+type Options struct {
+	// ClusterName is the cluster identity stamped on every instance joiner
+	// launches; garbage collection only ever touches instances carrying it.
+	ClusterName string
+	// CloudProvider is "sim" (the embedded simulated cloud) or "aws".
+	CloudProvider string
+	// SimStorePath is where the simulated cloud keeps its instances so they
+	// survive a controller restart ("" lets the cloud pick its default).
+	SimStorePath string
+
+	BatchIdleDuration time.Duration
+	BatchMaxDuration  time.Duration
+	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
+	// before it is deleted with an explanatory event.
+	RegistrationTTL time.Duration
+
+	MetricsPort     int
+	HealthProbePort int
+
+	DisableLeaderElection   bool
+	LeaderElectionName      string
+	LeaderElectionNamespace string
+
+	KubeClientQPS   int
+	KubeClientBurst int
+
+	// LogLevel is debug, info or error.
+	LogLevel string
+
+	// envErrs are malformed environment variables, reported by Validate.
+	envErrs []error
+}
+
+// AddFlags registers every option on fs, with defaults read from the
+// environment.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", "joiner"), "Cluster identity stamped on every instance joiner launches; garbage collection only touches instances carrying it [CLUSTER_NAME]")
+	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderSim), "Cloud provider: sim (the embedded simulated cloud) or aws [CLOUD_PROVIDER]")
+	fs.StringVar(&o.SimStorePath, "sim-store", env("SIM_STORE", ""), "Where the simulated cloud keeps its instances across restarts [SIM_STORE]")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
+	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
+	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
+	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
+	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", o.envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with a single replica) [DISABLE_LEADER_ELECTION]")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", env("LEADER_ELECTION_NAME", "joiner-leader-election"), "Name of the leader election Lease [LEADER_ELECTION_NAME]")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", "kube-system"), "Namespace of the leader election Lease [LEADER_ELECTION_NAMESPACE]")
+	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", o.envInt("KUBE_CLIENT_QPS", 200), "Queries per second to the API server [KUBE_CLIENT_QPS]")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", o.envInt("KUBE_CLIENT_BURST", 300), "Burst of queries to the API server [KUBE_CLIENT_BURST]")
+	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
+}
+
+// Default returns the options as they are with no flag and no environment.
+func Default() *Options {
+	o := &Options{}
+	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	return o
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	errs := append([]error(nil), o.envErrs...)
+	if o.ClusterName == "" {
+		errs = append(errs, errors.New("cluster-name must not be empty"))
+	}
+	switch o.CloudProvider {
+	case CloudProviderSim, CloudProviderAWS:
+	default:
+		errs = append(errs, fmt.Errorf("cloud-provider %q is not one of sim, aws", o.CloudProvider))
+	}
+	if o.BatchIdleDuration <= 0 {
+		errs = append(errs, fmt.Errorf("batch-idle-duration %s must be positive", o.BatchIdleDuration))
+	}
+	if o.BatchMaxDuration < o.BatchIdleDuration {
+		errs = append(errs, fmt.Errorf("batch-max-duration %s must not be shorter than batch-idle-duration %s", o.BatchMaxDuration, o.BatchIdleDuration))
+	}
+	if o.RegistrationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
+	}
+	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
+		if port < 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d is not a port", name, port))
+		}
+	}
+	if !o.DisableLeaderElection && (o.LeaderElectionName == "" || o.LeaderElectionNamespace == "") {
+		errs = append(errs, errors.New("leader election needs a leader-election-name and a leader-election-namespace"))
+	}
+	switch o.LogLevel {
+	case "debug", "info", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level %q is not one of debug, info, error", o.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// The typed env readers fall back to the default on a malformed value and
+// remember the mistake for Validate, so a typo in a chart is an error at
+// start, not a silently ignored setting.
+func (o *Options) envDuration(key string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a duration", key, v))
+		return def
+	}
+	return d
+}
+
+func (o *Options) envInt(key string, def int) int {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not an integer", key, v))
+		return def
+	}
+	return i
+}
+
+func (o *Options) envBool(key string, def bool) bool {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a boolean", key, v))
+		return def
+	}
+	return b
+}

@@ -1,0 +1,56 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(*Options) bool
+		wantErr string
+	}{
+		{name: "defaults are valid", check: func(o *Options) bool {
+			return o.BatchIdleDuration == time.Second && o.BatchMaxDuration == 10*time.Second &&
+				o.RegistrationTTL == 15*time.Minute && !o.DisableLeaderElection && o.CloudProvider == CloudProviderSim
+		}},
+		{name: "env sets the default", env: map[string]string{"BATCH_IDLE_DURATION": "2s"}, check: func(o *Options) bool { return o.BatchIdleDuration == 2*time.Second }},
+		{name: "flag beats env", env: map[string]string{"BATCH_IDLE_DURATION": "2s"}, args: []string{"--batch-idle-duration=3s"}, check: func(o *Options) bool { return o.BatchIdleDuration == 3*time.Second }},
+		{name: "malformed env is an error", env: map[string]string{"METRICS_PORT": "http"}, wantErr: `METRICS_PORT="http" is not an integer`},
+		{name: "max shorter than idle", args: []string{"--batch-max-duration=500ms"}, wantErr: "must not be shorter"},
+		{name: "unknown cloud", args: []string{"--cloud-provider=gcp"}, wantErr: `cloud-provider "gcp"`},
+		{name: "unknown log level", args: []string{"--log-level=warn"}, wantErr: `log-level "warn"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o := &Options{}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			if !tt.check(o) {
+				t.Fatalf("unexpected options %+v", o)
+			}
+		})
+	}
+}
