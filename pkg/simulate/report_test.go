@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func handMadePlan(t *testing.T) (*scheduling.Snapshot, *scheduling.Plan) {
 			"default": get("m5.large", "m5.xlarge", "c6g.xlarge"),
 			"gpu":     get("g4dn.xlarge"),
 		},
-		Pods: append(append(append(append([]*corev1.Pod{}, web...), cache...), append(big, trainer, odd, placed)...)),
+		Pods: slices.Concat(web, cache, big, []*corev1.Pod{trainer, odd, placed}),
 	}
 	why := map[string]string{
 		"default": "no instance type satisfied resources {\"cpu\":\"512\",\"pods\":\"1\"} and requirements",
