@@ -36,6 +36,8 @@ type classBase struct {
 	selectedBy []*topoGroup
 	// zoneRelevant pods need their node's zone decided before they land.
 	zoneRelevant bool
+	// ctRelevant pods need their node's capacity type decided.
+	ctRelevant bool
 
 	err        string         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver

@@ -11,7 +11,6 @@ import (
 func (sv *solver) place(pp pendingPod) bool {
 	cb := pp.class
 	if cb.err != "" {
-		sv.variant(cb, 0)
 		return false
 	}
 	for i := 0; ; i++ {
