@@ -450,7 +450,9 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 // type that fits.
 func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
 	cb := a.c.base
-	zoneCands := []uint64{tr.zones & a.allowed}
+	var zbuf [64]uint64
+	var cbuf [32]uint32
+	zoneCands := append(zbuf[:0], tr.zones&a.allowed)
 	if cb.zoneRelevant && bits.OnesCount64(zoneCands[0]) > 1 {
 		zoneCands = zoneCands[:0]
 		for _, zi := range a.zoneRank {
@@ -459,7 +461,7 @@ func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from res
 			}
 		}
 	}
-	ctCands := []uint32{tr.cts & a.ctAllowed}
+	ctCands := append(cbuf[:0], tr.cts&a.ctAllowed)
 	if cb.ctRelevant && bits.OnesCount32(ctCands[0]) > 1 {
 		ctCands = ctCands[:0]
 		for _, ci := range a.ctRank {
