@@ -121,9 +121,12 @@ func TestEC2NodeClassRejected(t *testing.T) {
 			want: []string{"spec.amiSelectorTerms: at least one term is required"},
 		},
 		{
-			name:   "empty AMI term",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.AMIFamily = ptr.To("AL2023"); s.AMISelectorTerms = []awsv1.AMISelectorTerm{{}} },
-			want:   []string{"a term needs one of alias, id, name, tags or ssmParameter"},
+			name: "empty AMI term",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.AMIFamily = ptr.To("AL2023")
+				s.AMISelectorTerms = []awsv1.AMISelectorTerm{{}}
+			},
+			want: []string{"a term needs one of alias, id, name, tags or ssmParameter"},
 		},
 		{
 			name:   "alias with id in one term",
@@ -403,14 +406,18 @@ func TestEC2NodeClassRejected(t *testing.T) {
 		},
 		// Metadata options.
 		{
-			name:   "hop limit above 64",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: ptr.To[int64](65)} },
-			want:   []string{"spec.metadataOptions.httpPutResponseHopLimit", "should be less than or equal to 64"},
+			name: "hop limit above 64",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: ptr.To[int64](65)}
+			},
+			want: []string{"spec.metadataOptions.httpPutResponseHopLimit", "should be less than or equal to 64"},
 		},
 		{
-			name:   "unknown httpTokens",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.MetadataOptions = &awsv1.MetadataOptions{HTTPTokens: ptr.To("sometimes")} },
-			want:   []string{"spec.metadataOptions.httpTokens", "Unsupported value: \"sometimes\""},
+			name: "unknown httpTokens",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.MetadataOptions = &awsv1.MetadataOptions{HTTPTokens: ptr.To("sometimes")}
+			},
+			want: []string{"spec.metadataOptions.httpTokens", "Unsupported value: \"sometimes\""},
 		},
 		// Kubelet.
 		{
@@ -476,9 +483,11 @@ func TestEC2NodeClassRejected(t *testing.T) {
 			want: []string{"spec.kubelet.imageGCHighThresholdPercent: must be greater than imageGCLowThresholdPercent"},
 		},
 		{
-			name:   "cluster DNS that is no IP",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.Kubelet = &awsv1.KubeletConfiguration{ClusterDNS: []string{"kube-dns"}} },
-			want:   []string{"spec.kubelet.clusterDNS: every entry must be an IP address"},
+			name: "cluster DNS that is no IP",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.Kubelet = &awsv1.KubeletConfiguration{ClusterDNS: []string{"kube-dns"}}
+			},
+			want: []string{"spec.kubelet.clusterDNS: every entry must be an IP address"},
 		},
 		{
 			name:   "negative maxPods",
