@@ -175,6 +175,9 @@ func TestManifestsKubectlDump(t *testing.T) {
 	if want := []string{"node-a[prod/api-7d4b9c-abcde]"}; !slices.Equal(v.nodes, want) {
 		t.Errorf("nodes = %v, want %v", v.nodes, want)
 	}
+	if got := m.BoundElsewhere(); len(got) != 0 {
+		t.Errorf("bound elsewhere = %v, want none", got)
+	}
 	if want := []string{"Service prod/api"}; !slices.Equal(m.Ignored, want) {
 		t.Errorf("ignored = %v, want %v", m.Ignored, want)
 	}

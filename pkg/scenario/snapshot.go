@@ -305,3 +305,21 @@ func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotO
 	}
 	return nil
 }
+
+// BoundElsewhere lists the live pods (namespace/name) bound to nodes the
+// manifests do not hold; Snapshot leaves them out, as their capacity is
+// unknown.
+func (m *Manifests) BoundElsewhere() []string {
+	nodes := map[string]bool{}
+	for _, n := range m.nodes {
+		nodes[n.obj.Name] = true
+	}
+	var out []string
+	for _, p := range m.pods {
+		phase := p.obj.Status.Phase
+		if p.obj.Spec.NodeName != "" && !nodes[p.obj.Spec.NodeName] && phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+			out = append(out, podKey(p.obj))
+		}
+	}
+	return out
+}
