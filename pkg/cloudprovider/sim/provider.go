@@ -73,7 +73,8 @@ type Options struct {
 	// sim.joiner.dev/cluster tag on every instance it launches, and the
 	// only instances Get, List and Delete act on.
 	ClusterName string
-	// Catalog resolves a node class's instance catalog.
+	// Catalog resolves a node class's instance catalog; defaults to
+	// DefaultCatalog.
 	Catalog CatalogFunc
 	// Clock defaults to the real clock.
 	Clock clock.Clock
@@ -94,14 +95,14 @@ func (o *Options) validate() error {
 	if err := ValidateClusterName(o.ClusterName); err != nil {
 		errs = append(errs, err)
 	}
-	if o.Catalog == nil {
-		errs = append(errs, errors.New("Catalog is required"))
-	}
 	if o.UnavailableOfferingsTTL < 0 || o.TerminatedRetention < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Catalog == nil {
+		o.Catalog = DefaultCatalog
 	}
 	if o.UnavailableOfferingsTTL == 0 {
 		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
@@ -204,14 +205,26 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	its, err := p.instanceTypes(nc)
+	catalog, err := p.opts.Catalog(nc)
 	if err != nil {
-		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+		return nil, fmt.Errorf("launching nodeclaim %s: resolving catalog %q: %w", nodeClaim.Name, nc.Spec.Catalog.Name, err)
 	}
-	cands := candidates(its, nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests)
+	var cands, recentlyFailed []candidate
+	for _, c := range candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+		if p.unavailable.isUnavailable(c.it.Name, c.offering.Zone, c.offering.CapacityType) {
+			recentlyFailed = append(recentlyFailed, c)
+			continue
+		}
+		cands = append(cands, c)
+	}
 	if len(cands) == 0 {
+		if len(recentlyFailed) > 0 {
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+				"launching nodeclaim %s: every offering it allows failed to launch in the last %s", nodeClaim.Name, p.opts.UnavailableOfferingsTTL),
+				describeOfferings(recentlyFailed)...)
+		}
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-			"launching nodeclaim %s: no available offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
+			"launching nodeclaim %s: no offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
 	}
 	if len(cands) > maxLaunchAttempts {
 		cands = cands[:maxLaunchAttempts]
@@ -260,7 +273,7 @@ func offeringsOf(cs []candidate) []scheduling.Offering {
 func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass, c candidate) (*Instance, error) {
 	now := p.opts.Clock.Now().UTC().Truncate(time.Second)
 	faults := nc.FaultsOrEmpty()
-	labels := instanceLabels(c.it, c.offering, nc.Spec.Region)
+	labels := instanceLabels(c.it, c.offering, nc.Spec.Region, nodeClaim.Spec.Requirements)
 	arch := labels[v1.LabelArch]
 	os := labels[v1.LabelOS]
 	tags := map[string]string{}
