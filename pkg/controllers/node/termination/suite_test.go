@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -61,6 +62,8 @@ func start(t *testing.T) *harness {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test runs its own manager; names repeat across tests.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
