@@ -11,5 +11,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newSimulateCommand())
 	return root
 }
