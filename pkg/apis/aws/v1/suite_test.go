@@ -1,0 +1,44 @@
+package v1_test
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestMain runs the package's tests against a real kube-apiserver with the
+// CRD installed, so the schema, defaults and CEL rules are the API server's
+// own. With -short only the pure tests run (the API server tests skip).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	// Only this group's CRD: the package tests its own schema and rules.
+	files, err := apis.CRDFiles()
+	if err != nil {
+		panic(err)
+	}
+	var crds [][]byte
+	for name, b := range files {
+		if strings.HasPrefix(name, "karpenter.k8s.aws_") {
+			crds = append(crds, b)
+		}
+	}
+	test.Main(m, controlplane.Options{CRDs: crds, Scheme: scheme})
+}
