@@ -69,6 +69,7 @@ type podClass struct {
 	poolOK    []int8 // 0 unknown, 1 compatible, -1 not
 	poolTypes []bitset
 	exOK      []int8
+	solo      []float64 // per pool: price of a node for one pod alone
 	exCursor  int
 	cursors   [2][]int
 }

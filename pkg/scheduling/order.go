@@ -19,7 +19,7 @@ func (sv *solver) placeAll() {
 	var pending []pendingPod
 	var free []*classBase
 	for _, cb := range order {
-		if cb.tier == 3 {
+		if cb.tier == 3 && sv.strategy == balancedFill {
 			free = append(free, cb)
 			continue
 		}
