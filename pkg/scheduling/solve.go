@@ -67,6 +67,9 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 		return nil, err
 	}
 	sv.strategy = st
+	// Zone-keyed and unconstrained pods are placed in balancing order;
+	// hostname-keyed ones (which shape the nodes) largest first.
+	sv.balanceFrom = 2
 	sv.placeAll()
 	sv.improve()
 	return sv, nil
@@ -122,6 +125,7 @@ type solver struct {
 	lastGrown           *nodeState
 	scratch             resVec
 	strategy            strategy
+	balanceFrom         int // first tier placed in balancing order
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
