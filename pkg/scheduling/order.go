@@ -153,4 +153,3 @@ func vecKey(v resVec) string {
 	}
 	return string(b)
 }
-
