@@ -60,6 +60,9 @@ type podClass struct {
 	relax relaxState
 
 	reqs    *reqSet // without zone and capacity type
+	// zoneCon and ctCon are the pod's own zone and capacity-type
+	// constraints (nil when it has none), kept for reasons.
+	zoneCon, ctCon *constraint
 	zones   uint64
 	cts     uint32
 	own     []*topoGroup
@@ -335,10 +338,12 @@ func (sv *solver) buildVariant(cb *classBase, level int, st relaxState) *podClas
 	c.zones, c.cts = sv.allZones, sv.allCTs
 	if z, ok := b[corev1.LabelTopologyZone]; ok {
 		c.zones = sv.zoneMask(z)
+		c.zoneCon = &z
 		delete(b, corev1.LabelTopologyZone)
 	}
 	if ct, ok := b[CapacityTypeLabel]; ok {
 		c.cts = sv.ctMask(ct)
+		c.ctCon = &ct
 		delete(b, CapacityTypeLabel)
 	}
 	c.reqs = sv.intern(b.build())

@@ -303,22 +303,23 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
 	if t, ok := c.tolerates(n.exTaints); !ok {
 		return "did not tolerate taint " + taintString(t)
 	}
+	const incompatible = "had labels incompatible with its requirements"
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok {
 		if zi, ok := sv.zoneIdx[z]; ok && c.zones&(1<<zi) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.zones != sv.allZones {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok {
 		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.cts != sv.allCTs {
-		return "incompatible requirements"
+		return incompatible
 	}
 	return ""
 }
