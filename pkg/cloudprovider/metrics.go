@@ -94,4 +94,6 @@ func (i *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (DriftRe
 
 func (i *instrumented) Name() string { return i.next.Name() }
 
-func (i *instrumented) GetSupportedNodeClasses() []client.Object { return i.next.GetSupportedNodeClasses() }
+func (i *instrumented) GetSupportedNodeClasses() []client.Object {
+	return i.next.GetSupportedNodeClasses()
+}
