@@ -16,8 +16,8 @@ import (
 )
 
 // solve is the solver simulate runs; tests may replace it.
-var solve simulate.Solver = func(*scheduling.Snapshot) (*scheduling.Plan, error) {
-	return nil, errors.New("the scheduling solver is not built into this joiner yet")
+var solve simulate.Solver = func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+	return scheduling.Solve(s, scheduling.Options{})
 }
 
 type simulateOptions struct {

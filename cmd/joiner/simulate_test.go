@@ -49,13 +49,7 @@ func runCommand(t *testing.T, stdin string, args ...string) (string, error) {
 }
 
 func TestSimulateScenarioJSON(t *testing.T) {
-	path := "/work/shared/scenarios/diverse-100.json"
-	if dir := os.Getenv("JOINER_SCENARIOS"); dir != "" {
-		path = filepath.Join(dir, "diverse-100.json")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared scenarios not available: %v", err)
-	}
+	path := sharedScenarioPath(t, "diverse-100")
 	out, err := runCommand(t, "", "--scenario", path, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -173,4 +167,19 @@ func TestSimulateErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedScenarioPath is a shared scenario file (JOINER_SCENARIOS moves the
+// directory); the test is skipped when it is missing.
+func sharedScenarioPath(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("JOINER_SCENARIOS")
+	if dir == "" {
+		dir = "/work/shared/scenarios"
+	}
+	path := filepath.Join(dir, name+".json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared scenarios not available: %v", err)
+	}
+	return path
 }

@@ -188,7 +188,7 @@ metadata: {name: default}
 spec:
   template:
     spec:
-      requirements: []
+      requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1c, eu-west-1b]}]
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
 apiVersion: v1
@@ -205,8 +205,8 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := snap.InstanceTypes["default"][0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"eu-west-1b"}) {
-		t.Errorf("zones = %v, want the existing nodes' zones", z)
+	if z := snap.InstanceTypes["default"][0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"eu-west-1b", "eu-west-1c"}) {
+		t.Errorf("zones = %v, want those of the existing nodes and NodePools", z)
 	}
 }
 

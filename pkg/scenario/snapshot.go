@@ -28,8 +28,8 @@ type SnapshotOptions struct {
 	// InstanceTypes are offered to every NodePool. When nil the built-in
 	// catalog is used: per NodePool, with the zones (and, for a
 	// SimNodeClass, the families) of its node class when the manifests hold
-	// it, else Catalog.Zones, else the zones of the existing Nodes, else the
-	// catalog's default zones.
+	// it, else Catalog.Zones, else the zones the existing Nodes and the
+	// NodePools' zone requirements name, else the catalog's default zones.
 	InstanceTypes []*scheduling.InstanceType
 	// Catalog are the options of the built-in catalog.
 	Catalog catalog.Options
@@ -250,18 +250,33 @@ func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotO
 		}
 		return nil
 	}
-	var nodeZones []string
-	for _, n := range snap.Nodes {
-		if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !slices.Contains(nodeZones, z) {
-			nodeZones = append(nodeZones, z)
+	// Zones the cluster is known to use: those of its Nodes and those its
+	// NodePools name.
+	var knownZones []string
+	addZone := func(z string) {
+		if z != "" && !slices.Contains(knownZones, z) {
+			knownZones = append(knownZones, z)
 		}
 	}
-	slices.Sort(nodeZones)
+	for _, n := range snap.Nodes {
+		addZone(n.Labels[corev1.LabelTopologyZone])
+	}
+	for _, np := range snap.NodePools {
+		for _, r := range np.Requirements {
+			if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn {
+				for _, z := range r.Values {
+					addZone(z)
+				}
+			}
+		}
+		addZone(np.Labels[corev1.LabelTopologyZone])
+	}
+	slices.Sort(knownZones)
 	built := map[string][]*scheduling.InstanceType{}
 	for _, np := range snap.NodePools {
 		copts := opts.Catalog
 		if len(copts.Zones) == 0 {
-			copts.Zones = nodeZones
+			copts.Zones = knownZones
 		}
 		for _, nc := range m.nodeClassRaw {
 			ref := np.NodeClassRef

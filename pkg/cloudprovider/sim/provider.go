@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -311,9 +312,12 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		p.purge(st, now)
 		st.Sequence++
-		id := fmt.Sprintf("i-%017x", st.Sequence)
-		nodeName := fmt.Sprintf("ip-10-%d-%d-%d.%s.compute.internal",
-			(st.Sequence>>16)&0xff, (st.Sequence>>8)&0xff, st.Sequence&0xff, nc.Spec.Region)
+		if st.IDPrefix == "" {
+			st.IDPrefix = randomHex(4)
+		}
+		// Like EC2: i-<17 hex digits>, and a resource-name hostname.
+		id := fmt.Sprintf("i-%s%09x", st.IDPrefix, st.Sequence)
+		nodeName := fmt.Sprintf("%s.%s.compute.internal", id, nc.Spec.Region)
 		regLabels := maps.Clone(nodeLabels)
 		regLabels[v1.LabelHostname] = nodeName
 		inst = &Instance{
@@ -348,6 +352,12 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 		return nil, fmt.Errorf("recording instance: %w", err)
 	}
 	return inst, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func otherArch(arch string) string {
