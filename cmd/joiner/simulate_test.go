@@ -183,3 +183,21 @@ func sharedScenarioPath(t *testing.T, name string) string {
 	}
 	return path
 }
+
+func TestSimulateNotes(t *testing.T) {
+	yaml := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {requirements: []}}}\n---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: running, namespace: a}\nspec: {nodeName: gone, containers: [{name: c, image: i}]}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: a}\ndata: {k: v}\n"
+	out, err := runCommand(t, yaml, "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ignored 1 object of kinds simulate does not read: ConfigMap a/cm",
+		"left out 1 pod bound to nodes not in the input: a/running",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
