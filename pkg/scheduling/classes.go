@@ -59,15 +59,15 @@ type podClass struct {
 	level int
 	relax relaxState
 
-	reqs    *reqSet // without zone and capacity type
+	reqs *reqSet // without zone and capacity type
 	// zoneCon and ctCon are the pod's own zone and capacity-type
 	// constraints (nil when it has none), kept for reasons.
 	zoneCon, ctCon *constraint
-	zones   uint64
-	cts     uint32
-	own     []*topoGroup
-	ownSelf []bool // whether each own group selects these pods
-	tolPNS  bool
+	zones          uint64
+	cts            uint32
+	own            []*topoGroup
+	ownSelf        []bool // whether each own group selects these pods
+	tolPNS         bool
 
 	poolOK    []int8 // 0 unknown, 1 compatible, -1 not
 	poolTypes []bitset
