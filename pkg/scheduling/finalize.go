@@ -259,5 +259,3 @@ func toRequirements(key string, c constraint, minValues int) []Requirement {
 	return out
 }
 
-// improve is a cheap pass after the greedy one. It is empty for now.
-func (sv *solver) improve() {}
