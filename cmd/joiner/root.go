@@ -11,5 +11,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newControllerCommand())
+	root.AddCommand(newRunCommand())
 	return root
 }

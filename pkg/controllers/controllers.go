@@ -1,0 +1,95 @@
+// Package controllers is the one place that builds and lists every joiner
+// controller. It decides which controllers run and with which of the
+// operator's settings; each controller decides its own behaviour.
+package controllers
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+)
+
+// Controller is what every joiner controller offers the manager.
+type Controller interface {
+	Register(mgr manager.Manager) error
+}
+
+// Options are the dependencies the controllers share.
+type Options struct {
+	Manager       manager.Manager
+	Settings      *options.Options
+	CloudProvider cloudprovider.CloudProvider
+	Clock         clock.Clock
+	// Solve runs the scheduling simulation for the provisioner.
+	Solve provisioning.SolveFunc
+	// Runnables are extra processes to run in the manager, such as the
+	// simulated cloud's machines.
+	Runnables []manager.Runnable
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Manager == nil {
+		errs = append(errs, errors.New("manager is required"))
+	}
+	if o.Settings == nil {
+		errs = append(errs, errors.New("settings are required"))
+	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("cloud provider is required"))
+	}
+	if o.Clock == nil {
+		errs = append(errs, errors.New("clock is required"))
+	}
+	if o.Solve == nil {
+		errs = append(errs, errors.New("solve function is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// New builds every controller, in the order they are listed here.
+func New(o Options) ([]Controller, error) {
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("controller options: %w", err)
+	}
+	mgr := o.Manager
+	prov, err := provisioning.NewController(provisioning.Options{
+		Client:            mgr.GetClient(),
+		CloudProvider:     o.CloudProvider,
+		Recorder:          mgr.GetEventRecorder("joiner"),
+		Clock:             o.Clock,
+		Solve:             o.Solve,
+		BatchIdleDuration: o.Settings.BatchIdleDuration,
+		BatchMaxDuration:  o.Settings.BatchMaxDuration,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building provisioner: %w", err)
+	}
+	return []Controller{prov}, nil
+}
+
+// Register builds every controller and registers it, and the runnables,
+// with the manager.
+func Register(o Options) error {
+	cs, err := New(o)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := c.Register(o.Manager); err != nil {
+			return err
+		}
+	}
+	for _, r := range o.Runnables {
+		if err := o.Manager.Add(r); err != nil {
+			return fmt.Errorf("adding runnable %T: %w", r, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Cloud is a cloud provider and the processes it needs running beside the
+// controllers (the simulated cloud's machines, which turn instances into
+// Nodes).
+type Cloud struct {
+	Provider  cloudprovider.CloudProvider
+	Runnables []manager.Runnable
+}
+
+// DefaultSimStorePath is where the simulated cloud keeps its instances when
+// the settings name no path.
+func DefaultSimStorePath() string {
+	return filepath.Join(os.TempDir(), "joiner-sim", "instances.json")
+}
+
+// NewCloud builds the cloud provider the settings name.
+func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.Clock) (*Cloud, error) {
+	switch settings.CloudProvider {
+	case options.CloudProviderSim:
+		path := settings.SimStorePath
+		if path == "" {
+			path = DefaultSimStorePath()
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("creating simulated cloud store directory: %w", err)
+		}
+		store, err := sim.OpenStore(path)
+		if err != nil {
+			return nil, fmt.Errorf("opening simulated cloud store %s: %w", path, err)
+		}
+		provider, err := sim.New(sim.Options{
+			Client:      mgr.GetClient(),
+			Store:       store,
+			ClusterName: settings.ClusterName,
+			Catalog:     simCatalog,
+			Clock:       clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &Cloud{Provider: provider}, nil
+	case options.CloudProviderAWS:
+		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
+	default:
+		return nil, fmt.Errorf("unknown cloud provider %q", settings.CloudProvider)
+	}
+}
+
+// simCatalog is the built-in AWS-like catalog laid out over the node
+// class's zones.
+func simCatalog(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+	zones := nc.Spec.Zones
+	if len(zones) == 0 {
+		zones = simv1alpha1.DefaultZones
+	}
+	c, err := catalog.Default(catalog.Options{Zones: zones, Families: nc.Spec.Catalog.InstanceFamilies})
+	if err != nil {
+		return nil, fmt.Errorf("building catalog for simnodeclass %s: %w", nc.Name, err)
+	}
+	return c.InstanceTypes(), nil
+}
