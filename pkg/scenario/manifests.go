@@ -1,0 +1,362 @@
+package scenario
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/pkg/nodepool"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Manifests collects Kubernetes objects read from YAML or JSON manifests,
+// as written by hand or dumped by `kubectl get -o yaml`, until Snapshot
+// turns them into the solver's input. The zero value is ready to use.
+type Manifests struct {
+	nodePools    []sourced[*scheduling.NodePool]
+	nodeClassRaw []sourced[nodeClass]
+	pods         []sourced[*corev1.Pod]
+	workloads    []sourced[workload]
+	daemonSets   []sourced[*appsv1.DaemonSet]
+	nodes        []sourced[*corev1.Node]
+	csiNodes     []*storagev1.CSINode
+	volumes      scheduling.VolumeState
+	// Ignored lists the objects of kinds joiner does not read, as
+	// "Kind namespace/name" in input order.
+	Ignored []string
+}
+
+// sourced is an object with where it came from, for error messages.
+type sourced[T any] struct {
+	where string
+	obj   T
+}
+
+// ReadManifestFiles reads every file into one Manifests.
+func ReadManifestFiles(paths ...string) (*Manifests, error) {
+	m := &Manifests{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		if err := m.Read(p, data); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Read adds the objects of one YAML or JSON stream (several documents
+// separated by ---, and `kind: List` objects). source names the stream in
+// errors, which read like
+// `web.yaml: document 2 (Deployment default/web): spec.replicas: must be >= 0`.
+func (m *Manifests) Read(source string, data []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		if string(bytes.TrimSpace(js)) == "null" {
+			continue // a document holding only comments
+		}
+		if err := m.add(fmt.Sprintf("%s: document %d", source, doc), js); err != nil {
+			return err
+		}
+	}
+}
+
+// add decodes one object (or list) in JSON; where says where it is.
+func (m *Manifests) add(where string, js []byte) error {
+	var head struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(js, &head); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if head.Kind == "" {
+		return fmt.Errorf("%s: kind: must be set", where)
+	}
+	id := head.Kind + " " + head.Metadata.Name
+	if head.Metadata.Namespace != "" {
+		id = head.Kind + " " + head.Metadata.Namespace + "/" + head.Metadata.Name
+	}
+	if strings.HasSuffix(head.Kind, "List") && head.Items != nil {
+		for i, item := range head.Items {
+			if err := m.add(fmt.Sprintf("%s (%s) items[%d]", where, head.Kind, i), item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	where = fmt.Sprintf("%s (%s)", where, id)
+	if err := m.addObject(where, head.APIVersion, head.Kind, js); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	if !strings.Contains(apiVersion, "/") {
+		group = ""
+	}
+	switch group + "/" + kind {
+	case "karpenter.sh/NodePool":
+		np, err := nodepool.Decode(js)
+		if err != nil {
+			return err
+		}
+		m.nodePools = append(m.nodePools, sourced[*scheduling.NodePool]{where, np})
+	case "karpenter.k8s.aws/EC2NodeClass", "sim.joiner.dev/SimNodeClass":
+		nc, err := decodeNodeClass(kind, js)
+		if err != nil {
+			return err
+		}
+		m.nodeClassRaw = append(m.nodeClassRaw, sourced[nodeClass]{where, nc})
+	case "/Pod":
+		p := &corev1.Pod{}
+		if err := decodeStrict(js, p); err != nil {
+			return err
+		}
+		if err := validatePod(p); err != nil {
+			return err
+		}
+		m.pods = append(m.pods, sourced[*corev1.Pod]{where, p})
+	case "apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet", "batch/Job":
+		w, err := decodeWorkload(kind, js)
+		if err != nil {
+			return err
+		}
+		m.workloads = append(m.workloads, sourced[workload]{where, w})
+	case "apps/DaemonSet":
+		ds := &appsv1.DaemonSet{}
+		if err := decodeStrict(js, ds); err != nil {
+			return err
+		}
+		if err := validateTemplate(ds.Name, &ds.Spec.Template); err != nil {
+			return err
+		}
+		m.daemonSets = append(m.daemonSets, sourced[*appsv1.DaemonSet]{where, ds})
+	case "/Node":
+		n := &corev1.Node{}
+		if err := decodeStrict(js, n); err != nil {
+			return err
+		}
+		if n.Name == "" {
+			return fmt.Errorf("metadata.name: must be set")
+		}
+		m.nodes = append(m.nodes, sourced[*corev1.Node]{where, n})
+	case "storage.k8s.io/CSINode":
+		n := &storagev1.CSINode{}
+		if err := decodeStrict(js, n); err != nil {
+			return err
+		}
+		m.csiNodes = append(m.csiNodes, n)
+	case "/PersistentVolumeClaim":
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := decodeStrict(js, pvc); err != nil {
+			return err
+		}
+		if pvc.Namespace == "" {
+			pvc.Namespace = metav1.NamespaceDefault
+		}
+		m.volumes.PersistentVolumeClaims = append(m.volumes.PersistentVolumeClaims, pvc)
+	case "/PersistentVolume":
+		pv := &corev1.PersistentVolume{}
+		if err := decodeStrict(js, pv); err != nil {
+			return err
+		}
+		m.volumes.PersistentVolumes = append(m.volumes.PersistentVolumes, pv)
+	case "storage.k8s.io/StorageClass":
+		sc := &storagev1.StorageClass{}
+		if err := decodeStrict(js, sc); err != nil {
+			return err
+		}
+		m.volumes.StorageClasses = append(m.volumes.StorageClasses, &scheduling.StorageClass{
+			Name:                 sc.Name,
+			Provisioner:          sc.Provisioner,
+			WaitForFirstConsumer: sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer,
+			AllowedTopologies:    sc.AllowedTopologies,
+		})
+	default:
+		var meta struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		_ = json.Unmarshal(js, &meta)
+		name := meta.Metadata.Name
+		if meta.Metadata.Namespace != "" {
+			name = meta.Metadata.Namespace + "/" + name
+		}
+		m.Ignored = append(m.Ignored, kind+" "+name)
+	}
+	return nil
+}
+
+// workload is a controller whose replicas become pending pods.
+type workload struct {
+	kind     string
+	meta     metav1.ObjectMeta
+	replicas int32
+	selector *metav1.LabelSelector
+	template corev1.PodTemplateSpec
+	// ordinals names pods name-0, name-1, ... (StatefulSets).
+	ordinals bool
+}
+
+func decodeWorkload(kind string, js []byte) (workload, error) {
+	w := workload{kind: kind}
+	one := int32(1)
+	var replicas *int32
+	switch kind {
+	case "Deployment":
+		d := &appsv1.Deployment{}
+		if err := decodeStrict(js, d); err != nil {
+			return w, err
+		}
+		w.meta, replicas, w.selector, w.template = d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template
+	case "ReplicaSet":
+		rs := &appsv1.ReplicaSet{}
+		if err := decodeStrict(js, rs); err != nil {
+			return w, err
+		}
+		w.meta, replicas, w.selector, w.template = rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Selector, rs.Spec.Template
+	case "StatefulSet":
+		ss := &appsv1.StatefulSet{}
+		if err := decodeStrict(js, ss); err != nil {
+			return w, err
+		}
+		w.meta, replicas, w.selector, w.template, w.ordinals = ss.ObjectMeta, ss.Spec.Replicas, ss.Spec.Selector, ss.Spec.Template, true
+	case "Job":
+		j := &batchv1.Job{}
+		if err := decodeStrict(js, j); err != nil {
+			return w, err
+		}
+		w.meta, w.selector, w.template = j.ObjectMeta, j.Spec.Selector, j.Spec.Template
+		// Pods running at once: parallelism, but never more than the
+		// completions still to go.
+		par := one
+		if j.Spec.Parallelism != nil {
+			par = *j.Spec.Parallelism
+		}
+		if j.Spec.Completions != nil {
+			par = min(par, max(0, *j.Spec.Completions-j.Status.Succeeded))
+		}
+		if j.Spec.Suspend != nil && *j.Spec.Suspend {
+			par = 0
+		}
+		replicas = &par
+		if par < 0 {
+			return w, fmt.Errorf("spec.parallelism: must be >= 0, got %d", par)
+		}
+	}
+	if w.meta.Name == "" {
+		return w, fmt.Errorf("metadata.name: must be set")
+	}
+	if w.meta.Namespace == "" {
+		w.meta.Namespace = metav1.NamespaceDefault
+	}
+	w.replicas = one
+	if replicas != nil {
+		w.replicas = *replicas
+	}
+	if w.replicas < 0 {
+		return w, fmt.Errorf("spec.replicas: must be >= 0, got %d", w.replicas)
+	}
+	if err := validateTemplate(w.meta.Name, &w.template); err != nil {
+		return w, err
+	}
+	if w.selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(w.selector); err != nil {
+			return w, fmt.Errorf("spec.selector: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// validateTemplate checks a pod template as validatePod checks a pod,
+// naming fields from the owner (spec.template.spec...).
+func validateTemplate(owner string, t *corev1.PodTemplateSpec) error {
+	p := &corev1.Pod{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: t.Spec}
+	p.Name = owner
+	if err := validatePod(p); err != nil {
+		return fmt.Errorf("spec.template.%w", err)
+	}
+	return nil
+}
+
+// nodeClass is what simulate reads from a node class: the zones it offers
+// and, for a SimNodeClass, the catalog families.
+type nodeClass struct {
+	group, kind, name string
+	zones             []string
+	families          []string
+}
+
+func decodeNodeClass(kind string, js []byte) (nodeClass, error) {
+	var obj struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Spec     struct {
+			Zones   []string `json:"zones"`
+			Catalog struct {
+				InstanceFamilies []string `json:"instanceFamilies"`
+			} `json:"catalog"`
+		} `json:"spec"`
+		Status struct {
+			Subnets []struct {
+				Zone string `json:"zone"`
+			} `json:"subnets"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(js, &obj); err != nil {
+		return nodeClass{}, err
+	}
+	if obj.Metadata.Name == "" {
+		return nodeClass{}, fmt.Errorf("metadata.name: must be set")
+	}
+	nc := nodeClass{kind: kind, name: obj.Metadata.Name}
+	switch kind {
+	case "SimNodeClass":
+		nc.group = "sim.joiner.dev"
+		nc.zones = obj.Spec.Zones
+		nc.families = obj.Spec.Catalog.InstanceFamilies
+	case "EC2NodeClass":
+		nc.group = "karpenter.k8s.aws"
+		for _, s := range obj.Status.Subnets {
+			if s.Zone != "" && !slices.Contains(nc.zones, s.Zone) {
+				nc.zones = append(nc.zones, s.Zone)
+			}
+		}
+	}
+	return nc, nil
+}

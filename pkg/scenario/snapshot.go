@@ -1,0 +1,290 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Labels joiner reads from Nodes.
+const (
+	labelNodePool    = "karpenter.sh/nodepool"
+	labelInitialized = "karpenter.sh/initialized"
+)
+
+// SnapshotOptions says how to turn Manifests into a Snapshot.
+type SnapshotOptions struct {
+	// InstanceTypes are offered to every NodePool. When nil the built-in
+	// catalog is used: per NodePool, with the zones (and, for a
+	// SimNodeClass, the families) of its node class when the manifests hold
+	// it, else Catalog.Zones, else the zones of the existing Nodes, else the
+	// catalog's default zones.
+	InstanceTypes []*scheduling.InstanceType
+	// Catalog are the options of the built-in catalog.
+	Catalog catalog.Options
+	// Now is the snapshot's clock.
+	Now time.Time
+}
+
+// Snapshot builds the solver's input. Workloads (Deployments, ReplicaSets,
+// StatefulSets, Jobs) become the pending pods they still lack: desired
+// replicas less the live pods in the manifests that their selector
+// matches, named <name>-<n> (StatefulSets by ordinal). A ReplicaSet whose
+// Deployment is in the manifests is left to the Deployment. Pods bound to a
+// Node in the manifests load that Node; pods bound to other nodes, and
+// finished pods, are left out.
+func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error) {
+	snap := &scheduling.Snapshot{Now: opts.Now, InstanceTypes: map[string][]*scheduling.InstanceType{}, Volumes: m.volumes}
+
+	seenPools := map[string]string{}
+	for _, np := range m.nodePools {
+		if prev, dup := seenPools[np.obj.Name]; dup {
+			return nil, fmt.Errorf("%s: metadata.name: NodePool %q is also defined at %s", np.where, np.obj.Name, prev)
+		}
+		seenPools[np.obj.Name] = np.where
+		snap.NodePools = append(snap.NodePools, np.obj)
+	}
+
+	// Live pods, by namespace/name.
+	seenPods := map[string]string{}
+	var live []*corev1.Pod
+	bound := map[string][]*corev1.Pod{}
+	for _, p := range m.pods {
+		key := podKey(p.obj)
+		if prev, dup := seenPods[key]; dup {
+			return nil, fmt.Errorf("%s: metadata.name: pod %q is also defined at %s", p.where, key, prev)
+		}
+		seenPods[key] = p.where
+		if p.obj.Status.Phase == corev1.PodSucceeded || p.obj.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		live = append(live, p.obj)
+		if p.obj.Spec.NodeName != "" {
+			bound[p.obj.Spec.NodeName] = append(bound[p.obj.Spec.NodeName], p.obj)
+		} else {
+			snap.Pods = append(snap.Pods, p.obj)
+		}
+	}
+
+	deployments := map[string]bool{}
+	for _, w := range m.workloads {
+		if w.obj.kind == "Deployment" {
+			deployments[w.obj.meta.Namespace+"/"+w.obj.meta.Name] = true
+		}
+	}
+	for _, w := range m.workloads {
+		if owner := metav1.GetControllerOf(&w.obj.meta); w.obj.kind == "ReplicaSet" && owner != nil &&
+			owner.Kind == "Deployment" && deployments[w.obj.meta.Namespace+"/"+owner.Name] {
+			continue
+		}
+		pods, err := expand(&w.obj, live, seenPods)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.where, err)
+		}
+		for _, p := range pods {
+			seenPods[podKey(p)] = w.where
+		}
+		snap.Pods = append(snap.Pods, pods...)
+	}
+
+	for _, ds := range m.daemonSets {
+		snap.DaemonSets = append(snap.DaemonSets, daemonPod(ds.obj))
+	}
+
+	inUse := map[string]corev1.ResourceList{}
+	seenNodes := map[string]string{}
+	for _, n := range m.nodes {
+		if prev, dup := seenNodes[n.obj.Name]; dup {
+			return nil, fmt.Errorf("%s: metadata.name: Node %q is also defined at %s", n.where, n.obj.Name, prev)
+		}
+		seenNodes[n.obj.Name] = n.where
+		en := m.existingNode(n.obj, bound[n.obj.Name])
+		snap.Nodes = append(snap.Nodes, en)
+		if en.NodePool != "" {
+			addResources(inUse, en.NodePool, n.obj.Status.Capacity)
+		}
+	}
+	for _, np := range snap.NodePools {
+		if np.InUse == nil && inUse[np.Name] != nil {
+			np.InUse = inUse[np.Name]
+		}
+	}
+
+	if err := m.offerInstanceTypes(snap, opts); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// expand makes the pending pods a workload still lacks.
+func expand(w *workload, live []*corev1.Pod, taken map[string]string) ([]*corev1.Pod, error) {
+	selector := labels.SelectorFromSet(w.template.Labels)
+	if w.selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.selector: %w", err)
+		}
+		selector = s
+	}
+	if !selector.Matches(labels.Set(w.template.Labels)) {
+		return nil, fmt.Errorf("spec.selector: does not match the template's labels %v", w.template.Labels)
+	}
+	have := int32(0)
+	for _, p := range live {
+		if p.Namespace == w.meta.Namespace && p.DeletionTimestamp == nil && selector.Matches(labels.Set(p.Labels)) {
+			have++
+		}
+	}
+	var out []*corev1.Pod
+	for i := 0; have+int32(len(out)) < w.replicas; i++ {
+		name := w.meta.Name + "-" + strconv.Itoa(i)
+		if _, exists := taken[w.meta.Namespace+"/"+name]; exists {
+			continue
+		}
+		out = append(out, podFromTemplate(w.kind, &w.meta, &w.template, name))
+	}
+	return out, nil
+}
+
+// podFromTemplate is the pod a controller would create, with a
+// deterministic name and UID.
+func podFromTemplate(kind string, owner *metav1.ObjectMeta, t *corev1.PodTemplateSpec, name string) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: *t.ObjectMeta.DeepCopy(),
+		Spec:       *t.Spec.DeepCopy(),
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	p.Name, p.Namespace = name, owner.Namespace
+	p.UID = types.UID("simulated/" + owner.Namespace + "/" + name)
+	p.Spec.NodeName = ""
+	isController := true
+	apiVersion := "apps/v1"
+	if kind == "Job" {
+		apiVersion = "batch/v1"
+	}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner.Name, UID: owner.UID, Controller: &isController}}
+	return p
+}
+
+// daemonPod is the pod a DaemonSet runs on every node it selects.
+func daemonPod(ds *appsv1.DaemonSet) *corev1.Pod {
+	meta := ds.ObjectMeta
+	if meta.Namespace == "" {
+		meta.Namespace = metav1.NamespaceDefault
+	}
+	return podFromTemplate("DaemonSet", &meta, &ds.Spec.Template, ds.Name)
+}
+
+// addResources adds rl to sums[key].
+func addResources(sums map[string]corev1.ResourceList, key string, rl corev1.ResourceList) {
+	if sums[key] == nil {
+		sums[key] = corev1.ResourceList{}
+	}
+	for name, q := range rl {
+		s := sums[key][name]
+		s.Add(q)
+		sums[key][name] = s
+	}
+}
+
+// existingNode is the solver's view of a Node and the pods bound to it.
+func (m *Manifests) existingNode(n *corev1.Node, pods []*corev1.Pod) *scheduling.ExistingNode {
+	en := &scheduling.ExistingNode{
+		Name:              n.Name,
+		NodePool:          n.Labels[labelNodePool],
+		Labels:            n.Labels,
+		Taints:            n.Spec.Taints,
+		Allocatable:       n.Status.Allocatable,
+		Pods:              pods,
+		MarkedForDeletion: n.DeletionTimestamp != nil || n.Spec.Unschedulable,
+	}
+	if en.Allocatable == nil {
+		en.Allocatable = n.Status.Capacity
+	}
+	for _, ref := range n.OwnerReferences {
+		if ref.Kind == "NodeClaim" {
+			en.NodeClaim = ref.Name
+		}
+	}
+	en.Initialized = n.Labels[labelInitialized] == "true"
+	if en.NodePool == "" {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				en.Initialized = true
+			}
+		}
+	}
+	for _, cn := range m.csiNodes {
+		if cn.Name != n.Name {
+			continue
+		}
+		for _, d := range cn.Spec.Drivers {
+			if d.Allocatable != nil && d.Allocatable.Count != nil {
+				if en.VolumeLimits == nil {
+					en.VolumeLimits = map[string]int{}
+				}
+				en.VolumeLimits[d.Name] = int(*d.Allocatable.Count)
+			}
+		}
+	}
+	return en
+}
+
+// offerInstanceTypes fills snap.InstanceTypes for every NodePool.
+func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotOptions) error {
+	if opts.InstanceTypes != nil {
+		for _, np := range snap.NodePools {
+			snap.InstanceTypes[np.Name] = opts.InstanceTypes
+		}
+		return nil
+	}
+	var nodeZones []string
+	for _, n := range snap.Nodes {
+		if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !slices.Contains(nodeZones, z) {
+			nodeZones = append(nodeZones, z)
+		}
+	}
+	slices.Sort(nodeZones)
+	built := map[string][]*scheduling.InstanceType{}
+	for _, np := range snap.NodePools {
+		copts := opts.Catalog
+		if len(copts.Zones) == 0 {
+			copts.Zones = nodeZones
+		}
+		for _, nc := range m.nodeClassRaw {
+			ref := np.NodeClassRef
+			if nc.obj.kind == ref.Kind && nc.obj.name == ref.Name && (ref.Group == "" || ref.Group == nc.obj.group) {
+				if len(nc.obj.zones) > 0 {
+					copts.Zones = nc.obj.zones
+				}
+				if len(nc.obj.families) > 0 {
+					copts.Families = nc.obj.families
+				}
+			}
+		}
+		key := strings.Join(copts.Zones, ",") + "|" + strings.Join(copts.Families, ",")
+		if its, ok := built[key]; ok {
+			snap.InstanceTypes[np.Name] = its
+			continue
+		}
+		c, err := catalog.Default(copts)
+		if err != nil {
+			return fmt.Errorf("building the instance catalog for NodePool %q: %w", np.Name, err)
+		}
+		built[key] = c.InstanceTypes()
+		snap.InstanceTypes[np.Name] = c.InstanceTypes()
+	}
+	return nil
+}
