@@ -273,13 +273,17 @@ func valueAllowed(op corev1.NodeSelectorOperator, want []string, v string) bool 
 }
 
 // instanceLabels are the labels an instance of it bought through o
-// carries: every single-valued label of the type plus zone, region and
-// capacity type.
-func instanceLabels(it *scheduling.InstanceType, o scheduling.Offering, region string) map[string]string {
+// carries: every label of the type (for a label with several possible
+// values, such as the os of a type that runs linux or windows, the first
+// value the requirements allow) plus zone, region and capacity type.
+func instanceLabels(it *scheduling.InstanceType, o scheduling.Offering, region string, reqs []v1.NodeSelectorRequirementWithMinValues) map[string]string {
 	labels := map[string]string{}
-	for k, v := range it.Requirements {
-		if len(v) == 1 {
-			labels[k] = v[0]
+	for k, values := range it.Requirements {
+		for _, v := range values {
+			if requirementsAllow(reqs, k, v) {
+				labels[k] = v
+				break
+			}
 		}
 	}
 	labels[v1.LabelInstanceType] = it.Name
@@ -293,6 +297,15 @@ func instanceLabels(it *scheduling.InstanceType, o scheduling.Offering, region s
 		labels[v1.LabelArch] = "amd64"
 	}
 	return labels
+}
+
+func requirementsAllow(reqs []v1.NodeSelectorRequirementWithMinValues, key, value string) bool {
+	for _, r := range reqs {
+		if v1.NormalizeLabel(r.Key) == key && !requirementAllowsAny(r.Operator, r.Values, []string{value}) {
+			return false
+		}
+	}
+	return true
 }
 
 func describeOfferings(cs []candidate) []string {

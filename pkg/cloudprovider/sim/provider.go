@@ -204,14 +204,26 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	its, err := p.instanceTypes(nc)
+	catalog, err := p.opts.Catalog(nc)
 	if err != nil {
-		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+		return nil, fmt.Errorf("launching nodeclaim %s: resolving catalog %q: %w", nodeClaim.Name, nc.Spec.Catalog.Name, err)
 	}
-	cands := candidates(its, nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests)
+	var cands, recentlyFailed []candidate
+	for _, c := range candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+		if p.unavailable.isUnavailable(c.it.Name, c.offering.Zone, c.offering.CapacityType) {
+			recentlyFailed = append(recentlyFailed, c)
+			continue
+		}
+		cands = append(cands, c)
+	}
 	if len(cands) == 0 {
+		if len(recentlyFailed) > 0 {
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+				"launching nodeclaim %s: every offering it allows failed to launch in the last %s", nodeClaim.Name, p.opts.UnavailableOfferingsTTL),
+				describeOfferings(recentlyFailed)...)
+		}
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-			"launching nodeclaim %s: no available offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
+			"launching nodeclaim %s: no offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
 	}
 	if len(cands) > maxLaunchAttempts {
 		cands = cands[:maxLaunchAttempts]
@@ -260,7 +272,7 @@ func offeringsOf(cs []candidate) []scheduling.Offering {
 func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass, c candidate) (*Instance, error) {
 	now := p.opts.Clock.Now().UTC().Truncate(time.Second)
 	faults := nc.FaultsOrEmpty()
-	labels := instanceLabels(c.it, c.offering, nc.Spec.Region)
+	labels := instanceLabels(c.it, c.offering, nc.Spec.Region, nodeClaim.Spec.Requirements)
 	arch := labels[v1.LabelArch]
 	os := labels[v1.LabelOS]
 	tags := map[string]string{}

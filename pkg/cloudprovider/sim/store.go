@@ -88,6 +88,8 @@ type Registration struct {
 	Never bool `json:"never,omitempty"`
 	// Registered is set once the machine has created its Node.
 	Registered bool `json:"registered,omitempty"`
+	// NodeGone is set once the Node of a terminated instance was removed.
+	NodeGone bool `json:"nodeGone,omitempty"`
 }
 
 // StoreState is the whole content of a store file.

@@ -1,0 +1,463 @@
+package sim
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+var zones = []string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}
+
+// testCatalog is a tiny catalog: an amd64 and an arm64 type, on-demand and
+// spot in every zone; spot is cheapest, zone a cheapest of all.
+func testCatalog(*simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+	mk := func(name, family, arch string, price float64) *scheduling.InstanceType {
+		it := &scheduling.InstanceType{
+			Name: name,
+			Requirements: map[string][]string{
+				v1.LabelInstanceType:        {name},
+				v1.LabelArch:                {arch},
+				v1.LabelOS:                  {"linux", "windows"},
+				v1.LabelAWSInstanceFamily:   {family},
+				v1.LabelAWSInstanceCPU:      {"2"},
+				v1.LabelAWSInstanceGPUCount: {},
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("2"),
+				corev1.ResourceMemory: resource.MustParse("8Gi"),
+				corev1.ResourcePods:   resource.MustParse("29"),
+			},
+			Overhead: scheduling.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")}},
+		}
+		for i, z := range zones {
+			it.Offerings = append(it.Offerings,
+				scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: price + float64(i)/100, Available: true},
+				scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: price/3 + float64(i)/100, Available: true})
+		}
+		return it
+	}
+	return []*scheduling.InstanceType{mk("m5.large", "m5", "amd64", 0.096), mk("m6g.large", "m6g", "arm64", 0.077)}, nil
+}
+
+type env struct {
+	t      *testing.T
+	clock  *clocktesting.FakeClock
+	client client.Client
+	store  *Store
+}
+
+func newEnv(t *testing.T, objs ...client.Object) *env {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := simv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenStore(filepath.Join(t.TempDir(), "instances.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{
+		t:      t,
+		clock:  clocktesting.NewFakeClock(time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)),
+		client: fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(),
+		store:  store,
+	}
+}
+
+func (e *env) provider(cluster string) *Provider {
+	e.t.Helper()
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: cluster, Catalog: testCatalog, Clock: e.clock})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) machines(cluster string) *Machines {
+	e.t.Helper()
+	m, err := NewMachines(MachinesOptions{Client: e.client, Store: e.store, ClusterName: cluster, Clock: e.clock})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func nodeClass(name string, mutate ...func(*simv1alpha1.SimNodeClass)) *simv1alpha1.SimNodeClass {
+	nc := &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	nc.ApplyDefaults()
+	nc.Spec.LaunchDelay.Duration = 2 * time.Second
+	nc.Spec.RegistrationDelay.Duration = time.Second
+	for _, m := range mutate {
+		m(nc)
+	}
+	return nc
+}
+
+func withFaults(f simv1alpha1.Faults) func(*simv1alpha1.SimNodeClass) {
+	return func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Faults = &f }
+}
+
+func req(key string, op corev1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
+}
+
+func newNodeClaim(name, nodeClass string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default", "team": "a"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements:  reqs,
+			NodeClassRef:  &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass},
+			Taints:        []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
+			StartupTaints: []corev1.Taint{{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}},
+			Resources:     v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		},
+	}
+}
+
+func TestCreateHydratesNodeClaimAndTagsInstance(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	p := e.provider("cluster-a")
+	got, err := p.Create(context.Background(), newNodeClaim("nc-1", "default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cheapest on-demand: m6g.large in zone a.
+	want := map[string]string{
+		v1.LabelInstanceType:      "m6g.large",
+		v1.LabelTopologyZone:      "sim-east-1a",
+		v1.LabelTopologyRegion:    "sim-east-1",
+		v1.LabelCapacityType:      v1.CapacityTypeOnDemand,
+		v1.LabelArch:              "arm64",
+		v1.LabelOS:                "linux",
+		v1.LabelAWSInstanceFamily: "m6g",
+		v1.LabelNodePool:          "default",
+	}
+	for k, v := range want {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
+		}
+	}
+	if _, ok := got.Labels[v1.LabelAWSInstanceGPUCount]; ok {
+		t.Errorf("label %s set for a type without GPUs", v1.LabelAWSInstanceGPUCount)
+	}
+	if !strings.HasPrefix(got.Status.ProviderID, "sim:///sim-east-1a/i-") || got.Status.ImageID == "" ||
+		got.Status.Capacity.Cpu().String() != "2" || got.Status.Allocatable.Cpu().String() != "1930m" {
+		t.Errorf("unexpected status: %+v", got.Status)
+	}
+	_ = e.store.View(func(st *StoreState) error {
+		_, id, _ := ParseProviderID(got.Status.ProviderID)
+		inst := st.Instances[id]
+		if inst == nil {
+			t.Fatalf("instance %s not in store", id)
+		}
+		if inst.Tags[TagCluster] != "cluster-a" || inst.Tags[TagNodePool] != "default" || inst.Tags[TagNodeClaim] != "nc-1" || inst.State != StatePending {
+			t.Errorf("unexpected instance: %+v", inst)
+		}
+		return nil
+	})
+	byGet, err := p.Get(context.Background(), got.Status.ProviderID)
+	if err != nil || byGet.Name != "nc-1" || byGet.Labels[v1.LabelInstanceType] != "m6g.large" {
+		t.Errorf("Get = %+v, %v", byGet, err)
+	}
+}
+
+func TestCreateHonoursRequirementsAndRequests(t *testing.T) {
+	tests := []struct {
+		name     string
+		reqs     []v1.NodeSelectorRequirementWithMinValues
+		requests corev1.ResourceList
+		wantType string
+		wantZone string
+		wantOS   string
+		wantICE  bool
+	}{
+		{name: "cheapest overall is spot arm64 in zone a", wantType: "m6g.large", wantZone: "sim-east-1a", wantOS: "linux"},
+		{name: "arch amd64", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelArch, corev1.NodeSelectorOpIn, "amd64")}, wantType: "m5.large", wantZone: "sim-east-1a", wantOS: "linux"},
+		{name: "zone NotIn a", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, "sim-east-1a")}, wantType: "m6g.large", wantZone: "sim-east-1b", wantOS: "linux"},
+		{name: "windows", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelOS, corev1.NodeSelectorOpIn, "windows"), req(v1.LabelArch, corev1.NodeSelectorOpIn, "amd64")}, wantType: "m5.large", wantZone: "sim-east-1a", wantOS: "windows"},
+		{name: "numeric Gt", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelAWSInstanceCPU, corev1.NodeSelectorOpGt, "1")}, wantType: "m6g.large", wantZone: "sim-east-1a", wantOS: "linux"},
+		{name: "gpu required", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelAWSInstanceGPUCount, corev1.NodeSelectorOpExists)}, wantICE: true},
+		{name: "too big", requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, wantICE: true},
+		{name: "unknown type", reqs: []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "x9.huge")}, wantICE: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nodeClass("default"))
+			nc := newNodeClaim("nc", "default", tt.reqs...)
+			if tt.requests != nil {
+				nc.Spec.Resources.Requests = tt.requests
+			}
+			got, err := e.provider("c").Create(context.Background(), nc)
+			if tt.wantICE {
+				if !cloudprovider.IsInsufficientCapacityError(err) {
+					t.Fatalf("Create = %v, want insufficient capacity", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Labels[v1.LabelInstanceType] != tt.wantType || got.Labels[v1.LabelTopologyZone] != tt.wantZone || got.Labels[v1.LabelOS] != tt.wantOS {
+				t.Errorf("launched %s in %s (%s), want %s in %s (%s)", got.Labels[v1.LabelInstanceType], got.Labels[v1.LabelTopologyZone],
+					got.Labels[v1.LabelOS], tt.wantType, tt.wantZone, tt.wantOS)
+			}
+		})
+	}
+}
+
+func TestNodeClassFiltersZonesAndFamilies(t *testing.T) {
+	e := newEnv(t, nodeClass("default", func(nc *simv1alpha1.SimNodeClass) {
+		nc.Spec.Zones = []string{"sim-east-1b"}
+		nc.Spec.Catalog.InstanceFamilies = []string{"m5"}
+	}))
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	its, err := e.provider("c").GetInstanceTypes(context.Background(), np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(its) != 1 || its[0].Name != "m5.large" || len(its[0].Offerings) != 2 || its[0].Offerings[0].Zone != "sim-east-1b" ||
+		!slices.Equal(its[0].Requirements[v1.LabelTopologyZone], []string{"sim-east-1b"}) {
+		t.Fatalf("GetInstanceTypes = %+v", its)
+	}
+}
+
+func TestMissingNodeClassIsNotReady(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider("c")
+	if _, err := p.Create(context.Background(), newNodeClaim("nc", "missing")); !cloudprovider.IsNodeClassNotReadyError(err) {
+		t.Errorf("Create = %v, want node class not ready", err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "missing"}
+	if _, err := p.GetInstanceTypes(context.Background(), np); !cloudprovider.IsNodeClassNotReadyError(err) {
+		t.Errorf("GetInstanceTypes = %v, want node class not ready", err)
+	}
+	notReady := nodeClass("broken", func(nc *simv1alpha1.SimNodeClass) {
+		nc.Status.Conditions = []metav1.Condition{{Type: simv1alpha1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: "Broken", Message: "broken"}}
+	})
+	e = newEnv(t, notReady)
+	if _, err := e.provider("c").Create(context.Background(), newNodeClaim("nc", "broken")); !cloudprovider.IsNodeClassNotReadyError(err) {
+		t.Errorf("Create with Ready=False = %v, want node class not ready", err)
+	}
+}
+
+func TestInsufficientCapacityFallsBackAndNamesOfferings(t *testing.T) {
+	e := newEnv(t, nodeClass("default", withFaults(simv1alpha1.Faults{InsufficientCapacity: []simv1alpha1.InsufficientCapacityFault{
+		{InstanceType: "m6g.large", Zone: "sim-east-1a", CapacityType: v1.CapacityTypeSpot},
+	}})))
+	p := e.provider("c")
+	ctx := context.Background()
+	// The cheapest offering has no capacity: the launch falls back to the next.
+	got, err := p.Create(ctx, newNodeClaim("nc-1", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := got.Labels[v1.LabelInstanceType] + "/" + got.Labels[v1.LabelTopologyZone] + "/" + got.Labels[v1.LabelCapacityType]; off != "m5.large/sim-east-1a/spot" {
+		t.Errorf("launched %s, want the next cheapest m5.large/sim-east-1a/spot", off)
+	}
+	// Pinned to the faulted offering: InsufficientCapacityError naming it.
+	_, err = p.Create(ctx, newNodeClaim("nc-2", "default",
+		req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m6g.large"),
+		req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "sim-east-1a"),
+		req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("Create = %v, want insufficient capacity", err)
+	}
+	if !strings.Contains(err.Error(), "m6g.large/sim-east-1a/spot") {
+		t.Errorf("error does not name the offering: %v", err)
+	}
+	// The offering is now reported unavailable, and only it.
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	unavailable := func() []string {
+		its, err := p.GetInstanceTypes(ctx, np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if !o.Available {
+					out = append(out, it.Name+"/"+o.Zone+"/"+o.CapacityType)
+				}
+			}
+		}
+		return out
+	}
+	if got := unavailable(); !slices.Equal(got, []string{"m6g.large/sim-east-1a/spot"}) {
+		t.Errorf("unavailable offerings = %v", got)
+	}
+	e.clock.Step(DefaultUnavailableOfferingsTTL + time.Second)
+	if got := unavailable(); len(got) != 0 {
+		t.Errorf("offerings still unavailable after the TTL: %v", got)
+	}
+}
+
+func TestSubnetOutOfIPs(t *testing.T) {
+	e := newEnv(t, nodeClass("default", withFaults(simv1alpha1.Faults{SubnetIPExhaustedZones: []string{"sim-east-1a"}})))
+	p := e.provider("c")
+	ctx := context.Background()
+	pinned := newNodeClaim("nc-1", "default", req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "sim-east-1a"))
+	_, err := p.Create(ctx, pinned)
+	ce := cloudprovider.AsCreateError(err)
+	if ce == nil || ce.ConditionReason != ReasonInsufficientFreeAddressesInSubnet || !strings.Contains(ce.ConditionMessage, "sim-east-1a") {
+		t.Fatalf("Create = %v, want CreateError %s naming the zone", err, ReasonInsufficientFreeAddressesInSubnet)
+	}
+	// The zone is now unavailable: the retry is an insufficient capacity
+	// error (so the NodeClaim is replaced), and unpinned launches go elsewhere.
+	if _, err := p.Create(ctx, pinned); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("retry = %v, want insufficient capacity", err)
+	}
+	got, err := p.Create(ctx, newNodeClaim("nc-2", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := got.Labels[v1.LabelTopologyZone]; z == "sim-east-1a" {
+		t.Errorf("launched into the exhausted zone")
+	}
+}
+
+func TestOwnershipAcrossClustersSharingOneStore(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	a, b := e.provider("cluster-a"), e.provider("cluster-b")
+	ctx := context.Background()
+	ncA, err := a.Create(ctx, newNodeClaim("shared-name", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncB, err := b.Create(ctx, newNodeClaim("shared-name", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p    *Provider
+		own  *v1.NodeClaim
+		peer *v1.NodeClaim
+	}{{a, ncA, ncB}, {b, ncB, ncA}} {
+		list, err := tc.p.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].Status.ProviderID != tc.own.Status.ProviderID {
+			t.Errorf("%s lists %d instances, want only its own", tc.p.opts.ClusterName, len(list))
+		}
+		if _, err := tc.p.Get(ctx, tc.peer.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("%s can Get the other cluster's instance: %v", tc.p.opts.ClusterName, err)
+		}
+		if err := tc.p.Delete(ctx, tc.peer); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("%s Delete of the other cluster's instance = %v, want not found", tc.p.opts.ClusterName, err)
+		}
+	}
+	if _, err := b.Get(ctx, ncB.Status.ProviderID); err != nil {
+		t.Errorf("cluster-b's instance was harmed by cluster-a: %v", err)
+	}
+	if err := a.Delete(ctx, ncA); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, ncA); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("second Delete = %v, want not found", err)
+	}
+	if list, _ := a.List(ctx); len(list) != 0 {
+		t.Errorf("terminated instance still listed")
+	}
+}
+
+func TestInstancesSurviveProviderRestart(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	ctx := context.Background()
+	created, err := e.provider("c").Create(ctx, newNodeClaim("nc", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := OpenStore(e.store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{Client: e.client, Store: reopened, ClusterName: "c", Catalog: testCatalog, Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Status.ProviderID != created.Status.ProviderID || list[0].Name != "nc" {
+		t.Fatalf("after restart List = %+v, %v", list, err)
+	}
+}
+
+func TestIsDrifted(t *testing.T) {
+	nc := nodeClass("default")
+	e := newEnv(t, nc)
+	p := e.provider("c")
+	ctx := context.Background()
+	created, err := p.Create(ctx, newNodeClaim("nc", "default", req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "sim-east-1a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := newNodeClaim("nc", "default")
+	claim.Status = created.Status
+	if r, err := p.IsDrifted(ctx, claim); err != nil || r != "" {
+		t.Fatalf("fresh instance drifted: %q, %v", r, err)
+	}
+	update := func(f func(*simv1alpha1.SimNodeClass)) {
+		cur := &simv1alpha1.SimNodeClass{}
+		if err := e.client.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
+			t.Fatal(err)
+		}
+		f(cur)
+		if err := e.client.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Tags = map[string]string{"team": "b"} })
+	if r, _ := p.IsDrifted(ctx, claim); r != DriftNodeClass {
+		t.Errorf("after a tag change drift = %q, want %q", r, DriftNodeClass)
+	}
+	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Zones = []string{"sim-east-1b"} })
+	if r, _ := p.IsDrifted(ctx, claim); r != DriftZone {
+		t.Errorf("after removing the zone drift = %q, want %q", r, DriftZone)
+	}
+}
+
+func TestProviderIDRoundTrip(t *testing.T) {
+	zone, id, err := ParseProviderID(providerID("sim-east-1a", "i-1"))
+	if err != nil || zone != "sim-east-1a" || id != "i-1" {
+		t.Fatalf("ParseProviderID = %q, %q, %v", zone, id, err)
+	}
+	for _, bad := range []string{"", "aws:///us-east-1a/i-1", "sim:///zone", "sim:///zone/", "sim:///a/b/c"} {
+		if _, _, err := ParseProviderID(bad); err == nil {
+			t.Errorf("ParseProviderID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	if _, err := New(Options{}); err == nil {
+		t.Error("New accepted empty options")
+	}
+	if _, err := NewMachines(MachinesOptions{}); err == nil {
+		t.Error("NewMachines accepted empty options")
+	}
+}

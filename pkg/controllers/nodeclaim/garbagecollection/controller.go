@@ -1,0 +1,233 @@
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/events"
+)
+
+// Defaults of Options.
+const (
+	// DefaultInterval is how often the cloud and the cluster are compared.
+	DefaultInterval = 2 * time.Minute
+	// DefaultGracePeriod is how long after launch an instance without a
+	// NodeClaim is left alone: the launch controller records the provider
+	// ID in the NodeClaim's status only after Create returns.
+	DefaultGracePeriod = 30 * time.Second
+)
+
+// Event reasons of this controller.
+const (
+	// ReasonOrphanInstanceTerminated: an instance of this cluster had no
+	// NodeClaim and was terminated.
+	ReasonOrphanInstanceTerminated = "OrphanInstanceTerminated"
+	// ReasonInstanceGone: a NodeClaim's instance no longer exists, so the
+	// NodeClaim was deleted.
+	ReasonInstanceGone = "InstanceGone"
+)
+
+// Name is the controller's name (logs, metrics, the manager's registry).
+const Name = "nodeclaim.garbagecollection"
+
+// Options configure the controller.
+type Options struct {
+	// Client reads NodeClaims and Nodes and deletes them.
+	Client client.Client
+	// CloudProvider lists and terminates this cluster's instances.
+	CloudProvider cloudprovider.CloudProvider
+	// Recorder publishes events.
+	Recorder events.Recorder
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+	// Interval defaults to DefaultInterval.
+	Interval time.Duration
+	// GracePeriod defaults to DefaultGracePeriod.
+	GracePeriod time.Duration
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("Client is required"))
+	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("CloudProvider is required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("Recorder is required"))
+	}
+	if o.Interval < 0 || o.GracePeriod < 0 {
+		errs = append(errs, errors.New("Interval and GracePeriod must not be negative"))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.GracePeriod == 0 {
+		o.GracePeriod = DefaultGracePeriod
+	}
+	return errors.Join(errs...)
+}
+
+// Controller is the garbage collector.
+type Controller struct {
+	opts Options
+}
+
+// NewController validates opts and returns the controller.
+func NewController(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("nodeclaim garbage collection options: %w", err)
+	}
+	return &Controller{opts: opts}, nil
+}
+
+// Register adds the controller to mgr: a singleton reconcile, triggered
+// once at start and then every Interval, run by the leader only.
+func (c *Controller) Register(mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(Name).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}})
+			return nil
+		})).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", Name, err)
+	}
+	return nil
+}
+
+// Reconcile runs one collection pass and asks to run again after Interval.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if err := c.Collect(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: c.opts.Interval}, nil
+}
+
+// Collect runs one pass: orphan instances first, then NodeClaims whose
+// instance is gone. Errors of single objects do not stop the pass; they are
+// returned together at the end.
+func (c *Controller) Collect(ctx context.Context) error {
+	instances, err := c.opts.CloudProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	nodeClaims := &v1.NodeClaimList{}
+	if err := c.opts.Client.List(ctx, nodeClaims); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	claimed := map[string]bool{}
+	for i := range nodeClaims.Items {
+		if pid := nodeClaims.Items[i].Status.ProviderID; pid != "" {
+			claimed[pid] = true
+		}
+	}
+	live := map[string]bool{}
+	var errs []error
+	for _, inst := range instances {
+		pid := inst.Status.ProviderID
+		live[pid] = true
+		if claimed[pid] || c.opts.Clock.Since(inst.CreationTimestamp.Time) < c.opts.GracePeriod {
+			continue
+		}
+		if err := c.terminateOrphan(ctx, inst); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := range nodeClaims.Items {
+		nc := &nodeClaims.Items[i]
+		pid := nc.Status.ProviderID
+		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := c.deleteNodeClaimOfGoneInstance(ctx, nc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// terminateOrphan terminates an instance no NodeClaim points at and deletes
+// its Node if one registered.
+func (c *Controller) terminateOrphan(ctx context.Context, inst *v1.NodeClaim) error {
+	pid := inst.Status.ProviderID
+	logger := log.FromContext(ctx).WithValues("providerID", pid, "nodeClaimTag", inst.Name, "nodePool", inst.Labels[v1.LabelNodePool])
+	if err := c.opts.CloudProvider.Delete(ctx, inst); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
+		return fmt.Errorf("terminating orphan instance %s: %w", pid, err)
+	}
+	age := c.opts.Clock.Since(inst.CreationTimestamp.Time).Round(time.Second)
+	logger.Info("terminated orphan instance", "age", age.String())
+	msg := fmt.Sprintf("Terminated instance %s: it belongs to this cluster but no NodeClaim references it (launched %s ago; nodeclaim tag %q)", pid, age, inst.Name)
+	node, err := c.nodeFor(ctx, pid)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		c.opts.Recorder.Publish(events.Warning(node, ReasonOrphanInstanceTerminated, "GarbageCollect", "%s", msg))
+		if err := c.opts.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting node %s of orphan instance %s: %w", node.Name, pid, err)
+		}
+		logger.Info("deleted node of orphan instance", "node", node.Name)
+		return nil
+	}
+	if np := inst.Labels[v1.LabelNodePool]; np != "" {
+		pool := &v1.NodePool{}
+		if err := c.opts.Client.Get(ctx, types.NamespacedName{Name: np}, pool); err == nil {
+			c.opts.Recorder.Publish(events.Warning(pool, ReasonOrphanInstanceTerminated, "GarbageCollect", "%s", msg))
+		}
+	}
+	return nil
+}
+
+// nodeFor returns the Node registered with providerID, or nil.
+func (c *Controller) nodeFor(ctx context.Context, pid string) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.opts.Client.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		if nodes.Items[i].Spec.ProviderID == pid {
+			return &nodes.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// deleteNodeClaimOfGoneInstance deletes nc once Get confirms its instance
+// is gone (List may predate a launch that finished since).
+func (c *Controller) deleteNodeClaimOfGoneInstance(ctx context.Context, nc *v1.NodeClaim) error {
+	pid := nc.Status.ProviderID
+	if _, err := c.opts.CloudProvider.Get(ctx, pid); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		if err != nil {
+			return fmt.Errorf("getting instance %s of nodeclaim %s: %w", pid, nc.Name, err)
+		}
+		return nil
+	}
+	if err := c.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim %s whose instance %s is gone: %w", nc.Name, pid, err)
+	}
+	log.FromContext(ctx).Info("deleted nodeclaim whose instance is gone", "nodeClaim", nc.Name, "providerID", pid)
+	c.opts.Recorder.Publish(events.Warning(nc, ReasonInstanceGone, "GarbageCollect",
+		"Deleted NodeClaim: its instance %s no longer exists in the cloud (terminated outside joiner?); the provisioner replaces its capacity if pods need it", pid))
+	return nil
+}

@@ -1,0 +1,204 @@
+package garbagecollection
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+
+func newScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, simv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func instance(pid, claimTag string, launched time.Time) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claimTag, CreationTimestamp: metav1.NewTime(launched),
+			Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Status: v1.NodeClaimStatus{ProviderID: pid},
+	}
+}
+
+func nodeClaim(name, pid string) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     v1.NodeClaimStatus{ProviderID: pid},
+	}
+}
+
+func TestCollect(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	cloud := fake.New()
+	cloud.Instances = map[string]*v1.NodeClaim{
+		"fake:///a/claimed":      instance("fake:///a/claimed", "claimed", t0.Add(-time.Hour)),
+		"fake:///a/young-orphan": instance("fake:///a/young-orphan", "", t0.Add(-10*time.Second)),
+		"fake:///a/old-orphan":   instance("fake:///a/old-orphan", "crashed-launch", t0.Add(-time.Minute)),
+	}
+	orphanNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "orphan-node"}, Spec: corev1.NodeSpec{ProviderID: "fake:///a/old-orphan"}}
+	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
+		nodeClaim("claimed", "fake:///a/claimed"),
+		nodeClaim("gone", "fake:///a/terminated-outside"),
+		nodeClaim("launching", ""),
+		orphanNode,
+	).Build()
+	rec := &events.Buffer{}
+	c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: rec, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var live []string
+	for pid := range cloud.Instances {
+		live = append(live, pid)
+	}
+	slices.Sort(live)
+	if want := []string{"fake:///a/claimed", "fake:///a/young-orphan"}; !slices.Equal(live, want) {
+		t.Errorf("live instances = %v, want %v (only the old orphan terminated)", live, want)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(orphanNode), &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the orphan's node was not deleted: %v", err)
+	}
+	for name, wantGone := range map[string]bool{"claimed": false, "gone": true, "launching": false} {
+		err := kube.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{})
+		if gone := apierrors.IsNotFound(err); gone != wantGone {
+			t.Errorf("nodeclaim %s deleted = %v, want %v (%v)", name, gone, wantGone, err)
+		}
+	}
+	reasons := rec.Reasons()
+	slices.Sort(reasons)
+	if want := []string{ReasonInstanceGone, ReasonOrphanInstanceTerminated}; !slices.Equal(reasons, want) {
+		t.Errorf("events = %v, want %v", reasons, want)
+	}
+
+	// The young orphan is collected once it outlives the grace period.
+	clk.Step(DefaultGracePeriod)
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cloud.Instances["fake:///a/young-orphan"]; ok {
+		t.Errorf("orphan older than the grace period survived")
+	}
+	if _, ok := cloud.Instances["fake:///a/claimed"]; !ok {
+		t.Errorf("claimed instance terminated")
+	}
+}
+
+func TestListFailureTouchesNothing(t *testing.T) {
+	cloud := fake.New()
+	cloud.ListError = apierrors.NewServiceUnavailable("cloud down")
+	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(nodeClaim("a", "fake:///a/x")).Build()
+	c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clocktesting.NewFakeClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err == nil {
+		t.Fatal("Collect succeeded although List failed")
+	}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "a"}, &v1.NodeClaim{}); err != nil {
+		t.Errorf("nodeclaim deleted although the cloud could not be listed: %v", err)
+	}
+}
+
+// Two clusters share one simulated cloud: each one's collector terminates
+// its own orphans and never the other's instances, even with identical
+// NodeClaim names.
+func TestOtherClustersInstancesAreNeverTouched(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	nc := &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	nc.ApplyDefaults()
+	scheme := newScheme(t)
+	store, err := sim.OpenStore(filepath.Join(t.TempDir(), "instances.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := func(*simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+		it := fake.NewInstanceType("m5.large", "amd64", "2", "8Gi", 0, 0.1)
+		it.Offerings = []scheduling.Offering{{Zone: "sim-east-1a", CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true}}
+		return []*scheduling.InstanceType{it}, nil
+	}
+	type cluster struct {
+		kube     client.Client
+		provider *sim.Provider
+		gc       *Controller
+		pid      string
+	}
+	clusters := map[string]*cluster{}
+	for _, name := range []string{"a", "b"} {
+		kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nc.DeepCopy()).Build()
+		p, err := sim.New(sim.Options{Client: kube, Store: store, ClusterName: name, Catalog: catalog, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "same-name"}}
+		claim.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+		created, err := p.Create(ctx, claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc, err := NewController(Options{Client: kube, CloudProvider: p, Recorder: &events.Buffer{}, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters[name] = &cluster{kube: kube, provider: p, gc: gc, pid: created.Status.ProviderID}
+	}
+	// Cluster a records its NodeClaim; cluster b's launch crashed before it
+	// could, so b's instance is an orphan of b.
+	a, b := clusters["a"], clusters["b"]
+	if err := a.kube.Create(ctx, nodeClaim("same-name", a.pid)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	// a's collector: b's instance has no NodeClaim in a, but is not a's.
+	if err := a.gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.provider.Get(ctx, b.pid); err != nil {
+		t.Fatalf("cluster a's collector touched cluster b's instance: %v", err)
+	}
+	// b's collector terminates its own orphan and leaves a's instance.
+	if err := b.gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.provider.Get(ctx, b.pid); err == nil {
+		t.Errorf("cluster b's orphan survived its own collector")
+	}
+	if _, err := a.provider.Get(ctx, a.pid); err != nil {
+		t.Errorf("cluster b's collector touched cluster a's instance: %v", err)
+	}
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	if _, err := NewController(Options{}); err == nil {
+		t.Error("NewController accepted empty options")
+	}
+}
