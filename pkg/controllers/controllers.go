@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 )
 
@@ -59,10 +61,11 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
 	mgr := o.Manager
+	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), o.Clock)
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
 		CloudProvider:     o.CloudProvider,
-		Recorder:          mgr.GetEventRecorder("joiner"),
+		Recorder:          recorder,
 		Clock:             o.Clock,
 		Solve:             o.Solve,
 		BatchIdleDuration: o.Settings.BatchIdleDuration,
@@ -71,7 +74,16 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
-	return []Controller{prov}, nil
+	gc, err := garbagecollection.NewController(garbagecollection.Options{
+		Client:        mgr.GetClient(),
+		CloudProvider: o.CloudProvider,
+		Recorder:      recorder,
+		Clock:         o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
+	}
+	return []Controller{prov, gc}, nil
 }
 
 // Register builds every controller and registers it, and the runnables,

@@ -32,7 +32,7 @@ func DefaultSimStorePath() string {
 }
 
 // NewCloud builds the cloud provider the settings name.
-func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.Clock) (*Cloud, error) {
+func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
 		path := settings.SimStorePath
@@ -56,7 +56,16 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.Clock) (
 		if err != nil {
 			return nil, err
 		}
-		return &Cloud{Provider: provider}, nil
+		machines, err := sim.NewMachines(sim.MachinesOptions{
+			Client:      mgr.GetClient(),
+			Store:       store,
+			ClusterName: settings.ClusterName,
+			Clock:       clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &Cloud{Provider: provider, Runnables: []manager.Runnable{machines}}, nil
 	case options.CloudProviderAWS:
 		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
 	default:

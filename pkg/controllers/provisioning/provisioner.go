@@ -10,14 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // SolveFunc runs the scheduling simulation on one snapshot.
@@ -31,12 +32,22 @@ type InstanceTypes interface {
 	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
 }
 
-// ClusterState is the part of the cluster state the provisioner waits on.
+// ClusterState is the part of pkg/state's Cluster the provisioner uses.
 type ClusterState interface {
 	// Synced reports whether the state has seen every Node and NodeClaim
 	// the API server holds; planning on a partial picture would launch
 	// capacity that already exists.
 	Synced(ctx context.Context) bool
+	// Nodes are the Nodes and in-flight NodeClaims with their bound and
+	// nominated pods.
+	Nodes() []*state.StateNode
+	// DaemonSetPods holds one pod per DaemonSet.
+	DaemonSetPods() []*corev1.Pod
+	// Nominate records that pod will run on the NodeClaim, so the next
+	// batch counts it there instead of planning for it again.
+	Nominate(pod *corev1.Pod, nodeClaimName string)
+	// IsNominated reports a live nomination.
+	IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool)
 }
 
 // Options configure the provisioner.
@@ -44,10 +55,9 @@ type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client        client.Client
 	CloudProvider InstanceTypes
-	// State gates each batch until it is synced; nil trusts the cache,
-	// which the manager syncs before the provisioner starts.
+	// State is the cluster model the snapshot is built from.
 	State    ClusterState
-	Recorder events.EventRecorder
+	Recorder events.Recorder
 	Clock    clock.Clock
 	Solve    SolveFunc
 
@@ -59,6 +69,9 @@ func (o *Options) validate() error {
 	var errs []error
 	if o.Client == nil {
 		errs = append(errs, errors.New("client is required"))
+	}
+	if o.State == nil {
+		errs = append(errs, errors.New("cluster state is required"))
 	}
 	if o.CloudProvider == nil {
 		errs = append(errs, errors.New("cloud provider is required"))
@@ -125,9 +138,6 @@ func (p *Provisioner) Start(ctx context.Context) error {
 
 // waitForSync blocks until the cluster state is synced or ctx ends.
 func (p *Provisioner) waitForSync(ctx context.Context) error {
-	if p.opts.State == nil {
-		return nil
-	}
 	logged := false
 	for !p.opts.State.Synced(ctx) {
 		if !logged {
@@ -198,20 +208,28 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		}
 		for _, pod := range c.planned.Pods {
 			seen[pod.UID] = true
-			p.report(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+created[i].Name)
+			p.opts.State.Nominate(pod, created[i].Name)
+			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
 	}
 	for _, placement := range plan.Existing {
+		target := existingNode(v, placement.Node)
 		for _, pod := range placement.Pods {
 			seen[pod.UID] = true
-			p.report(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+existingTarget(v, placement.Node))
+			if target != nil && target.NodeClaim != "" {
+				p.opts.State.Nominate(pod, target.NodeClaim)
+			}
+			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: %s", describeTarget(target, placement.Node)))
+		}
+		if target != nil && target.NodeClaim != "" {
+			p.inflight.nominate(target.NodeClaim, placement.Pods)
 		}
 	}
 	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
 	res.Unschedulable = append(res.Unschedulable, limited...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
-		p.report(pe.Pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, "+describeReasons(pe.Reasons, v.skipped))
+		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe.Reasons, v.skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
@@ -220,12 +238,20 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// existingTarget names an existing placement for a Nominated event.
-func existingTarget(v *view, name string) string {
+// existingNode finds a snapshot node by name.
+func existingNode(v *view, name string) *scheduling.ExistingNode {
 	for _, n := range v.snapshot.Nodes {
-		if n.Name == name && n.NodeClaim == name {
-			return "nodeclaim/" + name
+		if n.Name == name {
+			return n
 		}
+	}
+	return nil
+}
+
+// describeTarget names an existing placement for a Nominated event.
+func describeTarget(n *scheduling.ExistingNode, name string) string {
+	if n != nil && n.NodeClaim == n.Name {
+		return "nodeclaim/" + name
 	}
 	return "node/" + name
 }
@@ -242,24 +268,27 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 	if err != nil {
 		return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 	}
-	p.inflight.add(nc, p.opts.Clock.Now())
+	p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
 	nodeClaimsCreated.WithLabelValues(c.nodePool.Name).Inc()
 	log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
 		"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
 	return nc, nil
 }
 
-// report records an event on pod unless the pod already got this exact one.
-func (p *Provisioner) report(pod *corev1.Pod, eventType, reason, note string) {
-	key := reason + "\x00" + note
+// report publishes e about a pod unless the pod already got this exact
+// event: a pod that stays pending gets one event per distinct outcome, not
+// one per batch.
+func (p *Provisioner) report(e events.Event) {
+	uid := e.Regarding.(*corev1.Pod).UID
+	key := e.Reason + "\x00" + e.Message
 	p.mu.Lock()
-	if p.reported[pod.UID] == key {
+	if p.reported[uid] == key {
 		p.mu.Unlock()
 		return
 	}
-	p.reported[pod.UID] = key
+	p.reported[uid] = key
 	p.mu.Unlock()
-	p.opts.Recorder.Eventf(pod, nil, eventType, reason, "Provision", "%s", note)
+	p.opts.Recorder.Publish(e)
 }
 
 // forgetExcept drops the memory of events for pods no longer pending.

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -34,15 +34,14 @@ type view struct {
 	skipped map[string]string
 }
 
-// buildView lists everything from the cache and assembles the Snapshot.
+// buildView assembles the Snapshot from the cluster state (nodes,
+// in-flight NodeClaims with their bound and nominated pods, DaemonSets) and
+// the cache (NodePools, pending pods, volumes).
 func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	c := p.opts.Client
 	var (
 		nodePools    v1.NodePoolList
-		nodeClaims   v1.NodeClaimList
-		nodes        corev1.NodeList
 		pods         corev1.PodList
-		daemonSets   appsv1.DaemonSetList
 		pvcs         corev1.PersistentVolumeClaimList
 		pvs          corev1.PersistentVolumeList
 		storageClass storagev1.StorageClassList
@@ -51,9 +50,8 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		what string
 		obj  client.ObjectList
 	}{
-		{"nodepools", &nodePools}, {"nodeclaims", &nodeClaims}, {"nodes", &nodes}, {"pods", &pods},
-		{"daemonsets", &daemonSets}, {"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs},
-		{"storageclasses", &storageClass},
+		{"nodepools", &nodePools}, {"pods", &pods},
+		{"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs}, {"storageclasses", &storageClass},
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.obj); err != nil {
@@ -72,6 +70,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 
 	// Instance types come first: in-flight NodeClaims are sized from them.
+	allTypes := map[string][]*scheduling.InstanceType{}
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
 		if reason := nodePoolUnusable(np); reason != "" {
@@ -83,6 +82,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 			v.skipped[np.Name] = fmt.Sprintf("getting instance types: %v", err)
 			continue
 		}
+		allTypes[np.Name] = its
 		if len(its) == 0 {
 			v.skipped[np.Name] = "its node class offers no instance types"
 			continue
@@ -91,60 +91,48 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.InstanceTypes[np.Name] = its
 	}
 
-	podsByNode := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.Spec.NodeName != "" {
-			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
+	seenClaims := map[string]bool{}
+	for _, sn := range p.opts.State.Nodes() {
+		en := sn.ExistingNode()
+		if sn.NodeClaim != nil {
+			seenClaims[sn.NodeClaim.Name] = true
+			its := optionsOf(sn.NodeClaim, allTypes[en.NodePool])
+			if len(en.Allocatable) == 0 {
+				en.Allocatable = minAllocatable(its)
 			}
-			continue
+			v.addInUse(en.NodePool, claimCapacity(sn.NodeClaim, sn.Node, its))
+		} else if en.NodePool != "" {
+			v.addInUse(en.NodePool, sn.Node.Status.Capacity)
 		}
-		if IsProvisionable(pod) && unsupportedVolume(pod) == "" {
-			v.snapshot.Pods = append(v.snapshot.Pods, pod)
-		}
+		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
+	}
+	// NodeClaims this provisioner created that the state has not seen yet.
+	for _, c := range p.inflight.unseen(seenClaims, p.opts.Clock.Now()) {
+		pool := c.claim.Labels[v1.LabelNodePool]
+		its := optionsOf(c.claim, allTypes[pool])
+		v.addInUse(pool, claimCapacity(c.claim, nil, its))
+		en := inflightNode(c.claim, its)
+		en.Pods = c.pods
+		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
-	claims := p.inflight.merge(nodeClaims.Items, p.opts.Clock.Now())
-	nodesByProviderID := map[string]*corev1.Node{}
-	for i := range nodes.Items {
-		if id := nodes.Items[i].Spec.ProviderID; id != "" {
-			nodesByProviderID[id] = &nodes.Items[i]
-		}
-	}
-	claimed := map[string]bool{}
-	for _, nc := range claims {
-		pool := nc.Labels[v1.LabelNodePool]
-		var node *corev1.Node
-		if nc.Status.ProviderID != "" {
-			node = nodesByProviderID[nc.Status.ProviderID]
-		}
-		its := v.snapshot.InstanceTypes[pool]
-		v.addInUse(pool, claimCapacity(nc, node, its))
-		if node != nil {
-			claimed[node.Name] = true
-			v.snapshot.Nodes = append(v.snapshot.Nodes, managedNode(nc, node, podsByNode[node.Name]))
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !IsProvisionable(pod) || unsupportedVolume(pod) != "" {
 			continue
 		}
-		v.snapshot.Nodes = append(v.snapshot.Nodes, inflightNode(nc, its))
-	}
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
-		if claimed[node.Name] {
+		if _, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated {
 			continue
 		}
-		v.snapshot.Nodes = append(v.snapshot.Nodes, unmanagedNode(node, podsByNode[node.Name]))
+		v.snapshot.Pods = append(v.snapshot.Pods, pod)
 	}
-	slices.SortFunc(v.snapshot.Nodes, func(a, b *scheduling.ExistingNode) int { return strings.Compare(a.Name, b.Name) })
 
 	for name, np := range v.nodePools {
 		v.snapshot.NodePools = append(v.snapshot.NodePools, schedulingNodePool(np, v.inUse[name]))
 	}
 	slices.SortFunc(v.snapshot.NodePools, func(a, b *scheduling.NodePool) int { return strings.Compare(a.Name, b.Name) })
 
-	for i := range daemonSets.Items {
-		v.snapshot.DaemonSets = append(v.snapshot.DaemonSets, daemonPod(&daemonSets.Items[i]))
-	}
+	v.snapshot.DaemonSets = p.opts.State.DaemonSetPods()
 	for i := range pvcs.Items {
 		v.snapshot.Volumes.PersistentVolumeClaims = append(v.snapshot.Volumes.PersistentVolumeClaims, &pvcs.Items[i])
 	}
@@ -267,54 +255,6 @@ func minAllocatable(its []*scheduling.InstanceType) corev1.ResourceList {
 	return out
 }
 
-func isInitialized(nc *v1.NodeClaim, node *corev1.Node) bool {
-	if node != nil && node.Labels[v1.LabelNodeInitialized] == "true" {
-		return true
-	}
-	c := findCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)
-	return c != nil && c.Status == metav1.ConditionTrue
-}
-
-func isDisrupted(taints []corev1.Taint) bool {
-	for _, t := range taints {
-		if t.Key == v1.TaintKeyDisrupted {
-			return true
-		}
-	}
-	return false
-}
-
-// managedNode is a Node joiner launched, joined with its NodeClaim.
-func managedNode(nc *v1.NodeClaim, node *corev1.Node, pods []*corev1.Pod) *scheduling.ExistingNode {
-	return &scheduling.ExistingNode{
-		Name:              node.Name,
-		NodeClaim:         nc.Name,
-		NodePool:          nc.Labels[v1.LabelNodePool],
-		Labels:            node.Labels,
-		Taints:            node.Spec.Taints,
-		StartupTaints:     nc.Spec.StartupTaints,
-		Initialized:       isInitialized(nc, node),
-		Allocatable:       node.Status.Allocatable,
-		Pods:              pods,
-		MarkedForDeletion: nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil || isDisrupted(node.Spec.Taints),
-	}
-}
-
-// unmanagedNode is a Node no NodeClaim owns (or whose NodeClaim the cache
-// has not seen yet).
-func unmanagedNode(node *corev1.Node, pods []*corev1.Pod) *scheduling.ExistingNode {
-	return &scheduling.ExistingNode{
-		Name:              node.Name,
-		NodePool:          node.Labels[v1.LabelNodePool],
-		Labels:            node.Labels,
-		Taints:            node.Spec.Taints,
-		Initialized:       node.Labels[v1.LabelNodePool] == "" || node.Labels[v1.LabelNodeInitialized] == "true",
-		Allocatable:       node.Status.Allocatable,
-		Pods:              pods,
-		MarkedForDeletion: node.DeletionTimestamp != nil || isDisrupted(node.Spec.Taints),
-	}
-}
-
 // inflightNode is a NodeClaim whose Node has not registered: its labels are
 // what its requirements guarantee, its room what every option surely has.
 func inflightNode(nc *v1.NodeClaim, its []*scheduling.InstanceType) *scheduling.ExistingNode {
@@ -344,22 +284,6 @@ func inflightNode(nc *v1.NodeClaim, its []*scheduling.InstanceType) *scheduling.
 		MarkedForDeletion: nc.DeletionTimestamp != nil,
 	}
 }
-
-// daemonPod is the pod a DaemonSet would put on a new node.
-func daemonPod(ds *appsv1.DaemonSet) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(),
-		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
-	}
-	pod.Namespace = ds.Namespace
-	pod.Name = ds.Name
-	pod.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptrTrue(),
-	}}
-	return pod
-}
-
-func ptrTrue() *bool { t := true; return &t }
 
 func schedulingStorageClass(sc *storagev1.StorageClass) *scheduling.StorageClass {
 	return &scheduling.StorageClass{

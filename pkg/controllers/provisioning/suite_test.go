@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +16,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/operator"
@@ -50,7 +50,7 @@ type fixture struct {
 	ns       string
 	nodePool *v1.NodePool
 	cloud    *fake.CloudProvider
-	recorder *events.FakeRecorder
+	recorder *events.Buffer
 	clock    *clocktesting.FakeClock
 }
 
@@ -61,7 +61,7 @@ func newFixture(t *testing.T) *fixture {
 		env:      env,
 		ns:       env.Namespace(t),
 		cloud:    fake.New(),
-		recorder: events.NewFakeRecorder(1000),
+		recorder: &events.Buffer{},
 		clock:    clocktesting.NewFakeClock(time.Now()),
 	}
 	f.nodePool = &v1.NodePool{
@@ -157,17 +157,13 @@ func (f *fixture) nodeClaims() []v1.NodeClaim {
 	return list.Items
 }
 
-// events drains the recorded events.
+// events renders the published events as "type reason message".
 func (f *fixture) events() []string {
 	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
+	for _, e := range f.recorder.Events() {
+		out = append(out, e.Type+" "+e.Reason+" "+e.Message)
 	}
+	return out
 }
 
 func daemonSetOwner() metav1.OwnerReference {
