@@ -12,6 +12,12 @@ const Never = "Never"
 
 // NillableDuration is a Go duration that may also be "Never" (Duration nil).
 //
+// The zero value is "unset": fields of this type are tagged omitzero, so a
+// NodePool built in Go without them gets the apiserver's default (720h for
+// expireAfter, 0s for consolidateAfter) rather than Never. Read back from
+// the apiserver a field is never unset; IsNever treats unset as Never. To
+// ask for Never in Go, use MustParseNillableDuration(Never).
+//
 // It remembers the exact string it was decoded from (Raw) and marshals back
 // to it, so a manifest applied by a GitOps tool reads back byte for byte as
 // written ("30d" is not valid, but "720h" stays "720h" rather than becoming
@@ -53,6 +59,9 @@ func NewNillableDuration(d time.Duration) NillableDuration {
 	return NillableDuration{Duration: &d}
 }
 
+// IsZero reports whether the value is unset (built in Go, not decoded).
+func (d NillableDuration) IsZero() bool { return d.Duration == nil && d.Raw == "" }
+
 // IsNever reports whether the duration is "Never".
 func (d NillableDuration) IsNever() bool { return d.Duration == nil }
 
@@ -92,7 +101,11 @@ func (d *NillableDuration) UnmarshalJSON(b []byte) error {
 }
 
 // ToUnstructured lets the unstructured converter produce the same string as
-// MarshalJSON.
+// MarshalJSON; an unset value becomes null, which the apiserver replaces
+// with the field's default.
 func (d NillableDuration) ToUnstructured() interface{} {
+	if d.IsZero() {
+		return nil
+	}
 	return d.String()
 }

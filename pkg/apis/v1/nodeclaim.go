@@ -46,16 +46,14 @@ type NodeClaimList struct {
 type NodeClaimSpec struct {
 	// Taints are applied to the node; pods must tolerate them.
 	// +kubebuilder:validation:MaxItems:=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="spec.taints: each key must be a qualified name (optional DNS subdomain prefix and \"/\", then alphanumerics, \"-\", \"_\" or \".\")"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || t.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="spec.taints: each value must be empty or a label value (alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.key) > 0)",message="spec.taints: each taint needs a non-empty key"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.taints: effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 
 	// StartupTaints are applied at boot and removed by some agent.
 	// +kubebuilder:validation:MaxItems:=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="spec.startupTaints: each key must be a qualified name (optional DNS subdomain prefix and \"/\", then alphanumerics, \"-\", \"_\" or \".\")"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || t.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="spec.startupTaints: each value must be empty or a label value (alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.key) > 0)",message="spec.startupTaints: each taint needs a non-empty key"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.startupTaints: effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
@@ -87,7 +85,7 @@ type NodeClaimSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }
 
 // ResourceRequirements are the resources a NodeClaim was sized for.

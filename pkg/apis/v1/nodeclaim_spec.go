@@ -11,8 +11,7 @@ import (
 type NodeClaimTemplateSpec struct {
 	// Taints are applied to the node; pods must tolerate them.
 	// +kubebuilder:validation:MaxItems:=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="spec.template.spec.taints: each key must be a qualified name (optional DNS subdomain prefix and \"/\", then alphanumerics, \"-\", \"_\" or \".\")"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || t.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="spec.template.spec.taints: each value must be empty or a label value (alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.key) > 0)",message="spec.template.spec.taints: each taint needs a non-empty key"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.template.spec.taints: effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
@@ -21,8 +20,7 @@ type NodeClaimTemplateSpec struct {
 	// agent; pods need not tolerate them, and the node is not initialised
 	// until they are gone.
 	// +kubebuilder:validation:MaxItems:=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="spec.template.spec.startupTaints: each key must be a qualified name (optional DNS subdomain prefix and \"/\", then alphanumerics, \"-\", \"_\" or \".\")"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || t.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="spec.template.spec.startupTaints: each value must be empty or a label value (alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.key) > 0)",message="spec.template.spec.startupTaints: each taint needs a non-empty key"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.template.spec.startupTaints: effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
@@ -56,15 +54,15 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }
 
 // NodeSelectorRequirementWithMinValues is a node selector requirement with
 // Karpenter's extensions: the Gte and Lte operators, and MinValues.
 //
-// +kubebuilder:validation:XValidation:rule="self.operator != 'In' || size(self.values) > 0",messageExpression="'requirement \"' + self.key + '\": operator In needs at least one value'"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",messageExpression="'requirement \"' + self.key + '\": operator ' + self.operator + ' needs exactly one value, a non-negative integer'"
-// +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || size(self.values) >= self.minValues",messageExpression="'requirement \"' + self.key + '\": operator In with minValues ' + string(self.minValues) + ' needs at least that many values'"
+// +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",messageExpression="'requirement \"' + self.key + '\": operator In needs at least one value'"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",messageExpression="'requirement \"' + self.key + '\": operator ' + self.operator + ' needs exactly one value, a non-negative integer'"
+// +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && size(self.values) >= self.minValues)",messageExpression="'requirement \"' + self.key + '\": operator In with minValues needs at least minValues values; add values or lower minValues'"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label the requirement is about.
 	// +kubebuilder:validation:MaxLength:=316

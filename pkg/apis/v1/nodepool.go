@@ -105,7 +105,7 @@ type Disruption struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:default:="0s"
 	// +required
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitzero"`
 
 	// ConsolidationPolicy says which nodes consolidation may touch.
 	// +kubebuilder:default:=WhenEmptyOrUnderutilized
@@ -168,7 +168,7 @@ type ObjectMeta struct {
 	// requirements do; joiner-managed labels may not be set.
 	// +kubebuilder:validation:MaxProperties:=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && x.matches('^([^/]{1,253}/)?[^/]{1,63}$'))",messageExpression="'spec.template.metadata.labels: key \"' + self.filter(x, !(x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && x.matches('^([^/]{1,253}/)?[^/]{1,63}$')))[0] + '\" is not a qualified name: use an optional DNS subdomain prefix and \"/\", then up to 63 alphanumerics, \"-\", \"_\" or \".\"'"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, self[x].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$') && size(self[x]) <= 63)",messageExpression="'spec.template.metadata.labels: the value of \"' + self.filter(x, !(self[x].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$') && size(self[x]) <= 63))[0] + '\" is not a valid label value: use at most 63 alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric'"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, size(self[x]) <= 63)",messageExpression="'spec.template.metadata.labels: the value of \"' + self.filter(x, size(self[x]) > 63)[0] + '\" is longer than 63 characters; shorten it'"
 	// +kubebuilder:validation:XValidation:rule="!('kubernetes.io/hostname' in self)",message="spec.template.metadata.labels: label \"kubernetes.io/hostname\" is restricted (the kubelet sets it); remove it"
 	// +kubebuilder:validation:XValidation:rule="!('karpenter.sh/nodepool' in self)",message="spec.template.metadata.labels: label \"karpenter.sh/nodepool\" is restricted (joiner sets it to the NodePool's name); remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !x.matches('^([^/]+[.])?karpenter[.]sh/'))",messageExpression="'spec.template.metadata.labels: label \"' + self.filter(x, !(x in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !x.matches('^([^/]+[.])?karpenter[.]sh/')))[0] + '\" is restricted: the karpenter.sh domain only allows karpenter.sh/capacity-type; use your own label domain'"

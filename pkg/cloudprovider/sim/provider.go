@@ -73,7 +73,8 @@ type Options struct {
 	// sim.joiner.dev/cluster tag on every instance it launches, and the
 	// only instances Get, List and Delete act on.
 	ClusterName string
-	// Catalog resolves a node class's instance catalog.
+	// Catalog resolves a node class's instance catalog; defaults to
+	// DefaultCatalog.
 	Catalog CatalogFunc
 	// Clock defaults to the real clock.
 	Clock clock.Clock
@@ -94,14 +95,14 @@ func (o *Options) validate() error {
 	if err := ValidateClusterName(o.ClusterName); err != nil {
 		errs = append(errs, err)
 	}
-	if o.Catalog == nil {
-		errs = append(errs, errors.New("Catalog is required"))
-	}
 	if o.UnavailableOfferingsTTL < 0 || o.TerminatedRetention < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Catalog == nil {
+		o.Catalog = DefaultCatalog
 	}
 	if o.UnavailableOfferingsTTL == 0 {
 		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL

@@ -461,3 +461,48 @@ func TestOptionsAreValidated(t *testing.T) {
 		t.Error("NewMachines accepted empty options")
 	}
 }
+
+func TestDefaultCatalog(t *testing.T) {
+	nc := nodeClass("default", func(nc *simv1alpha1.SimNodeClass) {
+		nc.Spec.Zones = []string{"sim-east-1a", "sim-east-1b"}
+		nc.Spec.Catalog.InstanceFamilies = []string{"m5", "t4g"}
+	})
+	e := newEnv(t, nc)
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: "c", Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	its, err := p.GetInstanceTypes(context.Background(), np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arches := map[string]bool{}
+	for _, it := range its {
+		if f := familyOf(it); f != "m5" && f != "t4g" {
+			t.Errorf("type %s of family %s offered", it.Name, f)
+		}
+		arches[it.Requirements[v1.LabelArch][0]] = true
+		for _, o := range it.Offerings {
+			if o.Zone == "sim-east-1c" {
+				t.Errorf("offering in zone %s outside the node class", o.Zone)
+			}
+		}
+	}
+	if len(its) == 0 || !arches["amd64"] || !arches["arm64"] {
+		t.Errorf("got %d types with arches %v, want m5 (amd64) and t4g (arm64) types", len(its), arches)
+	}
+	created, err := p.Create(context.Background(), newNodeClaim("nc", "default", req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if familyOf(&scheduling.InstanceType{Name: created.Labels[v1.LabelInstanceType]}) != "t4g" {
+		t.Errorf("launched %s, want a t4g", created.Labels[v1.LabelInstanceType])
+	}
+
+	bad := nodeClass("bad", func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Catalog.InstanceFamilies = []string{"zz9"} })
+	if _, err := DefaultCatalog(bad); err == nil || !strings.Contains(err.Error(), "zz9") {
+		t.Errorf("unknown family: %v", err)
+	}
+}

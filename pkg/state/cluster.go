@@ -1,0 +1,432 @@
+package state
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// DefaultNominationTTL is how long a nomination holds when Options leaves it
+// unset: long enough for a launched node to register and the kube-scheduler
+// to bind the pod, short enough that a pod the node did not take is
+// reconsidered.
+const DefaultNominationTTL = 2 * time.Minute
+
+// Options configure a Cluster.
+type Options struct {
+	// Reader lists Nodes and NodeClaims for Synced. Pass the manager's
+	// GetAPIReader() so Synced compares against the API server itself
+	// (required).
+	Reader client.Reader
+	// Clock stamps nominations (default: the real clock).
+	Clock clock.PassiveClock
+	// NominationTTL is how long a nomination lasts (default
+	// DefaultNominationTTL).
+	NominationTTL time.Duration
+}
+
+// Validate checks the options and fills defaults.
+func (o *Options) Validate() error {
+	if o.Reader == nil {
+		return errors.New("state: Options.Reader is required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.NominationTTL < 0 {
+		return errors.New("state: Options.NominationTTL must not be negative")
+	}
+	if o.NominationTTL == 0 {
+		o.NominationTTL = DefaultNominationTTL
+	}
+	return nil
+}
+
+// Cluster is the in-memory model. Create it with NewCluster and feed it by
+// calling Register on the manager (or, in unit tests, the Update*/Delete*
+// methods directly).
+type Cluster struct {
+	opts Options
+
+	// mu guards every field below. See the package doc for the discipline.
+	mu sync.RWMutex
+	// entries joins a Node and its NodeClaim, keyed by provider ID, or by
+	// "node/<name>" / "nodeclaim/<name>" while the provider ID is unknown.
+	entries map[string]*entry
+	// nodeKeys and nodeClaimKeys map object names to their entry key.
+	nodeKeys      map[string]string
+	nodeClaimKeys map[string]string
+	// podsByNode holds the bound, non-terminal pods per node name; podNode
+	// is the reverse map.
+	podsByNode map[string]map[types.NamespacedName]*corev1.Pod
+	podNode    map[types.NamespacedName]string
+	// nominations are pods the provisioner nominated to in-flight
+	// NodeClaims, by pod.
+	nominations map[types.NamespacedName]nomination
+	// daemonSets holds one pod per DaemonSet, built from its template.
+	daemonSets map[types.NamespacedName]*corev1.Pod
+	// marked are provider IDs marked for deletion by a consumer.
+	marked map[string]bool
+	// generation counts mutations.
+	generation uint64
+}
+
+// entry is one tracked node: a Node, a NodeClaim or both.
+type entry struct {
+	node      *corev1.Node
+	nodeClaim *v1.NodeClaim
+}
+
+type nomination struct {
+	nodeClaim string
+	pod       *corev1.Pod
+	until     time.Time
+}
+
+// NewCluster validates opts and returns an empty model.
+func NewCluster(opts Options) (*Cluster, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Cluster{
+		opts:          opts,
+		entries:       map[string]*entry{},
+		nodeKeys:      map[string]string{},
+		nodeClaimKeys: map[string]string{},
+		podsByNode:    map[string]map[types.NamespacedName]*corev1.Pod{},
+		podNode:       map[types.NamespacedName]string{},
+		nominations:   map[types.NamespacedName]nomination{},
+		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
+		marked:        map[string]bool{},
+	}, nil
+}
+
+func nodeKey(n *corev1.Node) string {
+	if n.Spec.ProviderID != "" {
+		return n.Spec.ProviderID
+	}
+	return "node/" + n.Name
+}
+
+func nodeClaimKey(nc *v1.NodeClaim) string {
+	if nc.Status.ProviderID != "" {
+		return nc.Status.ProviderID
+	}
+	return "nodeclaim/" + nc.Name
+}
+
+// UpdateNode records the latest version of a Node.
+func (c *Cluster) UpdateNode(n *corev1.Node) {
+	n = n.DeepCopy()
+	key := nodeKey(n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodeKeys[n.Name]; ok && old != key {
+		c.detachLocked(old, func(e *entry) { e.node = nil })
+	}
+	c.entryLocked(key).node = n
+	c.nodeKeys[n.Name] = key
+	c.changedLocked()
+}
+
+// DeleteNode forgets a Node and the pods bound to it.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if key, ok := c.nodeKeys[name]; ok {
+		c.detachLocked(key, func(e *entry) { e.node = nil })
+		delete(c.nodeKeys, name)
+	}
+	for pod := range c.podsByNode[name] {
+		delete(c.podNode, pod)
+	}
+	delete(c.podsByNode, name)
+	c.changedLocked()
+}
+
+// UpdateNodeClaim records the latest version of a NodeClaim.
+func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
+	nc = nc.DeepCopy()
+	key := nodeClaimKey(nc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodeClaimKeys[nc.Name]; ok && old != key {
+		c.detachLocked(old, func(e *entry) { e.nodeClaim = nil })
+	}
+	c.entryLocked(key).nodeClaim = nc
+	c.nodeClaimKeys[nc.Name] = key
+	c.changedLocked()
+}
+
+// DeleteNodeClaim forgets a NodeClaim and the nominations to it.
+func (c *Cluster) DeleteNodeClaim(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if key, ok := c.nodeClaimKeys[name]; ok {
+		c.detachLocked(key, func(e *entry) { e.nodeClaim = nil })
+		delete(c.nodeClaimKeys, name)
+	}
+	for pod, n := range c.nominations {
+		if n.nodeClaim == name {
+			delete(c.nominations, pod)
+		}
+	}
+	c.changedLocked()
+}
+
+// UpdatePod records a pod: bound, non-terminal pods count on their node;
+// a pod that is bound or gone loses its nomination.
+func (c *Cluster) UpdatePod(p *corev1.Pod) {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	var stored *corev1.Pod
+	if p.Spec.NodeName != "" && !terminal {
+		stored = p.DeepCopy()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbindLocked(key)
+	if p.Spec.NodeName != "" || terminal {
+		delete(c.nominations, key)
+	}
+	if stored != nil {
+		pods := c.podsByNode[stored.Spec.NodeName]
+		if pods == nil {
+			pods = map[types.NamespacedName]*corev1.Pod{}
+			c.podsByNode[stored.Spec.NodeName] = pods
+		}
+		pods[key] = stored
+		c.podNode[key] = stored.Spec.NodeName
+	}
+	c.changedLocked()
+}
+
+// DeletePod forgets a pod.
+func (c *Cluster) DeletePod(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbindLocked(key)
+	delete(c.nominations, key)
+	c.changedLocked()
+}
+
+// UpdateDaemonSetPod records the pod a DaemonSet would put on a new node.
+func (c *Cluster) UpdateDaemonSetPod(daemonSet types.NamespacedName, pod *corev1.Pod) {
+	pod = pod.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemonSets[daemonSet] = pod
+	c.changedLocked()
+}
+
+// DeleteDaemonSet forgets a DaemonSet.
+func (c *Cluster) DeleteDaemonSet(daemonSet types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, daemonSet)
+	c.changedLocked()
+}
+
+// MarkForDeletion marks the nodes with these provider IDs as about to be
+// deleted: they take no new pods in simulations. Deleting Nodes and
+// NodeClaims are marked without calling this.
+func (c *Cluster) MarkForDeletion(providerIDs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range providerIDs {
+		c.marked[id] = true
+	}
+	c.changedLocked()
+}
+
+// UnmarkForDeletion undoes MarkForDeletion (e.g. a disruption was
+// abandoned).
+func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range providerIDs {
+		delete(c.marked, id)
+	}
+	c.changedLocked()
+}
+
+// Nominate records that the provisioner placed pod on the in-flight
+// NodeClaim nodeClaimName. Until the nomination expires (Options.
+// NominationTTL), the pod counts against that NodeClaim in StateNode.
+// NominatedPods and IsNominated reports it, so a consumer can leave it out
+// of the pods it places. Binding or deleting the pod, or deleting the
+// NodeClaim, ends the nomination.
+func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	n := nomination{nodeClaim: nodeClaimName, pod: pod.DeepCopy(), until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, bound := c.podNode[key]; bound {
+		return
+	}
+	c.nominations[key] = n
+	c.changedLocked()
+}
+
+// IsNominated returns the NodeClaim pod is nominated to, if the nomination
+// has not expired.
+func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nominations[pod]
+	if !ok || !now.Before(n.until) {
+		return "", false
+	}
+	return n.nodeClaim, true
+}
+
+// Generation increases on every change to the model; consumers can compare
+// two readings to tell whether anything changed in between.
+func (c *Cluster) Generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.generation
+}
+
+// Nodes returns a copy of every tracked node, ordered by name.
+func (c *Cluster) Nodes() []*StateNode {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	out := make([]*StateNode, 0, len(c.entries))
+	for key, e := range c.entries {
+		out = append(out, c.stateNodeLocked(key, e, now))
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name() != out[j].Name() {
+			return out[i].Name() < out[j].Name()
+		}
+		return out[i].ProviderID() < out[j].ProviderID()
+	})
+	return out
+}
+
+// NodeByName returns a copy of the StateNode whose Node, or (for an
+// unregistered NodeClaim) whose NodeClaim, has this name.
+func (c *Cluster) NodeByName(name string) (*StateNode, bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	key, ok := c.nodeKeys[name]
+	if !ok {
+		if key, ok = c.nodeClaimKeys[name]; !ok {
+			return nil, false
+		}
+	}
+	return c.stateNodeLocked(key, c.entries[key], now), true
+}
+
+// NodeByProviderID returns a copy of the StateNode with this provider ID.
+func (c *Cluster) NodeByProviderID(providerID string) (*StateNode, bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.entries[providerID]
+	if !ok {
+		return nil, false
+	}
+	return c.stateNodeLocked(providerID, e, now), true
+}
+
+// DaemonSetPods returns one pod per DaemonSet, built from its template,
+// ordered by DaemonSet.
+func (c *Cluster) DaemonSetPods() []*corev1.Pod {
+	c.mu.RLock()
+	keys := make([]types.NamespacedName, 0, len(c.daemonSets))
+	for k := range c.daemonSets {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	out := make([]*corev1.Pod, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, c.daemonSets[k].DeepCopy())
+	}
+	c.mu.RUnlock()
+	return out
+}
+
+// entryLocked returns the entry for key, creating it.
+func (c *Cluster) entryLocked(key string) *entry {
+	e, ok := c.entries[key]
+	if !ok {
+		e = &entry{}
+		c.entries[key] = e
+	}
+	return e
+}
+
+// detachLocked clears part of the entry at key and drops it when empty.
+func (c *Cluster) detachLocked(key string, clear func(*entry)) {
+	e, ok := c.entries[key]
+	if !ok {
+		return
+	}
+	clear(e)
+	if e.node == nil && e.nodeClaim == nil {
+		delete(c.entries, key)
+		delete(c.marked, key)
+	}
+}
+
+func (c *Cluster) unbindLocked(key types.NamespacedName) {
+	node, ok := c.podNode[key]
+	if !ok {
+		return
+	}
+	delete(c.podNode, key)
+	if pods := c.podsByNode[node]; pods != nil {
+		delete(pods, key)
+		if len(pods) == 0 {
+			delete(c.podsByNode, node)
+		}
+	}
+}
+
+func (c *Cluster) changedLocked() {
+	c.generation++
+	metrics.ClusterStateNodeCount.Set(float64(len(c.entries)))
+}
+
+// stateNodeLocked builds a deep copy of the entry at key.
+func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNode {
+	sn := &StateNode{MarkedForDeletion: c.marked[key]}
+	if e.node != nil {
+		sn.Node = e.node.DeepCopy()
+		for _, p := range c.podsByNode[e.node.Name] {
+			sn.Pods = append(sn.Pods, p.DeepCopy())
+		}
+		sort.Slice(sn.Pods, func(i, j int) bool {
+			return sn.Pods[i].Namespace+"/"+sn.Pods[i].Name < sn.Pods[j].Namespace+"/"+sn.Pods[j].Name
+		})
+	}
+	if e.nodeClaim != nil {
+		sn.NodeClaim = e.nodeClaim.DeepCopy()
+		for _, n := range c.nominations {
+			if n.nodeClaim == e.nodeClaim.Name && now.Before(n.until) {
+				sn.NominatedPods = append(sn.NominatedPods, n.pod.DeepCopy())
+			}
+		}
+		sort.Slice(sn.NominatedPods, func(i, j int) bool {
+			return sn.NominatedPods[i].Namespace+"/"+sn.NominatedPods[i].Name < sn.NominatedPods[j].Namespace+"/"+sn.NominatedPods[j].Name
+		})
+	}
+	if (sn.Node != nil && sn.Node.DeletionTimestamp != nil) || (sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) {
+		sn.MarkedForDeletion = true
+	}
+	return sn
+}

@@ -1,0 +1,65 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// Field indexes joiner's controllers list by. Register them with
+// EnsureFieldIndexes before the manager starts.
+const (
+	// IndexNodeProviderID indexes Nodes by spec.providerID.
+	IndexNodeProviderID = "spec.providerID"
+	// IndexNodeClaimProviderID indexes NodeClaims by status.providerID.
+	IndexNodeClaimProviderID = "status.providerID"
+	// IndexPodNodeName indexes Pods by spec.nodeName.
+	IndexPodNodeName = "spec.nodeName"
+)
+
+var (
+	indexedMu sync.Mutex
+	indexed   = map[client.FieldIndexer]bool{}
+)
+
+// EnsureFieldIndexes registers the field indexes above on indexer (the
+// manager's GetFieldIndexer()). It is idempotent per indexer, so every
+// controller that needs an index may call it from Register.
+func EnsureFieldIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	indexedMu.Lock()
+	defer indexedMu.Unlock()
+	if indexed[indexer] {
+		return nil
+	}
+	if err := indexer.IndexField(ctx, &corev1.Node{}, IndexNodeProviderID, func(o client.Object) []string {
+		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing nodes by %s: %w", IndexNodeProviderID, err)
+	}
+	if err := indexer.IndexField(ctx, &v1.NodeClaim{}, IndexNodeClaimProviderID, func(o client.Object) []string {
+		if id := o.(*v1.NodeClaim).Status.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by %s: %w", IndexNodeClaimProviderID, err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by %s: %w", IndexPodNodeName, err)
+	}
+	indexed[indexer] = true
+	return nil
+}

@@ -1,0 +1,110 @@
+package state
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// Register adds the reconcilers that feed the model from the manager's
+// cache: state.node, state.nodeclaim, state.pod and state.daemonset. They
+// run on every replica, leader or not, so a standby takes over with a warm
+// model. Each reads the object's latest cached version and records it, or
+// forgets it when it is gone: the order of events never matters.
+func (c *Cluster) Register(mgr manager.Manager) error {
+	if err := EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	kube := mgr.GetClient()
+	opts := func(workers int) controller.Options {
+		return controller.Options{MaxConcurrentReconciles: workers, NeedLeaderElection: ptr.To(false)}
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("state.node").For(&corev1.Node{}).WithOptions(opts(10)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			n := &corev1.Node{}
+			if err := kube.Get(ctx, req.NamespacedName, n); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.DeleteNode(req.Name)
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
+			}
+			c.UpdateNode(n)
+			return reconcile.Result{}, nil
+		})); err != nil {
+		return fmt.Errorf("registering state.node: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("state.nodeclaim").For(&v1.NodeClaim{}).WithOptions(opts(10)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			nc := &v1.NodeClaim{}
+			if err := kube.Get(ctx, req.NamespacedName, nc); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.DeleteNodeClaim(req.Name)
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, fmt.Errorf("getting nodeclaim %s: %w", req.Name, err)
+			}
+			c.UpdateNodeClaim(nc)
+			return reconcile.Result{}, nil
+		})); err != nil {
+		return fmt.Errorf("registering state.nodeclaim: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("state.pod").For(&corev1.Pod{}).WithOptions(opts(20)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			p := &corev1.Pod{}
+			if err := kube.Get(ctx, req.NamespacedName, p); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.DeletePod(req.NamespacedName)
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, fmt.Errorf("getting pod %s: %w", req.NamespacedName, err)
+			}
+			c.UpdatePod(p)
+			return reconcile.Result{}, nil
+		})); err != nil {
+		return fmt.Errorf("registering state.pod: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("state.daemonset").For(&appsv1.DaemonSet{}).WithOptions(opts(2)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			ds := &appsv1.DaemonSet{}
+			if err := kube.Get(ctx, req.NamespacedName, ds); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.DeleteDaemonSet(req.NamespacedName)
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, fmt.Errorf("getting daemonset %s: %w", req.NamespacedName, err)
+			}
+			c.UpdateDaemonSetPod(req.NamespacedName, DaemonSetPod(ds))
+			return reconcile.Result{}, nil
+		})); err != nil {
+		return fmt.Errorf("registering state.daemonset: %w", err)
+	}
+	return nil
+}
+
+// DaemonSetPod builds the pod ds would run on a new node, from its
+// template, owned by ds.
+func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(),
+		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+	}
+	p.Namespace = ds.Namespace
+	p.Name = ds.Name
+	p.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
+		Controller: ptr.To(true),
+	}}
+	return p
+}

@@ -1,0 +1,60 @@
+package state
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// Synced reports whether the model has seen every Node and NodeClaim the
+// API server holds: it lists both through Options.Reader and checks each
+// is tracked (a launched NodeClaim under its provider ID). A consumer that
+// acts on an unsynced state could launch capacity that already exists or
+// remove capacity that is still needed, so it must wait instead. A failed
+// list counts as not synced.
+func (c *Cluster) Synced(ctx context.Context) bool {
+	synced := c.synced(ctx)
+	if synced {
+		metrics.ClusterStateSynced.Set(1)
+	} else {
+		metrics.ClusterStateSynced.Set(0)
+	}
+	return synced
+}
+
+func (c *Cluster) synced(ctx context.Context) bool {
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.opts.Reader.List(ctx, nodes); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes to check cluster state sync")
+		return false
+	}
+	nodeClaims := &v1.NodeClaimList{}
+	if err := c.opts.Reader.List(ctx, nodeClaims); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodeclaims to check cluster state sync")
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i := range nodes.Items {
+		if _, ok := c.nodeKeys[nodes.Items[i].Name]; !ok {
+			return false
+		}
+	}
+	for i := range nodeClaims.Items {
+		nc := &nodeClaims.Items[i]
+		key, ok := c.nodeClaimKeys[nc.Name]
+		if !ok {
+			return false
+		}
+		if nc.Status.ProviderID != "" && key != nc.Status.ProviderID {
+			return false
+		}
+	}
+	return true
+}
