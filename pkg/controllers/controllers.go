@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // Controller is what every joiner controller offers the manager.
@@ -62,8 +63,13 @@ func New(o Options) ([]Controller, error) {
 	}
 	mgr := o.Manager
 	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), o.Clock)
+	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building cluster state: %w", err)
+	}
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
+		State:             cluster,
 		CloudProvider:     o.CloudProvider,
 		Recorder:          recorder,
 		Clock:             o.Clock,
@@ -83,7 +89,7 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
 	}
-	return []Controller{prov, gc}, nil
+	return []Controller{cluster, prov, gc}, nil
 }
 
 // Register builds every controller and registers it, and the runnables,

@@ -1,13 +1,11 @@
 package provisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
@@ -18,10 +16,7 @@ func TestProvisionCreatesNodeClaimsForPendingPods(t *testing.T) {
 	f.createNodePool(nil)
 	pods := f.pendingPods(10, "1", nil)
 
-	res, err := f.provisioner(nil).Provision(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := f.replica().provision()
 	if res.Pending != 10 || len(res.Created) == 0 || len(res.Unschedulable) != 0 {
 		t.Fatalf("pending %d, created %d, unschedulable %d", res.Pending, len(res.Created), len(res.Unschedulable))
 	}
@@ -71,47 +66,33 @@ func TestProvisionDoesNotDuplicate(t *testing.T) {
 	f.createNodePool(nil)
 	f.pendingPods(6, "1", nil)
 
-	p := f.provisioner(nil)
-	first, err := p.Provision(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := f.replica()
+	first := r.provision()
 	want := len(f.nodeClaims())
 	if want == 0 || len(first.Created) != want {
 		t.Fatalf("first pass created %d NodeClaims, API has %d", len(first.Created), want)
 	}
 
-	// The same provisioner again: the pods fit the in-flight NodeClaims.
-	if _, err := p.Provision(t.Context()); err != nil {
-		t.Fatal(err)
+	// The same replica again: the pods are nominated to the in-flight
+	// NodeClaims.
+	if res := r.provision(); len(res.Created) != 0 || res.Pending != 0 {
+		t.Fatalf("second pass: %d pending, %d created; want none", res.Pending, len(res.Created))
 	}
 	if got := len(f.nodeClaims()); got != want {
 		t.Fatalf("second pass: %d NodeClaims, want %d", got, want)
 	}
 
-	// A second replica whose cache has not seen the NodeClaims yet plans
-	// the same nodes, computes the same names and creates nothing new.
-	other := f.provisioner(&hideNodeClaims{Client: f.env.Client})
-	res, err := other.Provision(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A second replica whose state has not seen the NodeClaims plans the
+	// same nodes, computes the same names and creates nothing new.
+	other := f.replica()
+	other.staleClaims = true
+	res := other.provision()
 	if len(res.Created) != want {
 		t.Fatalf("stale replica planned %d NodeClaims, want the same %d", len(res.Created), want)
 	}
 	if got := len(f.nodeClaims()); got != want {
 		t.Fatalf("stale replica: %d NodeClaims, want %d (a duplicate was created)", got, want)
 	}
-}
-
-// hideNodeClaims lists no NodeClaims, like a cache that lags.
-type hideNodeClaims struct{ client.Client }
-
-func (h *hideNodeClaims) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*v1.NodeClaimList); ok {
-		return nil
-	}
-	return h.Client.List(ctx, list, opts...)
 }
 
 func TestProvisionHoldsNodePoolLimits(t *testing.T) {
@@ -121,10 +102,7 @@ func TestProvisionHoldsNodePoolLimits(t *testing.T) {
 	})
 	f.pendingPods(20, "1", nil)
 
-	res, err := f.provisioner(nil).Provision(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := f.replica().provision()
 	// Every claim is counted at its largest option's capacity.
 	total := resource.Quantity{}
 	for _, nc := range f.nodeClaims() {
@@ -163,12 +141,9 @@ func TestProvisionReportsUnschedulablePodsOnce(t *testing.T) {
 		p.Spec.NodeSelector = map[string]string{v1.LabelArch: "s390x"}
 	})
 
-	p := f.provisioner(nil)
+	r := f.replica()
 	for range 2 {
-		res, err := p.Provision(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := r.provision()
 		if len(res.Created) != 0 || len(res.Unschedulable) != 3 {
 			t.Fatalf("created %d, unschedulable %d; want 0 and 3", len(res.Created), len(res.Unschedulable))
 		}
@@ -195,10 +170,7 @@ func TestProvisionIgnoresPodsItMustNotPlace(t *testing.T) {
 		p.Name = "daemon"
 		p.OwnerReferences = append(p.OwnerReferences, daemonSetOwner())
 	})
-	res, err := f.provisioner(nil).Provision(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := f.replica().provision()
 	if res.Pending != 0 || len(res.Created) != 0 {
 		t.Fatalf("a DaemonSet pod was provisioned for: pending %d, created %d", res.Pending, len(res.Created))
 	}

@@ -16,11 +16,12 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
-	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -125,26 +126,76 @@ func (f *fixture) pendingPods(n int, cpu string, mutate func(*corev1.Pod)) []*co
 	return pods
 }
 
-// provisioner returns a provisioner reading through c (the admin client
-// unless a test wants a lagging view).
-func (f *fixture) provisioner(c client.Client) *provisioning.Provisioner {
+// replica is one provisioner with its own cluster state, fed by hand from
+// the API server before each pass (as the state's informers would).
+type replica struct {
+	f     *fixture
+	p     *provisioning.Provisioner
+	state *state.Cluster
+	// staleClaims hides NodeClaims from the state, like informers that
+	// lag.
+	staleClaims bool
+}
+
+func (f *fixture) replica() *replica {
 	f.t.Helper()
-	if c == nil {
-		c = f.env.Client
+	st, err := state.NewCluster(state.Options{Reader: f.env.Client, Clock: f.clock})
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	p, err := provisioning.NewProvisioner(provisioning.Options{
-		Client:            c,
-		CloudProvider:     f.cloud,
-		Recorder:          f.recorder,
-		Clock:             f.clock,
-		Solve:             func(s *scheduling.Snapshot) (*scheduling.Plan, error) { return scheduling.Solve(s, scheduling.Options{}) },
+		Client:        f.env.Client,
+		State:         st,
+		CloudProvider: f.cloud,
+		Recorder:      f.recorder,
+		Clock:         f.clock,
+		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+			return scheduling.Solve(s, scheduling.Options{})
+		},
 		BatchIdleDuration: time.Second,
 		BatchMaxDuration:  10 * time.Second,
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return p
+	return &replica{f: f, p: p, state: st}
+}
+
+// provision feeds the state and runs one pass.
+func (r *replica) provision() *provisioning.Result {
+	t := r.f.t
+	t.Helper()
+	ctx := t.Context()
+	var (
+		nodes  corev1.NodeList
+		claims v1.NodeClaimList
+		pods   corev1.PodList
+	)
+	if err := r.f.env.Client.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		r.state.UpdateNode(&nodes.Items[i])
+	}
+	if !r.staleClaims {
+		if err := r.f.env.Client.List(ctx, &claims); err != nil {
+			t.Fatal(err)
+		}
+		for i := range claims.Items {
+			r.state.UpdateNodeClaim(&claims.Items[i])
+		}
+	}
+	if err := r.f.env.Client.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		r.state.UpdatePod(&pods.Items[i])
+	}
+	res, err := r.p.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // nodeClaims lists the NodeClaims of the fixture's NodePool.
