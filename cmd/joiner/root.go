@@ -13,5 +13,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newControllerCommand())
 	root.AddCommand(newRunCommand())
+	root.AddCommand(newSimulateCommand())
 	return root
 }
