@@ -1,107 +1,82 @@
 package nodepool
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// object is the part of a karpenter.sh/v1 NodePool the solver reads. It
-// stands in for pkg/apis/v1.NodePool until those types land on main.
-type object struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ObjectMeta `json:"metadata"`
-	Spec            struct {
-		Template struct {
-			Metadata struct {
-				Labels      map[string]string `json:"labels,omitempty"`
-				Annotations map[string]string `json:"annotations,omitempty"`
-			} `json:"metadata"`
-			Spec struct {
-				Requirements  []requirement  `json:"requirements"`
-				Taints        []corev1.Taint `json:"taints,omitempty"`
-				StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
-				NodeClassRef  *struct {
-					Group string `json:"group"`
-					Kind  string `json:"kind"`
-					Name  string `json:"name"`
-				} `json:"nodeClassRef"`
-			} `json:"spec"`
-		} `json:"template"`
-		Limits corev1.ResourceList `json:"limits,omitempty"`
-		Weight *int32              `json:"weight,omitempty"`
-	} `json:"spec"`
-	Status struct {
-		Resources corev1.ResourceList `json:"resources,omitempty"`
-	} `json:"status"`
-}
-
-type requirement struct {
-	Key       string                      `json:"key"`
-	Operator  corev1.NodeSelectorOperator `json:"operator"`
-	Values    []string                    `json:"values,omitempty"`
-	MinValues *int                        `json:"minValues,omitempty"`
-}
-
-// Decode reads one karpenter.sh/v1 NodePool from JSON and returns the
-// solver's view of it. Errors name the field, relative to the object
-// (for example `spec.template.spec.requirements[1].operator: ...`).
-func Decode(data []byte) (*scheduling.NodePool, error) {
-	var o object
-	if err := json.Unmarshal(data, &o); err != nil {
-		return nil, err
-	}
-	if o.Kind != "" && o.Kind != "NodePool" {
-		return nil, fmt.Errorf("kind: want NodePool, got %q", o.Kind)
-	}
-	if o.APIVersion != "" && o.APIVersion != "karpenter.sh/v1" {
-		return nil, fmt.Errorf("apiVersion: want karpenter.sh/v1, got %q", o.APIVersion)
-	}
-	if err := validate(&o); err != nil {
-		return nil, err
-	}
-	return fromObject(&o), nil
-}
-
-func fromObject(o *object) *scheduling.NodePool {
-	t := &o.Spec.Template
-	np := &scheduling.NodePool{
-		Name:          o.Metadata.Name,
-		Labels:        t.Metadata.Labels,
-		Annotations:   t.Metadata.Annotations,
+// FromNodePool is the solver's view of a NodePool: its template's labels,
+// annotations, requirements, taints and node class, its limits and weight,
+// and status.resources as the capacity already in use. It does not
+// validate; see Validate.
+func FromNodePool(np *v1.NodePool) *scheduling.NodePool {
+	t := &np.Spec.Template
+	out := &scheduling.NodePool{
+		Name:          np.Name,
+		Labels:        t.ObjectMeta.Labels,
+		Annotations:   t.ObjectMeta.Annotations,
 		Taints:        t.Spec.Taints,
 		StartupTaints: t.Spec.StartupTaints,
-		Limits:        o.Spec.Limits,
-		InUse:         o.Status.Resources,
+		Limits:        corev1.ResourceList(np.Spec.Limits),
+		InUse:         np.Status.Resources,
+		Requirements:  make([]scheduling.Requirement, 0, len(t.Spec.Requirements)),
 	}
-	if o.Spec.Weight != nil {
-		np.Weight = *o.Spec.Weight
+	if np.Spec.Weight != nil {
+		out.Weight = *np.Spec.Weight
 	}
 	if ref := t.Spec.NodeClassRef; ref != nil {
-		np.NodeClassRef = scheduling.NodeClassRef{Group: ref.Group, Kind: ref.Kind, Name: ref.Name}
+		out.NodeClassRef = scheduling.NodeClassRef{Group: ref.Group, Kind: ref.Kind, Name: ref.Name}
 	}
-	np.Requirements = make([]scheduling.Requirement, 0, len(t.Spec.Requirements))
 	for _, r := range t.Spec.Requirements {
-		np.Requirements = append(np.Requirements, scheduling.Requirement{
+		out.Requirements = append(out.Requirements, scheduling.Requirement{
 			Key: r.Key, Operator: r.Operator, Values: r.Values, MinValues: r.MinValues,
 		})
 	}
-	return np
+	return out
 }
 
-func validate(o *object) error {
-	if o.Metadata.Name == "" {
+// Decode reads one karpenter.sh/v1 NodePool from JSON, strictly (unknown
+// fields are errors), validates it and returns the solver's view of it.
+// Errors name the field relative to the object, for example
+// `spec.template.spec.requirements[1]: operator: unknown operator "Inn"`.
+func Decode(data []byte) (*scheduling.NodePool, error) {
+	np := &v1.NodePool{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(np); err != nil {
+		return nil, err
+	}
+	if np.Kind != "" && np.Kind != "NodePool" {
+		return nil, fmt.Errorf("kind: want NodePool, got %q", np.Kind)
+	}
+	if np.APIVersion != "" && np.APIVersion != v1.SchemeGroupVersion.String() {
+		return nil, fmt.Errorf("apiVersion: want %s, got %q", v1.SchemeGroupVersion, np.APIVersion)
+	}
+	if err := Validate(np); err != nil {
+		return nil, err
+	}
+	return FromNodePool(np), nil
+}
+
+// Validate checks what the solver relies on, then the API's own runtime
+// validation (label and requirement restrictions, budgets). A missing
+// nodeClassRef is allowed, so hand-written NodePools can be simulated.
+func Validate(np *v1.NodePool) error {
+	if np.Name == "" {
 		return fmt.Errorf("metadata.name: must be set")
 	}
-	if w := o.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
+	if w := np.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
 		return fmt.Errorf("spec.weight: must be between 1 and 100, got %d", *w)
 	}
-	spec := &o.Spec.Template.Spec
+	spec := &np.Spec.Template.Spec
 	for i, r := range spec.Requirements {
 		if err := ValidateRequirement(r.Key, r.Operator, r.Values, r.MinValues); err != nil {
 			return fmt.Errorf("spec.template.spec.requirements[%d]: %w", i, err)
@@ -117,10 +92,16 @@ func validate(o *object) error {
 			return fmt.Errorf("spec.template.spec.startupTaints[%d]: %w", i, err)
 		}
 	}
-	for name, q := range o.Spec.Limits {
+	for name, q := range np.Spec.Limits {
 		if q.Sign() < 0 {
 			return fmt.Errorf("spec.limits.%s: must be >= 0, got %s", name, q.String())
 		}
+	}
+	for _, e := range np.RuntimeValidate() {
+		if e.Type == field.ErrorTypeRequired && e.Field == "spec.template.spec.nodeClassRef" {
+			continue
+		}
+		return e
 	}
 	return nil
 }

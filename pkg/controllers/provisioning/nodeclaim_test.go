@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -223,7 +224,7 @@ func TestIsProvisionable(t *testing.T) {
 		{"preempting", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }, false},
 		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, false},
 		{"daemonset", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptrTrue()}}
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
 		}, false},
 		{"not yet seen by the scheduler", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
 		{"scheduling gated", func(p *corev1.Pod) { p.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated }, false},

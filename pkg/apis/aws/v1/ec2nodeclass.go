@@ -83,6 +83,13 @@ type EC2NodeClassSpec struct {
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
 
+	// IPPrefixCount is the number of IPv4 /28 prefixes assigned to the
+	// primary network interface (prefix delegation).
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+
 	// AMISelectorTerms select the AMIs instances boot from. Either a single
 	// alias term (family@version), or any number of id, name/owner, tags and
 	// ssmParameter terms.
@@ -224,10 +231,10 @@ type AMISelectorTerm struct {
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
-// SubnetSelectorTerm selects subnets by tags or by id, never both.
+// SubnetSelectorTerm selects subnets by id alone, or by tags and/or CIDR.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="spec.subnetSelectorTerms[]: a term needs tags or id"
-// +kubebuilder:validation:XValidation:rule="!(has(self.id) && has(self.tags))",message="spec.subnetSelectorTerms[].id: must be the only field of its term; move tags to a separate term"
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.cidr)",message="spec.subnetSelectorTerms[]: a term needs tags, id or cidr"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.cidr))",message="spec.subnetSelectorTerms[].id: must be the only field of its term; move tags or cidr to a separate term"
 type SubnetSelectorTerm struct {
 	// Tags select subnets carrying all of these tags; the value * matches
 	// any value.
@@ -242,6 +249,14 @@ type SubnetSelectorTerm struct {
 	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
 	// +optional
 	ID string `json:"id,omitempty"`
+
+	// CIDR selects the subnet whose IPv4 CIDR block is exactly this one,
+	// for example 10.0.32.0/19.
+	//
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="spec.subnetSelectorTerms[].cidr: must be a CIDR block such as 10.0.32.0/19"
+	// +optional
+	CIDR string `json:"cidr,omitempty"`
 }
 
 // SecurityGroupSelectorTerm selects security groups by tags, id or group

@@ -1,0 +1,195 @@
+package controlplane
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+func loopbackURL(scheme string, port int) string {
+	return scheme + "://127.0.0.1:" + strconv.Itoa(port)
+}
+
+// startEtcd runs a single-member etcd without fsync: the data is thrown away.
+func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
+	hc := &http.Client{}
+	ports, err := cp.launch(ctx, component{
+		name:  binEtcd,
+		ports: 2,
+		args: func(ports []int) []string {
+			client, peer := loopbackURL("http", ports[0]), loopbackURL("http", ports[1])
+			return []string{
+				"--name=joiner",
+				"--data-dir=" + filepath.Join(cp.runDir, "etcd"),
+				"--listen-client-urls=" + client,
+				"--advertise-client-urls=" + client,
+				"--listen-peer-urls=" + peer,
+				"--initial-advertise-peer-urls=" + peer,
+				"--initial-cluster=joiner=" + peer,
+				"--initial-cluster-state=new",
+				"--unsafe-no-fsync=true",
+				"--quota-backend-bytes=" + strconv.Itoa(8<<30),
+				"--log-level=warn",
+			}
+		},
+		healthy: func(ctx context.Context, ports []int) error {
+			return getOK(ctx, hc, loopbackURL("http", ports[0])+"/health")
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	return loopbackURL("http", ports[0]), nil
+}
+
+// startAPIServer runs kube-apiserver with client-certificate authentication
+// and RBAC. The ServiceAccount admission plugin is off so that pods can be
+// created in a namespace before its default ServiceAccount exists.
+func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) error {
+	hc, err := cp.httpsClient(true)
+	if err != nil {
+		return err
+	}
+	ports, err := cp.launch(ctx, component{
+		name:  binAPIServer,
+		ports: 1,
+		args: func(ports []int) []string {
+			return []string{
+				"--etcd-servers=" + etcdURL,
+				"--bind-address=127.0.0.1",
+				"--advertise-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(ports[0]),
+				"--cert-dir=" + filepath.Join(cp.runDir, "pki"),
+				"--tls-cert-file=" + cp.pki.servingCert,
+				"--tls-private-key-file=" + cp.pki.servingKey,
+				"--client-ca-file=" + cp.pki.caCert,
+				"--authorization-mode=RBAC",
+				"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+				"--service-account-key-file=" + cp.pki.saPub,
+				"--service-account-signing-key-file=" + cp.pki.saKey,
+				"--service-cluster-ip-range=" + serviceCIDR,
+				"--endpoint-reconciler-type=none",
+				"--disable-admission-plugins=ServiceAccount",
+				"--allow-privileged=true",
+				"--enable-priority-and-fairness=false",
+				"--profiling=false",
+			}
+		},
+		healthy: func(ctx context.Context, ports []int) error {
+			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/readyz")
+		},
+	})
+	if err != nil {
+		return err
+	}
+	cp.apiserverURL = loopbackURL("https", ports[0])
+	return nil
+}
+
+// servingArgs are the flags that make kube-scheduler and
+// kube-controller-manager serve /healthz on a loopback port with the run's
+// certificate, and talk to kube-apiserver as admin.
+func (cp *ControlPlane) servingArgs(port int) []string {
+	return []string{
+		"--kubeconfig=" + cp.kubeconfigPath,
+		"--authentication-kubeconfig=" + cp.kubeconfigPath,
+		"--authorization-kubeconfig=" + cp.kubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + cp.pki.servingCert,
+		"--tls-private-key-file=" + cp.pki.servingKey,
+		"--leader-elect=false",
+	}
+}
+
+func (cp *ControlPlane) startScheduler(ctx context.Context) error {
+	hc, err := cp.httpsClient(false)
+	if err != nil {
+		return err
+	}
+	_, err = cp.launch(ctx, component{
+		name:  binScheduler,
+		ports: 1,
+		args:  func(ports []int) []string { return cp.servingArgs(ports[0]) },
+		healthy: func(ctx context.Context, ports []int) error {
+			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/healthz")
+		},
+	})
+	return err
+}
+
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	hc, err := cp.httpsClient(false)
+	if err != nil {
+		return err
+	}
+	controllers := "*"
+	if len(cp.opts.Controllers) > 0 {
+		controllers = strings.Join(cp.opts.Controllers, ",")
+	}
+	_, err = cp.launch(ctx, component{
+		name:  binControllerManager,
+		ports: 1,
+		args: func(ports []int) []string {
+			return append(cp.servingArgs(ports[0]),
+				"--controllers="+controllers,
+				"--root-ca-file="+cp.pki.caCert,
+				"--service-account-private-key-file="+cp.pki.saKey,
+				"--cluster-signing-cert-file="+cp.pki.caCert,
+				"--cluster-signing-key-file="+cp.pki.caKey,
+				"--service-cluster-ip-range="+serviceCIDR,
+				"--kube-api-qps=200",
+				"--kube-api-burst=400",
+			)
+		},
+		healthy: func(ctx context.Context, ports []int) error {
+			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/healthz")
+		},
+	})
+	return err
+}
+
+// kwokStages is the kwok configuration: the stages that play the kubelet.
+//
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// KwokLeaseDurationSeconds is the duration of the node Leases kwok renews
+// for the Nodes it manages.
+const KwokLeaseDurationSeconds = 40
+
+func (cp *ControlPlane) startKwok(ctx context.Context) error {
+	config := filepath.Join(cp.runDir, "kwok.yaml")
+	if err := os.WriteFile(config, kwokStages, 0o644); err != nil {
+		return fmt.Errorf("writing kwok configuration: %w", err)
+	}
+	manage := "--manage-all-nodes=true"
+	if cp.opts.KwokNodeSelector != "" {
+		manage = "--manage-nodes-with-label-selector=" + cp.opts.KwokNodeSelector
+	}
+	hc := &http.Client{}
+	_, err := cp.launch(ctx, component{
+		name:  binKwok,
+		ports: 1,
+		args: func(ports []int) []string {
+			return []string{
+				"--kubeconfig=" + cp.kubeconfigPath,
+				"--config=" + config,
+				manage,
+				"--cidr=" + podCIDR,
+				"--node-ip=127.0.0.1",
+				"--node-lease-duration-seconds=" + strconv.Itoa(KwokLeaseDurationSeconds),
+				"--server-address=127.0.0.1:" + strconv.Itoa(ports[0]),
+			}
+		},
+		healthy: func(ctx context.Context, ports []int) error {
+			return getOK(ctx, hc, loopbackURL("http", ports[0])+"/healthz")
+		},
+	})
+	return err
+}
