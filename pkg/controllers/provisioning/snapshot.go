@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -171,6 +172,9 @@ func nodePoolUnusable(np *v1.NodePool) string {
 	}
 	if c := findCondition(np.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
 		return fmt.Sprintf("it is not ready (%s: %s)", c.Reason, c.Message)
+	}
+	if err := nodepool.Validate(np); err != nil {
+		return fmt.Sprintf("it is invalid: %v", err)
 	}
 	return ""
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,7 +21,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -33,8 +34,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	scheme, err := operator.NewScheme()
-	if err != nil {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
 	var docs [][]byte
