@@ -47,7 +47,7 @@ type observation struct {
 }
 
 func newStory(out io.Writer) *story {
-	return &story{out: out, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}}
+	return &story{out: out, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}, lastPods: "none"}
 }
 
 // startClock makes later lines carry the time since now.

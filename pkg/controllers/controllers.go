@@ -12,6 +12,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
@@ -80,6 +81,16 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
+	lc, err := lifecycle.NewController(lifecycle.Options{
+		Client:          mgr.GetClient(),
+		CloudProvider:   o.CloudProvider,
+		Recorder:        recorder,
+		Clock:           o.Clock,
+		RegistrationTTL: o.Settings.RegistrationTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
+	}
 	gc, err := garbagecollection.NewController(garbagecollection.Options{
 		Client:        mgr.GetClient(),
 		CloudProvider: o.CloudProvider,
@@ -89,7 +100,7 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
 	}
-	return []Controller{cluster, prov, gc}, nil
+	return []Controller{cluster, prov, lc, gc}, nil
 }
 
 // Register builds every controller and registers it, and the runnables,

@@ -127,6 +127,7 @@ func TestProvisionHoldsNodePoolLimits(t *testing.T) {
 	if len(res.Unschedulable) == 0 {
 		t.Fatal("20 cpu of pods fit under an 8 cpu limit")
 	}
+	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].Reasons)
 	for _, pe := range res.Unschedulable {
 		if !strings.Contains(pe.Reasons[f.nodePool.Name], "limit") {
 			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.Reasons)
@@ -157,6 +158,7 @@ func TestProvisionReportsUnschedulablePodsOnce(t *testing.T) {
 	if len(failed) != 3 {
 		t.Fatalf("%d FailedScheduling events over two passes, want one per pod:\n%s", len(failed), strings.Join(failed, "\n"))
 	}
+	t.Logf("event: %s", failed[0])
 	if !strings.Contains(failed[0], f.nodePool.Name) {
 		t.Errorf("event %q does not name the NodePool", failed[0])
 	}
