@@ -96,6 +96,8 @@ func New(o Options) ([]Controller, error) {
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,
+		Interval:      o.Settings.GCInterval,
+		GracePeriod:   o.Settings.GCGracePeriod,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
