@@ -139,6 +139,11 @@ func startJoiner(t *testing.T, cfg joinerConfig) *joiner {
 		j.stop()
 		if t.Failed() {
 			t.Logf("joiner log %s (last lines):\n%s", j.logPath, tailFile(j.logPath, 40))
+			if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" {
+				_ = os.MkdirAll(dir, 0o755)
+				b, _ := os.ReadFile(j.logPath)
+				_ = os.WriteFile(filepath.Join(dir, filepath.Base(j.logPath)), b, 0o644)
+			}
 		}
 	})
 	return j
@@ -328,6 +333,8 @@ func (s *scenario) nodes(ctx context.Context) ([]corev1.Node, error) {
 // waitRunning waits until n pods of app run.
 func (s *scenario) waitRunning(app string, n int, timeout time.Duration) {
 	s.t.Helper()
+	start := time.Now()
+	defer func() { s.t.Logf("%d pods of %s running after %.1fs", n, app, time.Since(start).Seconds()) }()
 	test.Eventually(s.t, timeout, func(ctx context.Context) error {
 		pods, err := s.pods(ctx, app)
 		if err != nil {
