@@ -20,6 +20,8 @@ const (
 	StartupTaintsMissing     = "StartupTaintsMissing"
 	ArchitectureMismatch     = "ArchitectureMismatch"
 	MultipleNodesFound       = "MultipleNodesFound"
+	LegacyUninitializedTaint = "LegacyUninitializedTaint"
+	ExtendedResourceMissing  = "ExtendedResourceMissing"
 
 	// NodeClaim liveness.
 	LaunchTimeout       = "LaunchTimeout"

@@ -23,7 +23,7 @@ func TestScaleUp500(t *testing.T) {
 	s.deployment("scale", replicas, "500m", "512Mi", nil)
 	var (
 		allPending, firstClaim, lastClaim, allRunning time.Duration
-		claims                            int
+		claims                                        int
 	)
 	ctx := t.Context()
 	deadline := time.Now().Add(4 * time.Minute)

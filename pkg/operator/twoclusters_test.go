@@ -171,4 +171,3 @@ func launchOrphan(t *testing.T, s *scenario, c client.Client) string {
 	}
 	return out.Status.ProviderID
 }
-
