@@ -20,7 +20,20 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 GO=${GO:-go}
-KUBE_VERSION=v1.36.3
+
+# The Kubernetes release is the one hack/controlplane/kubernetes/go.mod
+# requires; every staging module must be pinned to the matching v0.x.y.
+KUBE_VERSION=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }' "$mods/kubernetes/go.mod")
+if [[ ! $KUBE_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
+	echo "controlplane: cannot read the k8s.io/kubernetes version from $mods/kubernetes/go.mod" >&2
+	exit 1
+fi
+staging=v0.${KUBE_VERSION#v1.}
+if bad=$(grep -E '^\s*k8s\.io/[a-z-]+ => k8s\.io/[a-z-]+ v' "$mods/kubernetes/go.mod" | grep -v " $staging\$"); then
+	echo "controlplane: staging modules not pinned to $staging in $mods/kubernetes/go.mod:" >&2
+	echo "$bad" >&2
+	exit 1
+fi
 
 # Reproducible, self-contained, static builds with the local toolchain only.
 export CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=

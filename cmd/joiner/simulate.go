@@ -16,8 +16,8 @@ import (
 )
 
 // solve is the solver simulate runs; tests may replace it.
-var solve simulate.Solver = func(*scheduling.Snapshot) (*scheduling.Plan, error) {
-	return nil, errors.New("the scheduling solver is not built into this joiner yet")
+var solve simulate.Solver = func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+	return scheduling.Solve(s, scheduling.Options{})
 }
 
 type simulateOptions struct {
@@ -138,13 +138,29 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 	if len(snap.NodePools) == 0 {
 		notes = append(notes, "the input has no NodePool, so no new node can be planned")
 	}
-	if n := len(m.Ignored); n > 0 {
-		shown := m.Ignored[:min(n, 5)]
-		more := ""
-		if n > len(shown) {
-			more = fmt.Sprintf(", … and %d more", n-len(shown))
-		}
-		notes = append(notes, fmt.Sprintf("ignored %d objects of kinds simulate does not read: %s%s", n, strings.Join(shown, ", "), more))
+	if len(m.Ignored) > 0 {
+		notes = append(notes, fmt.Sprintf("ignored %s of kinds simulate does not read: %s", count(len(m.Ignored), "object"), shortList(m.Ignored)))
+	}
+	if elsewhere := m.BoundElsewhere(); len(elsewhere) > 0 {
+		notes = append(notes, fmt.Sprintf("left out %s bound to nodes not in the input: %s", count(len(elsewhere), "pod"), shortList(elsewhere)))
 	}
 	return snap, notes, nil
+}
+
+// shortList joins the first few items of list.
+func shortList(list []string) string {
+	shown := list[:min(len(list), 5)]
+	more := ""
+	if len(list) > len(shown) {
+		more = fmt.Sprintf(", … and %d more", len(list)-len(shown))
+	}
+	return strings.Join(shown, ", ") + more
+}
+
+// count is "1 pod" or "n pods".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -49,13 +49,7 @@ func runCommand(t *testing.T, stdin string, args ...string) (string, error) {
 }
 
 func TestSimulateScenarioJSON(t *testing.T) {
-	path := "/work/shared/scenarios/diverse-100.json"
-	if dir := os.Getenv("JOINER_SCENARIOS"); dir != "" {
-		path = filepath.Join(dir, "diverse-100.json")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared scenarios not available: %v", err)
-	}
+	path := sharedScenarioPath(t, "diverse-100")
 	out, err := runCommand(t, "", "--scenario", path, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -172,5 +166,38 @@ func TestSimulateErrors(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// sharedScenarioPath is a shared scenario file (JOINER_SCENARIOS moves the
+// directory); the test is skipped when it is missing.
+func sharedScenarioPath(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("JOINER_SCENARIOS")
+	if dir == "" {
+		dir = "/work/shared/scenarios"
+	}
+	path := filepath.Join(dir, name+".json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared scenarios not available: %v", err)
+	}
+	return path
+}
+
+func TestSimulateNotes(t *testing.T) {
+	yaml := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {requirements: []}}}\n---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: running, namespace: a}\nspec: {nodeName: gone, containers: [{name: c, image: i}]}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: a}\ndata: {k: v}\n"
+	out, err := runCommand(t, yaml, "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ignored 1 object of kinds simulate does not read: ConfigMap a/cm",
+		"left out 1 pod bound to nodes not in the input: a/running",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

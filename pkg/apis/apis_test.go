@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -98,5 +99,46 @@ func TestCRDsAreFresh(t *testing.T) {
 		} else if !bytes.Equal(got, want) {
 			t.Errorf("%s is stale; run make generate", name)
 		}
+	}
+}
+
+// TestCRDShape pins what kubectl users see: scope, category and printer
+// columns in Karpenter's order.
+func TestCRDShape(t *testing.T) {
+	crds, err := apis.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"nodepools.karpenter.sh":  {"NodeClass", "Nodes", "Ready", "Age", "Weight", "CPU", "Memory"},
+		"nodeclaims.karpenter.sh": {"Type", "Capacity", "Zone", "Node", "Ready", "Age", "ImageID", "ID", "NodePool", "NodeClass", "Drifted"},
+	}
+	for _, crd := range crds {
+		columns, ok := want[crd.Name]
+		if !ok {
+			continue
+		}
+		delete(want, crd.Name)
+		if crd.Spec.Scope != apiextensionsv1.ClusterScoped {
+			t.Errorf("%s scope = %s, want Cluster", crd.Name, crd.Spec.Scope)
+		}
+		if len(crd.Spec.Names.Categories) != 1 || crd.Spec.Names.Categories[0] != "karpenter" {
+			t.Errorf("%s categories = %v, want [karpenter]", crd.Name, crd.Spec.Names.Categories)
+		}
+		v := crd.Spec.Versions
+		if len(v) != 1 || v[0].Name != "v1" || !v[0].Served || !v[0].Storage || v[0].Subresources == nil || v[0].Subresources.Status == nil {
+			t.Errorf("%s: want one served, stored v1 with a status subresource", crd.Name)
+			continue
+		}
+		var got []string
+		for _, c := range v[0].AdditionalPrinterColumns {
+			got = append(got, c.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(columns, ",") {
+			t.Errorf("%s printer columns = %v, want %v", crd.Name, got, columns)
+		}
+	}
+	for name := range want {
+		t.Errorf("CRD %s is not embedded", name)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -315,12 +316,14 @@ func validateTemplate(owner string, t *corev1.PodTemplateSpec) error {
 	return nil
 }
 
-// nodeClass is what simulate reads from a node class: the zones it offers
-// and, for a SimNodeClass, the catalog families.
+// nodeClass is what simulate reads from a node class: the zones it offers,
+// for a SimNodeClass the catalog families, and for an EC2NodeClass the
+// kubelet's maxPods.
 type nodeClass struct {
 	group, kind, name string
 	zones             []string
 	families          []string
+	maxPods           int32
 }
 
 func decodeNodeClass(kind string, js []byte) (nodeClass, error) {
@@ -331,6 +334,9 @@ func decodeNodeClass(kind string, js []byte) (nodeClass, error) {
 			Catalog struct {
 				InstanceFamilies []string `json:"instanceFamilies"`
 			} `json:"catalog"`
+			Kubelet *struct {
+				MaxPods *int32 `json:"maxPods"`
+			} `json:"kubelet"`
 		} `json:"spec"`
 		Status struct {
 			Subnets []struct {
@@ -347,11 +353,20 @@ func decodeNodeClass(kind string, js []byte) (nodeClass, error) {
 	nc := nodeClass{kind: kind, name: obj.Metadata.Name}
 	switch kind {
 	case "SimNodeClass":
-		nc.group = "sim.joiner.dev"
+		nc.group = simv1alpha1.SchemeGroupVersion.Group
 		nc.zones = obj.Spec.Zones
+		if len(nc.zones) == 0 {
+			nc.zones = simv1alpha1.DefaultZones
+		}
 		nc.families = obj.Spec.Catalog.InstanceFamilies
 	case "EC2NodeClass":
 		nc.group = "karpenter.k8s.aws"
+		if k := obj.Spec.Kubelet; k != nil && k.MaxPods != nil {
+			if *k.MaxPods < 0 {
+				return nodeClass{}, fmt.Errorf("spec.kubelet.maxPods: must be >= 0, got %d", *k.MaxPods)
+			}
+			nc.maxPods = *k.MaxPods
+		}
 		for _, s := range obj.Status.Subnets {
 			if s.Zone != "" && !slices.Contains(nc.zones, s.Zone) {
 				nc.zones = append(nc.zones, s.Zone)

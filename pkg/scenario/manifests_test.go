@@ -175,6 +175,9 @@ func TestManifestsKubectlDump(t *testing.T) {
 	if want := []string{"node-a[prod/api-7d4b9c-abcde]"}; !slices.Equal(v.nodes, want) {
 		t.Errorf("nodes = %v, want %v", v.nodes, want)
 	}
+	if got := m.BoundElsewhere(); len(got) != 0 {
+		t.Errorf("bound elsewhere = %v, want none", got)
+	}
 	if want := []string{"Service prod/api"}; !slices.Equal(m.Ignored, want) {
 		t.Errorf("ignored = %v, want %v", m.Ignored, want)
 	}
@@ -188,7 +191,7 @@ metadata: {name: default}
 spec:
   template:
     spec:
-      requirements: []
+      requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1c, eu-west-1b]}]
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
 apiVersion: v1
@@ -205,8 +208,8 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := snap.InstanceTypes["default"][0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"eu-west-1b"}) {
-		t.Errorf("zones = %v, want the existing nodes' zones", z)
+	if z := snap.InstanceTypes["default"][0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"eu-west-1b", "eu-west-1c"}) {
+		t.Errorf("zones = %v, want those of the existing nodes and NodePools", z)
 	}
 }
 
@@ -272,5 +275,57 @@ func TestManifestsErrors(t *testing.T) {
 				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestManifestsNodeClasses(t *testing.T) {
+	yaml := `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: sim}
+spec: {template: {spec: {requirements: [], nodeClassRef: {group: sim.joiner.dev, kind: SimNodeClass, name: small}}}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: aws}
+spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}
+---
+apiVersion: sim.joiner.dev/v1alpha1
+kind: SimNodeClass
+metadata: {name: small}
+spec:
+  catalog: {instanceFamilies: [t4g]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  kubelet: {maxPods: 20}
+status:
+  subnets:
+  - {id: subnet-1, zone: eu-central-1a}
+  - {id: subnet-2, zone: eu-central-1b}
+`
+	m := &Manifests{}
+	if err := m.Read("x.yaml", []byte(yaml)); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.Snapshot(SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := snap.InstanceTypes["sim"]
+	if len(sim) != 7 || sim[0].Name != "t4g.nano" {
+		t.Errorf("sim NodePool got %d types starting %s, want the 7 t4g sizes", len(sim), sim[0].Name)
+	}
+	if z := sim[0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}) {
+		t.Errorf("sim zones = %v, want the SimNodeClass defaults", z)
+	}
+	aws := snap.InstanceTypes["aws"]
+	if z := aws[0].Requirements[corev1.LabelTopologyZone]; !slices.Equal(z, []string{"eu-central-1a", "eu-central-1b"}) {
+		t.Errorf("aws zones = %v, want the EC2NodeClass subnets' zones", z)
+	}
+	if p := aws[len(aws)-1].Capacity[corev1.ResourcePods]; p.Value() != 20 {
+		t.Errorf("pods = %s, want kubelet maxPods 20", p.String())
 	}
 }

@@ -58,11 +58,8 @@ func Load(data []byte) (*Scenario, error) {
 	var fast scenarioTyped
 	if err := decodeStrict(data, &fast); err == nil {
 		return fast.build()
-	} else if s, slowErr := loadByObject(data); slowErr != nil {
-		return nil, slowErr
-	} else {
-		return s, nil
 	}
+	return loadByObject(data)
 }
 
 // scenarioTyped is the whole scenario decoded in one pass.

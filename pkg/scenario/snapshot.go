@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,9 +26,9 @@ const (
 type SnapshotOptions struct {
 	// InstanceTypes are offered to every NodePool. When nil the built-in
 	// catalog is used: per NodePool, with the zones (and, for a
-	// SimNodeClass, the families) of its node class when the manifests hold
-	// it, else Catalog.Zones, else the zones of the existing Nodes, else the
-	// catalog's default zones.
+	// SimNodeClass, the families; for an EC2NodeClass, kubelet maxPods) of
+	// its node class when the manifests hold it, else Catalog.Zones, else the zones the existing Nodes and the
+	// NodePools' zone requirements name, else the catalog's default zones.
 	InstanceTypes []*scheduling.InstanceType
 	// Catalog are the options of the built-in catalog.
 	Catalog catalog.Options
@@ -250,18 +249,33 @@ func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotO
 		}
 		return nil
 	}
-	var nodeZones []string
-	for _, n := range snap.Nodes {
-		if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !slices.Contains(nodeZones, z) {
-			nodeZones = append(nodeZones, z)
+	// Zones the cluster is known to use: those of its Nodes and those its
+	// NodePools name.
+	var knownZones []string
+	addZone := func(z string) {
+		if z != "" && !slices.Contains(knownZones, z) {
+			knownZones = append(knownZones, z)
 		}
 	}
-	slices.Sort(nodeZones)
+	for _, n := range snap.Nodes {
+		addZone(n.Labels[corev1.LabelTopologyZone])
+	}
+	for _, np := range snap.NodePools {
+		for _, r := range np.Requirements {
+			if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn {
+				for _, z := range r.Values {
+					addZone(z)
+				}
+			}
+		}
+		addZone(np.Labels[corev1.LabelTopologyZone])
+	}
+	slices.Sort(knownZones)
 	built := map[string][]*scheduling.InstanceType{}
 	for _, np := range snap.NodePools {
 		copts := opts.Catalog
 		if len(copts.Zones) == 0 {
-			copts.Zones = nodeZones
+			copts.Zones = knownZones
 		}
 		for _, nc := range m.nodeClassRaw {
 			ref := np.NodeClassRef
@@ -272,9 +286,12 @@ func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotO
 				if len(nc.obj.families) > 0 {
 					copts.Families = nc.obj.families
 				}
+				if nc.obj.maxPods > 0 {
+					copts.MaxPods = nc.obj.maxPods
+				}
 			}
 		}
-		key := strings.Join(copts.Zones, ",") + "|" + strings.Join(copts.Families, ",")
+		key := fmt.Sprintf("%v|%v|%d", copts.Zones, copts.Families, copts.MaxPods)
 		if its, ok := built[key]; ok {
 			snap.InstanceTypes[np.Name] = its
 			continue
@@ -287,4 +304,22 @@ func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotO
 		snap.InstanceTypes[np.Name] = c.InstanceTypes()
 	}
 	return nil
+}
+
+// BoundElsewhere lists the live pods (namespace/name) bound to nodes the
+// manifests do not hold; Snapshot leaves them out, as their capacity is
+// unknown.
+func (m *Manifests) BoundElsewhere() []string {
+	nodes := map[string]bool{}
+	for _, n := range m.nodes {
+		nodes[n.obj.Name] = true
+	}
+	var out []string
+	for _, p := range m.pods {
+		phase := p.obj.Status.Phase
+		if p.obj.Spec.NodeName != "" && !nodes[p.obj.Spec.NodeName] && phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+			out = append(out, podKey(p.obj))
+		}
+	}
+	return out
 }

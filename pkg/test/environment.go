@@ -100,6 +100,22 @@ func Env(t testing.TB) *Environment {
 	return env
 }
 
+// Start starts a control plane for t alone and stops it when t ends. Prefer
+// the shared one of Main; use this for a test that needs other options (a
+// kwok node selector, extra flags) or that breaks its control plane.
+func Start(t testing.TB, opts controlplane.Options) *Environment {
+	t.Helper()
+	cp, err := controlplane.New(opts)
+	if err != nil {
+		t.Fatalf("test control plane: %v", err)
+	}
+	t.Cleanup(func() { stop(cp) })
+	if err := cp.Start(t.Context()); err != nil {
+		t.Fatalf("test control plane: %v", err)
+	}
+	return &Environment{ControlPlane: cp, Client: cp.Client(), Config: cp.Config()}
+}
+
 // Namespace creates a namespace whose name is unique to t and deletes it
 // when t ends. Without kube-controller-manager the namespace is only marked
 // for deletion.

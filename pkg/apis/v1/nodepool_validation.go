@@ -136,7 +136,9 @@ func (r *NodeSelectorRequirementWithMinValues) validate(path *field.Path, nodePo
 	for _, msg := range validation.IsQualifiedName(r.Key) {
 		errs = append(errs, field.Invalid(path.Child("key"), r.Key, msg))
 	}
-	if restricted, why := IsRestrictedLabel(key); restricted && (nodePool || key != LabelNodePool) {
+	// Restriction is judged on the key as written, like the CEL rules do:
+	// deprecated aliases (beta.kubernetes.io/arch) are not well known.
+	if restricted, why := IsRestrictedLabel(r.Key); restricted && (nodePool || r.Key != LabelNodePool) {
 		errs = append(errs, field.Forbidden(path.Child("key"), fmt.Sprintf("requirement key %q is restricted: %s", r.Key, why)))
 	}
 	if !supportedOperators.Has(r.Operator) {

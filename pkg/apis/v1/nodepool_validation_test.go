@@ -90,9 +90,9 @@ func TestNodePoolRuntimeValidation(t *testing.T) {
 		{name: "unknown aws label", mutate: func(np *NodePool) {
 			np.Spec.Template.Spec.Requirements[0].Key = "karpenter.k8s.aws/instance-colour"
 		}, want: []string{"label domain \"karpenter.k8s.aws\" is restricted"}},
-		{name: "deprecated alias of a well-known label is fine", mutate: func(np *NodePool) {
+		{name: "deprecated alias is not well known", mutate: func(np *NodePool) {
 			np.Spec.Template.Spec.Requirements[0].Key = LabelDeprecatedArch
-		}},
+		}, want: []string{"label domain \"kubernetes.io\" is restricted"}},
 		{name: "In without values", mutate: func(np *NodePool) {
 			np.Spec.Template.Spec.Requirements[0].Values = nil
 		}, want: []string{"spec.template.spec.requirements[0].values: Required value: operator In needs at least one value"}},

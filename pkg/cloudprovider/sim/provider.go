@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -249,15 +250,19 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	}
 	if len(iced) == 0 {
 		zones := offeringValues(offeringsOf(exhausted), func(o scheduling.Offering) string { return o.Zone })
-		msg := fmt.Sprintf("the subnet of zone %s has no free IP addresses; free addresses there or allow other zones in the NodePool (the zone is skipped for %s)",
-			strings.Join(zones, ", "), p.opts.UnavailableOfferingsTTL)
+		msg := fmt.Sprintf("there are not enough free addresses in the subnet of zone %s to launch an instance "+
+			"(SimNodeClass %s, spec.faults.subnetIPExhaustedZones); add address space to the subnet (a secondary CIDR) "+
+			"or allow other zones in the NodePool; joiner skips the zone for %s",
+			strings.Join(zones, ", "), nc.Name, p.opts.UnavailableOfferingsTTL)
 		return nil, cloudprovider.NewCreateError(
 			fmt.Errorf("launching nodeclaim %s: %s: %s", nodeClaim.Name, ReasonInsufficientFreeAddressesInSubnet, msg),
 			ReasonInsufficientFreeAddressesInSubnet, msg)
 	}
 	failed := append(iced, exhausted...)
 	return nil, cloudprovider.NewInsufficientCapacityError(
-		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity", nodeClaim.Name), describeOfferings(failed)...)
+		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
+			"(SimNodeClass %s, spec.faults.insufficientCapacity); they are skipped for %s so another type, zone or capacity type is chosen",
+			nodeClaim.Name, nc.Name, p.opts.UnavailableOfferingsTTL), describeOfferings(failed)...)
 }
 
 func offeringsOf(cs []candidate) []scheduling.Offering {
@@ -311,9 +316,12 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		p.purge(st, now)
 		st.Sequence++
-		id := fmt.Sprintf("i-%017x", st.Sequence)
-		nodeName := fmt.Sprintf("ip-10-%d-%d-%d.%s.compute.internal",
-			(st.Sequence>>16)&0xff, (st.Sequence>>8)&0xff, st.Sequence&0xff, nc.Spec.Region)
+		if st.IDPrefix == "" {
+			st.IDPrefix = randomHex(4)
+		}
+		// Like EC2: i-<17 hex digits>, and a resource-name hostname.
+		id := fmt.Sprintf("i-%s%09x", st.IDPrefix, st.Sequence)
+		nodeName := fmt.Sprintf("%s.%s.compute.internal", id, nc.Spec.Region)
 		regLabels := maps.Clone(nodeLabels)
 		regLabels[v1.LabelHostname] = nodeName
 		inst = &Instance{
@@ -348,6 +356,12 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 		return nil, fmt.Errorf("recording instance: %w", err)
 	}
 	return inst, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func otherArch(arch string) string {

@@ -96,7 +96,11 @@ type Registration struct {
 type StoreState struct {
 	// Sequence numbers instance IDs, so that several processes sharing one
 	// store never reuse an ID.
-	Sequence  uint64               `json:"sequence"`
+	Sequence uint64 `json:"sequence"`
+	// IDPrefix is chosen at random when the store is first written and
+	// starts every instance ID, so clouds in different stores (tests
+	// sharing one API server) never name two instances, or Nodes, alike.
+	IDPrefix  string               `json:"idPrefix,omitempty"`
 	Instances map[string]*Instance `json:"instances"`
 }
 

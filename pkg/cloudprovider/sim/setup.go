@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// DefaultStorePath is where the simulated cloud keeps its instances when no
+// path is given: one file per machine, shared by every joiner process on
+// it (the cluster identity tag keeps their instances apart).
+func DefaultStorePath() string {
+	return filepath.Join(os.TempDir(), "joiner-sim", "instances.json")
+}
+
+// SetupOptions configure Setup.
+type SetupOptions struct {
+	// StorePath is the instance store file; DefaultStorePath when empty.
+	StorePath string
+	// ClusterName is the cluster identity (see Options.ClusterName).
+	ClusterName string
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+	// Catalog defaults to DefaultCatalog.
+	Catalog CatalogFunc
+}
+
+// Setup builds the simulated cloud on mgr: it opens the store, returns the
+// provider, and adds the machines runnable and the SimNodeClass status
+// controller to mgr.
+func Setup(mgr manager.Manager, opts SetupOptions) (*Provider, error) {
+	path := opts.StorePath
+	if path == "" {
+		path = DefaultStorePath()
+	}
+	var clk clock.WithTicker = clock.RealClock{}
+	if opts.Clock != nil {
+		clk = opts.Clock
+	}
+	store, err := OpenStore(path)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+	}
+	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, Catalog: opts.Catalog, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+	}
+	machines, err := NewMachines(MachinesOptions{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+	}
+	if err := mgr.Add(machines); err != nil {
+		return nil, fmt.Errorf("adding the simulated machines: %w", err)
+	}
+	status, err := NewNodeClassController(mgr.GetClient(), opts.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+	}
+	if err := status.Register(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+	}
+	return provider, nil
+}

@@ -1,0 +1,362 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/events"
+)
+
+// Requeue intervals while waiting on the cluster. Draining is driven by
+// polling because evictions blocked by a PodDisruptionBudget produce no
+// event on the node to wake us.
+const (
+	drainPollInterval    = time.Second
+	instancePollInterval = 2 * time.Second
+)
+
+// labelExcludeFromLB takes a terminating node out of cloud load balancers
+// before its pods go, so in-flight connections drain with them.
+const labelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+// Options are the controller's dependencies.
+type Options struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads straight from the API server: pods are listed by
+	// node name there, so the drain never acts on a stale cache.
+	APIReader client.Reader
+	// CloudProvider terminates the node's instance.
+	CloudProvider cloudprovider.CloudProvider
+	// Recorder publishes events; Clock is injected for tests.
+	Recorder events.Recorder
+	Clock    clock.Clock
+}
+
+// Controller drains and removes terminating managed Nodes.
+type Controller struct {
+	opts Options
+}
+
+// NewController validates opts and builds the controller.
+func NewController(opts Options) (*Controller, error) {
+	switch {
+	case opts.Client == nil:
+		return nil, errors.New("node termination: Client is required")
+	case opts.APIReader == nil:
+		return nil, errors.New("node termination: APIReader is required")
+	case opts.CloudProvider == nil:
+		return nil, errors.New("node termination: CloudProvider is required")
+	case opts.Recorder == nil:
+		return nil, errors.New("node termination: Recorder is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{opts: opts}, nil
+}
+
+// Register adds the controller to mgr. Only Nodes carrying joiner's
+// termination finalizer are watched.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node.termination").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer)
+		}))).
+		Complete(c)
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=update;patch
+
+// Reconcile runs the termination phases in order; each phase either
+// finishes or asks to be called again.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", node.Name))
+
+	nodeClaims, err := c.nodeClaimsFor(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// A Node and its NodeClaim go together: deleting either deletes both.
+	for _, nc := range nodeClaims {
+		if nc.DeletionTimestamp == nil {
+			if err := c.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of terminating node: %w", nc.Name, err)
+			}
+		}
+	}
+	if err := c.taint(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	deadline := terminationDeadline(nodeClaims)
+
+	drained, err := c.drain(ctx, node, nodeClaims, deadline)
+	if err != nil || !drained {
+		return reconcile.Result{RequeueAfter: drainPollInterval}, err
+	}
+	detached, err := c.volumesDetached(ctx, node, nodeClaims, deadline)
+	if err != nil || !detached {
+		return reconcile.Result{RequeueAfter: drainPollInterval}, err
+	}
+	gone, err := c.terminateInstance(ctx, node, nodeClaims)
+	if err != nil || !gone {
+		return reconcile.Result{RequeueAfter: instancePollInterval}, err
+	}
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
+	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("deleted node")
+	return reconcile.Result{}, nil
+}
+
+// nodeClaimsFor returns the NodeClaims launched as node's instance.
+func (c *Controller) nodeClaimsFor(ctx context.Context, node *corev1.Node) ([]*v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	list := &v1.NodeClaimList{}
+	if err := c.opts.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	var out []*v1.NodeClaim
+	for i := range list.Items {
+		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// terminationDeadline is the earliest terminationGracePeriod deadline among
+// the node's NodeClaims, or the zero time when none has one.
+func terminationDeadline(nodeClaims []*v1.NodeClaim) time.Time {
+	var deadline time.Time
+	for _, nc := range nodeClaims {
+		t, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp])
+		if err != nil {
+			continue
+		}
+		if deadline.IsZero() || t.Before(deadline) {
+			deadline = t
+		}
+	}
+	return deadline
+}
+
+// taint keeps new pods off the node and takes it out of load balancers.
+func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
+	hasTaint := false
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+			hasTaint = true
+		}
+	}
+	if hasTaint && node.Labels[labelExcludeFromLB] != "" {
+		return nil
+	}
+	stored := node.DeepCopy()
+	if !hasTaint {
+		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels[labelExcludeFromLB] = "karpenter"
+	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting terminating node: %w", err)
+	}
+	return nil
+}
+
+// drain evicts or deletes the node's pods as planDrain says, and reports
+// whether the node is empty of pods that must leave.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
+	pods := &corev1.PodList{}
+	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", node.Name)}); err != nil {
+		return false, fmt.Errorf("listing pods on node: %w", err)
+	}
+	ptrs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		ptrs[i] = &pods.Items[i]
+	}
+	plan := planDrain(ptrs, c.opts.Clock.Now(), deadline)
+	if plan.Done() {
+		return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", "")
+	}
+	var blocked []string
+	for i, p := range plan.Delete {
+		if err := c.opts.Client.Delete(ctx, p, client.GracePeriodSeconds(plan.DeleteGrace[i]), client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
+		}
+		c.opts.Recorder.Publish(events.Warning(p, events.Evicted, "Delete",
+			"Deleted pod: node %s reached its terminationGracePeriod deadline, which overrides PodDisruptionBudgets and %s", node.Name, v1.AnnotationDoNotDisrupt))
+	}
+	for _, p := range plan.Evict {
+		msg, err := c.evict(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		if msg != "" {
+			blocked = append(blocked, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, msg))
+		}
+	}
+	for _, p := range plan.Protected {
+		blocked = append(blocked, fmt.Sprintf("%s/%s (annotated %s)", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt))
+	}
+	message := fmt.Sprintf("%d pods left to drain", len(plan.Evict)+len(plan.Delete)+plan.Waiting)
+	if len(blocked) > 0 {
+		message = fmt.Sprintf("draining blocked by %s", summarize(blocked, 5))
+		hint := "the node waits until the budget allows the eviction"
+		if deadline.IsZero() {
+			hint += "; set spec.template.spec.terminationGracePeriod on the NodePool to bound how long a drain may take"
+		} else {
+			hint += fmt.Sprintf(", or until the terminationGracePeriod deadline %s", deadline.UTC().Format(time.RFC3339))
+		}
+		c.opts.Recorder.Publish(events.Warning(node, events.FailedDraining, "Drain", "%s; %s", message, hint))
+	}
+	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionUnknown, "Draining", message)
+}
+
+// evict asks the API server to evict p. A refusal that waiting can fix (a
+// PodDisruptionBudget with no disruptions left) returns its message and no
+// error; the pod is retried on the next pass.
+func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
+	}
+	err := c.opts.Client.SubResource("eviction").Create(ctx, p, eviction)
+	switch {
+	case err == nil:
+		c.opts.Recorder.Publish(events.Normal(p, events.Evicted, "Evict", "Evicted pod: its node is terminating"))
+		return "", nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone already, or replaced by a pod of the same name: nothing to do.
+		return "", nil
+	case apierrors.IsTooManyRequests(err):
+		return "PodDisruptionBudget allows no more disruptions", nil
+	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "more than one PodDisruptionBudget"):
+		return "more than one PodDisruptionBudget selects the pod, so it cannot be evicted", nil
+	default:
+		return "", fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+}
+
+// volumesDetached waits for the node's volume attachments to go, so volumes
+// are not torn away from a still-running instance; past the deadline it
+// stops waiting.
+func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
+	list := &storagev1.VolumeAttachmentList{}
+	if err := c.opts.APIReader.List(ctx, list); err != nil {
+		return false, fmt.Errorf("listing volume attachments: %w", err)
+	}
+	attached := 0
+	for _, va := range list.Items {
+		if va.Spec.NodeName == node.Name {
+			attached++
+		}
+	}
+	if attached == 0 {
+		return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeVolumesDetached, metav1.ConditionTrue, "VolumesDetached", "")
+	}
+	if !deadline.IsZero() && !c.opts.Clock.Now().Before(deadline) {
+		return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeVolumesDetached, metav1.ConditionFalse, "TerminationGracePeriodElapsed",
+			fmt.Sprintf("%d volume attachments remained at the terminationGracePeriod deadline", attached))
+	}
+	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeVolumesDetached, metav1.ConditionUnknown, "AwaitingVolumeDetachment",
+		fmt.Sprintf("waiting for %d volume attachments to detach", attached))
+}
+
+// terminateInstance asks the cloud to terminate the node's instance and
+// reports whether it is gone. The provider only acts on instances this
+// cluster provably owns, so a foreign instance reads as gone and is left
+// alone.
+func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return true, nil
+	}
+	target := &v1.NodeClaim{}
+	if len(nodeClaims) > 0 {
+		target = nodeClaims[0].DeepCopy()
+	}
+	target.Status.ProviderID = node.Spec.ProviderID
+	err := c.opts.CloudProvider.Delete(ctx, target)
+	if cloudprovider.IsNodeClaimNotFoundError(err) {
+		return true, nil
+	}
+	if err != nil {
+		c.opts.Recorder.Publish(events.Warning(node, events.FailedTermination, "Terminate", "Terminating instance %s failed: %v", node.Spec.ProviderID, err))
+		return false, fmt.Errorf("terminating instance %s: %w", node.Spec.ProviderID, err)
+	}
+	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "")
+}
+
+// setCondition records a termination phase on the node's NodeClaims so
+// `kubectl get nodeclaim -o yaml` shows where the termination stands.
+func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClaim, condType string, st metav1.ConditionStatus, reason, message string) error {
+	for _, nc := range nodeClaims {
+		stored := nc.DeepCopy()
+		conds := nc.StatusConditions()
+		var changed bool
+		switch st {
+		case metav1.ConditionTrue:
+			changed = conds.SetTrueWithReason(condType, reason, message)
+		case metav1.ConditionFalse:
+			changed = conds.SetFalse(condType, reason, message)
+		default:
+			changed = conds.SetUnknownWithReason(condType, reason, message)
+		}
+		if !changed {
+			continue
+		}
+		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("recording %s on nodeclaim %s: %w", condType, nc.Name, err)
+		}
+	}
+	return nil
+}
+
+// summarize lists up to n items and counts the rest, so a node with a
+// thousand blocked pods still gets a readable message.
+func summarize(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}

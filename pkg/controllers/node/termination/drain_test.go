@@ -1,0 +1,168 @@
+package termination
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+type podOpt func(*corev1.Pod)
+
+func daemon(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
+}
+func critical(p *corev1.Pod) { p.Spec.PriorityClassName = "system-node-critical" }
+func terminating(p *corev1.Pod) {
+	p.DeletionTimestamp = &metav1.Time{Time: time.Unix(0, 0)}
+}
+func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
+func grace(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To(s) }
+}
+func protected(p *corev1.Pod) {
+	p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+}
+func mirror(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotation: "x"} }
+func toleratesAll(p *corev1.Pod) {
+	p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+}
+
+func pod(name string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := []string{}
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestPlanDrain(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		pods        []*corev1.Pod
+		deadline    time.Time
+		wantEvict   []string
+		wantDelete  []string
+		wantGrace   []int64
+		wantWaiting int
+		wantDone    bool
+	}{
+		{name: "empty node is drained", wantEvict: []string{}, wantDelete: []string{}, wantDone: true},
+		{
+			name:        "workloads go before daemons and critical pods",
+			pods:        []*corev1.Pod{pod("ds", daemon), pod("crit", critical), pod("app"), pod("critds", critical, daemon)},
+			wantEvict:   []string{"app"},
+			wantDelete:  []string{},
+			wantWaiting: 3,
+		},
+		{
+			name:        "daemons go once workloads are gone",
+			pods:        []*corev1.Pod{pod("ds", daemon), pod("crit", critical), pod("critds", critical, daemon)},
+			wantEvict:   []string{"ds"},
+			wantDelete:  []string{},
+			wantWaiting: 2,
+		},
+		{
+			name:        "critical daemons go last",
+			pods:        []*corev1.Pod{pod("critds", critical, daemon)},
+			wantEvict:   []string{"critds"},
+			wantDelete:  []string{},
+			wantWaiting: 0,
+		},
+		{
+			name:       "finished, static and disrupted-tolerating pods do not block",
+			pods:       []*corev1.Pod{pod("done", phase(corev1.PodSucceeded)), pod("failed", phase(corev1.PodFailed)), pod("static", mirror), pod("agent", daemon, toleratesAll)},
+			wantEvict:  []string{},
+			wantDelete: []string{},
+			wantDone:   true,
+		},
+		{
+			name:        "terminating pods are waited for, not evicted again",
+			pods:        []*corev1.Pod{pod("going", terminating), pod("app")},
+			wantEvict:   []string{"app"},
+			wantDelete:  []string{},
+			wantWaiting: 1,
+		},
+		{
+			name:        "do-not-disrupt holds a pod without a deadline",
+			pods:        []*corev1.Pod{pod("keep", protected)},
+			wantEvict:   []string{},
+			wantDelete:  []string{},
+			wantWaiting: 1,
+		},
+		{
+			name:       "past the deadline everything is deleted now, do-not-disrupt included",
+			pods:       []*corev1.Pod{pod("keep", protected), pod("app")},
+			deadline:   now.Add(-time.Second),
+			wantEvict:  []string{},
+			wantDelete: []string{"keep", "app"},
+			wantGrace:  []int64{0, 0},
+		},
+		{
+			name:        "a pod whose grace period would overrun the deadline is deleted early with the time left",
+			pods:        []*corev1.Pod{pod("slow", grace(600)), pod("fast", grace(10))},
+			deadline:    now.Add(5 * time.Minute),
+			wantEvict:   []string{"fast"},
+			wantDelete:  []string{"slow"},
+			wantGrace:   []int64{300},
+			wantWaiting: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := planDrain(tt.pods, now, tt.deadline)
+			if g := names(got.Evict); !equal(g, tt.wantEvict) {
+				t.Errorf("evict = %v, want %v", g, tt.wantEvict)
+			}
+			if g := names(got.Delete); !equal(g, tt.wantDelete) {
+				t.Errorf("delete = %v, want %v", g, tt.wantDelete)
+			}
+			if len(tt.wantGrace) > 0 && !equalInt(got.DeleteGrace, tt.wantGrace) {
+				t.Errorf("delete grace = %v, want %v", got.DeleteGrace, tt.wantGrace)
+			}
+			if got.Waiting != tt.wantWaiting {
+				t.Errorf("waiting = %d, want %d", got.Waiting, tt.wantWaiting)
+			}
+			if got.Done() != tt.wantDone {
+				t.Errorf("done = %v, want %v", got.Done(), tt.wantDone)
+			}
+		})
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalInt(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,275 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// Defaults for Options.
+const (
+	DefaultRegistrationTTL         = 15 * time.Minute
+	DefaultLaunchTTL               = 5 * time.Minute
+	DefaultMaxConcurrentReconciles = 50
+)
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// Options configure the lifecycle controller.
+type Options struct {
+	// Client reads from the manager's cache and writes to the API server
+	// (required).
+	Client client.Client
+	// CloudProvider launches instances (required).
+	CloudProvider cloudprovider.CloudProvider
+	// Recorder publishes events (required).
+	Recorder events.Recorder
+	// Clock is the time source (default: the real clock).
+	Clock clock.Clock
+	// RegistrationTTL is how long a launched NodeClaim may wait for its
+	// Node before it is deleted (default DefaultRegistrationTTL).
+	RegistrationTTL time.Duration
+	// LaunchTTL is how long a NodeClaim may fail to launch before it is
+	// deleted (default DefaultLaunchTTL).
+	LaunchTTL time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles (default
+	// DefaultMaxConcurrentReconciles).
+	MaxConcurrentReconciles int
+}
+
+// Validate checks the options and fills defaults.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("Client is required"))
+	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("CloudProvider is required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("Recorder is required"))
+	}
+	if o.RegistrationTTL < 0 || o.LaunchTTL < 0 || o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, errors.New("RegistrationTTL, LaunchTTL and MaxConcurrentReconciles must not be negative"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("lifecycle options: %w", errors.Join(errs...))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.RegistrationTTL == 0 {
+		o.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if o.LaunchTTL == 0 {
+		o.LaunchTTL = DefaultLaunchTTL
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return nil
+}
+
+// Controller is the NodeClaim lifecycle controller (nodeclaim.lifecycle)
+// and its Node-side companion (node.lifecycle).
+type Controller struct {
+	opts Options
+	// nodeClasses are the node class kinds the cloud provider serves;
+	// NodeClaims referencing other kinds are not ours.
+	nodeClasses map[schema.GroupKind]bool
+	launches    *launchCache
+}
+
+// NewController validates opts and returns the controller.
+func NewController(opts Options) (*Controller, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Controller{opts: opts, nodeClasses: map[schema.GroupKind]bool{}, launches: newLaunchCache(opts.Clock)}
+	for _, obj := range opts.CloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(obj, opts.Client.Scheme())
+		if err != nil {
+			return nil, fmt.Errorf("resolving node class kind %T: %w", obj, err)
+		}
+		c.nodeClasses[gvk.GroupKind()] = true
+	}
+	return c, nil
+}
+
+// Register adds nodeclaim.lifecycle and node.lifecycle to mgr.
+func (c *Controller) Register(mgr manager.Manager) error {
+	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named("nodeclaim.lifecycle").
+		For(&v1.NodeClaim{}).
+		// A Node appearing or changing (Ready, taints removed, resources
+		// registered) moves its NodeClaim along.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsForNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Complete(reconcile.Func(c.Reconcile))
+	if err != nil {
+		return fmt.Errorf("registering nodeclaim.lifecycle: %w", err)
+	}
+	if err := c.registerNodeDeletion(mgr); err != nil {
+		return fmt.Errorf("registering node.lifecycle: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) nodeClaimsForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node, ok := o.(*corev1.Node)
+	if !ok || node.Spec.ProviderID == "" {
+		return nil
+	}
+	list := &v1.NodeClaimList{}
+	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodeclaims for node", "Node", node.Name)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// stepResult is what one lifecycle step reports.
+type stepResult struct {
+	// requeueAfter > 0 asks to look again after that long.
+	requeueAfter time.Duration
+	// deleted means the step deleted the NodeClaim: later steps and the
+	// status patch are skipped.
+	deleted bool
+}
+
+type step func(ctx context.Context, nc *v1.NodeClaim) (stepResult, error)
+
+// Reconcile runs launch, registration, initialization and liveness in
+// order on one NodeClaim and patches its metadata and status once.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil || !c.manages(nc) {
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[v1.LabelNodePool]))
+
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		before := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return quietConflict(fmt.Errorf("adding finalizer to nodeclaim %s: %w", nc.Name, err))
+		}
+	}
+
+	stored := nc.DeepCopy()
+	nc.StatusConditions().WithClock(c.opts.Clock).Initialize()
+
+	var (
+		errs    []error
+		requeue time.Duration
+		deleted bool
+	)
+	for _, s := range []step{c.launch, c.register, c.initialize, c.liveness} {
+		res, err := s(ctx, nc)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if res.requeueAfter > 0 && (requeue == 0 || res.requeueAfter < requeue) {
+			requeue = res.requeueAfter
+		}
+		if res.deleted {
+			deleted = true
+			break
+		}
+	}
+	if !deleted {
+		if err := c.patch(ctx, stored, nc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return quietConflict(err)
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// manages reports whether nc's node class is one the cloud provider serves.
+func (c *Controller) manages(nc *v1.NodeClaim) bool {
+	ref := nc.Spec.NodeClassRef
+	return ref != nil && c.nodeClasses[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}]
+}
+
+// patch writes nc's metadata (labels, annotations) and then its status, each
+// only when it changed, with optimistic locking so a concurrent writer is
+// never overwritten.
+func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	base := stored
+	if !equality.Semantic.DeepEqual(stored.Labels, nc.Labels) || !equality.Semantic.DeepEqual(stored.Annotations, nc.Annotations) {
+		obj := stored.DeepCopy()
+		obj.Labels, obj.Annotations = nc.Labels, nc.Annotations
+		if err := c.opts.Client.Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patching nodeclaim %s metadata: %w", nc.Name, err)
+		}
+		base = obj
+	}
+	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		return nil
+	}
+	obj := base.DeepCopy()
+	obj.Status = nc.Status
+	if err := c.opts.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// deleteNodeClaim deletes nc (already gone is fine).
+func (c *Controller) deleteNodeClaim(ctx context.Context, nc *v1.NodeClaim) error {
+	if err := c.opts.Client.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// quietConflict turns an optimistic-lock conflict into a plain requeue: the
+// cache will deliver the newer object and the reconcile starts over.
+func quietConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// conflictRequeue is how soon a reconcile that lost an optimistic-lock race
+// runs again.
+const conflictRequeue = time.Second

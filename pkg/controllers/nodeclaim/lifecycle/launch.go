@@ -1,0 +1,159 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// ReasonLaunchFailed is the Launched condition's reason for a failure the
+// cloud did not classify.
+const ReasonLaunchFailed = "LaunchFailed"
+
+// launch asks the cloud for the NodeClaim's instance and records what it
+// returned. Create is not idempotent, so a launched NodeClaim (one with a
+// provider ID) is never launched again, and a launch whose status patch has
+// not landed yet is remembered by UID in launchCache.
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+	conds := nc.StatusConditions().WithClock(c.opts.Clock)
+	if nc.Status.ProviderID != "" {
+		c.launches.forget(nc.UID)
+		if !conds.IsTrue(v1.ConditionTypeLaunched) {
+			conds.SetTrue(v1.ConditionTypeLaunched)
+		}
+		return stepResult{}, nil
+	}
+	created, ok := c.launches.get(nc.UID)
+	if !ok {
+		var err error
+		created, err = c.opts.CloudProvider.Create(ctx, nc)
+		if err != nil {
+			return c.launchFailed(ctx, nc, err)
+		}
+		c.launches.put(nc.UID, created)
+		metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+		log.FromContext(ctx).Info("launched nodeclaim", "provider-id", created.Status.ProviderID,
+			"instance-type", created.Labels[v1.LabelInstanceType], "zone", created.Labels[v1.LabelTopologyZone],
+			"capacity-type", created.Labels[v1.LabelCapacityType])
+	}
+	hydrate(nc, created)
+	conds.SetTrue(v1.ConditionTypeLaunched)
+	return stepResult{}, nil
+}
+
+// hydrate copies what the cloud returned into nc.
+func hydrate(nc, created *v1.NodeClaim) {
+	nc.Status.ProviderID = created.Status.ProviderID
+	nc.Status.ImageID = created.Status.ImageID
+	nc.Status.Capacity = created.Status.Capacity.DeepCopy()
+	nc.Status.Allocatable = created.Status.Allocatable.DeepCopy()
+	if len(created.Labels) > 0 && nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range created.Labels {
+		nc.Labels[k] = v
+	}
+	if len(created.Annotations) > 0 && nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	for k, v := range created.Annotations {
+		nc.Annotations[k] = v
+	}
+}
+
+// launchFailed handles a Create error: capacity and node class problems
+// delete the NodeClaim so the provisioner plans again without it; anything
+// else is shown on the Launched condition and retried with backoff until
+// liveness gives up.
+func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err error) (stepResult, error) {
+	pool := nc.Labels[v1.LabelNodePool]
+	switch {
+	case cloudprovider.IsInsufficientCapacityError(err):
+		c.opts.Recorder.Publish(events.Warning(nc, events.InsufficientCapacityError, "Launch",
+			"NodeClaim %s could not be launched: %v. Deleting it so the provisioner retries with other instance types, zones or capacity types.", nc.Name, err))
+		log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", "error", err.Error())
+		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
+			return stepResult{}, derr
+		}
+		metrics.NodeClaimsLaunchFailed.WithLabelValues(pool, "insufficient_capacity").Inc()
+		return stepResult{deleted: true}, nil
+	case cloudprovider.IsNodeClassNotReadyError(err):
+		c.opts.Recorder.Publish(events.Warning(nc, events.NodeClassNotReady, "Launch",
+			"NodeClaim %s could not be launched because its node class %s/%s is not ready: %v. Deleting it; fix the node class (kubectl describe %s %s) and the provisioner will try again.",
+			nc.Name, nc.Spec.NodeClassRef.Kind, nc.Spec.NodeClassRef.Name, err, nc.Spec.NodeClassRef.Kind, nc.Spec.NodeClassRef.Name))
+		log.FromContext(ctx).Info("deleting nodeclaim: node class not ready", "error", err.Error())
+		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
+			return stepResult{}, derr
+		}
+		metrics.NodeClaimsLaunchFailed.WithLabelValues(pool, "nodeclass_not_ready").Inc()
+		return stepResult{deleted: true}, nil
+	}
+	reason, message := ReasonLaunchFailed, err.Error()
+	if ce := cloudprovider.AsCreateError(err); ce != nil {
+		reason, message = ce.ConditionReason, ce.ConditionMessage
+	}
+	nc.StatusConditions().WithClock(c.opts.Clock).SetUnknownWithReason(v1.ConditionTypeLaunched, reason, message)
+	c.opts.Recorder.Publish(events.Warning(nc, events.LaunchFailed, "Launch", "NodeClaim %s failed to launch (%s): %s", nc.Name, reason, message))
+	return stepResult{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+}
+
+// launchCacheTTL bounds how long a launch result waits for its status patch
+// to be observed.
+const launchCacheTTL = time.Hour
+
+// launchCache remembers instances launched for NodeClaims whose status
+// does not show the provider ID yet (the patch failed or the cache lags),
+// so a retry does not launch a second instance. mu guards entries.
+type launchCache struct {
+	clock   clock.PassiveClock
+	mu      sync.Mutex
+	entries map[types.UID]launchEntry
+}
+
+type launchEntry struct {
+	nodeClaim *v1.NodeClaim
+	at        time.Time
+}
+
+func newLaunchCache(clk clock.PassiveClock) *launchCache {
+	return &launchCache{clock: clk, entries: map[types.UID]launchEntry{}}
+}
+
+func (l *launchCache) get(uid types.UID) (*v1.NodeClaim, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[uid]
+	if !ok || l.clock.Since(e.at) > launchCacheTTL {
+		delete(l.entries, uid)
+		return nil, false
+	}
+	return e.nodeClaim.DeepCopy(), true
+}
+
+func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	for k, e := range l.entries {
+		if now.Sub(e.at) > launchCacheTTL {
+			delete(l.entries, k)
+		}
+	}
+	l.entries[uid] = launchEntry{nodeClaim: nc.DeepCopy(), at: now}
+}
+
+func (l *launchCache) forget(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, uid)
+}

@@ -1,0 +1,72 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// liveness deletes a NodeClaim that did not launch within LaunchTTL, or
+// whose Node did not register within RegistrationTTL, and says why. Both
+// clocks start at their condition's last transition (Launched and
+// Registered start Unknown when the NodeClaim is first reconciled).
+func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+	conds := nc.StatusConditions().WithClock(c.opts.Clock)
+	if conds.IsTrue(v1.ConditionTypeRegistered) {
+		return stepResult{}, nil
+	}
+	if !conds.IsTrue(v1.ConditionTypeLaunched) {
+		launched := conds.Get(v1.ConditionTypeLaunched)
+		left := c.opts.LaunchTTL - c.opts.Clock.Since(launched.LastTransitionTime.Time)
+		if left > 0 {
+			return stepResult{requeueAfter: left}, nil
+		}
+		msg := fmt.Sprintf("NodeClaim %s did not launch within %s (last attempt: %s: %s); deleting it so the provisioner can try again. Check the cloud's quota, capacity and the node class (kubectl describe %s %s).",
+			nc.Name, c.opts.LaunchTTL, launched.Reason, launched.Message, nc.Spec.NodeClassRef.Kind, nc.Spec.NodeClassRef.Name)
+		return c.expire(ctx, nc, events.LaunchTimeout, "launch", msg)
+	}
+	registered := conds.Get(v1.ConditionTypeRegistered)
+	left := c.opts.RegistrationTTL - c.opts.Clock.Since(registered.LastTransitionTime.Time)
+	if left > 0 {
+		return stepResult{requeueAfter: left}, nil
+	}
+	msg := fmt.Sprintf("NodeClaim %s launched instance %s (%s, %s) but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. "+
+		"The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); "+
+		"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); "+
+		"the node class userData/bootstrap (cluster name, endpoint, CA bundle, --register-with-taints syntax); "+
+		"that the AMI architecture matches the instance type (arm64 images for Graviton types such as t4g/m6g, amd64 otherwise); "+
+		"and that subnets and security groups let the node reach the API server.",
+		nc.Name, nc.Status.ProviderID, orUnknown(nc.Labels[v1.LabelInstanceType]), orUnknown(nc.Labels[v1.LabelTopologyZone]), c.opts.RegistrationTTL)
+	return c.expire(ctx, nc, events.RegistrationTimeout, "registration", msg)
+}
+
+// expire publishes the explanation on the NodeClaim and its NodePool,
+// deletes the NodeClaim and counts it.
+func (c *Controller) expire(ctx context.Context, nc *v1.NodeClaim, reason, phase, msg string) (stepResult, error) {
+	pool := nc.Labels[v1.LabelNodePool]
+	evts := []events.Event{events.Warning(nc, reason, "Delete", "%s", msg)}
+	np := &v1.NodePool{}
+	if pool != "" && c.opts.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
+		evts = append(evts, events.Warning(np, reason, "Delete", "%s", msg))
+	}
+	c.opts.Recorder.Publish(evts...)
+	log.FromContext(ctx).Info("deleting nodeclaim: liveness timeout", "phase", phase, "reason", reason)
+	if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		return stepResult{}, err
+	}
+	metrics.NodeClaimsLivenessExpired.WithLabelValues(pool, phase).Inc()
+	return stepResult{deleted: true}, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,231 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// Registered condition reasons.
+const (
+	ReasonNodeNotFound       = "NodeNotFound"
+	ReasonMultipleNodesFound = "MultipleNodesFound"
+)
+
+// kubeletOwnedLabels are reported by the kubelet (or the cloud) about the
+// machine itself. Registration never overwrites them from the NodeClaim: if
+// they disagree, the machine is right and the disagreement is reported
+// (see initialization's architecture check).
+var kubeletOwnedLabels = map[string]bool{
+	v1.LabelArch: true, v1.LabelOS: true, v1.LabelHostname: true,
+	v1.LabelInstanceType: true, v1.LabelTopologyZone: true, v1.LabelTopologyRegion: true,
+}
+
+// register finds the NodeClaim's Node by provider ID and makes it joiner's:
+// labels, annotations and taints synced, owner reference, finalizer, the
+// registered label, and the unregistered taint removed, in one Node patch.
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+	conds := nc.StatusConditions().WithClock(c.opts.Clock)
+	if !conds.IsTrue(v1.ConditionTypeLaunched) || conds.IsTrue(v1.ConditionTypeRegistered) {
+		return stepResult{}, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.opts.Client.List(ctx, nodes, client.MatchingFields{state.IndexNodeProviderID: nc.Status.ProviderID}); err != nil {
+		return stepResult{}, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
+	}
+	switch len(nodes.Items) {
+	case 0:
+		conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonNodeNotFound,
+			fmt.Sprintf("waiting for a Node with providerID %s to register", nc.Status.ProviderID))
+		return stepResult{}, nil
+	case 1:
+	default:
+		names := make([]string, 0, len(nodes.Items))
+		for i := range nodes.Items {
+			names = append(names, nodes.Items[i].Name)
+		}
+		msg := fmt.Sprintf("nodes %s all have providerID %s; delete the extra Node objects", strings.Join(names, ", "), nc.Status.ProviderID)
+		conds.SetFalse(v1.ConditionTypeRegistered, ReasonMultipleNodesFound, msg)
+		c.opts.Recorder.Publish(events.Warning(nc, events.MultipleNodesFound, "Register", "%s", msg))
+		return stepResult{}, nil
+	}
+	node := &nodes.Items[0]
+	if err := c.syncNode(ctx, nc, node); err != nil {
+		return stepResult{}, err
+	}
+	nc.Status.NodeName = node.Name
+	conds.SetTrue(v1.ConditionTypeRegistered)
+	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	log.FromContext(ctx).Info("registered nodeclaim", "Node", node.Name, "provider-id", nc.Status.ProviderID)
+	return stepResult{}, nil
+}
+
+// syncNode applies the NodeClaim to its Node in one optimistic-locked patch,
+// and reports bootstrap mistakes the first time it sees the Node.
+func (c *Controller) syncNode(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
+	stored := node.DeepCopy()
+	firstSight := node.Labels[v1.LabelNodeRegistered] != "true"
+	doNotSyncTaints := node.Labels[v1.LabelDoNotSyncTaints] == "true"
+	if firstSight {
+		c.reportBootstrapTaints(nc, node, doNotSyncTaints)
+	}
+
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		if _, has := node.Labels[k]; has && kubeletOwnedLabels[k] {
+			continue
+		}
+		node.Labels[k] = v
+	}
+	node.Labels[v1.LabelNodeRegistered] = "true"
+	if len(nc.Annotations) > 0 && node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range nc.Annotations {
+		node.Annotations[k] = v
+	}
+	if !doNotSyncTaints {
+		node.Spec.Taints = addMissingTaints(node.Spec.Taints, nc.Spec.Taints)
+		// Startup taints are added only before joiner first registers the
+		// node: afterwards their agent may already have removed them.
+		if firstSight {
+			node.Spec.Taints = addMissingTaints(node.Spec.Taints, nc.Spec.StartupTaints)
+		}
+	}
+	node.Spec.Taints = removeTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered)
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	ensureOwnerReference(node, nc)
+
+	if equality.Semantic.DeepEqual(stored, node) {
+		return nil
+	}
+	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
+	}
+	return nil
+}
+
+// reportBootstrapTaints publishes a Warning for each way the node's
+// bootstrap got its registration taints wrong.
+func (c *Controller) reportBootstrapTaints(nc *v1.NodeClaim, node *corev1.Node, doNotSyncTaints bool) {
+	if !hasTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered) {
+		msg := fmt.Sprintf("Node %s registered without the %s:NoExecute taint, so pods could land on it before joiner synced its labels and taints. "+
+			"Make the node bootstrap register the kubelet with it (--register-with-taints=%s:NoExecute; with custom userData on EKS: --kubelet-extra-args '--register-with-taints \"%s:NoExecute\"', without '=' or inner quotes).",
+			node.Name, v1.TaintKeyUnregistered, v1.TaintKeyUnregistered, v1.TaintKeyUnregistered)
+		c.opts.Recorder.Publish(events.Warning(nc, events.UnregisteredTaintMissing, "Register", "%s", msg),
+			events.Warning(node, events.UnregisteredTaintMissing, "Register", "%s", msg))
+	}
+	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUninitializedLegacy) && !hasTaintKey(nc.Spec.StartupTaints, v1.TaintKeyUninitializedLegacy) {
+		msg := fmt.Sprintf("Node %s registered with the legacy taint %s, which older Karpenter releases used. joiner (like current Karpenter) uses %s:NoExecute and never removes %s, so no pod without a toleration will run on this node. "+
+			"Change the bootstrap's --register-with-taints to %s:NoExecute.",
+			node.Name, v1.TaintKeyUninitializedLegacy, v1.TaintKeyUnregistered, v1.TaintKeyUninitializedLegacy, v1.TaintKeyUnregistered)
+		c.opts.Recorder.Publish(events.Warning(nc, events.LegacyUninitializedTaint, "Register", "%s", msg),
+			events.Warning(node, events.LegacyUninitializedTaint, "Register", "%s", msg))
+	}
+	var missing []string
+	for _, t := range nc.Spec.StartupTaints {
+		if !hasTaint(node.Spec.Taints, t) {
+			missing = append(missing, taintString(t))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	var msg string
+	if doNotSyncTaints {
+		msg = fmt.Sprintf("Node %s registered without the NodePool's startup taint(s) %s, and it is labelled %s=true so joiner does not add them: "+
+			"pods may start before the agent that owns the taint is ready. The node bootstrap must register them: check the node class userData / registerWithTaints "+
+			"(on EKS custom userData: --kubelet-extra-args '--register-with-taints \"<key>=<value>:<effect>\"', without '=' after the flag or inner quotes).",
+			node.Name, strings.Join(missing, ", "), v1.LabelDoNotSyncTaints)
+	} else {
+		msg = fmt.Sprintf("Node %s registered without the NodePool's startup taint(s) %s; joiner added them now, but the node bootstrap should register them itself "+
+			"(check the node class userData / registerWithTaints), otherwise pods can race the agent that removes them.",
+			node.Name, strings.Join(missing, ", "))
+	}
+	c.opts.Recorder.Publish(events.Warning(nc, events.StartupTaintsMissing, "Register", "%s", msg),
+		events.Warning(node, events.StartupTaintsMissing, "Register", "%s", msg))
+}
+
+func ensureOwnerReference(node *corev1.Node, nc *v1.NodeClaim) {
+	for _, o := range node.OwnerReferences {
+		if o.UID == nc.UID {
+			return
+		}
+	}
+	node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+		APIVersion:         v1.SchemeGroupVersion.String(),
+		Kind:               "NodeClaim",
+		Name:               nc.Name,
+		UID:                nc.UID,
+		BlockOwnerDeletion: ptr.To(true),
+	})
+}
+
+// addMissingTaints appends each of want whose key and effect are not on
+// taints yet.
+func addMissingTaints(taints, want []corev1.Taint) []corev1.Taint {
+	for _, t := range want {
+		found := false
+		for _, have := range taints {
+			if have.Key == t.Key && have.Effect == t.Effect {
+				found = true
+				break
+			}
+		}
+		if !found {
+			taints = append(taints, t)
+		}
+	}
+	return taints
+}
+
+func removeTaintKey(taints []corev1.Taint, key string) []corev1.Taint {
+	out := taints[:0:0]
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hasTaintKey(taints []corev1.Taint, key string) bool {
+	for _, t := range taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// hasTaint matches key, value and effect.
+func hasTaint(taints []corev1.Taint, want corev1.Taint) bool {
+	for _, t := range taints {
+		if t.Key == want.Key && t.Value == want.Value && t.Effect == want.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+func taintString(t corev1.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}

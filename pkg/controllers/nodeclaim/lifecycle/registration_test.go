@@ -1,0 +1,110 @@
+package lifecycle
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
+)
+
+var agentTaint = corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+
+func TestRegistrationSyncsTheNodeAndRemovesTheUnregisteredTaint(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-ok"))
+	u.create(registeringNode("node-reg-ok", nc.Status.ProviderID, "amd64", agentTaint))
+	u.reconcile("reg-ok")
+
+	nc = u.nodeClaim("reg-ok")
+	requireCondition(t, nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	if nc.Status.NodeName != "node-reg-ok" {
+		t.Errorf("status.nodeName = %q", nc.Status.NodeName)
+	}
+	node := u.node("node-reg-ok")
+	if node.Labels[v1.LabelNodeRegistered] != "true" || node.Labels["team"] != "web" || node.Labels[v1.LabelNodePool] != "default" || node.Labels[v1.LabelInstanceType] != "fake.small" {
+		t.Errorf("labels not synced: %v", node.Labels)
+	}
+	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered) {
+		t.Errorf("the unregistered taint must be removed")
+	}
+	if !hasTaint(node.Spec.Taints, nc.Spec.Taints[0]) || !hasTaint(node.Spec.Taints, agentTaint) {
+		t.Errorf("the NodeClaim's taints are added and startup taints kept: %v", node.Spec.Taints)
+	}
+	if !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		t.Errorf("the Node gets the termination finalizer")
+	}
+	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].Kind != "NodeClaim" || node.OwnerReferences[0].Name != "reg-ok" {
+		t.Errorf("the Node is owned by its NodeClaim: %v", node.OwnerReferences)
+	}
+	u.noEvent(events.UnregisteredTaintMissing)
+	u.noEvent(events.StartupTaintsMissing)
+}
+
+func TestRegistrationWaitsForTheNode(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-wait"))
+	c := requireCondition(t, nc, v1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
+	contains(t, c.Message, nc.Status.ProviderID)
+}
+
+func TestRegistrationWithoutTheUnregisteredTaintIsReported(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-notaint"))
+	node := registeringNode("node-notaint", nc.Status.ProviderID, "amd64", agentTaint)
+	node.Spec.Taints = node.Spec.Taints[1:]
+	u.create(node)
+	u.reconcile("reg-notaint")
+
+	requireCondition(t, u.nodeClaim("reg-notaint"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	contains(t, u.event(events.UnregisteredTaintMissing).Message, "karpenter.sh/unregistered:NoExecute", "--register-with-taints")
+}
+
+func TestRegistrationWithoutStartupTaintsIsReported(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-nostartup"))
+	node := registeringNode("node-nostartup", nc.Status.ProviderID, "amd64")
+	node.Labels[v1.LabelDoNotSyncTaints] = "true"
+	u.create(node)
+	u.reconcile("reg-nostartup")
+
+	e := u.event(events.StartupTaintsMissing)
+	contains(t, e.Message, "example.com/agent-not-ready:NoSchedule", "userData", "registerWithTaints", v1.LabelDoNotSyncTaints)
+	got := u.node("node-nostartup")
+	if hasTaintKey(got.Spec.Taints, agentTaint.Key) || hasTaintKey(got.Spec.Taints, "dedicated") {
+		t.Errorf("with %s=true joiner does not add taints: %v", v1.LabelDoNotSyncTaints, got.Spec.Taints)
+	}
+}
+
+func TestRegistrationWithTheLegacyTaintIsExplained(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-legacy"))
+	node := registeringNode("node-legacy", nc.Status.ProviderID, "amd64", agentTaint,
+		corev1.Taint{Key: v1.TaintKeyUninitializedLegacy, Effect: corev1.TaintEffectNoExecute})
+	u.create(node)
+	u.reconcile("reg-legacy")
+	contains(t, u.event(events.LegacyUninitializedTaint).Message, "karpenter.sh/uninitialized", "karpenter.sh/unregistered:NoExecute")
+}
+
+func TestRegistrationKeepsTheKubeletsArchitectureLabel(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-arch"))
+	u.create(registeringNode("node-arch", nc.Status.ProviderID, "arm64", agentTaint))
+	u.reconcile("reg-arch")
+	if got := u.node("node-arch").Labels[v1.LabelArch]; got != "arm64" {
+		t.Fatalf("the kubelet's arch label must not be overwritten by the NodeClaim's: %q", got)
+	}
+}
+
+func TestRegistrationWithTwoNodesForOneInstanceFails(t *testing.T) {
+	u := newUnit(t)
+	nc := u.launch(testNodeClaim("reg-two"))
+	u.create(registeringNode("node-two-a", nc.Status.ProviderID, "amd64"))
+	u.create(registeringNode("node-two-b", nc.Status.ProviderID, "amd64"))
+	u.reconcile("reg-two")
+	c := requireCondition(t, u.nodeClaim("reg-two"), v1.ConditionTypeRegistered, metav1.ConditionFalse, ReasonMultipleNodesFound)
+	contains(t, c.Message, "node-two-a", "node-two-b")
+}

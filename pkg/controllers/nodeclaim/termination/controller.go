@@ -1,0 +1,194 @@
+// Package termination finishes deleted NodeClaims: it records the
+// terminationGracePeriod deadline, deletes the NodeClaim's Node (whose own
+// termination drains it), terminates the instance, and only then releases
+// the karpenter.sh/termination finalizer, so a NodeClaim never disappears
+// while its instance still runs and bills.
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// instancePollInterval is how often a terminating instance is checked.
+// Cloud termination raises no Kubernetes event, so it is polled.
+const instancePollInterval = 2 * time.Second
+
+// Options are the controller's dependencies.
+type Options struct {
+	Client        client.Client
+	CloudProvider cloudprovider.CloudProvider
+	Recorder      events.Recorder
+	Clock         clock.Clock
+}
+
+// Controller finalizes deleted NodeClaims.
+type Controller struct {
+	opts Options
+}
+
+// NewController validates opts and builds the controller.
+func NewController(opts Options) (*Controller, error) {
+	switch {
+	case opts.Client == nil:
+		return nil, errors.New("nodeclaim termination: Client is required")
+	case opts.CloudProvider == nil:
+		return nil, errors.New("nodeclaim termination: CloudProvider is required")
+	case opts.Recorder == nil:
+		return nil, errors.New("nodeclaim termination: Recorder is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{opts: opts}, nil
+}
+
+// Register adds the controller to mgr. It wakes on NodeClaims being deleted
+// and on their Nodes going away (through the Node's owner reference).
+func (c *Controller) Register(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodeclaim.termination").
+		For(&v1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetDeletionTimestamp() != nil
+		}))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(ownerNodeClaims)).
+		Complete(c)
+}
+
+// ownerNodeClaims maps a Node to the NodeClaims that own it.
+func ownerNodeClaims(_ context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "NodeClaim" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ref.Name}})
+		}
+	}
+	return out
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
+
+// Reconcile runs the finalization phases in order.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name))
+
+	if err := c.recordDeadline(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	nodesLeft, err := c.deleteNodes(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if nodesLeft {
+		// The Node's termination drains it; its removal wakes us through
+		// the owner-reference watch. The requeue covers Nodes that lost it.
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	gone, err := c.terminateInstance(ctx, nc)
+	if err != nil || !gone {
+		return reconcile.Result{RequeueAfter: instancePollInterval}, err
+	}
+	stored := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
+	if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	log.FromContext(ctx).Info("deleted nodeclaim", "providerID", nc.Status.ProviderID)
+	return reconcile.Result{}, nil
+}
+
+// recordDeadline stamps the terminationGracePeriod deadline on the
+// NodeClaim once, so the drain (and a restarted controller) agree on it.
+func (c *Controller) recordDeadline(ctx context.Context, nc *v1.NodeClaim) error {
+	if nc.Spec.TerminationGracePeriod == nil || nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] != "" {
+		return nil
+	}
+	stored := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	deadline := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+	nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = deadline.UTC().Format(time.RFC3339)
+	if err := c.opts.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return fmt.Errorf("recording termination deadline: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// deleteNodes deletes the NodeClaim's Nodes and reports whether any remain.
+func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	if nc.Status.ProviderID == "" {
+		return false, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.opts.Client.List(ctx, nodes); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	left := false
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Spec.ProviderID != nc.Status.ProviderID {
+			continue
+		}
+		left = true
+		if n.DeletionTimestamp == nil {
+			if err := c.opts.Client.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("deleting node %s: %w", n.Name, err)
+			}
+			c.opts.Recorder.Publish(events.Normal(nc, events.NodeDeleted, "Delete", "Deleting node %s: its NodeClaim is being deleted", n.Name))
+		}
+	}
+	return left, nil
+}
+
+// terminateInstance calls Delete until the cloud reports the instance gone.
+func (c *Controller) terminateInstance(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	if nc.Status.ProviderID == "" {
+		return true, nil
+	}
+	err := c.opts.CloudProvider.Delete(ctx, nc)
+	if cloudprovider.IsNodeClaimNotFoundError(err) {
+		return true, nil
+	}
+	if err != nil {
+		c.opts.Recorder.Publish(events.Warning(nc, events.FailedTermination, "Terminate", "Terminating instance %s failed: %v", nc.Status.ProviderID, err))
+		return false, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
+	}
+	stored := nc.DeepCopy()
+	if nc.StatusConditions().SetTrue(v1.ConditionTypeInstanceTerminating) {
+		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("recording instance termination: %w", err)
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,151 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// placeAll places every pending pod. Constrained pods go first, largest
+// first (first-fit decreasing): pods that need a node of their own
+// (hostname anti-affinity), then other hostname-keyed terms, then zone-keyed
+// ones. Unconstrained pods follow in a balancing order: each next pod is
+// chosen to even out the cpu:memory mix of the node that grew last, so big
+// nodes fill in every dimension at once. Pods that fail are retried while
+// a round makes progress (pod affinity to pods placed later).
+func (sv *solver) placeAll() {
+	order := append([]*classBase(nil), sv.classes...)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].less(order[j]) })
+	var pending []pendingPod
+	var free []*classBase
+	for _, cb := range order {
+		if cb.tier == 3 {
+			free = append(free, cb)
+			continue
+		}
+		for _, p := range cb.pods {
+			pending = append(pending, pendingPod{pod: p, class: cb})
+		}
+	}
+	var failed []pendingPod
+	for _, pp := range pending {
+		if !sv.place(pp) {
+			failed = append(failed, pp)
+		}
+	}
+	failed = append(failed, sv.placeBalanced(free)...)
+	for len(failed) > 0 {
+		var next []pendingPod
+		for _, pp := range failed {
+			if !sv.place(pp) {
+				next = append(next, pp)
+			}
+		}
+		if len(next) == len(failed) {
+			break
+		}
+		failed = next
+	}
+	for _, pp := range failed {
+		sv.failed = append(sv.failed, podFailure{pod: pp.pod, class: pp.class})
+	}
+}
+
+// shapeQueue holds the pending pods of one request shape.
+type shapeQueue struct {
+	req   resVec
+	angle float64 // cpu share minus memory share: > 0 is cpu-heavy
+	size  float64
+	pods  []pendingPod
+	next  int
+}
+
+func (sv *solver) placeBalanced(classes []*classBase) []pendingPod {
+	if len(classes) == 0 {
+		return nil
+	}
+	scale := sv.balanceScale()
+	byShape := map[string]*shapeQueue{}
+	var shapes []*shapeQueue
+	for _, cb := range classes {
+		k := vecKey(cb.req)
+		q, ok := byShape[k]
+		if !ok {
+			c := float64(cb.req[resCPU]) / scale[0]
+			m := float64(cb.req[resMemory]) / scale[1]
+			q = &shapeQueue{req: cb.req, angle: c - m, size: max(c, m)}
+			byShape[k] = q
+			shapes = append(shapes, q)
+		}
+		for _, p := range cb.pods {
+			q.pods = append(q.pods, pendingPod{pod: p, class: cb})
+		}
+	}
+	sort.SliceStable(shapes, func(i, j int) bool {
+		if shapes[i].angle != shapes[j].angle {
+			return shapes[i].angle < shapes[j].angle
+		}
+		return shapes[i].size > shapes[j].size
+	})
+	var failed []pendingPod
+	remaining := 0
+	for _, q := range shapes {
+		remaining += len(q.pods)
+	}
+	for ; remaining > 0; remaining-- {
+		q := sv.pickShape(shapes, scale)
+		pp := q.pods[q.next]
+		q.next++
+		if !sv.place(pp) {
+			failed = append(failed, pp)
+		}
+	}
+	return failed
+}
+
+// pickShape chooses the shape that best corrects the imbalance of the node
+// that grew last: the most memory-heavy shape when it is cpu-heavy and the
+// other way round (largest first among equals).
+func (sv *solver) pickShape(shapes []*shapeQueue, scale [2]float64) *shapeQueue {
+	d := 0.0
+	if n := sv.lastGrown; n != nil {
+		d = float64(n.requests[resCPU])/scale[0] - float64(n.requests[resMemory])/scale[1]
+	}
+	if d > 0 {
+		for _, q := range shapes {
+			if q.next < len(q.pods) {
+				return q
+			}
+		}
+	}
+	for i := len(shapes) - 1; i >= 0; i-- {
+		if q := shapes[i]; q.next < len(q.pods) {
+			return q
+		}
+	}
+	return nil
+}
+
+// balanceScale is the cpu and memory of the biggest usable instance type of
+// the first NodePool, the unit the balancing order measures shares in.
+func (sv *solver) balanceScale() [2]float64 {
+	s := [2]float64{1, 1}
+	for _, p := range sv.pools {
+		if p.maxEff[resCPU] > 0 && p.maxEff[resMemory] > 0 {
+			return [2]float64{float64(p.maxEff[resCPU]), float64(p.maxEff[resMemory])}
+		}
+	}
+	return s
+}
+
+func vecKey(v resVec) string {
+	b := make([]byte, 0, len(v)*8)
+	for _, x := range v {
+		for i := 0; i < 8; i++ {
+			b = append(b, byte(x>>(8*i)))
+		}
+	}
+	return string(b)
+}
+
+var _ = corev1.ResourceCPU

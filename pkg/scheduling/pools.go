@@ -1,0 +1,345 @@
+package scheduling
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// poolT is a NodePool prepared for packing: its own requirements interned,
+// its instance types sorted by price with the DaemonSet overhead already
+// taken out of their allocatable.
+type poolT struct {
+	np   *NodePool
+	idx  int
+	base *reqSet // requirements and template labels, without zone and capacity type
+	// zones and cts are the pool's allowed zones and capacity types.
+	zones uint64
+	cts   uint32
+
+	types    []*typeT // cheapest first
+	effAlloc []resVec // allocatable minus daemon overhead, per type
+	daemon   []resVec // daemon overhead, per type
+	maxEff   resVec   // component-wise maximum of effAlloc
+	all      bitset
+
+	hasLimits bool
+	limits    resVec // -1 where unlimited
+	nodeLimit int64  // -1 when unlimited
+	used      resVec // capacity in use plus planned
+	usedNodes int64
+
+	minValues map[string]int
+	// definedKeys are the keys the pool or any of its types gives a value.
+	definedKeys map[string]bool
+
+	typeMemo map[int]bitset // reqSet id -> compatible types
+	// value is the instance type a growing node aims at: the best price per
+	// pod capacity.
+}
+
+// typeT is one instance type of one pool.
+type typeT struct {
+	it       *InstanceType
+	reqs     map[string][]string
+	avail    []uint64 // per capacity type: zones with an available offering
+	minPrice float64
+	capacity resVec
+}
+
+func (sv *solver) buildPools() error {
+	nps := append([]*NodePool(nil), sv.snap.NodePools...)
+	sort.SliceStable(nps, func(i, j int) bool {
+		if nps[i].Weight != nps[j].Weight {
+			return nps[i].Weight > nps[j].Weight
+		}
+		return nps[i].Name < nps[j].Name
+	})
+	for _, np := range nps {
+		p := &poolT{np: np, idx: len(sv.pools), typeMemo: map[int]bitset{}, minValues: map[string]int{}, definedKeys: map[string]bool{}}
+		b := reqBuilder{}
+		for _, r := range np.Requirements {
+			key := normalizedKey(r.Key)
+			if err := b.addRequirement(key, r.Operator, r.Values); err != nil {
+				return errorf("nodepool %s: %w", np.Name, err)
+			}
+			if r.MinValues != nil {
+				p.minValues[key] = max(p.minValues[key], *r.MinValues)
+			}
+		}
+		for k, v := range np.Labels {
+			b.add(normalizedKey(k), constraint{vals: []string{v}})
+		}
+		b.add(NodePoolLabel, constraint{vals: []string{np.Name}})
+		p.zones, p.cts = sv.allZones, sv.allCTs
+		if c, ok := b[corev1.LabelTopologyZone]; ok {
+			p.zones = sv.zoneMask(c)
+			delete(b, corev1.LabelTopologyZone)
+		}
+		if c, ok := b[CapacityTypeLabel]; ok {
+			p.cts = sv.ctMask(c)
+			delete(b, CapacityTypeLabel)
+		}
+		for k := range b {
+			p.definedKeys[k] = true
+		}
+		p.base = sv.intern(b.build())
+		sv.buildPoolTypes(p)
+		sv.buildLimits(p)
+		for _, t := range np.Taints {
+			if t.Effect == corev1.TaintEffectPreferNoSchedule {
+				sv.hasPreferNoSchedule = true
+			}
+		}
+		sv.pools = append(sv.pools, p)
+	}
+	return nil
+}
+
+func (sv *solver) buildPoolTypes(p *poolT) {
+	its := sv.snap.InstanceTypes[p.np.Name]
+	for _, it := range its {
+		t := &typeT{it: it, reqs: map[string][]string{}, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
+		for k, v := range it.Requirements {
+			t.reqs[normalizedKey(k)] = sortedUnique(v)
+		}
+		if _, ok := t.reqs[corev1.LabelInstanceTypeStable]; !ok {
+			t.reqs[corev1.LabelInstanceTypeStable] = []string{it.Name}
+		}
+		// The pool's own requirements rule out some of the type's values
+		// (e.g. a pool limited to arm64).
+		ok := true
+		for k, vals := range t.reqs {
+			if k == corev1.LabelTopologyZone || k == CapacityTypeLabel {
+				continue
+			}
+			if c, has := p.base.get(k); has && !c.allowsAny(vals) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if !o.Available || (o.ReservationID != "" && o.ReservationCapacity <= 0) {
+				continue
+			}
+			z, zok := sv.zoneIdx[o.Zone]
+			c, cok := sv.ctIdx[o.CapacityType]
+			if !zok || !cok || p.zones&(1<<z) == 0 || p.cts&(1<<c) == 0 {
+				continue
+			}
+			if zr, has := t.reqs[corev1.LabelTopologyZone]; has && len(zr) > 0 && !contains(zr, o.Zone) {
+				continue
+			}
+			t.avail[c] |= 1 << z
+			t.minPrice = math.Min(t.minPrice, o.Price)
+		}
+		if math.IsInf(t.minPrice, 1) {
+			continue // nothing to buy
+		}
+		t.capacity = sv.ri.vec(it.Capacity)
+		for k := range t.reqs {
+			p.definedKeys[k] = true
+		}
+		p.types = append(p.types, t)
+	}
+	sort.SliceStable(p.types, func(i, j int) bool {
+		if p.types[i].minPrice != p.types[j].minPrice {
+			return p.types[i].minPrice < p.types[j].minPrice
+		}
+		return p.types[i].it.Name < p.types[j].it.Name
+	})
+	p.all = newBitset(len(p.types))
+	p.maxEff = make(resVec, len(sv.ri.names))
+	for i, t := range p.types {
+		alloc := sv.ri.allocatable(t.it)
+		d := sv.daemonOverhead(p, t)
+		eff := alloc.clone()
+		usable := true
+		for r := range eff {
+			eff[r] -= d[r]
+			if eff[r] < 0 {
+				usable = false
+				eff[r] = 0
+			}
+		}
+		p.effAlloc = append(p.effAlloc, eff)
+		p.daemon = append(p.daemon, d)
+		if !usable {
+			continue // daemons alone overflow it
+		}
+		p.all.set(i)
+		for r := range eff {
+			p.maxEff[r] = max(p.maxEff[r], eff[r])
+		}
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (sv *solver) buildLimits(p *poolT) {
+	n := len(sv.ri.names)
+	p.limits = make(resVec, n)
+	for i := range p.limits {
+		p.limits[i] = -1
+	}
+	p.nodeLimit = -1
+	for name, q := range p.np.Limits {
+		if name == "nodes" {
+			p.nodeLimit = q.Value()
+			p.hasLimits = true
+			continue
+		}
+		if i, ok := sv.ri.pos[name]; ok {
+			p.limits[i] = quantityValue(name, q)
+			p.hasLimits = true
+		}
+	}
+	p.used = sv.ri.vec(p.np.InUse)
+	if q, ok := p.np.InUse["nodes"]; ok {
+		p.usedNodes = q.Value()
+	}
+}
+
+// withinLimits reports whether swapping a node of capacity from (nil for a
+// new node) for one of capacity to keeps the pool within its limits.
+func (p *poolT) withinLimits(from, to resVec) bool {
+	if !p.hasLimits {
+		return true
+	}
+	if from == nil && p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
+		return false
+	}
+	for i, l := range p.limits {
+		if l < 0 {
+			continue
+		}
+		u := p.used[i] + to[i]
+		if from != nil {
+			u -= from[i]
+		}
+		if u > l {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *poolT) account(from, to resVec) {
+	if from == nil {
+		p.usedNodes++
+	}
+	for i := range p.used {
+		p.used[i] += to[i]
+		if from != nil {
+			p.used[i] -= from[i]
+		}
+	}
+}
+
+// typesFor returns the pool's instance types compatible with r (cached).
+func (sv *solver) typesFor(p *poolT, r *reqSet) bitset {
+	if m, ok := p.typeMemo[r.id]; ok {
+		return m
+	}
+	m := newBitset(len(p.types))
+	for i, t := range p.types {
+		if !p.all.has(i) {
+			continue
+		}
+		if typeCompatible(p, t, r) {
+			m.set(i)
+		}
+	}
+	p.typeMemo[r.id] = m
+	return m
+}
+
+// typeCompatible reports whether a node of pool p and type t can meet r.
+// Keys the type does not define take their value from the pool's own
+// requirements (checked when merging) or are absent.
+func typeCompatible(p *poolT, t *typeT, r *reqSet) bool {
+	for i, k := range r.keys {
+		vals, ok := t.reqs[k]
+		if !ok {
+			if _, inPool := p.base.get(k); !inPool && !r.cons[i].absent {
+				return false
+			}
+			continue
+		}
+		if !r.cons[i].allowsAny(vals) {
+			return false
+		}
+	}
+	return true
+}
+
+// offered reports whether type t has an available offering in zones × cts.
+func (t *typeT) offered(zones uint64, cts uint32) bool {
+	for c := cts; c != 0; c &= c - 1 {
+		if t.avail[bits.TrailingZeros32(c)]&zones != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// offeredZones is the set of zones where t is available in cts.
+func (t *typeT) offeredZones(cts uint32) uint64 {
+	var z uint64
+	for c := cts; c != 0; c &= c - 1 {
+		z |= t.avail[bits.TrailingZeros32(c)]
+	}
+	return z
+}
+
+// Well-known labels the solver gives meaning to.
+const (
+	NodePoolLabel     = "karpenter.sh/nodepool"
+	CapacityTypeLabel = "karpenter.sh/capacity-type"
+	UnregisteredTaint = "karpenter.sh/unregistered"
+)
+
+// bitset is a fixed-size set of small integers.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+
+func (b bitset) and(o bitset) bitset {
+	r := make(bitset, len(b))
+	for i := range b {
+		r[i] = b[i] & o[i]
+	}
+	return r
+}
+
+func (b bitset) empty() bool {
+	for _, w := range b {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b bitset) equal(o bitset) bool {
+	for i := range b {
+		if b[i] != o[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,254 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Options are the solver's knobs. The zero value is valid.
+type Options struct {
+	// MaxInstanceTypes caps the launch options kept per new NodeClaim
+	// (cheapest first). Zero means DefaultMaxInstanceTypes. Karpenter keeps
+	// up to 600 internally but a fleet request takes far fewer; 60 keeps
+	// the plan readable while leaving the cloud plenty of fallbacks.
+	MaxInstanceTypes int
+	// IgnorePreferences drops every preference up front (Karpenter's
+	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
+	IgnorePreferences bool
+}
+
+// DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero.
+const DefaultMaxInstanceTypes = 60
+
+// Solve places the Snapshot's pending pods on existing capacity and the
+// cheapest new NodeClaims it can find, and explains every pod it cannot
+// place. It never mutates the Snapshot. The same Snapshot gives the same
+// Plan.
+func Solve(s *Snapshot, opts Options) (*Plan, error) {
+	if opts.MaxInstanceTypes <= 0 {
+		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	sv, err := newSolver(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	sv.placeAll()
+	sv.improve()
+	return sv.plan(), nil
+}
+
+// solver is the mutable state of one Solve call.
+type solver struct {
+	snap *Snapshot
+	opts Options
+	ri   *resourceIndex
+
+	zones    []string // interned zone names, sorted
+	zoneIdx  map[string]int
+	cts      []string // interned capacity types, sorted
+	ctIdx    map[string]int
+	allZones uint64
+	allCTs   uint32
+
+	pools []*poolT
+
+	reqSets   map[string]*reqSet
+	reqByID   []*reqSet
+	mergeMemo map[[2]int]int // -1 when the merge is empty
+
+	existing []*nodeState
+	newNodes []*nodeState
+	// lists partitions new nodes for candidate search: lists[0] holds nodes
+	// whose zone is still open, lists[1+z] those pinned to zone z.
+	lists [][]*nodeState
+
+	classes []*classBase
+	groups  []*topoGroup
+	groupBy map[string]*topoGroup
+
+	pvcs map[string]*corev1.PersistentVolumeClaim
+	pvs  map[string]*corev1.PersistentVolume
+	scs  map[string]*StorageClass
+
+	hasPreferNoSchedule bool
+	daemonCache         *[]daemonT
+	failed              []podFailure
+	lastGrown           *nodeState
+	scratch             resVec
+}
+
+func newSolver(s *Snapshot, opts Options) (*solver, error) {
+	sv := &solver{
+		snap:      s,
+		opts:      opts,
+		zoneIdx:   map[string]int{},
+		ctIdx:     map[string]int{},
+		reqSets:   map[string]*reqSet{},
+		mergeMemo: map[[2]int]int{},
+		groupBy:   map[string]*topoGroup{},
+	}
+	var lists []corev1.ResourceList
+	for _, its := range s.InstanceTypes {
+		for _, it := range its {
+			lists = append(lists, it.Capacity)
+		}
+	}
+	for _, n := range s.Nodes {
+		lists = append(lists, n.Allocatable)
+	}
+	for _, np := range s.NodePools {
+		lists = append(lists, np.Limits)
+	}
+	sv.ri = newResourceIndex(lists)
+	sv.scratch = make(resVec, len(sv.ri.names))
+	sv.indexVolumes()
+	sv.internTopologyValues()
+	if err := sv.buildPools(); err != nil {
+		return nil, err
+	}
+	sv.buildExisting()
+	if err := sv.buildClasses(); err != nil {
+		return nil, err
+	}
+	sv.lists = make([][]*nodeState, 1+len(sv.zones))
+	return sv, nil
+}
+
+// internTopologyValues collects every zone and capacity type the snapshot
+// mentions so they can be handled as bit masks.
+func (sv *solver) internTopologyValues() {
+	zones := map[string]bool{}
+	cts := map[string]bool{}
+	for _, its := range sv.snap.InstanceTypes {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				zones[o.Zone] = true
+				cts[o.CapacityType] = true
+			}
+		}
+	}
+	for _, n := range sv.snap.Nodes {
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			zones[z] = true
+		}
+	}
+	for z := range zones {
+		sv.zones = append(sv.zones, z)
+	}
+	sort.Strings(sv.zones)
+	if len(sv.zones) > 63 {
+		sv.zones = sv.zones[:63]
+	}
+	for i, z := range sv.zones {
+		sv.zoneIdx[z] = i
+		sv.allZones |= 1 << i
+	}
+	for c := range cts {
+		sv.cts = append(sv.cts, c)
+	}
+	sort.Strings(sv.cts)
+	if len(sv.cts) > 31 {
+		sv.cts = sv.cts[:31]
+	}
+	for i, c := range sv.cts {
+		sv.ctIdx[c] = i
+		sv.allCTs |= 1 << i
+	}
+}
+
+func (sv *solver) zoneMask(c constraint) uint64 {
+	var m uint64
+	for i, z := range sv.zones {
+		if c.allows(z) {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+func (sv *solver) ctMask(c constraint) uint32 {
+	var m uint32
+	for i, v := range sv.cts {
+		if c.allows(v) {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+func (sv *solver) zoneNames(m uint64) []string {
+	var out []string
+	for i, z := range sv.zones {
+		if m&(1<<i) != 0 {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+func (sv *solver) ctNames(m uint32) []string {
+	var out []string
+	for i, c := range sv.cts {
+		if m&(1<<i) != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// intern returns the canonical reqSet for b.
+func (sv *solver) intern(r *reqSet) *reqSet {
+	sig := r.signature()
+	if old, ok := sv.reqSets[sig]; ok {
+		return old
+	}
+	r.id = len(sv.reqByID)
+	sv.reqByID = append(sv.reqByID, r)
+	sv.reqSets[sig] = r
+	return r
+}
+
+// merge intersects two interned reqSets; nil when some key has no
+// possible value left.
+func (sv *solver) merge(a, b *reqSet) *reqSet {
+	if a == b || len(b.keys) == 0 {
+		return a
+	}
+	if len(a.keys) == 0 {
+		return b
+	}
+	k := [2]int{a.id, b.id}
+	if id, ok := sv.mergeMemo[k]; ok {
+		if id < 0 {
+			return nil
+		}
+		return sv.reqByID[id]
+	}
+	bl := a.builder()
+	for i, key := range b.keys {
+		bl.add(key, b.cons[i])
+	}
+	for _, c := range bl {
+		if c.empty() {
+			sv.mergeMemo[k] = -1
+			return nil
+		}
+	}
+	r := sv.intern(bl.build())
+	sv.mergeMemo[k] = r.id
+	return r
+}
+
+type pendingPod struct {
+	pod   *corev1.Pod
+	class *classBase
+}
+
+type podFailure struct {
+	pod   *corev1.Pod
+	class *classBase
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

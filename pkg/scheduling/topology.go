@@ -1,0 +1,566 @@
+package scheduling
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+type topoKind int8
+
+const (
+	kindSpread topoKind = iota
+	kindAffinity
+	kindAnti
+)
+
+func (k topoKind) String() string {
+	switch k {
+	case kindSpread:
+		return "topology spread"
+	case kindAffinity:
+		return "pod affinity"
+	}
+	return "pod anti-affinity"
+}
+
+// topoGroup is one topology term (a spread constraint or a pod
+// (anti-)affinity term) shared by every pod that carries it, with the
+// count of matching pods per domain. Hostname counts live on the nodes.
+type topoGroup struct {
+	id         int
+	kind       topoKind
+	key        string
+	sel        labels.Selector
+	namespaces map[string]bool // nil: every namespace
+	preferred  bool
+	weight     int32
+
+	maxSkew       int32
+	minDomains    int32
+	honorAffinity bool
+	honorTaints   bool
+	ownerReqs     *reqSet
+	ownerZones    uint64
+	ownerTols     []corev1.Toleration
+
+	counts    map[string]int // matching pods per domain (not hostname)
+	owners    map[string]int // required anti-affinity owners per domain
+	total     int            // matching pods anywhere
+	hostNodes []*nodeState   // nodes holding matching pods (hostname affinity)
+
+	universeDone bool
+	universe     []string // domains a spread constraint is measured over
+}
+
+func (g *topoGroup) selects(ns string, l map[string]string) bool {
+	if g.namespaces != nil && !g.namespaces[ns] {
+		return false
+	}
+	return g.sel.Matches(labels.Set(l))
+}
+
+func (sv *solver) group(g *topoGroup, sig string) *topoGroup {
+	if old, ok := sv.groupBy[sig]; ok {
+		return old
+	}
+	g.id = len(sv.groups)
+	g.counts = map[string]int{}
+	g.owners = map[string]int{}
+	sv.groups = append(sv.groups, g)
+	sv.groupBy[sig] = g
+	return g
+}
+
+// classGroups turns the pod's spread constraints and pod (anti-)affinity
+// terms into shared groups.
+func (sv *solver) classGroups(cb *classBase, p *corev1.Pod) error {
+	for _, tsc := range p.Spec.TopologySpreadConstraints {
+		sel, err := spreadSelector(tsc, p.Labels)
+		if err != nil {
+			return fmt.Errorf("topology spread constraint %s: %w", tsc.TopologyKey, err)
+		}
+		g := &topoGroup{kind: kindSpread, key: normalizedKey(tsc.TopologyKey), sel: sel, namespaces: map[string]bool{p.Namespace: true}, maxSkew: max(tsc.MaxSkew, 1)}
+		if tsc.MinDomains != nil {
+			g.minDomains = *tsc.MinDomains
+		}
+		g.honorAffinity = tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+		g.honorTaints = tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+		sig := fmt.Sprintf("s|%s|%s|%s|%d|%d|%v|%v", g.key, sel.String(), p.Namespace, g.maxSkew, g.minDomains, g.honorAffinity, g.honorTaints)
+		if g.honorAffinity {
+			b := reqBuilder{}
+			for k, c := range cb.terms[0] {
+				b[k] = c
+			}
+			g.ownerZones = sv.allZones
+			if z, ok := b[corev1.LabelTopologyZone]; ok {
+				g.ownerZones = sv.zoneMask(z)
+				delete(b, corev1.LabelTopologyZone)
+			}
+			g.ownerReqs = sv.intern(b.build())
+			sig += "|" + g.ownerReqs.signature() + fmt.Sprint(g.ownerZones)
+		}
+		if g.honorTaints {
+			g.ownerTols = p.Spec.Tolerations
+			j, _ := json.Marshal(p.Spec.Tolerations)
+			sig += "|" + string(j)
+		}
+		g = sv.group(g, sig)
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			cb.anyway = append(cb.anyway, g)
+		} else {
+			cb.required = append(cb.required, g)
+		}
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	add := func(kind topoKind, term corev1.PodAffinityTerm, preferred bool, weight int32) (*topoGroup, error) {
+		sel, err := affinitySelector(term, p.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("%s term %s: %w", kind, term.TopologyKey, err)
+		}
+		g := &topoGroup{kind: kind, key: normalizedKey(term.TopologyKey), sel: sel, preferred: preferred, weight: weight}
+		g.namespaces = termNamespaces(term, p.Namespace)
+		nsKeys := make([]string, 0, len(g.namespaces))
+		for n := range g.namespaces {
+			nsKeys = append(nsKeys, n)
+		}
+		sort.Strings(nsKeys)
+		sig := fmt.Sprintf("a|%d|%s|%s|%v|%v|%s", kind, g.key, sel.String(), g.namespaces == nil, preferred, strings.Join(nsKeys, ","))
+		return sv.group(g, sig), nil
+	}
+	if pa := a.PodAffinity; pa != nil {
+		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := add(kindAffinity, t, false, 0)
+			if err != nil {
+				return err
+			}
+			cb.required = append(cb.required, g)
+		}
+		for _, t := range sortedWeighted(pa.PreferredDuringSchedulingIgnoredDuringExecution) {
+			g, err := add(kindAffinity, t.PodAffinityTerm, true, t.Weight)
+			if err != nil {
+				return err
+			}
+			cb.prefAff = append(cb.prefAff, g)
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := add(kindAnti, t, false, 0)
+			if err != nil {
+				return err
+			}
+			cb.required = append(cb.required, g)
+		}
+		for _, t := range sortedWeighted(pa.PreferredDuringSchedulingIgnoredDuringExecution) {
+			g, err := add(kindAnti, t.PodAffinityTerm, true, t.Weight)
+			if err != nil {
+				return err
+			}
+			cb.prefAnti = append(cb.prefAnti, g)
+		}
+	}
+	return nil
+}
+
+func sortedWeighted(ts []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAffinityTerm {
+	out := append([]corev1.WeightedPodAffinityTerm(nil), ts...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Weight > out[j].Weight })
+	return out
+}
+
+func termNamespaces(t corev1.PodAffinityTerm, own string) map[string]bool {
+	if t.NamespaceSelector != nil {
+		// Namespace labels are not in the snapshot: an empty selector means
+		// every namespace; a non-empty one is approximated the same way.
+		return nil
+	}
+	m := map[string]bool{}
+	for _, n := range t.Namespaces {
+		m[n] = true
+	}
+	if len(m) == 0 {
+		m[own] = true
+	}
+	return m
+}
+
+func spreadSelector(tsc corev1.TopologySpreadConstraint, podLabels map[string]string) (labels.Selector, error) {
+	sel, err := labelSelector(tsc.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range tsc.MatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.Equals, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	return sel, nil
+}
+
+func affinitySelector(t corev1.PodAffinityTerm, podLabels map[string]string) (labels.Selector, error) {
+	sel, err := labelSelector(t.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range t.MatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.In, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	for _, k := range t.MismatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	return sel, nil
+}
+
+func labelSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	return metav1.LabelSelectorAsSelector(ls)
+}
+
+// buildExistingGroups registers the required anti-affinity of pods already
+// running, which keeps matching pending pods out of their domains.
+func (sv *solver) buildExistingGroups() {
+	for _, n := range sv.existing {
+		for _, p := range n.ex.Pods {
+			a := p.Spec.Affinity
+			if a == nil || a.PodAntiAffinity == nil {
+				continue
+			}
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				sel, err := affinitySelector(t, p.Labels)
+				if err != nil {
+					continue
+				}
+				g := &topoGroup{kind: kindAnti, key: normalizedKey(t.TopologyKey), sel: sel, namespaces: termNamespaces(t, p.Namespace)}
+				nsKeys := make([]string, 0, len(g.namespaces))
+				for n := range g.namespaces {
+					nsKeys = append(nsKeys, n)
+				}
+				sort.Strings(nsKeys)
+				sig := fmt.Sprintf("a|%d|%s|%s|%v|%v|%s", kindAnti, g.key, sel.String(), g.namespaces == nil, false, strings.Join(nsKeys, ","))
+				g = sv.group(g, sig)
+				sv.recordOwner(g, n)
+			}
+		}
+	}
+}
+
+func (sv *solver) linkSelectedBy(cb *classBase) {
+	for _, g := range sv.groups {
+		if g.selects(cb.ns, cb.labels) {
+			cb.selectedBy = append(cb.selectedBy, g)
+		}
+	}
+	check := func(gs []*topoGroup) {
+		for _, g := range gs {
+			switch g.key {
+			case corev1.LabelTopologyZone:
+				cb.zoneRelevant = true
+			case CapacityTypeLabel:
+				cb.ctRelevant = true
+			}
+		}
+	}
+	check(cb.selectedBy)
+	check(cb.required)
+	check(cb.prefAff)
+	check(cb.prefAnti)
+	check(cb.anyway)
+}
+
+// countExistingPods records the pods already bound to existing nodes.
+func (sv *solver) countExistingPods() {
+	memo := map[string][]*topoGroup{}
+	var b strings.Builder
+	for _, n := range sv.existing {
+		for _, p := range n.ex.Pods {
+			b.Reset()
+			b.WriteString(p.Namespace)
+			b.WriteByte('|')
+			writeSortedMap(&b, p.Labels)
+			k := b.String()
+			gs, ok := memo[k]
+			if !ok {
+				for _, g := range sv.groups {
+					if g.selects(p.Namespace, p.Labels) {
+						gs = append(gs, g)
+					}
+				}
+				memo[k] = gs
+			}
+			for _, g := range gs {
+				sv.recordMatch(g, n)
+			}
+		}
+	}
+}
+
+// hostCount is a node's count for one hostname-keyed group.
+type hostCount struct {
+	g      *topoGroup
+	match  int32
+	owners int32
+}
+
+func (n *nodeState) host(g *topoGroup) *hostCount {
+	for i := range n.hosts {
+		if n.hosts[i].g == g {
+			return &n.hosts[i]
+		}
+	}
+	return nil
+}
+
+func (n *nodeState) hostMatch(g *topoGroup) int32 {
+	if h := n.host(g); h != nil {
+		return h.match
+	}
+	return 0
+}
+
+func (n *nodeState) hostOwners(g *topoGroup) int32 {
+	if h := n.host(g); h != nil {
+		return h.owners
+	}
+	return 0
+}
+
+func (n *nodeState) hostEntry(g *topoGroup) *hostCount {
+	if h := n.host(g); h != nil {
+		return h
+	}
+	n.hosts = append(n.hosts, hostCount{g: g})
+	return &n.hosts[len(n.hosts)-1]
+}
+
+func (sv *solver) recordMatch(g *topoGroup, n *nodeState) {
+	if g.kind == kindSpread && !sv.spreadCounts(g, n) {
+		return
+	}
+	g.total++
+	if g.key == corev1.LabelHostname {
+		h := n.hostEntry(g)
+		h.match++
+		if h.match == 1 && g.kind == kindAffinity {
+			g.hostNodes = append(g.hostNodes, n)
+		}
+		return
+	}
+	if d, ok := sv.nodeDomain(n, g.key); ok {
+		g.counts[d]++
+	}
+}
+
+func (sv *solver) recordOwner(g *topoGroup, n *nodeState) {
+	if g.key == corev1.LabelHostname {
+		n.hostEntry(g).owners++
+		return
+	}
+	if d, ok := sv.nodeDomain(n, g.key); ok {
+		g.owners[d]++
+	}
+}
+
+// spreadCounts reports whether pods on n count for spread group g under
+// its nodeAffinityPolicy and nodeTaintsPolicy.
+func (sv *solver) spreadCounts(g *topoGroup, n *nodeState) bool {
+	if g.honorAffinity && g.ownerReqs != nil {
+		if n.ex != nil {
+			if !labelsSatisfy(n.ex.Labels, g.ownerReqs) {
+				return false
+			}
+			if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok && g.ownerZones != sv.allZones {
+				if zi, ok := sv.zoneIdx[z]; !ok || g.ownerZones&(1<<zi) == 0 {
+					return false
+				}
+			}
+		} else if n.zones&g.ownerZones == 0 || sv.merge(n.reqs, g.ownerReqs) == nil {
+			return false
+		}
+	}
+	if g.honorTaints {
+		taints := n.taints()
+		if _, bad := untolerated(taints, g.ownerTols, true); bad {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeDomain is n's value for key, if decided.
+func (sv *solver) nodeDomain(n *nodeState, key string) (string, bool) {
+	if n.ex != nil {
+		v, ok := n.ex.Labels[key]
+		return v, ok
+	}
+	switch key {
+	case corev1.LabelTopologyZone:
+		if bits.OnesCount64(n.zones) == 1 {
+			return sv.zones[bits.TrailingZeros64(n.zones)], true
+		}
+		return "", false
+	case CapacityTypeLabel:
+		if bits.OnesCount32(n.cts) == 1 {
+			return sv.cts[bits.TrailingZeros32(n.cts)], true
+		}
+		return "", false
+	}
+	if c, ok := n.reqs.get(key); ok && !c.comp && len(c.vals) == 1 && !c.absent {
+		return c.vals[0], true
+	}
+	return "", false
+}
+
+// spreadUniverse is the set of domains spread group g is measured over.
+func (sv *solver) spreadUniverse(g *topoGroup) []string {
+	if g.universeDone {
+		return g.universe
+	}
+	g.universeDone = true
+	set := map[string]bool{}
+	for _, p := range sv.pools {
+		if g.honorTaints {
+			if _, bad := untolerated(p.np.Taints, g.ownerTols, true); bad {
+				continue
+			}
+		}
+		switch g.key {
+		case corev1.LabelTopologyZone:
+			var z uint64
+			for _, t := range p.types {
+				z |= t.offeredZones(p.cts)
+			}
+			z &= p.zones
+			if g.honorAffinity {
+				z &= g.ownerZones
+			}
+			for _, name := range sv.zoneNames(z) {
+				set[name] = true
+			}
+		case CapacityTypeLabel:
+			for ci, name := range sv.cts {
+				if p.cts&(1<<ci) == 0 {
+					continue
+				}
+				for _, t := range p.types {
+					if t.avail[ci] != 0 {
+						set[name] = true
+						break
+					}
+				}
+			}
+		default:
+			if c, ok := p.base.get(g.key); ok && !c.comp {
+				for _, v := range c.vals {
+					set[v] = true
+				}
+			} else {
+				for _, t := range p.types {
+					for _, v := range t.reqs[g.key] {
+						if !ok || c.allows(v) {
+							set[v] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, n := range sv.existing {
+		if v, ok := n.ex.Labels[g.key]; ok && sv.spreadCounts(g, n) {
+			set[v] = true
+		}
+	}
+	if g.honorAffinity && g.ownerReqs != nil {
+		if c, ok := g.ownerReqs.get(g.key); ok {
+			for v := range set {
+				if !c.allows(v) {
+					delete(set, v)
+				}
+			}
+		}
+	}
+	for v := range set {
+		g.universe = append(g.universe, v)
+	}
+	sort.Strings(g.universe)
+	return g.universe
+}
+
+// spreadMin is the smallest count over g's domains (0 when fewer domains
+// than minDomains exist).
+func (sv *solver) spreadMin(g *topoGroup) int {
+	u := sv.spreadUniverse(g)
+	if len(u) == 0 || int32(len(u)) < g.minDomains {
+		return 0
+	}
+	m := -1
+	for _, d := range u {
+		if c := g.counts[d]; m < 0 || c < m {
+			m = c
+		}
+	}
+	return m
+}
+
+// domainAllowed reports whether a pod of class base cb (owner of g) may
+// land in domain d of the non-hostname group g.
+func (sv *solver) domainAllowed(g *topoGroup, cb *classBase, d string, minCount int) bool {
+	self := g.selects(cb.ns, cb.labels)
+	switch g.kind {
+	case kindSpread:
+		s := 0
+		if self {
+			s = 1
+		}
+		return g.counts[d]+s-minCount <= int(g.maxSkew)
+	case kindAffinity:
+		return g.counts[d] > 0 || (g.total == 0 && self)
+	default:
+		return g.counts[d] == 0
+	}
+}
+
+func labelsSatisfy(l map[string]string, r *reqSet) bool {
+	for i, k := range r.keys {
+		v, ok := l[k]
+		c := r.cons[i]
+		if !ok {
+			if !c.absent {
+				return false
+			}
+			continue
+		}
+		if !c.allows(v) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,149 @@
+package scheduling
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func (sv *solver) indexVolumes() {
+	v := sv.snap.Volumes
+	sv.pvcs = map[string]*corev1.PersistentVolumeClaim{}
+	sv.pvs = map[string]*corev1.PersistentVolume{}
+	sv.scs = map[string]*StorageClass{}
+	for _, c := range v.PersistentVolumeClaims {
+		sv.pvcs[c.Namespace+"/"+c.Name] = c
+	}
+	for _, p := range v.PersistentVolumes {
+		sv.pvs[p.Name] = p
+	}
+	for _, s := range v.StorageClasses {
+		sv.scs[s.Name] = s
+	}
+}
+
+// inTreePlugin names the in-tree volume plugin a volume source uses, if
+// any. joiner only understands CSI volumes.
+func inTreePlugin(s *corev1.VolumeSource) string {
+	switch {
+	case s.AWSElasticBlockStore != nil:
+		return "awsElasticBlockStore"
+	case s.GCEPersistentDisk != nil:
+		return "gcePersistentDisk"
+	case s.AzureDisk != nil:
+		return "azureDisk"
+	case s.AzureFile != nil:
+		return "azureFile"
+	case s.Cinder != nil:
+		return "cinder"
+	case s.VsphereVolume != nil:
+		return "vsphereVolume"
+	case s.PortworxVolume != nil:
+		return "portworxVolume"
+	}
+	return ""
+}
+
+func inTreePV(s *corev1.PersistentVolumeSource) string {
+	switch {
+	case s.AWSElasticBlockStore != nil:
+		return "awsElasticBlockStore"
+	case s.GCEPersistentDisk != nil:
+		return "gcePersistentDisk"
+	case s.AzureDisk != nil:
+		return "azureDisk"
+	case s.AzureFile != nil:
+		return "azureFile"
+	case s.Cinder != nil:
+		return "cinder"
+	case s.VsphereVolume != nil:
+		return "vsphereVolume"
+	case s.PortworxVolume != nil:
+		return "portworxVolume"
+	}
+	return ""
+}
+
+// claimDriver is the CSI driver that serves a claim ("" if unknown).
+func (sv *solver) claimDriver(ns, name string) string {
+	pvc := sv.pvcs[ns+"/"+name]
+	if pvc == nil {
+		return ""
+	}
+	if pvc.Spec.VolumeName != "" {
+		if pv := sv.pvs[pvc.Spec.VolumeName]; pv != nil && pv.Spec.CSI != nil {
+			return pv.Spec.CSI.Driver
+		}
+	}
+	if pvc.Spec.StorageClassName != nil {
+		if sc := sv.scs[*pvc.Spec.StorageClassName]; sc != nil {
+			return sc.Provisioner
+		}
+	}
+	return ""
+}
+
+// volumeRequirements turns the pod's volumes into node requirements (a
+// bound PV's node affinity, or an unbound WaitForFirstConsumer claim's
+// StorageClass allowedTopologies) and counts its CSI volumes per driver.
+// Only the first term of a PV's node affinity or of allowedTopologies is
+// used. Hostname terms (local volumes) are ignored, as Karpenter does.
+func (sv *solver) volumeRequirements(p *corev1.Pod) (reqBuilder, map[string]int, error) {
+	b := reqBuilder{}
+	drivers := map[string]int{}
+	for _, v := range p.Spec.Volumes {
+		if pl := inTreePlugin(&v.VolumeSource); pl != "" {
+			return nil, nil, fmt.Errorf("volume %q uses the in-tree %s plugin, which joiner does not support; use its CSI driver", v.Name, pl)
+		}
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		pvc := sv.pvcs[p.Namespace+"/"+name]
+		if pvc == nil {
+			return nil, nil, fmt.Errorf("persistentvolumeclaim %q not found", name)
+		}
+		if d := sv.claimDriver(p.Namespace, name); d != "" {
+			drivers[d]++
+		}
+		if pvc.Spec.VolumeName != "" {
+			pv := sv.pvs[pvc.Spec.VolumeName]
+			if pv == nil {
+				return nil, nil, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, name)
+			}
+			if pl := inTreePV(&pv.Spec.PersistentVolumeSource); pl != "" {
+				return nil, nil, fmt.Errorf("persistentvolume %q uses the in-tree %s plugin, which joiner does not support; migrate it to CSI", pv.Name, pl)
+			}
+			if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
+				for _, e := range na.Required.NodeSelectorTerms[0].MatchExpressions {
+					if normalizedKey(e.Key) == corev1.LabelHostname {
+						continue
+					}
+					if err := b.addRequirement(normalizedKey(e.Key), e.Operator, e.Values); err != nil {
+						return nil, nil, fmt.Errorf("persistentvolume %q node affinity: %w", pv.Name, err)
+					}
+				}
+			}
+			continue
+		}
+		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
+			continue
+		}
+		sc := sv.scs[*pvc.Spec.StorageClassName]
+		if sc == nil {
+			return nil, nil, fmt.Errorf("storageclass %q of claim %q not found", *pvc.Spec.StorageClassName, name)
+		}
+		if !sc.WaitForFirstConsumer || len(sc.AllowedTopologies) == 0 {
+			continue
+		}
+		for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
+			if normalizedKey(e.Key) == corev1.LabelHostname {
+				continue
+			}
+			if err := b.addRequirement(normalizedKey(e.Key), corev1.NodeSelectorOpIn, e.Values); err != nil {
+				return nil, nil, fmt.Errorf("storageclass %q allowedTopologies: %w", sc.Name, err)
+			}
+		}
+	}
+	return b, drivers, nil
+}
