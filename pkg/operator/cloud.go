@@ -9,20 +9,19 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
-	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// Cloud is a cloud provider and the processes it needs running beside the
-// controllers (the simulated cloud's machines, which turn instances into
-// Nodes).
+// Cloud is a cloud provider with the controllers and processes it needs
+// beside joiner's own: for the simulated cloud, the SimNodeClass status
+// controller and the machines that turn instances into Nodes.
 type Cloud struct {
-	Provider  cloudprovider.CloudProvider
-	Runnables []manager.Runnable
+	Provider    cloudprovider.CloudProvider
+	Controllers []controllers.Controller
+	Runnables   []manager.Runnable
 }
 
 // DefaultSimStorePath is where the simulated cloud keeps its instances when
@@ -50,7 +49,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			Client:      mgr.GetClient(),
 			Store:       store,
 			ClusterName: settings.ClusterName,
-			Catalog:     simCatalog,
+			Catalog:     sim.DefaultCatalog,
 			Clock:       clk,
 		})
 		if err != nil {
@@ -65,24 +64,14 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 		if err != nil {
 			return nil, err
 		}
-		return &Cloud{Provider: provider, Runnables: []manager.Runnable{machines}}, nil
+		nodeClasses, err := sim.NewNodeClassController(mgr.GetClient(), sim.DefaultCatalog)
+		if err != nil {
+			return nil, err
+		}
+		return &Cloud{Provider: provider, Controllers: []controllers.Controller{nodeClasses}, Runnables: []manager.Runnable{machines}}, nil
 	case options.CloudProviderAWS:
 		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
 	default:
 		return nil, fmt.Errorf("unknown cloud provider %q", settings.CloudProvider)
 	}
-}
-
-// simCatalog is the built-in AWS-like catalog laid out over the node
-// class's zones.
-func simCatalog(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
-	zones := nc.Spec.Zones
-	if len(zones) == 0 {
-		zones = simv1alpha1.DefaultZones
-	}
-	c, err := catalog.Default(catalog.Options{Zones: zones, Families: nc.Spec.Catalog.InstanceFamilies})
-	if err != nil {
-		return nil, fmt.Errorf("building catalog for simnodeclass %s: %w", nc.Name, err)
-	}
-	return c.InstanceTypes(), nil
 }

@@ -28,12 +28,13 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		return err
 	}
 	if err := controllers.Register(controllers.Options{
-		Manager:       mgr,
-		Settings:      settings,
-		CloudProvider: cloud.Provider,
-		Clock:         clk,
-		Solve:         Solve,
-		Runnables:     cloud.Runnables,
+		Manager:          mgr,
+		Settings:         settings,
+		CloudProvider:    cloud.Provider,
+		Clock:            clk,
+		Solve:            Solve,
+		Runnables:        cloud.Runnables,
+		CloudControllers: cloud.Controllers,
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -171,7 +172,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
 	}
-	podsPending.Set(float64(len(v.snapshot.Pods)))
+	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		p.forgetExcept(nil)
@@ -181,7 +182,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 
 	start := p.opts.Clock.Now()
 	plan, err := p.opts.Solve(v.snapshot)
-	solverDuration.Observe(p.opts.Clock.Since(start).Seconds())
+	metrics.SolverDuration.Observe(p.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
 	}
@@ -285,7 +286,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
 		p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
-		nodeClaimsCreated.WithLabelValues(c.nodePool.Name).Inc()
+		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
 		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
 			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
