@@ -582,24 +582,32 @@ func TestEC2NodeClassRejected(t *testing.T) {
 			want:   []string{"spec.connectionTracking: set at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"},
 		},
 		{
-			name:   "tcpEstablishedTimeout below 60",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](59)} },
-			want:   []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be greater than or equal to 60"},
+			name: "tcpEstablishedTimeout below 60",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](59)}
+			},
+			want: []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be greater than or equal to 60"},
 		},
 		{
-			name:   "tcpEstablishedTimeout above 5 days",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](432001)} },
-			want:   []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be less than or equal to 432000"},
+			name: "tcpEstablishedTimeout above 5 days",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](432001)}
+			},
+			want: []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be less than or equal to 432000"},
 		},
 		{
-			name:   "udpStreamTimeout above 180",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](181)} },
-			want:   []string{"spec.connectionTracking.udpStreamTimeout", "should be less than or equal to 180"},
+			name: "udpStreamTimeout above 180",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](181)}
+			},
+			want: []string{"spec.connectionTracking.udpStreamTimeout", "should be less than or equal to 180"},
 		},
 		{
-			name:   "udpTimeout below 30",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](29)} },
-			want:   []string{"spec.connectionTracking.udpTimeout", "should be greater than or equal to 30"},
+			name: "udpTimeout below 30",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](29)}
+			},
+			want: []string{"spec.connectionTracking.udpTimeout", "should be greater than or equal to 30"},
 		},
 		{
 			name: "connection tracking as a duration",
