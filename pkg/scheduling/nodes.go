@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"fmt"
+	"math"
 	"math/bits"
 	"sort"
 
@@ -30,6 +32,9 @@ type nodeState struct {
 
 	requests resVec // pods' requests (existing nodes: bound pods included)
 	pods     []*corev1.Pod
+	// podClasses is the relaxation step each of a new node's pods was
+	// placed with.
+	podClasses []*podClass
 	hosts    []hostCount
 	listed   bool // appended to its zone list
 }
@@ -86,6 +91,9 @@ type attempt struct {
 	zoneRank  []int  // candidate zone order for pinning
 	ctAllowed uint32 // capacity types allowed by own capacity-type-keyed topology
 	ctRank    []int
+	// mustJoin is set when the pod cannot have a node of its own (hostname
+	// affinity to pods already placed), so growing a node is always worth it.
+	mustJoin bool
 }
 
 func (sv *solver) newAttempt(c *podClass) *attempt {
@@ -299,22 +307,23 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
 	if t, ok := c.tolerates(n.exTaints); !ok {
 		return "did not tolerate taint " + taintString(t)
 	}
+	const incompatible = "had labels incompatible with its requirements"
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok {
 		if zi, ok := sv.zoneIdx[z]; ok && c.zones&(1<<zi) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.zones != sv.allZones {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok {
 		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.cts != sv.allCTs {
-		return "incompatible requirements"
+		return incompatible
 	}
 	return ""
 }
@@ -392,6 +401,9 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	if !any {
 		return sv.noInstanceTypeReason(c, p, merged, types, zones, cts)
 	}
+	if r := sv.minValuesMet(p, trial{reqs: merged, zones: zones, cts: cts, types: types}, c.base.req); r != "" {
+		return r
+	}
 	return ""
 }
 
@@ -438,6 +450,10 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 		return trial{}, rejectTemp
 	}
 	if out, ok := sv.pickDomains(a, n, tr, need, from, grow); ok {
+		// Growing the node must not cost more than a node of its own would.
+		if grow && !a.mustJoin && out.natural != n.natural && p.types[out.natural].minPrice-p.types[n.natural].minPrice > sv.soloPrice(c, p)*(1+1e-9) {
+			return trial{}, rejectPerm
+		}
 		return out, fits
 	}
 	// No allowed domain has room: treated as final for this pass (the node
@@ -516,6 +532,30 @@ func (sv *solver) capacityTypeTopology(a *attempt) {
 	sort.SliceStable(a.ctRank, func(i, j int) bool { return score[a.ctRank[i]] < score[a.ctRank[j]] })
 }
 
+// soloPrice is the cheapest price of a node of pool p carrying one pod of
+// class c alone (cached per class and pool).
+func (sv *solver) soloPrice(c *podClass, p *poolT) float64 {
+	if c.solo == nil {
+		c.solo = make([]float64, len(sv.pools))
+		for i := range c.solo {
+			c.solo[i] = -1
+		}
+	}
+	if c.solo[p.idx] >= 0 {
+		return c.solo[p.idx]
+	}
+	price := math.Inf(1)
+	types := c.poolTypes[p.idx]
+	for i, t := range p.types {
+		if types.has(i) && c.base.req.fits(p.effAlloc[i]) && t.offered(p.zones&c.zones, p.cts&c.cts) {
+			price = t.minPrice
+			break
+		}
+	}
+	c.solo[p.idx] = price
+	return price
+}
+
 // trial is a planned node's state if the pod under test joins it.
 type trial struct {
 	reqs    *reqSet
@@ -534,7 +574,7 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 	start := max(n.natural, 0)
 	if !grow {
 		i := n.natural
-		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) {
+		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) && sv.minValuesMet(p, tr, need) == "" {
 			return i
 		}
 		return -1
@@ -546,9 +586,59 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 		if !p.withinLimits(from, p.types[i].capacity) {
 			continue
 		}
+		if sv.minValuesMet(p, tr, need) != "" {
+			return -1 // the fitting types only get fewer as the node grows
+		}
 		return i
 	}
 	return -1
+}
+
+// minValuesMet checks the pool's minValues against the types that could
+// still launch the node ("" when met, else why not).
+func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) string {
+	if len(p.minValues) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(p.minValues))
+	for k := range p.minValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want := p.minValues[k]
+		seen := map[string]bool{}
+		for i, t := range p.types {
+			if len(seen) >= want {
+				break
+			}
+			if !tr.types.has(i) || !need.fits(p.effAlloc[i]) || !t.offered(tr.zones, tr.cts) {
+				continue
+			}
+			switch k {
+			case corev1.LabelTopologyZone:
+				for _, z := range sv.zoneNames(t.offeredZones(tr.cts) & tr.zones) {
+					seen[z] = true
+				}
+			case CapacityTypeLabel:
+				for ci, ct := range sv.cts {
+					if tr.cts&(1<<ci) != 0 && t.avail[ci]&tr.zones != 0 {
+						seen[ct] = true
+					}
+				}
+			default:
+				for _, v := range t.reqs[k] {
+					if c, ok := tr.reqs.get(k); !ok || c.allows(v) {
+						seen[v] = true
+					}
+				}
+			}
+		}
+		if len(seen) < want {
+			return fmt.Sprintf("minValues requirement is not met for label %q (requires %d, only %d values are available)", k, want, len(seen))
+		}
+	}
+	return ""
 }
 
 func (n *nodeState) hasClass(c *podClass) bool {
@@ -576,6 +666,7 @@ func (sv *solver) commitNew(c *podClass, n *nodeState, tr trial, p *corev1.Pod) 
 	}
 	n.requests.add(c.base.req)
 	n.pods = append(n.pods, p)
+	n.podClasses = append(n.podClasses, c)
 	if !n.listed && bits.OnesCount64(n.zones) == 1 {
 		n.listed = true
 		zi := bits.TrailingZeros64(n.zones)

@@ -116,9 +116,18 @@ func TestResources(t *testing.T) {
 		{
 			name: "smallest type that fits the pods",
 			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(2, "p", "1", "1Gi"))
+			},
+			check: all(wantNodes(1), wantCheapest("m5.2x")),
+		},
+		{
+			name: "a node grows only while that is no dearer than a node of its own",
+			snap: func() *scheduling.Snapshot {
+				// The third pod would take the node from 2 to 4 cores (+0.14)
+				// where a 1-core node of its own costs 0.07.
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(3, "p", "1", "1Gi"))
 			},
-			check: all(wantNodes(1), wantCheapest("m5.4x")),
+			check: all(wantNodes(2), wantCheapest("m5.2x", "m5.1x")),
 		},
 		{
 			name: "init containers count by their max, sidecars add up, overhead adds",
@@ -154,9 +163,9 @@ func TestResources(t *testing.T) {
 		{
 			name: "pods without requests still take a pod slot",
 			snap: func() *scheduling.Snapshot {
-				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(25, "p", "", ""))
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(15, "p", "", ""))
 			},
-			check: all(wantNodes(1), wantCheapest("m5.4x")),
+			check: all(wantNodes(1), wantCheapest("m5.2x")),
 		},
 		{
 			name: "overhead is taken out of allocatable",
@@ -483,6 +492,22 @@ func TestNodePools(t *testing.T) {
 					}
 				}
 			},
+		},
+		{
+			name: "minValues that the fitting types cannot meet is explained",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolMinValues(corev1.LabelInstanceTypeStable, 3))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), one(pod("p", "7", "")))
+			},
+			check: wantReason("p", "default", `minValues requirement is not met for label "node.kubernetes.io/instance-type" (requires 3, only 2 values are available)`),
+		},
+		{
+			name: "minValues stops a node from growing past the point it can be met",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolMinValues(corev1.LabelInstanceTypeStable, 2))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), pods(2, "p", "5", ""))
+			},
+			check: wantNodes(2),
 		},
 		{
 			name: "options are ordered by price and capped",

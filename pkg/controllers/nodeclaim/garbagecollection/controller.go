@@ -137,9 +137,17 @@ func (c *Controller) Collect(ctx context.Context) error {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	claimed := map[string]bool{}
+	// A NodeClaim whose launch has not been recorded yet (Create returned,
+	// the status patch is pending, or the controller restarted in between)
+	// claims the instance tagged with its UID: Create returns that instance
+	// again instead of launching another.
+	launching := map[types.UID]bool{}
 	for i := range nodeClaims.Items {
-		if pid := nodeClaims.Items[i].Status.ProviderID; pid != "" {
+		nc := &nodeClaims.Items[i]
+		if pid := nc.Status.ProviderID; pid != "" {
 			claimed[pid] = true
+		} else if nc.DeletionTimestamp.IsZero() {
+			launching[nc.UID] = true
 		}
 	}
 	live := map[string]bool{}
@@ -147,7 +155,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for _, inst := range instances {
 		pid := inst.Status.ProviderID
 		live[pid] = true
-		if claimed[pid] || c.opts.Clock.Since(inst.CreationTimestamp.Time) < c.opts.GracePeriod {
+		if claimed[pid] || (inst.UID != "" && launching[inst.UID]) || c.opts.Clock.Since(inst.CreationTimestamp.Time) < c.opts.GracePeriod {
 			continue
 		}
 		if err := c.terminateOrphan(ctx, inst); err != nil {
@@ -157,7 +165,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for i := range nodeClaims.Items {
 		nc := &nodeClaims.Items[i]
 		pid := nc.Status.ProviderID
-		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() {
+		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() || !c.manages(nc) {
 			continue
 		}
 		if err := c.deleteNodeClaimOfGoneInstance(ctx, nc); err != nil {
@@ -165,6 +173,27 @@ func (c *Controller) Collect(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// manages reports whether nc's node class is one the cloud provider
+// supports; other NodeClaims' instances are not this provider's to judge.
+func (c *Controller) manages(nc *v1.NodeClaim) bool {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil {
+		return false
+	}
+	for _, obj := range c.opts.CloudProvider.GetSupportedNodeClasses() {
+		gvks, _, err := c.opts.Client.Scheme().ObjectKinds(obj)
+		if err != nil {
+			continue
+		}
+		for _, gvk := range gvks {
+			if gvk.Group == ref.Group && gvk.Kind == ref.Kind {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // terminateOrphan terminates an instance no NodeClaim points at and deletes
