@@ -35,8 +35,8 @@ type nodeState struct {
 	// podClasses is the relaxation step each of a new node's pods was
 	// placed with.
 	podClasses []*podClass
-	hosts    []hostCount
-	listed   bool // appended to its zone list
+	hosts      []hostCount
+	listed     bool // appended to its zone list
 }
 
 func (n *nodeState) taints() []corev1.Taint {
