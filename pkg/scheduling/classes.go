@@ -40,6 +40,7 @@ type classBase struct {
 	ctRelevant bool
 
 	shape      *shapeT        // classes with the same requests share it
+	hostPorts  []hostPort     // ports the pods bind on their node
 	err        string         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
 	variants   []*podClass
@@ -166,6 +167,10 @@ func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
 		j, _ := json.Marshal([]any{s.Affinity, s.Tolerations, s.TopologySpreadConstraints})
 		b.Write(j)
 	}
+	for _, hp := range podHostPorts(p) {
+		b.WriteString("|port:")
+		b.WriteString(hp.String())
+	}
 	for _, v := range s.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			b.WriteString("|pvc:")
@@ -242,6 +247,7 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 		return err
 	}
 	cb.volDrivers = drivers
+	cb.hostPorts = podHostPorts(p)
 	cb.terms, err = podRequirementAlternatives(p, vol)
 	if err != nil {
 		return err

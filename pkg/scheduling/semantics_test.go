@@ -839,6 +839,17 @@ func TestPodAffinity(t *testing.T) {
 			check: wantReason("web", "default", "pod affinity"),
 		},
 		{
+			name: "pods binding the same host port get separate nodes",
+			snap: func() *scheduling.Snapshot {
+				withPort := func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} }
+				s := snapshot(pool, catalog(), pods(2, "proxy", "100m", "", withPort))
+				s.Nodes = []*scheduling.ExistingNode{{Name: "n1", Initialized: true, Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "zone-a"},
+					Allocatable: list("cpu", "4", "pods", "10"), Pods: []*corev1.Pod{pod("old-proxy", "100m", "", withPort)}}}
+				return s
+			},
+			check: wantNodes(2),
+		},
+		{
 			name: "preferred anti-affinity spreads when it can",
 			snap: func() *scheduling.Snapshot {
 				return snapshot(pool, catalog(), pods(3, "db", "100m", "", labeled("app", "db"), preferredAntiAffinity(10, corev1.LabelHostname, db)))
