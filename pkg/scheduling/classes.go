@@ -248,9 +248,24 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 	}
 	cb.volDrivers = drivers
 	cb.hostPorts = podHostPorts(p)
-	cb.terms, err = podRequirementAlternatives(p, vol)
-	if err != nil {
-		return err
+	// Required node affinity terms crossed with the volumes' alternatives,
+	// pod terms first.
+	for _, v := range vol {
+		alts, err := podRequirementAlternatives(p, v)
+		if err != nil {
+			return err
+		}
+		cb.terms = append(cb.terms, alts...)
+	}
+	if len(vol) > 1 {
+		var ordered []reqBuilder
+		n := len(cb.terms) / len(vol)
+		for i := 0; i < n; i++ {
+			for j := range vol {
+				ordered = append(ordered, cb.terms[j*n+i])
+			}
+		}
+		cb.terms = ordered
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		pref := append([]corev1.PreferredSchedulingTerm(nil), a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
