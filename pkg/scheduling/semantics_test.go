@@ -599,6 +599,20 @@ func TestNodePools(t *testing.T) {
 	})
 }
 
+func TestIgnoreReservedCapacity(t *testing.T) {
+	its := catalog()
+	its[2].Offerings = append(its[2].Offerings, scheduling.Offering{Zone: "zone-a", CapacityType: "reserved", Price: 0.001, Available: true, ReservationID: "cr-1", ReservationCapacity: 5})
+	s := snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "3", "")))
+	p, err := scheduling.Solve(s, scheduling.Options{IgnoreReservedCapacity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, s, p)
+	if ct := reqValues(p.NewNodeClaims[0], "karpenter.sh/capacity-type"); strings.Join(ct, ",") != "on-demand,spot" {
+		t.Errorf("capacity types %v, want reservations ignored", ct)
+	}
+}
+
 func TestTopologySpread(t *testing.T) {
 	app := map[string]string{"app": "web"}
 	pool := []*scheduling.NodePool{nodePool("default")}
@@ -689,6 +703,22 @@ func TestTopologySpread(t *testing.T) {
 				return snapshot(pool, catalog(), pods(3, "web", "100m", "", labeled("app", "web"), spread(corev1.LabelHostname, 1, corev1.ScheduleAnyway, app)))
 			},
 			check: wantNodes(3),
+		},
+		{
+			name: "spread on any label",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolReq("rack", corev1.NodeSelectorOpIn, "r1", "r2"))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), pods(4, "web", "1", "", labeled("app", "web"), spread("rack", 1, corev1.DoNotSchedule, app)))
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				racks := map[string]int{}
+				for _, n := range p.NewNodeClaims {
+					racks[strings.Join(reqValues(n, "rack"), ",")] += len(n.Pods)
+				}
+				if racks["r1"] != 2 || racks["r2"] != 2 {
+					t.Errorf("per rack %v", racks)
+				}
+			},
 		},
 		{
 			name: "capacity-type spread",
