@@ -36,10 +36,19 @@ type classBase struct {
 	selectedBy []*topoGroup
 	// zoneRelevant pods need their node's zone decided before they land.
 	zoneRelevant bool
+	// ctRelevant pods need their node's capacity type decided.
+	ctRelevant bool
 
+	shape      *shapeT        // classes with the same requests share it
 	err        string         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
 	variants   []*podClass
+}
+
+// shapeT is what classes with identical requests share: how far into each
+// node list every node is too full for them.
+type shapeT struct {
+	cursors [2][]int
 }
 
 // podClass is one relaxation step of a classBase: the requirements,
@@ -101,6 +110,7 @@ func (sv *solver) buildClasses() error {
 		return pods[i].Name < pods[j].Name
 	})
 	var b strings.Builder
+	shapes := map[string]*shapeT{}
 	for _, p := range pods {
 		if isDaemonSetPod(p) {
 			continue
@@ -112,6 +122,14 @@ func (sv *solver) buildClasses() error {
 		cb, ok := byKey[key]
 		if !ok {
 			cb = &classBase{idx: len(sv.classes), key: key, req: req, ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations}
+			sk := vecKey(req)
+			if cb.shape = shapes[sk]; cb.shape == nil {
+				cb.shape = &shapeT{}
+				for i := range cb.shape.cursors {
+					cb.shape.cursors[i] = make([]int, 1+len(sv.zones))
+				}
+				shapes[sk] = cb.shape
+			}
 			byKey[key] = cb
 			sv.classes = append(sv.classes, cb)
 			if err := sv.describeClass(cb, p); err != nil {

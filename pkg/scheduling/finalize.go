@@ -148,11 +148,17 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		t := p.types[o.i]
 		nc.InstanceTypes = append(nc.InstanceTypes, t.it)
 		names = append(names, t.it.Name)
-		for ci := range sv.cts {
-			if cts&(1<<ci) != 0 && t.avail[ci]&zones != 0 {
-				offeredC |= 1 << ci
-				offeredZ |= t.avail[ci] & zones
+		for _, of := range t.it.Offerings {
+			zi, zok := sv.zoneIdx[of.Zone]
+			ci, cok := sv.ctIdx[of.CapacityType]
+			if !of.Available || !zok || !cok || zones&(1<<zi) == 0 || cts&(1<<ci) == 0 || t.avail[ci]&(1<<zi) == 0 {
+				continue
 			}
+			if of.ReservationID != "" && reservations[of.ReservationID] <= 0 && of.ReservationID != opts[0].reservation {
+				continue
+			}
+			offeredZ |= 1 << zi
+			offeredC |= 1 << ci
 		}
 	}
 	if len(opts) > 0 {

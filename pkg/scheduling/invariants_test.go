@@ -401,6 +401,16 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 						if tsc.TopologyKey == corev1.LabelTopologyZone && o.Available {
 							universe[o.Zone] = true
 						}
+						if tsc.TopologyKey == "karpenter.sh/capacity-type" && o.Available {
+							universe[o.CapacityType] = true
+						}
+					}
+				}
+			}
+			if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
+				for z := range universe {
+					if !podAllowsZone(p, z) {
+						delete(universe, z)
 					}
 				}
 			}
@@ -466,4 +476,34 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 		}
 	}
 	return errs
+}
+
+// podAllowsZone reports whether the pod's node selection admits zone z.
+func podAllowsZone(p *corev1.Pod, z string) bool {
+	if v, ok := p.Spec.NodeSelector[corev1.LabelTopologyZone]; ok && v != z {
+		return false
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		ok := true
+		for _, e := range term.MatchExpressions {
+			if e.Key != corev1.LabelTopologyZone {
+				continue
+			}
+			in := false
+			for _, v := range e.Values {
+				in = in || v == z
+			}
+			if (e.Operator == corev1.NodeSelectorOpIn && !in) || (e.Operator == corev1.NodeSelectorOpNotIn && in) {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

@@ -84,12 +84,16 @@ type attempt struct {
 	allowed   uint64 // zones allowed by own zone-keyed topology
 	preferred uint64 // zones that keep other pods' zone spread balanced
 	zoneRank  []int  // candidate zone order for pinning
-	self      bool
+	ctAllowed uint32 // capacity types allowed by own capacity-type-keyed topology
+	ctRank    []int
 }
 
 func (sv *solver) newAttempt(c *podClass) *attempt {
-	a := &attempt{c: c, allowed: c.zones, preferred: c.zones}
+	a := &attempt{c: c, allowed: c.zones, preferred: c.zones, ctAllowed: c.cts}
 	cb := c.base
+	if cb.ctRelevant {
+		sv.capacityTypeTopology(a)
+	}
 	if !cb.zoneRelevant {
 		return a
 	}
@@ -274,6 +278,11 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 			return rejectTemp
 		}
 	}
+	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok && c.base.ctRelevant {
+		if ci, ok := sv.ctIdx[ct]; ok && a.ctAllowed&(1<<ci) == 0 {
+			return rejectTemp
+		}
+	}
 	if v := sv.otherKeysOK(c, n); v != fits {
 		return v
 	}
@@ -425,37 +434,86 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 	if n.natural >= 0 {
 		from = p.types[n.natural].capacity
 	}
-	if c.base.zoneRelevant && bits.OnesCount64(tr.zones) > 1 {
-		// The pod's topology needs the node's zone decided: pin it to the
-		// best-ranked zone that still has a fitting type.
-		zs := tr.zones & a.allowed
-		if zs == 0 {
-			return trial{}, rejectTemp
-		}
-		for _, zi := range a.zoneRank {
-			if zs&(1<<zi) == 0 {
-				continue
-			}
-			z := tr
-			z.zones = 1 << zi
-			if t := sv.naturalType(n, z, need, from, grow); t >= 0 {
-				z.natural = t
-				return z, fits
-			}
-		}
-		// No allowed zone has room: treated as final for this pass (the
-		// node only fills up), which keeps the scan linear.
-		return trial{}, rejectPerm
-	}
-	if tr.zones&a.allowed == 0 {
+	if tr.zones&a.allowed == 0 || tr.cts&a.ctAllowed == 0 {
 		return trial{}, rejectTemp
 	}
-	t := sv.naturalType(n, tr, need, from, grow)
-	if t < 0 {
-		return trial{}, rejectPerm
+	if out, ok := sv.pickDomains(a, n, tr, need, from, grow); ok {
+		return out, fits
 	}
-	tr.natural = t
-	return tr, fits
+	// No allowed domain has room: treated as final for this pass (the node
+	// only fills up), which keeps the scan linear.
+	return trial{}, rejectPerm
+}
+
+// pickDomains decides the node's zone and capacity type when the pod's
+// topology needs them decided (best-ranked first), and finds the cheapest
+// type that fits.
+func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
+	cb := a.c.base
+	var zbuf [64]uint64
+	var cbuf [32]uint32
+	zoneCands := append(zbuf[:0], tr.zones&a.allowed)
+	if cb.zoneRelevant && bits.OnesCount64(zoneCands[0]) > 1 {
+		zoneCands = zoneCands[:0]
+		for _, zi := range a.zoneRank {
+			if tr.zones&(1<<zi) != 0 {
+				zoneCands = append(zoneCands, 1<<zi)
+			}
+		}
+	}
+	ctCands := append(cbuf[:0], tr.cts&a.ctAllowed)
+	if cb.ctRelevant && bits.OnesCount32(ctCands[0]) > 1 {
+		ctCands = ctCands[:0]
+		for _, ci := range a.ctRank {
+			if tr.cts&(1<<ci) != 0 {
+				ctCands = append(ctCands, 1<<ci)
+			}
+		}
+	}
+	for _, zs := range zoneCands {
+		for _, cs := range ctCands {
+			if zs == 0 || cs == 0 {
+				continue
+			}
+			x := tr
+			x.zones, x.cts = zs, cs
+			if t := sv.naturalType(n, x, need, from, grow); t >= 0 {
+				x.natural = t
+				return x, true
+			}
+		}
+	}
+	return trial{}, false
+}
+
+// capacityTypeTopology narrows the capacity types a pod's own
+// capacity-type-keyed topology allows, least loaded first.
+func (sv *solver) capacityTypeTopology(a *attempt) {
+	c := a.c
+	score := make([]int, len(sv.cts))
+	for _, g := range c.own {
+		if g.key != CapacityTypeLabel {
+			continue
+		}
+		m := 0
+		if g.kind == kindSpread {
+			m = sv.spreadMin(g)
+		}
+		var ok uint32
+		for ci, ct := range sv.cts {
+			if sv.domainAllowed(g, c.base, ct, m) {
+				ok |= 1 << ci
+			}
+			score[ci] += g.counts[ct]
+		}
+		a.ctAllowed &= ok
+	}
+	for ci := range sv.cts {
+		if a.ctAllowed&(1<<ci) != 0 {
+			a.ctRank = append(a.ctRank, ci)
+		}
+	}
+	sort.SliceStable(a.ctRank, func(i, j int) bool { return score[a.ctRank[i]] < score[a.ctRank[j]] })
 }
 
 // trial is a planned node's state if the pod under test joins it.
@@ -543,30 +601,12 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if v := sv.hostnameOK(c, n); v != fits {
 		return nil, trial{}, false
 	}
-	need := c.base.req
-	if c.base.zoneRelevant {
-		zs := tr.zones & a.allowed
-		for _, zi := range a.zoneRank {
-			if zs&(1<<zi) == 0 {
-				continue
-			}
-			z := tr
-			z.zones = 1 << zi
-			if t := sv.naturalType(n, z, need, nil, true); t >= 0 {
-				z.natural = t
-				return n, z, true
-			}
-		}
+	if tr.zones&a.allowed == 0 || tr.cts&a.ctAllowed == 0 {
 		return nil, trial{}, false
 	}
-	tr.zones &= a.allowed
-	if tr.zones == 0 {
+	out, ok := sv.pickDomains(a, n, tr, c.base.req, nil, true)
+	if !ok {
 		return nil, trial{}, false
 	}
-	t := sv.naturalType(n, tr, need, nil, true)
-	if t < 0 {
-		return nil, trial{}, false
-	}
-	tr.natural = t
-	return n, tr, true
+	return n, out, true
 }

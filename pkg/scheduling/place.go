@@ -11,7 +11,6 @@ import (
 func (sv *solver) place(pp pendingPod) bool {
 	cb := pp.class
 	if cb.err != "" {
-		sv.variant(cb, 0)
 		return false
 	}
 	for i := 0; ; i++ {
@@ -107,6 +106,18 @@ func (sv *solver) scanExisting(a *attempt) *nodeState {
 	return nil
 }
 
+// tooFull reports whether node n can never take a pod of request req in
+// this pass (the scan of the open list also skips nodes since pinned).
+func (sv *solver) tooFull(n *nodeState, req resVec, list int, grow bool) bool {
+	if list == 0 && n.listed {
+		return true
+	}
+	if grow {
+		return !fitsAdd(n.requests, req, n.pool.maxEff)
+	}
+	return !fitsAdd(n.requests, req, n.pool.effAlloc[n.natural])
+}
+
 // scanNew is first fit over planned nodes, zone list by zone list.
 func (sv *solver) scanNew(a *attempt, pass int, grow bool) (*nodeState, trial) {
 	c := a.c
@@ -119,8 +130,14 @@ func (sv *solver) scanNew(a *attempt, pass int, grow bool) (*nodeState, trial) {
 			continue
 		}
 		nodes := sv.lists[l]
+		// Nodes too full for this request shape are skipped for every class
+		// of the shape at once.
+		sc := &c.base.shape.cursors[pass][l]
+		for *sc < len(nodes) && sv.tooFull(nodes[*sc], c.base.req, l, grow) {
+			*sc++
+		}
 		advance := true
-		for i := c.cursors[pass][l]; i < len(nodes); i++ {
+		for i := max(c.cursors[pass][l], *sc); i < len(nodes); i++ {
 			n := nodes[i]
 			if l == 0 && n.listed {
 				if advance {

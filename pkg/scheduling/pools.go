@@ -257,7 +257,7 @@ func (sv *solver) typesFor(p *poolT, r *reqSet) bitset {
 		if !p.all.has(i) {
 			continue
 		}
-		if typeCompatible(t, r) {
+		if typeCompatible(p, t, r) {
 			m.set(i)
 		}
 	}
@@ -265,10 +265,16 @@ func (sv *solver) typesFor(p *poolT, r *reqSet) bitset {
 	return m
 }
 
-func typeCompatible(t *typeT, r *reqSet) bool {
+// typeCompatible reports whether a node of pool p and type t can meet r.
+// Keys the type does not define take their value from the pool's own
+// requirements (checked when merging) or are absent.
+func typeCompatible(p *poolT, t *typeT, r *reqSet) bool {
 	for i, k := range r.keys {
 		vals, ok := t.reqs[k]
 		if !ok {
+			if _, inPool := p.base.get(k); !inPool && !r.cons[i].absent {
+				return false
+			}
 			continue
 		}
 		if !r.cons[i].allowsAny(vals) {

@@ -99,9 +99,18 @@ func (sv *solver) resourcesJSON(v resVec) string {
 // one per NodePool, plus one for existing nodes when there are any.
 func (sv *solver) failureReasons(f podFailure) map[string]string {
 	cb := f.class
+	out := map[string]string{}
+	if cb.err != "" {
+		for _, p := range sv.pools {
+			out[p.np.Name] = cb.err
+		}
+		if len(sv.pools) == 0 {
+			out[ExistingNodesReason] = cb.err
+		}
+		return out
+	}
 	// Report against the most relaxed step tried.
 	c := cb.variants[len(cb.variants)-1]
-	out := map[string]string{}
 	for _, p := range sv.pools {
 		out[p.np.Name] = sv.poolReason(c, p)
 	}

@@ -281,8 +281,11 @@ func (sv *solver) linkSelectedBy(cb *classBase) {
 	}
 	check := func(gs []*topoGroup) {
 		for _, g := range gs {
-			if g.key != corev1.LabelHostname {
+			switch g.key {
+			case corev1.LabelTopologyZone:
 				cb.zoneRelevant = true
+			case CapacityTypeLabel:
+				cb.ctRelevant = true
 			}
 		}
 	}
