@@ -263,10 +263,16 @@ func removeStaleRunDirs() {
 }
 
 // stopProcesses stops the clients of kube-apiserver together, then
-// kube-apiserver, then etcd. The caller holds cp.mu.
+// kube-apiserver, then etcd. They get stopGrace to exit cleanly when the run
+// directory is kept; otherwise nothing of theirs survives them and they are
+// killed at once. The caller holds cp.mu.
 func (cp *ControlPlane) stopProcesses() {
 	cp.procsMu.Lock()
 	defer cp.procsMu.Unlock()
+	grace := stopGrace
+	if cp.ownRunDir && !cp.failed {
+		grace = 0
+	}
 	var clients, servers []*process
 	for _, p := range cp.procs {
 		if p.name == binEtcd || p.name == binAPIServer {
@@ -278,11 +284,11 @@ func (cp *ControlPlane) stopProcesses() {
 	var wg sync.WaitGroup
 	for _, p := range clients {
 		wg.Add(1)
-		go func() { defer wg.Done(); p.stop(stopGrace) }()
+		go func() { defer wg.Done(); p.stop(grace) }()
 	}
 	wg.Wait()
 	for i := len(servers) - 1; i >= 0; i-- {
-		servers[i].stop(stopGrace)
+		servers[i].stop(grace)
 	}
 	cp.procs = nil
 }

@@ -69,7 +69,7 @@ func TestWritePKI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{p.caCert, p.caKey, p.servingCert, p.servingKey, p.adminCert, p.adminKey, p.saKey, p.saPub} {
+	for _, path := range []string{p.caCert, p.caKey, p.servingCert, p.servingKey, p.adminCert, p.adminKey, p.proxyCert, p.proxyKey, p.saKey, p.saPub} {
 		if info, err := os.Stat(path); err != nil || info.Size() == 0 {
 			t.Errorf("%s: %v", filepath.Base(path), err)
 		}

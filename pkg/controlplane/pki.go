@@ -21,6 +21,8 @@ import (
 const (
 	adminUser  = "joiner-admin"
 	adminGroup = "system:masters"
+	// frontProxyUser is the only name kube-apiserver accepts request headers from.
+	frontProxyUser = "front-proxy-client"
 )
 
 // pki holds the paths of the run's certificates and keys, all PEM.
@@ -29,6 +31,7 @@ type pki struct {
 	servingCert         string // kube-apiserver, kube-scheduler, kube-controller-manager
 	servingKey          string
 	adminCert, adminKey string // client certificate in system:masters
+	proxyCert, proxyKey string // kube-apiserver's front-proxy client certificate
 	saKey, saPub        string // signs and verifies service-account tokens
 	caPEM, adminCertPEM []byte
 	adminKeyPEM         []byte
@@ -44,6 +47,7 @@ func writePKI(dir string, now time.Time) (*pki, error) {
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "serving.crt"), servingKey: filepath.Join(dir, "serving.key"),
 		adminCert: filepath.Join(dir, "admin.crt"), adminKey: filepath.Join(dir, "admin.key"),
+		proxyCert: filepath.Join(dir, "front-proxy.crt"), proxyKey: filepath.Join(dir, "front-proxy.key"),
 		saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"),
 	}
 	notBefore, notAfter := now.Add(-time.Hour), now.Add(10*365*24*time.Hour)
@@ -98,6 +102,24 @@ func writePKI(dir string, now time.Time) (*pki, error) {
 		return nil, fmt.Errorf("signing admin certificate: %w", err)
 	}
 
+	// kube-apiserver presents this one to aggregated API servers; the
+	// delegated authentication of kube-scheduler and
+	// kube-controller-manager wants it configured.
+	proxyKey, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	proxyDER, _, err := sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyUser},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, proxyKey, ca, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("signing front-proxy certificate: %w", err)
+	}
+
 	saKey, err := newKey()
 	if err != nil {
 		return nil, err
@@ -117,9 +139,10 @@ func writePKI(dir string, now time.Time) (*pki, error) {
 		p.servingCert: pemBlock("CERTIFICATE", servingDER),
 		p.adminCert:   p.adminCertPEM,
 		p.adminKey:    p.adminKeyPEM,
+		p.proxyCert:   pemBlock("CERTIFICATE", proxyDER),
 		p.saPub:       pemBlock("PUBLIC KEY", saPubDER),
 	}
-	for path, key := range map[string]*ecdsa.PrivateKey{p.caKey: caKey, p.servingKey: servingKey, p.saKey: saKey} {
+	for path, key := range map[string]*ecdsa.PrivateKey{p.caKey: caKey, p.servingKey: servingKey, p.proxyKey: proxyKey, p.saKey: saKey} {
 		if files[path], err = keyPEM(key); err != nil {
 			return nil, err
 		}

@@ -65,10 +65,13 @@ func (p *process) exitErr() error {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
+// stop sends SIGTERM to the process group, then SIGKILL after grace; a
+// zero grace kills at once.
 func (p *process) stop(grace time.Duration) {
 	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if grace > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	}
 	select {
 	case <-p.exited:
 	case <-time.After(grace):

@@ -1,4 +1,4 @@
-package v1_test
+package crdtest
 
 import (
 	"context"
@@ -18,9 +18,6 @@ import (
 // with strict field validation (a misspelt field fails) and checks the AMI
 // family each resolves to.
 func TestExamplesApply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	wantFamily := map[string]string{
 		"ec2-al2023-nodeadm.yaml":       awsv1.AMIFamilyAL2023,
 		"ec2-al2.yaml":                  awsv1.AMIFamilyAL2,

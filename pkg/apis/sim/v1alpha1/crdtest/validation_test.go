@@ -1,4 +1,4 @@
-package v1alpha1_test
+package crdtest
 
 import (
 	"context"
@@ -50,9 +50,6 @@ func indent(s string) string {
 }
 
 func TestSimNodeClassRejected(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	for _, tc := range []struct {
 		name string
 		spec string
@@ -123,9 +120,6 @@ func TestSimNodeClassRejected(t *testing.T) {
 }
 
 func TestSimNodeClassDefaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	for _, tc := range []struct {
 		name string
 		spec string
@@ -184,9 +178,6 @@ func TestSimNodeClassDefaults(t *testing.T) {
 // TestExamplesApply creates every SimNodeClass under examples/nodeclasses
 // with strict field validation.
 func TestExamplesApply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	files, err := filepath.Glob(test.RepoPath("examples/nodeclasses/sim-*.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,7 @@
-package v1_test
+package crdtest
 
 import (
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,14 +13,11 @@ import (
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
-// TestMain runs the package's tests against a real kube-apiserver with the
-// CRD installed, so the schema, defaults and CEL rules are the API server's
-// own. With -short only the pure tests run (the API server tests skip).
+// TestMain starts a real kube-apiserver with only the EC2NodeClass CRD
+// installed, so the schema, defaults and CEL rules under test are the API
+// server's own.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		panic(err)

@@ -1,4 +1,4 @@
-package v1_test
+package crdtest
 
 import (
 	"context"
@@ -79,9 +79,6 @@ func expectRejected(t *testing.T, err error, wants ...string) {
 }
 
 func TestEC2NodeClassRejected(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	tagged := map[string]string{"team": "a"}
 	bdm := func(size string) *awsv1.BlockDeviceMapping {
 		q := resource.MustParse(size)
@@ -506,9 +503,6 @@ func TestEC2NodeClassRejected(t *testing.T) {
 }
 
 func TestEC2NodeClassAccepted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	size := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 	for _, tc := range []struct {
 		name   string
@@ -588,9 +582,6 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 }
 
 func TestEC2NodeClassDefaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	env := test.Env(t)
 	for _, tc := range []struct {
 		name string
@@ -637,9 +628,6 @@ func TestEC2NodeClassDefaults(t *testing.T) {
 }
 
 func TestEC2NodeClassRoleInstanceProfileSwitch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the API server")
-	}
 	env := test.Env(t)
 	update := func(t *testing.T, nc *awsv1.EC2NodeClass, mutate func(*awsv1.EC2NodeClassSpec)) error {
 		t.Helper()
