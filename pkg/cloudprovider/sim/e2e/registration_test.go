@@ -41,16 +41,19 @@ func TestMain(m *testing.M) {
 
 const startupTaintKey = "example.com/agent-not-ready"
 
-// cloud is one simulated cloud (own store, own cluster identity) with its
-// machines running for the test's lifetime.
+// cloud is one cluster's view of a simulated cloud (its store, its
+// cluster identity) with its machines running for the test's lifetime.
 type cloud struct {
 	provider  *sim.Provider
+	store     *sim.Store
+	cluster   string
 	nodeClass string
 }
 
+// newCloud creates a SimNodeClass with short delays and faults, and a
+// simulated cloud with its own store.
 func newCloud(t *testing.T, faults *simv1alpha1.Faults) *cloud {
 	t.Helper()
-	env := test.Env(t)
 	nc := &simv1alpha1.SimNodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "simnc")},
 		Spec: simv1alpha1.SimNodeClassSpec{
@@ -60,12 +63,18 @@ func newCloud(t *testing.T, faults *simv1alpha1.Faults) *cloud {
 			Faults:            faults,
 		},
 	}
-	env.Create(t, nc)
+	test.Env(t).Create(t, nc)
 	store, err := sim.OpenStore(filepath.Join(t.TempDir(), "instances.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := test.Name(t, "cluster")
+	return joinCloud(t, store, test.Name(t, "cluster"), nc.Name)
+}
+
+// joinCloud is another cluster's view of the cloud behind store.
+func joinCloud(t *testing.T, store *sim.Store, cluster, nodeClass string) *cloud {
+	t.Helper()
+	env := test.Env(t)
 	p, err := sim.New(sim.Options{Client: env.Client, Store: store, ClusterName: cluster})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +93,7 @@ func newCloud(t *testing.T, faults *simv1alpha1.Faults) *cloud {
 		cancel()
 		<-done
 	})
-	return &cloud{provider: p, nodeClass: nc.Name}
+	return &cloud{provider: p, store: store, cluster: cluster, nodeClass: nodeClass}
 }
 
 // launch creates an instance for a NodeClaim asking for arch and returns
