@@ -117,12 +117,14 @@ func (m *Machines) Step(ctx context.Context) error {
 	now := m.opts.Clock.Now()
 	var register, remove []Instance
 	err := m.opts.Store.Update(func(st *StoreState) error {
+		changed := false
 		for _, inst := range st.Instances {
 			if inst.Tags[TagCluster] != m.opts.ClusterName {
 				continue
 			}
 			if inst.State == StatePending && !now.Before(inst.RunningAt) {
 				inst.State = StateRunning
+				changed = true
 			}
 			r := &inst.Registration
 			switch {
@@ -132,9 +134,12 @@ func (m *Machines) Step(ctx context.Context) error {
 				remove = append(remove, *inst)
 			}
 		}
+		if !changed {
+			return errUnchanged // nothing to write back
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errUnchanged) {
 		return fmt.Errorf("reading instances: %w", err)
 	}
 	var errs []error
@@ -173,6 +178,10 @@ func (m *Machines) Step(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// errUnchanged makes Store.Update skip the write when a pass changed
+// nothing, so idle machines do not rewrite the store every interval.
+var errUnchanged = errors.New("unchanged")
 
 // Node returns the Node an instance's kubelet registers.
 func (inst *Instance) Node() *corev1.Node {

@@ -21,7 +21,8 @@ type EC2NodeClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   EC2NodeClassSpec   `json:"spec,omitempty"`
+	// +required
+	Spec   EC2NodeClassSpec   `json:"spec"`
 	Status EC2NodeClassStatus `json:"status,omitempty"`
 }
 

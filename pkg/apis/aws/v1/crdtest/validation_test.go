@@ -502,6 +502,14 @@ func TestEC2NodeClassRejected(t *testing.T) {
 	}
 }
 
+func TestEC2NodeClassWithoutSpecRejected(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(awsv1.SchemeGroupVersion.String())
+	u.SetKind("EC2NodeClass")
+	u.SetName(test.Name(t, "ec2nc"))
+	expectRejected(t, test.Env(t).Client.Create(t.Context(), u), "spec: Required value")
+}
+
 func TestEC2NodeClassAccepted(t *testing.T) {
 	size := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 	for _, tc := range []struct {

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+)
+
+// TestStartupTaintFlow: launch, registration (labels synced, unregistered
+// taint removed, finalizer and owner set), and initialization only after the
+// startup taint is removed.
+func TestStartupTaintFlow(t *testing.T) {
+	h := start(t, options{})
+	nc := h.nodeClaim(t)
+	h.create(t, nc)
+
+	got := h.condition(t, nc.Name, v1.ConditionTypeInitialized, metav1.ConditionUnknown, lifecycle.ReasonStartupTaintsExist)
+	requireCondition := func(typ string) {
+		for _, c := range got.Status.Conditions {
+			if c.Type == typ && c.Status == metav1.ConditionTrue {
+				return
+			}
+		}
+		t.Errorf("%s is not True: %v", typ, got.Status.Conditions)
+	}
+	requireCondition(v1.ConditionTypeLaunched)
+	requireCondition(v1.ConditionTypeRegistered)
+	if got.Status.ProviderID == "" || got.Status.NodeName == "" || got.Status.ImageID == "" || got.Labels[v1.LabelInstanceType] == "" {
+		t.Fatalf("status/labels not hydrated: %+v %v", got.Status, got.Labels)
+	}
+	if !controllerutil.ContainsFinalizer(got, v1.TerminationFinalizer) {
+		t.Errorf("nodeclaim lacks the termination finalizer")
+	}
+
+	node := h.node(t, got.Status.NodeName)
+	if node.Labels[v1.LabelNodeRegistered] != "true" || node.Labels[v1.LabelNodePool] != h.pool {
+		t.Errorf("node labels not synced: %v", node.Labels)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == v1.TaintKeyUnregistered {
+			t.Errorf("the unregistered taint was not removed: %v", node.Spec.Taints)
+		}
+	}
+	if !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) || len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != got.UID {
+		t.Errorf("node lacks finalizer or owner reference: %v %v", node.Finalizers, node.OwnerReferences)
+	}
+	if node.Labels[v1.LabelNodeInitialized] == "true" {
+		t.Fatalf("the node must not be initialized while its startup taint is present")
+	}
+
+	// The agent that owns the startup taint removes it.
+	stored := node.DeepCopy()
+	var kept []corev1Taint
+	for _, taint := range node.Spec.Taints {
+		if taint.Key != startupTaintKey {
+			kept = append(kept, taint)
+		}
+	}
+	node.Spec.Taints = kept
+	if err := h.kube.Patch(t.Context(), node, mergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	got = h.condition(t, nc.Name, v1.ConditionTypeInitialized, metav1.ConditionTrue, "")
+	h.condition(t, nc.Name, v1.ConditionTypeReady, metav1.ConditionTrue, "")
+	if h.node(t, got.Status.NodeName).Labels[v1.LabelNodeInitialized] != "true" {
+		t.Errorf("the node is not labelled initialized")
+	}
+}
