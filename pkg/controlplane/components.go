@@ -100,29 +100,43 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 
 // servingArgs are the flags that make kube-scheduler and
 // kube-controller-manager serve /healthz on a loopback port with the run's
-// certificate, and talk to kube-apiserver as admin.
+// certificate.
 func (cp *ControlPlane) servingArgs(port int) []string {
 	return []string{
-		"--kubeconfig=" + cp.kubeconfigPath,
 		"--authentication-kubeconfig=" + cp.kubeconfigPath,
 		"--authorization-kubeconfig=" + cp.kubeconfigPath,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + cp.pki.servingCert,
 		"--tls-private-key-file=" + cp.pki.servingKey,
-		"--leader-elect=false",
 	}
 }
+
+// schedulerConfig is kube-scheduler's configuration: the default profile,
+// no leader election, and a client fast enough to bind thousands of pods.
+const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+`
 
 func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 	hc, err := cp.httpsClient(false)
 	if err != nil {
 		return err
 	}
+	config := filepath.Join(cp.runDir, "kube-scheduler.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, schedulerConfig, cp.kubeconfigPath), 0o644); err != nil {
+		return fmt.Errorf("writing kube-scheduler configuration: %w", err)
+	}
 	_, err = cp.launch(ctx, component{
 		name:  binScheduler,
 		ports: 1,
-		args:  func(ports []int) []string { return cp.servingArgs(ports[0]) },
+		args:  func(ports []int) []string { return append(cp.servingArgs(ports[0]), "--config="+config) },
 		healthy: func(ctx context.Context, ports []int) error {
 			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/healthz")
 		},
@@ -144,6 +158,8 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		ports: 1,
 		args: func(ports []int) []string {
 			return append(cp.servingArgs(ports[0]),
+				"--kubeconfig="+cp.kubeconfigPath,
+				"--leader-elect=false",
 				"--controllers="+controllers,
 				"--root-ca-file="+cp.pki.caCert,
 				"--service-account-private-key-file="+cp.pki.saKey,
