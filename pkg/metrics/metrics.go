@@ -43,12 +43,19 @@ var (
 		Help: "Number of NodeClaims initialized, by NodePool.",
 	}, []string{LabelNodePool})
 
-	// NodeClaimsTerminated counts NodeClaims whose deletion finished, by
-	// NodePool and reason (e.g. "liveness", "insufficient_capacity",
-	// "deleted").
+	// NodeClaimsTerminated counts NodeClaims whose deletion finished (the
+	// instance is gone and the finalizer removed), by NodePool.
 	NodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "nodeclaims", Name: "terminated_total",
-		Help: "Number of NodeClaims terminated, by NodePool and reason.",
+		Help: "Number of NodeClaims terminated, by NodePool.",
+	}, []string{LabelNodePool})
+
+	// NodeClaimsLaunchFailed counts NodeClaims deleted because the cloud
+	// could not launch them, by NodePool and reason
+	// ("insufficient_capacity", "nodeclass_not_ready").
+	NodeClaimsLaunchFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "launch_failed_total",
+		Help: "Number of NodeClaims deleted because the cloud could not launch them, by NodePool and reason.",
 	}, []string{LabelNodePool, LabelReason})
 
 	// NodeClaimsLivenessExpired counts NodeClaims deleted because they did
@@ -104,7 +111,7 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(
 		NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
-		NodeClaimsTerminated, NodeClaimsLivenessExpired,
+		NodeClaimsTerminated, NodeClaimsLaunchFailed, NodeClaimsLivenessExpired,
 		PodsPending, SolverDuration,
 		CloudProviderDuration, CloudProviderCalls,
 		ClusterStateSynced, ClusterStateNodeCount,

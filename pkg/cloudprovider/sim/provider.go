@@ -250,15 +250,19 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	}
 	if len(iced) == 0 {
 		zones := offeringValues(offeringsOf(exhausted), func(o scheduling.Offering) string { return o.Zone })
-		msg := fmt.Sprintf("the subnet of zone %s has no free IP addresses; free addresses there or allow other zones in the NodePool (the zone is skipped for %s)",
-			strings.Join(zones, ", "), p.opts.UnavailableOfferingsTTL)
+		msg := fmt.Sprintf("there are not enough free addresses in the subnet of zone %s to launch an instance "+
+			"(SimNodeClass %s, spec.faults.subnetIPExhaustedZones); add address space to the subnet (a secondary CIDR) "+
+			"or allow other zones in the NodePool; joiner skips the zone for %s",
+			strings.Join(zones, ", "), nc.Name, p.opts.UnavailableOfferingsTTL)
 		return nil, cloudprovider.NewCreateError(
 			fmt.Errorf("launching nodeclaim %s: %s: %s", nodeClaim.Name, ReasonInsufficientFreeAddressesInSubnet, msg),
 			ReasonInsufficientFreeAddressesInSubnet, msg)
 	}
 	failed := append(iced, exhausted...)
 	return nil, cloudprovider.NewInsufficientCapacityError(
-		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity", nodeClaim.Name), describeOfferings(failed)...)
+		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
+			"(SimNodeClass %s, spec.faults.insufficientCapacity); they are skipped for %s so another type, zone or capacity type is chosen",
+			nodeClaim.Name, nc.Name, p.opts.UnavailableOfferingsTTL), describeOfferings(failed)...)
 }
 
 func offeringsOf(cs []candidate) []scheduling.Offering {

@@ -506,3 +506,20 @@ func TestDefaultCatalog(t *testing.T) {
 		t.Errorf("unknown family: %v", err)
 	}
 }
+
+// Seed 004: another cluster's controller must never see this cluster's
+// instances as drifted (or as anything at all).
+func TestIsDriftedOfAnotherClustersInstanceIsNotFound(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	ctx := context.Background()
+	created, err := e.provider("cluster-a").Create(ctx, newNodeClaim("nc", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := newNodeClaim("nc", "default")
+	claim.Status = created.Status
+	reason, err := e.provider("cluster-b").IsDrifted(ctx, claim)
+	if reason != "" || !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("IsDrifted from another cluster = %q, %v; want no reason and not found", reason, err)
+	}
+}

@@ -85,7 +85,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
 			return stepResult{}, derr
 		}
-		metrics.NodeClaimsTerminated.WithLabelValues(pool, "insufficient_capacity").Inc()
+		metrics.NodeClaimsLaunchFailed.WithLabelValues(pool, "insufficient_capacity").Inc()
 		return stepResult{deleted: true}, nil
 	case cloudprovider.IsNodeClassNotReadyError(err):
 		c.opts.Recorder.Publish(events.Warning(nc, events.NodeClassNotReady, "Launch",
@@ -95,7 +95,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
 			return stepResult{}, derr
 		}
-		metrics.NodeClaimsTerminated.WithLabelValues(pool, "nodeclass_not_ready").Inc()
+		metrics.NodeClaimsLaunchFailed.WithLabelValues(pool, "nodeclass_not_ready").Inc()
 		return stepResult{deleted: true}, nil
 	}
 	reason, message := ReasonLaunchFailed, err.Error()
