@@ -59,16 +59,20 @@ type podClass struct {
 	level int
 	relax relaxState
 
-	reqs    *reqSet // without zone and capacity type
-	zones   uint64
-	cts     uint32
-	own     []*topoGroup
-	ownSelf []bool // whether each own group selects these pods
-	tolPNS  bool
+	reqs *reqSet // without zone and capacity type
+	// zoneCon and ctCon are the pod's own zone and capacity-type
+	// constraints (nil when it has none), kept for reasons.
+	zoneCon, ctCon *constraint
+	zones          uint64
+	cts            uint32
+	own            []*topoGroup
+	ownSelf        []bool // whether each own group selects these pods
+	tolPNS         bool
 
 	poolOK    []int8 // 0 unknown, 1 compatible, -1 not
 	poolTypes []bitset
 	exOK      []int8
+	solo      []float64 // per pool: price of a node for one pod alone
 	exCursor  int
 	cursors   [2][]int
 }
@@ -334,10 +338,12 @@ func (sv *solver) buildVariant(cb *classBase, level int, st relaxState) *podClas
 	c.zones, c.cts = sv.allZones, sv.allCTs
 	if z, ok := b[corev1.LabelTopologyZone]; ok {
 		c.zones = sv.zoneMask(z)
+		c.zoneCon = &z
 		delete(b, corev1.LabelTopologyZone)
 	}
 	if ct, ok := b[CapacityTypeLabel]; ok {
 		c.cts = sv.ctMask(ct)
+		c.ctCon = &ct
 		delete(b, CapacityTypeLabel)
 	}
 	c.reqs = sv.intern(b.build())

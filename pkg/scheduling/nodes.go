@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"math/bits"
 	"sort"
 
@@ -86,6 +87,9 @@ type attempt struct {
 	zoneRank  []int  // candidate zone order for pinning
 	ctAllowed uint32 // capacity types allowed by own capacity-type-keyed topology
 	ctRank    []int
+	// mustJoin is set when the pod cannot have a node of its own (hostname
+	// affinity to pods already placed), so growing a node is always worth it.
+	mustJoin bool
 }
 
 func (sv *solver) newAttempt(c *podClass) *attempt {
@@ -299,22 +303,23 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
 	if t, ok := c.tolerates(n.exTaints); !ok {
 		return "did not tolerate taint " + taintString(t)
 	}
+	const incompatible = "had labels incompatible with its requirements"
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok {
 		if zi, ok := sv.zoneIdx[z]; ok && c.zones&(1<<zi) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.zones != sv.allZones {
-		return "incompatible requirements"
+		return incompatible
 	}
 	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok {
 		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
-			return "incompatible requirements"
+			return incompatible
 		}
 	} else if c.cts != sv.allCTs {
-		return "incompatible requirements"
+		return incompatible
 	}
 	return ""
 }
@@ -438,6 +443,10 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 		return trial{}, rejectTemp
 	}
 	if out, ok := sv.pickDomains(a, n, tr, need, from, grow); ok {
+		// Growing the node must not cost more than a node of its own would.
+		if grow && !a.mustJoin && out.natural != n.natural && p.types[out.natural].minPrice-p.types[n.natural].minPrice > sv.soloPrice(c, p)*(1+1e-9) {
+			return trial{}, rejectPerm
+		}
 		return out, fits
 	}
 	// No allowed domain has room: treated as final for this pass (the node
@@ -514,6 +523,30 @@ func (sv *solver) capacityTypeTopology(a *attempt) {
 		}
 	}
 	sort.SliceStable(a.ctRank, func(i, j int) bool { return score[a.ctRank[i]] < score[a.ctRank[j]] })
+}
+
+// soloPrice is the cheapest price of a node of pool p carrying one pod of
+// class c alone (cached per class and pool).
+func (sv *solver) soloPrice(c *podClass, p *poolT) float64 {
+	if c.solo == nil {
+		c.solo = make([]float64, len(sv.pools))
+		for i := range c.solo {
+			c.solo[i] = -1
+		}
+	}
+	if c.solo[p.idx] >= 0 {
+		return c.solo[p.idx]
+	}
+	price := math.Inf(1)
+	types := c.poolTypes[p.idx]
+	for i, t := range p.types {
+		if types.has(i) && c.base.req.fits(p.effAlloc[i]) && t.offered(p.zones&c.zones, p.cts&c.cts) {
+			price = t.minPrice
+			break
+		}
+	}
+	c.solo[p.idx] = price
+	return price
 }
 
 // trial is a planned node's state if the pod under test joins it.

@@ -2,38 +2,44 @@ package scheduling
 
 import (
 	"sort"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
-// placeAll places every pending pod. Constrained pods go first, largest
-// first (first-fit decreasing): pods that need a node of their own
-// (hostname anti-affinity), then other hostname-keyed terms, then zone-keyed
-// ones. Unconstrained pods follow in a balancing order: each next pod is
+// placeAll places every pending pod, tier by tier: pods that need a node
+// of their own (hostname anti-affinity), then other hostname-keyed terms,
+// both largest first (first-fit decreasing); then zone-keyed and finally
+// unconstrained pods, each tier in a balancing order: each next pod is
 // chosen to even out the cpu:memory mix of the node that grew last, so big
 // nodes fill in every dimension at once. Pods that fail are retried while
 // a round makes progress (pod affinity to pods placed later).
 func (sv *solver) placeAll() {
 	order := append([]*classBase(nil), sv.classes...)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].less(order[j]) })
-	var pending []pendingPod
-	var free []*classBase
-	for _, cb := range order {
-		if cb.tier == 3 {
-			free = append(free, cb)
-			continue
-		}
-		for _, p := range cb.pods {
-			pending = append(pending, pendingPod{pod: p, class: cb})
-		}
-	}
 	var failed []pendingPod
-	for _, pp := range pending {
-		if !sv.place(pp) {
-			failed = append(failed, pp)
+	var tier []*classBase
+	flush := func() {
+		if len(tier) == 0 {
+			return
 		}
+		if sv.strategy == balancedFill && tier[0].tier >= sv.balanceFrom {
+			failed = append(failed, sv.placeBalanced(tier)...)
+		} else {
+			for _, cb := range tier {
+				for _, p := range cb.pods {
+					if pp := (pendingPod{pod: p, class: cb}); !sv.place(pp) {
+						failed = append(failed, pp)
+					}
+				}
+			}
+		}
+		tier = tier[:0]
 	}
-	failed = append(failed, sv.placeBalanced(free)...)
+	for _, cb := range order {
+		if len(tier) > 0 && tier[0].tier != cb.tier {
+			flush()
+		}
+		tier = append(tier, cb)
+	}
+	flush()
 	for len(failed) > 0 {
 		var next []pendingPod
 		for _, pp := range failed {
@@ -147,5 +153,3 @@ func vecKey(v resVec) string {
 	}
 	return string(b)
 }
-
-var _ = corev1.ResourceCPU

@@ -33,6 +33,7 @@ func (sv *solver) placeVariant(c *podClass, p *corev1.Pod) bool {
 	// those pods' nodes.
 	for _, g := range c.own {
 		if g.kind == kindAffinity && g.key == corev1.LabelHostname && g.total > 0 {
+			a.mustJoin = true
 			for _, n := range g.hostNodes {
 				if n.ex != nil {
 					if sv.fitExisting(a, n) == fits {

@@ -13,12 +13,12 @@ import (
 func (sv *solver) requirementConflict(c *podClass, p *poolT) string {
 	if c.zones&p.zones == 0 {
 		return fmt.Sprintf("incompatible requirements, key %s, %s not in %s", corev1.LabelTopologyZone,
-			maskConstraint(sv.zoneNames(c.zones)).format(corev1.LabelTopologyZone),
+			ownConstraint(c.zoneCon, sv.zoneNames(c.zones)).format(corev1.LabelTopologyZone),
 			maskConstraint(sv.zoneNames(p.zones)).format(corev1.LabelTopologyZone))
 	}
 	if c.cts&p.cts == 0 {
 		return fmt.Sprintf("incompatible requirements, key %s, %s not in %s", CapacityTypeLabel,
-			maskConstraint(sv.ctNames(c.cts)).format(CapacityTypeLabel),
+			ownConstraint(c.ctCon, sv.ctNames(c.cts)).format(CapacityTypeLabel),
 			maskConstraint(sv.ctNames(p.cts)).format(CapacityTypeLabel))
 	}
 	for i, k := range c.reqs.keys {
@@ -37,6 +37,14 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) string {
 }
 
 func maskConstraint(vals []string) constraint { return constraint{vals: vals} }
+
+// ownConstraint is the pod's constraint as written, or the mask's values.
+func ownConstraint(c *constraint, vals []string) constraint {
+	if c != nil {
+		return *c
+	}
+	return maskConstraint(vals)
+}
 
 // noInstanceTypeReason explains why none of p's types can carry c alone.
 func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, types bitset, zones uint64, cts uint32) string {

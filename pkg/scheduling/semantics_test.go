@@ -116,9 +116,18 @@ func TestResources(t *testing.T) {
 		{
 			name: "smallest type that fits the pods",
 			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(2, "p", "1", "1Gi"))
+			},
+			check: all(wantNodes(1), wantCheapest("m5.2x")),
+		},
+		{
+			name: "a node grows only while that is no dearer than a node of its own",
+			snap: func() *scheduling.Snapshot {
+				// The third pod would take the node from 2 to 4 cores (+0.14)
+				// where a 1-core node of its own costs 0.07.
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(3, "p", "1", "1Gi"))
 			},
-			check: all(wantNodes(1), wantCheapest("m5.4x")),
+			check: all(wantNodes(2), wantCheapest("m5.2x", "m5.1x")),
 		},
 		{
 			name: "init containers count by their max, sidecars add up, overhead adds",
@@ -154,9 +163,9 @@ func TestResources(t *testing.T) {
 		{
 			name: "pods without requests still take a pod slot",
 			snap: func() *scheduling.Snapshot {
-				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(25, "p", "", ""))
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), pods(15, "p", "", ""))
 			},
-			check: all(wantNodes(1), wantCheapest("m5.4x")),
+			check: all(wantNodes(1), wantCheapest("m5.2x")),
 		},
 		{
 			name: "overhead is taken out of allocatable",

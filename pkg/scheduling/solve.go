@@ -30,13 +30,60 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 	if opts.MaxInstanceTypes <= 0 {
 		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
+	best, err := solveWith(s, opts, balancedFill)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Pods) <= portfolioMaxPods {
+		// Small inputs are cheap to solve twice: keep the cheaper of the
+		// balanced order and plain first-fit decreasing.
+		alt, err := solveWith(s, opts, firstFitDecreasing)
+		if err != nil {
+			return nil, err
+		}
+		if alt.cost() < best.cost()-1e-9 && len(alt.failed) <= len(best.failed) {
+			best = alt
+		}
+	}
+	return best.plan(), nil
+}
+
+// portfolioMaxPods bounds the inputs solved with both pod orders.
+const portfolioMaxPods = 2000
+
+type strategy int
+
+const (
+	// balancedFill orders unconstrained pods to even out each growing
+	// node's cpu:memory mix.
+	balancedFill strategy = iota
+	// firstFitDecreasing orders every pod largest first.
+	firstFitDecreasing
+)
+
+func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 	sv, err := newSolver(s, opts)
 	if err != nil {
 		return nil, err
 	}
+	sv.strategy = st
+	// Zone-keyed and unconstrained pods are placed in balancing order;
+	// hostname-keyed ones (which shape the nodes) largest first.
+	sv.balanceFrom = 2
 	sv.placeAll()
 	sv.improve()
-	return sv.plan(), nil
+	return sv, nil
+}
+
+// cost is the sum of the planned nodes' cheapest types.
+func (sv *solver) cost() float64 {
+	total := 0.0
+	for _, n := range sv.newNodes {
+		if len(n.pods) > 0 {
+			total += n.pool.types[n.natural].minPrice
+		}
+	}
+	return total
 }
 
 // solver is the mutable state of one Solve call.
@@ -77,6 +124,8 @@ type solver struct {
 	failed              []podFailure
 	lastGrown           *nodeState
 	scratch             resVec
+	strategy            strategy
+	balanceFrom         int // first tier placed in balancing order
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
