@@ -32,8 +32,11 @@ type CloudProvider interface {
 	// the provisioner retries elsewhere); NodeClassNotReadyError when the
 	// node class is missing or not ready; CreateError, with a condition
 	// reason and message, for other launch failures the user must see.
-	// Create is not idempotent: callers guard against double launch (for
-	// example with the NodeClaim's status.providerID).
+	// The NodeClaim's UID is Create's client token, as EC2's ClientToken
+	// is: while the instance launched for a UID lives, Create for that
+	// UID returns it instead of launching another, so a controller that
+	// restarts between Create and recording status.providerID does not
+	// launch twice. (Providers without client tokens must document it.)
 	Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error)
 
 	// Delete terminates the instance named by nodeClaim.status.providerID.
@@ -44,8 +47,8 @@ type CloudProvider interface {
 	Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error
 
 	// Get returns the instance with providerID as a NodeClaim (labels,
-	// status.providerID, capacity, allocatable, imageID; the NodeClaim's
-	// name when the instance is tagged with one), or
+	// status.providerID, capacity, allocatable, imageID; the name and UID
+	// of the NodeClaim that launched it, from its tags), or
 	// NodeClaimNotFoundError when no instance of this cluster has it.
 	// Terminated instances are not found.
 	Get(ctx context.Context, providerID string) (*v1.NodeClaim, error)

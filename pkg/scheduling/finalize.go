@@ -140,6 +140,18 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		opts = kept
 	}
 	opts = sv.truncate(p, opts)
+	if p.hasLimits {
+		// Whatever option the cloud launches must fit the limits: reserve
+		// the largest kept option's capacity before the next node is
+		// finalised.
+		largest := make(resVec, len(from))
+		for _, o := range opts {
+			for r, q := range p.types[o.i].capacity {
+				largest[r] = max(largest[r], q)
+			}
+		}
+		p.account(from, largest)
+	}
 	nc := &NewNodeClaim{NodePool: p.np.Name, Pods: n.pods}
 	var names []string
 	var offeredZ uint64

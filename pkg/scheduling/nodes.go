@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sort"
@@ -397,6 +398,9 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	if !any {
 		return sv.noInstanceTypeReason(c, p, merged, types, zones, cts)
 	}
+	if r := sv.minValuesMet(p, trial{reqs: merged, zones: zones, cts: cts, types: types}, c.base.req); r != "" {
+		return r
+	}
 	return ""
 }
 
@@ -567,7 +571,7 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 	start := max(n.natural, 0)
 	if !grow {
 		i := n.natural
-		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) {
+		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) && sv.minValuesMet(p, tr, need) == "" {
 			return i
 		}
 		return -1
@@ -579,9 +583,59 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 		if !p.withinLimits(from, p.types[i].capacity) {
 			continue
 		}
+		if sv.minValuesMet(p, tr, need) != "" {
+			return -1 // the fitting types only get fewer as the node grows
+		}
 		return i
 	}
 	return -1
+}
+
+// minValuesMet checks the pool's minValues against the types that could
+// still launch the node ("" when met, else why not).
+func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) string {
+	if len(p.minValues) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(p.minValues))
+	for k := range p.minValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want := p.minValues[k]
+		seen := map[string]bool{}
+		for i, t := range p.types {
+			if len(seen) >= want {
+				break
+			}
+			if !tr.types.has(i) || !need.fits(p.effAlloc[i]) || !t.offered(tr.zones, tr.cts) {
+				continue
+			}
+			switch k {
+			case corev1.LabelTopologyZone:
+				for _, z := range sv.zoneNames(t.offeredZones(tr.cts) & tr.zones) {
+					seen[z] = true
+				}
+			case CapacityTypeLabel:
+				for ci, ct := range sv.cts {
+					if tr.cts&(1<<ci) != 0 && t.avail[ci]&tr.zones != 0 {
+						seen[ct] = true
+					}
+				}
+			default:
+				for _, v := range t.reqs[k] {
+					if c, ok := tr.reqs.get(k); !ok || c.allows(v) {
+						seen[v] = true
+					}
+				}
+			}
+		}
+		if len(seen) < want {
+			return fmt.Sprintf("minValues requirement is not met for label %q (requires %d, only %d values are available)", k, want, len(seen))
+		}
+	}
+	return ""
 }
 
 func (n *nodeState) hasClass(c *podClass) bool {

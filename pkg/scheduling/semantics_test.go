@@ -494,6 +494,22 @@ func TestNodePools(t *testing.T) {
 			},
 		},
 		{
+			name: "minValues that the fitting types cannot meet is explained",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolMinValues(corev1.LabelInstanceTypeStable, 3))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), one(pod("p", "7", "")))
+			},
+			check: wantReason("p", "default", `minValues requirement is not met for label "node.kubernetes.io/instance-type" (requires 3, only 2 values are available)`),
+		},
+		{
+			name: "minValues stops a node from growing past the point it can be met",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolMinValues(corev1.LabelInstanceTypeStable, 2))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), pods(2, "p", "5", ""))
+			},
+			check: wantNodes(2),
+		},
+		{
 			name: "options are ordered by price and capped",
 			snap: func() *scheduling.Snapshot {
 				var its []*scheduling.InstanceType

@@ -169,7 +169,8 @@ func (c *CloudProvider) GetInstanceTypes(_ context.Context, np *v1.NodePool) ([]
 	return c.InstanceTypes, nil
 }
 
-// Create implements cloudprovider.CloudProvider: it launches the cheapest
+// Create implements cloudprovider.CloudProvider (idempotent per NodeClaim
+// UID, like sim): it launches the cheapest
 // offering whose instance type, zone and capacity type the NodeClaim's In
 // and NotIn requirements allow and whose allocatable fits the requests.
 func (c *CloudProvider) Create(_ context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
@@ -182,6 +183,13 @@ func (c *CloudProvider) Create(_ context.Context, nodeClaim *v1.NodeClaim) (*v1.
 	}
 	if c.CreateError != nil {
 		return nil, c.CreateError
+	}
+	if nodeClaim.UID != "" {
+		for _, inst := range c.Instances {
+			if inst.UID == nodeClaim.UID {
+				return inst.DeepCopy(), nil // the UID is a client token
+			}
+		}
 	}
 	its := c.InstanceTypes
 	if np, ok := c.InstanceTypesForNodePool[nodeClaim.Labels[v1.LabelNodePool]]; ok {
@@ -230,6 +238,7 @@ func (c *CloudProvider) Create(_ context.Context, nodeClaim *v1.NodeClaim) (*v1.
 	created := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              nodeClaim.Name,
+			UID:               nodeClaim.UID,
 			Labels:            labels,
 			CreationTimestamp: metav1.Now(),
 		},

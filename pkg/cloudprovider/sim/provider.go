@@ -206,6 +206,12 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
+	if existing, err := p.launchedFor(nodeClaim); err != nil || existing != nil {
+		if err != nil {
+			return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+		}
+		return existing, nil
+	}
 	catalog, err := p.opts.Catalog(nc)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: resolving catalog %q: %w", nodeClaim.Name, nc.Spec.Catalog.Name, err)
@@ -312,9 +318,16 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 		nodeLabels[v1.LabelArch] = arch
 	}
 
+	if nodeClaim.UID != "" {
+		tags[TagNodeClaimUID] = string(nodeClaim.UID)
+	}
 	var inst *Instance
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		p.purge(st, now)
+		if existing := p.instanceOf(st, nodeClaim); existing != nil {
+			inst = existing // a concurrent Create for the same NodeClaim won
+			return nil
+		}
 		st.Sequence++
 		if st.IDPrefix == "" {
 			st.IDPrefix = randomHex(4)
@@ -356,6 +369,36 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 		return nil, fmt.Errorf("recording instance: %w", err)
 	}
 	return inst, nil
+}
+
+// instanceOf returns this cluster's live instance launched for
+// nodeClaim's UID, or nil.
+func (p *Provider) instanceOf(st *StoreState, nodeClaim *v1.NodeClaim) *Instance {
+	if nodeClaim.UID == "" {
+		return nil
+	}
+	for _, inst := range st.Instances {
+		if p.owned(inst) && inst.State != StateTerminated && inst.Tags[TagNodeClaimUID] == string(nodeClaim.UID) {
+			return inst
+		}
+	}
+	return nil
+}
+
+// launchedFor returns the hydrated instance already launched for
+// nodeClaim, or nil.
+func (p *Provider) launchedFor(nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	var out *v1.NodeClaim
+	err := p.opts.Store.View(func(st *StoreState) error {
+		if inst := p.instanceOf(st, nodeClaim); inst != nil {
+			out = p.hydrate(inst)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking up earlier launches: %w", err)
+	}
+	return out, nil
 }
 
 func randomHex(n int) string {
@@ -411,6 +454,7 @@ func (p *Provider) hydrate(inst *Instance) *v1.NodeClaim {
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              inst.Tags[TagNodeClaim],
+			UID:               types.UID(inst.Tags[TagNodeClaimUID]),
 			Labels:            labels,
 			Annotations:       map[string]string{AnnotationNodeClassHash: inst.Tags[AnnotationNodeClassHash]},
 			CreationTimestamp: metav1.NewTime(inst.LaunchTime),

@@ -523,3 +523,45 @@ func TestIsDriftedOfAnotherClustersInstanceIsNotFound(t *testing.T) {
 		t.Errorf("IsDrifted from another cluster = %q, %v; want no reason and not found", reason, err)
 	}
 }
+
+// A controller that restarts between Create and recording the provider ID
+// calls Create again: the NodeClaim's UID is a client token.
+func TestCreateIsIdempotentPerNodeClaimUID(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	ctx := context.Background()
+	claim := newNodeClaim("nc", "default")
+	claim.UID = "uid-1"
+	first, err := e.provider("c").Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.provider("c").Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status.ProviderID != first.Status.ProviderID || again.UID != "uid-1" || again.Name != "nc" {
+		t.Errorf("second Create launched %s (uid %q), want the first instance %s", again.Status.ProviderID, again.UID, first.Status.ProviderID)
+	}
+	// Another cluster with the same UID (impossible in practice) launches its own.
+	other, err := e.provider("other").Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Status.ProviderID == first.Status.ProviderID {
+		t.Errorf("another cluster adopted this cluster's instance")
+	}
+	// Once terminated, a new Create launches a new instance.
+	if err := e.provider("c").Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := e.provider("c").Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Status.ProviderID == first.Status.ProviderID {
+		t.Errorf("Create returned a terminated instance")
+	}
+	if list, _ := e.provider("c").List(ctx); len(list) != 1 {
+		t.Errorf("cluster c has %d live instances, want 1", len(list))
+	}
+}

@@ -35,6 +35,9 @@ const (
 	TagNodePool  = "karpenter.sh/nodepool"
 	TagNodeClaim = "karpenter.sh/nodeclaim"
 	TagNodeClass = "sim.joiner.dev/simnodeclass"
+	// TagNodeClaimUID is the launching NodeClaim's UID, Create's client
+	// token: a second Create for the same UID returns the same instance.
+	TagNodeClaimUID = "sim.joiner.dev/nodeclaim-uid"
 )
 
 // Instance is one simulated machine as the store keeps it.

@@ -137,9 +137,17 @@ func (c *Controller) Collect(ctx context.Context) error {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	claimed := map[string]bool{}
+	// A NodeClaim whose launch has not been recorded yet (Create returned,
+	// the status patch is pending, or the controller restarted in between)
+	// claims the instance tagged with its UID: Create returns that instance
+	// again instead of launching another.
+	launching := map[types.UID]bool{}
 	for i := range nodeClaims.Items {
-		if pid := nodeClaims.Items[i].Status.ProviderID; pid != "" {
+		nc := &nodeClaims.Items[i]
+		if pid := nc.Status.ProviderID; pid != "" {
 			claimed[pid] = true
+		} else if nc.DeletionTimestamp.IsZero() {
+			launching[nc.UID] = true
 		}
 	}
 	live := map[string]bool{}
@@ -147,7 +155,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for _, inst := range instances {
 		pid := inst.Status.ProviderID
 		live[pid] = true
-		if claimed[pid] || c.opts.Clock.Since(inst.CreationTimestamp.Time) < c.opts.GracePeriod {
+		if claimed[pid] || (inst.UID != "" && launching[inst.UID]) || c.opts.Clock.Since(inst.CreationTimestamp.Time) < c.opts.GracePeriod {
 			continue
 		}
 		if err := c.terminateOrphan(ctx, inst); err != nil {

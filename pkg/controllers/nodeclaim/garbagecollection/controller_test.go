@@ -59,12 +59,18 @@ func TestCollect(t *testing.T) {
 		"fake:///a/claimed":      instance("fake:///a/claimed", "claimed", t0.Add(-time.Hour)),
 		"fake:///a/young-orphan": instance("fake:///a/young-orphan", "", t0.Add(-10*time.Second)),
 		"fake:///a/old-orphan":   instance("fake:///a/old-orphan", "crashed-launch", t0.Add(-time.Minute)),
+		"fake:///a/recording":    instance("fake:///a/recording", "launching", t0.Add(-time.Hour)),
 	}
+	// The instance of a NodeClaim whose launch is not recorded yet is
+	// claimed by the NodeClaim's UID.
+	cloud.Instances["fake:///a/recording"].UID = "launching-uid"
+	launching := nodeClaim("launching", "")
+	launching.UID = "launching-uid"
 	orphanNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "orphan-node"}, Spec: corev1.NodeSpec{ProviderID: "fake:///a/old-orphan"}}
 	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
 		nodeClaim("claimed", "fake:///a/claimed"),
 		nodeClaim("gone", "fake:///a/terminated-outside"),
-		nodeClaim("launching", ""),
+		launching,
 		orphanNode,
 	).Build()
 	rec := &events.Buffer{}
@@ -81,7 +87,7 @@ func TestCollect(t *testing.T) {
 		live = append(live, pid)
 	}
 	slices.Sort(live)
-	if want := []string{"fake:///a/claimed", "fake:///a/young-orphan"}; !slices.Equal(live, want) {
+	if want := []string{"fake:///a/claimed", "fake:///a/recording", "fake:///a/young-orphan"}; !slices.Equal(live, want) {
 		t.Errorf("live instances = %v, want %v (only the old orphan terminated)", live, want)
 	}
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(orphanNode), &corev1.Node{}); !apierrors.IsNotFound(err) {

@@ -2,7 +2,9 @@
 // NodeClaims, periodically and in both directions:
 //
 //   - an instance this cluster owns (as the cloud provider's List proves by
-//     its cluster identity tag) that no NodeClaim points at, launched longer
+//     its cluster identity tag) that no NodeClaim points at (by
+//     status.providerID, or, while its launch is being recorded, by the
+//     NodeClaim UID the instance is tagged with), launched longer
 //     ago than the grace period, is an orphan: it is terminated and its Node,
 //     if one registered, deleted;
 //   - a launched NodeClaim whose instance the cloud no longer has (absent
