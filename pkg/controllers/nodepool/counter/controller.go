@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -74,8 +76,11 @@ func NewController(opts Options) (*Controller, error) {
 	return &Controller{opts: opts}, nil
 }
 
-// Register adds nodepool.counter to mgr. NodeClaim and Node events with a
-// karpenter.sh/nodepool label trigger their NodePool.
+// Register adds nodepool.counter to mgr. A NodeClaim created or deleted
+// triggers its NodePool at once; capacity that changes at launch or
+// registration is picked up by the periodic resync. Node updates are not
+// watched: kubelets (and kwok) update Nodes constantly, and each reconcile
+// checks Synced against the API server.
 func (c *Controller) Register(mgr manager.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
@@ -83,11 +88,17 @@ func (c *Controller) Register(mgr manager.Manager) error {
 		}
 		return nil
 	})
+	createOrDelete := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 	err := builder.ControllerManagedBy(mgr).
 		Named("nodepool.counter").
-		For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, byLabel).
-		Watches(&corev1.Node{}, byLabel).
+		// Its own status writes do not bump the generation.
+		For(&v1.NodePool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1.NodeClaim{}, byLabel, builder.WithPredicates(createOrDelete)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 5}).
 		Complete(reconcile.Func(c.Reconcile))
 	if err != nil {

@@ -1,0 +1,83 @@
+// Package e2e runs the NodePool status controllers (counter, readiness)
+// with cluster state against a real kube-apiserver.
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
+	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/state"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apis.AddToScheme(s)
+	return s
+}
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	test.Main(m, controlplane.Options{
+		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
+		Scheme:         scheme(),
+	})
+}
+
+// start runs cluster state, nodepool.counter and nodepool.readiness in a
+// manager until the test ends.
+func start(t *testing.T) {
+	t.Helper()
+	env := test.Env(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt, err := counter.NewController(counter.Options{Client: mgr.GetClient(), Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdy, err := readiness.NewController(readiness.Options{Client: mgr.GetClient(),
+		NodeClasses: []client.Object{&simv1alpha1.SimNodeClass{}, &awsv1.EC2NodeClass{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []interface{ Register(ctrl.Manager) error }{cluster, cnt, rdy} {
+		if err := r.Register(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
