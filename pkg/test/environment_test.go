@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -216,6 +217,34 @@ func TestKwokRunsDeployment(t *testing.T) {
 		}
 		if len(pods.Items) != 1 {
 			return fmt.Errorf("%d pods left, want 1", len(pods.Items))
+		}
+		return nil
+	})
+}
+
+// TestKwokCompletesJobs checks that a Job's pod on a kwok node succeeds and
+// the Job completes.
+func TestKwokCompletesJobs(t *testing.T) {
+	env := test.Env(t)
+	ns := env.Namespace(t)
+	nodeName := test.Name(t, "node")
+	env.Create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{corev1.LabelHostname: nodeName}}})
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: test.Name(t, "job")},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{corev1.LabelHostname: nodeName},
+			Containers:    []corev1.Container{{Name: "work", Image: "registry.invalid/work:1"}},
+		}}},
+	}
+	env.Create(t, job)
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		var got batchv1.Job
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &got); err != nil {
+			return err
+		}
+		if got.Status.Succeeded != 1 {
+			return fmt.Errorf("job %s: %d succeeded, %d active, %d failed", got.Name, got.Status.Succeeded, got.Status.Active, got.Status.Failed)
 		}
 		return nil
 	})

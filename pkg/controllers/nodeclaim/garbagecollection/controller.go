@@ -165,7 +165,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for i := range nodeClaims.Items {
 		nc := &nodeClaims.Items[i]
 		pid := nc.Status.ProviderID
-		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() {
+		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() || !c.manages(nc) {
 			continue
 		}
 		if err := c.deleteNodeClaimOfGoneInstance(ctx, nc); err != nil {
@@ -173,6 +173,27 @@ func (c *Controller) Collect(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// manages reports whether nc's node class is one the cloud provider
+// supports; other NodeClaims' instances are not this provider's to judge.
+func (c *Controller) manages(nc *v1.NodeClaim) bool {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil {
+		return false
+	}
+	for _, obj := range c.opts.CloudProvider.GetSupportedNodeClasses() {
+		gvks, _, err := c.opts.Client.Scheme().ObjectKinds(obj)
+		if err != nil {
+			continue
+		}
+		for _, gvk := range gvks {
+			if gvk.Group == ref.Group && gvk.Kind == ref.Kind {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // terminateOrphan terminates an instance no NodeClaim points at and deletes

@@ -47,6 +47,7 @@ func instance(pid, claimTag string, launched time.Time) *v1.NodeClaim {
 func nodeClaim(name, pid string) *v1.NodeClaim {
 	return &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}},
 		Status:     v1.NodeClaimStatus{ProviderID: pid},
 	}
 }
@@ -66,11 +67,16 @@ func TestCollect(t *testing.T) {
 	cloud.Instances["fake:///a/recording"].UID = "launching-uid"
 	launching := nodeClaim("launching", "")
 	launching.UID = "launching-uid"
+	// A NodeClaim of a node class this provider does not support is not its
+	// to judge, even though its instance is unknown here.
+	unmanaged := nodeClaim("unmanaged", "aws:///us-east-1a/i-0123")
+	unmanaged.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	orphanNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "orphan-node"}, Spec: corev1.NodeSpec{ProviderID: "fake:///a/old-orphan"}}
 	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
 		nodeClaim("claimed", "fake:///a/claimed"),
 		nodeClaim("gone", "fake:///a/terminated-outside"),
 		launching,
+		unmanaged,
 		orphanNode,
 	).Build()
 	rec := &events.Buffer{}
@@ -93,7 +99,7 @@ func TestCollect(t *testing.T) {
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(orphanNode), &corev1.Node{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the orphan's node was not deleted: %v", err)
 	}
-	for name, wantGone := range map[string]bool{"claimed": false, "gone": true, "launching": false} {
+	for name, wantGone := range map[string]bool{"claimed": false, "gone": true, "launching": false, "unmanaged": false} {
 		err := kube.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{})
 		if gone := apierrors.IsNotFound(err); gone != wantGone {
 			t.Errorf("nodeclaim %s deleted = %v, want %v (%v)", name, gone, wantGone, err)
