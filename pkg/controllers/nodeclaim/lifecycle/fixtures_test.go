@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
@@ -40,6 +41,12 @@ type unit struct {
 
 func newUnit(t *testing.T, objs ...client.Object) *unit {
 	t.Helper()
+	return newUnitWith(t, interceptor.Funcs{}, objs...)
+}
+
+// newUnitWith is newUnit with API calls intercepted (to inject failures).
+func newUnitWith(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *unit {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -54,7 +61,7 @@ func newUnit(t *testing.T, objs ...client.Object) *unit {
 		}).
 		WithIndex(&v1.NodeClaim{}, state.IndexNodeClaimProviderID, func(o client.Object) []string {
 			return []string{o.(*v1.NodeClaim).Status.ProviderID}
-		}).Build()
+		}).WithInterceptorFuncs(funcs).Build()
 	u := &unit{t: t, ctx: context.Background(), kube: kube, cloud: fakecloud.New(), events: &events.Buffer{},
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	c, err := NewController(Options{Client: kube, CloudProvider: u.cloud, Recorder: u.events, Clock: u.clock,
