@@ -64,22 +64,17 @@ type option struct {
 // honouring what is left of each capacity reservation.
 func (sv *solver) optionPrice(t *typeT, zones uint64, cts uint32, reservations map[string]int) option {
 	o := option{price: math.Inf(1)}
-	for _, of := range t.it.Offerings {
-		if !of.Available {
+	for _, of := range t.offers {
+		if zones&(1<<of.zone) == 0 || cts&(1<<of.ct) == 0 {
 			continue
 		}
-		zi, zok := sv.zoneIdx[of.Zone]
-		ci, cok := sv.ctIdx[of.CapacityType]
-		if !zok || !cok || zones&(1<<zi) == 0 || cts&(1<<ci) == 0 {
+		if of.reservation != "" && reservations[of.reservation] <= 0 {
 			continue
 		}
-		if of.ReservationID != "" && reservations[of.ReservationID] <= 0 {
-			continue
-		}
-		better := of.Price < o.price ||
-			(of.Price == o.price && of.ReservationID != "" && o.reservation == "")
+		better := of.price < o.price ||
+			(of.price == o.price && of.reservation != "" && o.reservation == "")
 		if better {
-			o.price, o.reservation, o.zone = of.Price, of.ReservationID, of.Zone
+			o.price, o.reservation, o.zone = of.price, of.reservation, sv.zones[of.zone]
 		}
 	}
 	return o
@@ -160,17 +155,15 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		t := p.types[o.i]
 		nc.InstanceTypes = append(nc.InstanceTypes, t.it)
 		names = append(names, t.it.Name)
-		for _, of := range t.it.Offerings {
-			zi, zok := sv.zoneIdx[of.Zone]
-			ci, cok := sv.ctIdx[of.CapacityType]
-			if !of.Available || !zok || !cok || zones&(1<<zi) == 0 || cts&(1<<ci) == 0 || t.avail[ci]&(1<<zi) == 0 {
+		for _, of := range t.offers {
+			if zones&(1<<of.zone) == 0 || cts&(1<<of.ct) == 0 {
 				continue
 			}
-			if of.ReservationID != "" && reservations[of.ReservationID] <= 0 && of.ReservationID != opts[0].reservation {
+			if of.reservation != "" && reservations[of.reservation] <= 0 && of.reservation != opts[0].reservation {
 				continue
 			}
-			offeredZ |= 1 << zi
-			offeredC |= 1 << ci
+			offeredZ |= 1 << of.zone
+			offeredC |= 1 << of.ct
 		}
 	}
 	if len(opts) > 0 {
@@ -266,5 +259,3 @@ func toRequirements(key string, c constraint, minValues int) []Requirement {
 	return out
 }
 
-// improve is a cheap pass after the greedy one. It is empty for now.
-func (sv *solver) improve() {}

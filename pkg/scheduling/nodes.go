@@ -32,6 +32,9 @@ type nodeState struct {
 
 	requests resVec // pods' requests (existing nodes: bound pods included)
 	pods     []*corev1.Pod
+	// podClasses is the relaxation step each of a new node's pods was
+	// placed with.
+	podClasses []*podClass
 	hosts    []hostCount
 	listed   bool // appended to its zone list
 }
@@ -663,6 +666,7 @@ func (sv *solver) commitNew(c *podClass, n *nodeState, tr trial, p *corev1.Pod) 
 	}
 	n.requests.add(c.base.req)
 	n.pods = append(n.pods, p)
+	n.podClasses = append(n.podClasses, c)
 	if !n.listed && bits.OnesCount64(n.zones) == 1 {
 		n.listed = true
 		zi := bits.TrailingZeros64(n.zones)

@@ -47,6 +47,14 @@ type typeT struct {
 	avail    []uint64 // per capacity type: zones with an available offering
 	minPrice float64
 	capacity resVec
+	offers   []offerT // available offerings the pool allows
+}
+
+// offerT is an offering with its zone and capacity type interned.
+type offerT struct {
+	zone, ct    int
+	price       float64
+	reservation string
 }
 
 func (sv *solver) buildPools() error {
@@ -136,6 +144,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			}
 			t.avail[c] |= 1 << z
 			t.minPrice = math.Min(t.minPrice, o.Price)
+			t.offers = append(t.offers, offerT{zone: z, ct: c, price: o.Price, reservation: o.ReservationID})
 		}
 		if math.IsInf(t.minPrice, 1) {
 			continue // nothing to buy

@@ -1,0 +1,155 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// improve is a cheap pass after the greedy one: going through the planned
+// nodes from the dearest, it moves pods into other nodes' spare room
+// (never making those dearer) and then lets the node shrink to a cheaper
+// type, or vanish when it is left empty. Only moves that cannot change
+// what other pods' topology sees are made: a pod keeps its zone and
+// capacity type when its topology counts them, and pods tied to a node by
+// hostname affinity stay put.
+func (sv *solver) improve() {
+	if len(sv.newNodes) < 2 {
+		return
+	}
+	donors := append([]*nodeState(nil), sv.newNodes...)
+	sort.SliceStable(donors, func(i, j int) bool {
+		return donors[i].pool.types[donors[i].natural].minPrice > donors[j].pool.types[donors[j].natural].minPrice
+	})
+	for _, d := range donors {
+		if len(d.pods) == 0 {
+			continue
+		}
+		pods := append([]*corev1.Pod(nil), d.pods...)
+		classes := append([]*podClass(nil), d.podClasses...)
+		order := make([]int, len(pods))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			ra, rb := classes[order[a]].base.req, classes[order[b]].base.req
+			if ra[resCPU] != rb[resCPU] {
+				return ra[resCPU] > rb[resCPU]
+			}
+			return ra[resMemory] > rb[resMemory]
+		})
+		moved := false
+		for _, i := range order {
+			p, c := pods[i], classes[i]
+			if !sv.movable(c) {
+				continue
+			}
+			sv.removePod(d, p, c)
+			a := sv.newAttempt(c)
+			if c.base.zoneRelevant {
+				a.allowed &= d.zones
+				a.preferred &= d.zones
+			}
+			if c.base.ctRelevant {
+				a.ctAllowed &= d.cts
+			}
+			to, tr := sv.scanNew(a, 0, false)
+			if to == nil || to == d || a.allowed == 0 || a.ctAllowed == 0 {
+				sv.commitNew(c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, p)
+				continue
+			}
+			sv.commitNew(c, to, tr, p)
+			moved = true
+		}
+		if moved {
+			sv.shrink(d)
+		}
+	}
+}
+
+// movable reports whether pods of class c may change node in improve.
+func (sv *solver) movable(c *podClass) bool {
+	for _, g := range c.own {
+		if g.kind == kindAffinity && g.key == corev1.LabelHostname {
+			return false
+		}
+	}
+	for _, g := range c.base.selectedBy {
+		if g.kind == kindAffinity && g.key == corev1.LabelHostname {
+			return false
+		}
+		if g.kind == kindSpread && (g.honorTaints || (g.honorAffinity && g.ownerReqs != nil && (len(g.ownerReqs.keys) > 0 || g.ownerZones != sv.allZones))) {
+			return false // whether the node counts could change as it narrows
+		}
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+			return false
+		}
+	}
+	for _, g := range c.own {
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+			return false
+		}
+	}
+	return true
+}
+
+// removePod takes p (placed with class c) off planned node n, undoing its
+// counts.
+func (sv *solver) removePod(n *nodeState, p *corev1.Pod, c *podClass) {
+	for i := range n.pods {
+		if n.pods[i] == p {
+			n.pods = append(n.pods[:i], n.pods[i+1:]...)
+			n.podClasses = append(n.podClasses[:i], n.podClasses[i+1:]...)
+			break
+		}
+	}
+	for r := range n.requests {
+		n.requests[r] -= c.base.req[r]
+	}
+	for _, g := range c.base.selectedBy {
+		if g.kind == kindSpread && !sv.spreadCounts(g, n) {
+			continue
+		}
+		g.total--
+		if g.key == corev1.LabelHostname {
+			n.hostEntry(g).match--
+			continue
+		}
+		if d, ok := sv.nodeDomain(n, g.key); ok {
+			g.counts[d]--
+		}
+	}
+	for _, g := range c.own {
+		if (g.kind == kindAnti && !g.preferred) || (g.kind == kindSpread && g.key == corev1.LabelHostname) {
+			if g.key == corev1.LabelHostname {
+				n.hostEntry(g).owners--
+				continue
+			}
+			if d, ok := sv.nodeDomain(n, g.key); ok {
+				g.owners[d]--
+			}
+		}
+	}
+}
+
+// shrink moves a planned node to the cheapest type that still fits what is
+// left on it, or drops it when it is empty.
+func (sv *solver) shrink(n *nodeState) {
+	p := n.pool
+	from := p.types[n.natural].capacity
+	if len(n.pods) == 0 {
+		p.account(from, make(resVec, len(from)))
+		p.usedNodes--
+		return
+	}
+	tr := trial{reqs: n.reqs, zones: n.zones, cts: n.cts, types: n.types}
+	for i := 0; i < n.natural; i++ {
+		t := p.types[i]
+		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != "" {
+			continue
+		}
+		p.account(from, t.capacity)
+		n.natural = i
+		return
+	}
+}
