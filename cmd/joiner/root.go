@@ -11,6 +11,8 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newControllerCommand())
+	root.AddCommand(newRunCommand())
 	root.AddCommand(newSimulateCommand())
 	return root
 }

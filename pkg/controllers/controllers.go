@@ -11,7 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
+	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
+	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
@@ -31,6 +36,9 @@ type Options struct {
 	Clock         clock.Clock
 	// Solve runs the scheduling simulation for the provisioner.
 	Solve provisioning.SolveFunc
+	// CloudControllers are the cloud provider's own controllers (such as
+	// the SimNodeClass status controller), registered after joiner's.
+	CloudControllers []Controller
 	// Runnables are extra processes to run in the manager, such as the
 	// simulated cloud's machines.
 	Runnables []manager.Runnable
@@ -80,16 +88,69 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
+	lc, err := lifecycle.NewController(lifecycle.Options{
+		Client:          mgr.GetClient(),
+		CloudProvider:   o.CloudProvider,
+		Recorder:        recorder,
+		Clock:           o.Clock,
+		RegistrationTTL: o.Settings.RegistrationTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
+	}
 	gc, err := garbagecollection.NewController(garbagecollection.Options{
+		Client:        mgr.GetClient(),
+		CloudProvider: o.CloudProvider,
+		Recorder:      recorder,
+		Clock:         o.Clock,
+		Interval:      o.Settings.GCInterval,
+		GracePeriod:   o.Settings.GCGracePeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
+	}
+	claimTermination, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
 		Client:        mgr.GetClient(),
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
+		return nil, fmt.Errorf("building nodeclaim termination: %w", err)
 	}
-	return []Controller{cluster, prov, gc}, nil
+	nodeTermination, err := nodetermination.NewController(nodetermination.Options{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		CloudProvider: o.CloudProvider,
+		Recorder:      recorder,
+		Clock:         o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building node termination: %w", err)
+	}
+	counter, err := nodepoolcounter.NewController(nodepoolcounter.Options{Client: mgr.GetClient(), Cluster: cluster})
+	if err != nil {
+		return nil, fmt.Errorf("building nodepool counter: %w", err)
+	}
+	readiness, err := nodepoolreadiness.NewController(nodepoolreadiness.Options{
+		Client:      mgr.GetClient(),
+		NodeClasses: o.CloudProvider.GetSupportedNodeClasses(),
+		Clock:       o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodepool readiness: %w", err)
+	}
+	out := []Controller{
+		cluster,
+		prov,
+		lc,
+		claimTermination,
+		nodeTermination,
+		gc,
+		counter,
+		readiness,
+	}
+	return append(out, o.CloudControllers...), nil
 }
 
 // Register builds every controller and registers it, and the runnables,

@@ -258,4 +258,3 @@ func toRequirements(key string, c constraint, minValues int) []Requirement {
 	}
 	return out
 }
-

@@ -35,8 +35,8 @@ type nodeState struct {
 	// podClasses is the relaxation step each of a new node's pods was
 	// placed with.
 	podClasses []*podClass
-	hosts    []hostCount
-	listed   bool // appended to its zone list
+	hosts      []hostCount
+	listed     bool // appended to its zone list
 }
 
 func (n *nodeState) taints() []corev1.Taint {
@@ -465,6 +465,41 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 // topology needs them decided (best-ranked first), and finds the cheapest
 // type that fits.
 func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
+	// Spread or affinity on another label: decide the node's value first,
+	// least-loaded allowed value first.
+	for _, g := range a.c.own {
+		if g.key == corev1.LabelHostname || g.key == corev1.LabelTopologyZone || g.key == CapacityTypeLabel {
+			continue
+		}
+		if _, ok := sv.nodeDomain(n, g.key); ok {
+			continue
+		}
+		m := 0
+		if g.kind == kindSpread {
+			m = sv.spreadMin(g)
+		}
+		vals := append([]string(nil), sv.spreadUniverse(g)...)
+		sort.SliceStable(vals, func(i, j int) bool { return g.counts[vals[i]] < g.counts[vals[j]] })
+		for _, v := range vals {
+			if !sv.domainAllowed(g, a.c.base, v, m) {
+				continue
+			}
+			r := sv.merge(tr.reqs, sv.intern(reqBuilder{g.key: constraint{vals: []string{v}}}.build()))
+			if r == nil {
+				continue
+			}
+			x := tr
+			x.reqs, x.types = r, sv.typesFor(n.pool, r)
+			if out, ok := sv.pickZoneAndCT(a, n, x, need, from, grow); ok {
+				return out, true
+			}
+		}
+		return trial{}, false
+	}
+	return sv.pickZoneAndCT(a, n, tr, need, from, grow)
+}
+
+func (sv *solver) pickZoneAndCT(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
 	cb := a.c.base
 	var zbuf [64]uint64
 	var cbuf [32]uint32

@@ -691,6 +691,22 @@ func TestTopologySpread(t *testing.T) {
 			check: wantNodes(3),
 		},
 		{
+			name: "spread on any label",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolReq("rack", corev1.NodeSelectorOpIn, "r1", "r2"))
+				return snapshot([]*scheduling.NodePool{np}, catalog(), pods(4, "web", "1", "", labeled("app", "web"), spread("rack", 1, corev1.DoNotSchedule, app)))
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				racks := map[string]int{}
+				for _, n := range p.NewNodeClaims {
+					racks[strings.Join(reqValues(n, "rack"), ",")] += len(n.Pods)
+				}
+				if racks["r1"] != 2 || racks["r2"] != 2 {
+					t.Errorf("per rack %v", racks)
+				}
+			},
+		},
+		{
 			name: "capacity-type spread",
 			snap: func() *scheduling.Snapshot {
 				return snapshot(pool, catalog(), pods(2, "web", "1", "", labeled("app", "web"), spread("karpenter.sh/capacity-type", 1, corev1.DoNotSchedule, app)))

@@ -49,8 +49,14 @@ func (c *Controller) Register(mgr manager.Manager) error {
 			pod, ok := o.(*corev1.Pod)
 			return ok && pod.Spec.NodeName == ""
 		}))).
-		// A NodeClaim that goes away may leave its pods without capacity.
+		// A NodeClaim that starts going away (a failed launch, a deletion)
+		// leaves the pods nominated to it without capacity.
 		Watches(&v1.NodeClaim{}, handler.Funcs{
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
+					c.Trigger(types.UID("nodeclaim/" + e.ObjectNew.GetName()))
+				}
+			},
 			DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				c.Trigger(types.UID("nodeclaim/" + e.Object.GetName()))
 			},

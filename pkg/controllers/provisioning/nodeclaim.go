@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,12 +26,23 @@ const MaxInstanceTypes = 60
 // pod UIDs. A retried batch or a second replica planning the same node
 // computes the same name, so the API server refuses the duplicate.
 func NodeClaimName(nodePool string, pods []*corev1.Pod) string {
+	return NodeClaimNameAttempt(nodePool, pods, 0)
+}
+
+// NodeClaimNameAttempt is the attempt-th name in the deterministic
+// sequence for these pods (attempt 0 is NodeClaimName); a later attempt is
+// used when the earlier names belong to NodeClaims being deleted.
+func NodeClaimNameAttempt(nodePool string, pods []*corev1.Pod, attempt int) string {
 	uids := make([]string, 0, len(pods))
 	for _, p := range pods {
 		uids = append(uids, string(p.UID))
 	}
 	slices.Sort(uids)
-	sum := sha256.Sum256([]byte(strings.Join(uids, ",")))
+	key := strings.Join(uids, ",")
+	if attempt > 0 {
+		key += "#" + strconv.Itoa(attempt)
+	}
+	sum := sha256.Sum256([]byte(key))
 	return nodePool + "-" + hex.EncodeToString(sum[:])[:10]
 }
 

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -171,7 +172,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
 	}
-	podsPending.Set(float64(len(v.snapshot.Pods)))
+	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		p.forgetExcept(nil)
@@ -181,7 +182,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 
 	start := p.opts.Clock.Now()
 	plan, err := p.opts.Solve(v.snapshot)
-	solverDuration.Observe(p.opts.Clock.Since(start).Seconds())
+	metrics.SolverDuration.Observe(p.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
 	}
@@ -256,23 +257,41 @@ func describeTarget(n *scheduling.ExistingNode, name string) string {
 	return "node/" + name
 }
 
-// create creates one NodeClaim. AlreadyExists is success: the name is
-// derived from the pods, so the NodeClaim is the one this pass wanted.
+// maxNameAttempts bounds how many names create tries for one planned node.
+const maxNameAttempts = 5
+
+// create creates one NodeClaim. AlreadyExists is success when the existing
+// NodeClaim is live: the name is derived from the pods, so it is the one
+// this pass wanted (created by an earlier pass or another replica). When the
+// existing one is being deleted (its launch failed, say), the next name in
+// the same deterministic sequence is tried.
 func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim, error) {
-	nc := NewNodeClaim(c.nodePool, c.planned, c.instanceTypes)
-	err := p.opts.Client.Create(ctx, nc)
-	if apierrors.IsAlreadyExists(err) {
-		log.FromContext(ctx).V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
+	logger := log.FromContext(ctx)
+	for attempt := range maxNameAttempts {
+		nc := NewNodeClaim(c.nodePool, c.planned, c.instanceTypes)
+		nc.Name = NodeClaimNameAttempt(c.nodePool.Name, c.planned.Pods, attempt)
+		err := p.opts.Client.Create(ctx, nc)
+		if apierrors.IsAlreadyExists(err) {
+			existing := &v1.NodeClaim{}
+			if err := p.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), existing); err != nil {
+				return nil, fmt.Errorf("getting existing nodeclaim %s: %w", nc.Name, err)
+			}
+			if existing.DeletionTimestamp == nil {
+				logger.V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
+				return existing, nil
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
+		}
+		p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
+		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
+		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
+			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
-	}
-	p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
-	nodeClaimsCreated.WithLabelValues(c.nodePool.Name).Inc()
-	log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
-		"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
-	return nc, nil
+	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted", len(c.planned.Pods), maxNameAttempts)
 }
 
 // report publishes e about a pod unless the pod already got this exact

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -92,10 +93,19 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 
 	seenClaims := map[string]bool{}
+	// liveClaims can still take the pods nominated to them; a pod nominated
+	// to a NodeClaim that is going away is pending again.
+	liveClaims := map[string]bool{}
 	for _, sn := range p.opts.State.Nodes() {
 		en := sn.ExistingNode()
+		if sn.MarkedForDeletion {
+			en.Pods = sn.Pods
+		}
 		if sn.NodeClaim != nil {
 			seenClaims[sn.NodeClaim.Name] = true
+			if !sn.MarkedForDeletion {
+				liveClaims[sn.NodeClaim.Name] = true
+			}
 			its := optionsOf(sn.NodeClaim, allTypes[en.NodePool])
 			if len(en.Allocatable) == 0 {
 				en.Allocatable = minAllocatable(its)
@@ -113,6 +123,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.addInUse(pool, claimCapacity(c.claim, nil, its))
 		en := inflightNode(c.claim, its)
 		en.Pods = c.pods
+		liveClaims[c.claim.Name] = true
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
@@ -121,7 +132,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		if !IsProvisionable(pod) || unsupportedVolume(pod) != "" {
 			continue
 		}
-		if _, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated {
+		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
 			continue
 		}
 		v.snapshot.Pods = append(v.snapshot.Pods, pod)
@@ -171,6 +182,9 @@ func nodePoolUnusable(np *v1.NodePool) string {
 	}
 	if c := findCondition(np.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
 		return fmt.Sprintf("it is not ready (%s: %s)", c.Reason, c.Message)
+	}
+	if err := nodepool.Validate(np); err != nil {
+		return fmt.Sprintf("it is invalid: %v", err)
 	}
 	return ""
 }

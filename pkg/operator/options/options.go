@@ -50,6 +50,12 @@ type Options struct {
 	// LogLevel is debug, info or error.
 	LogLevel string
 
+	// GCInterval and GCGracePeriod tune garbage collection of orphan
+	// instances (0 keeps the controller's defaults). They are hidden flags,
+	// for tests that cannot wait minutes.
+	GCInterval    time.Duration
+	GCGracePeriod time.Duration
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -71,6 +77,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", o.envInt("KUBE_CLIENT_QPS", 200), "Queries per second to the API server [KUBE_CLIENT_QPS]")
 	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", o.envInt("KUBE_CLIENT_BURST", 300), "Burst of queries to the API server [KUBE_CLIENT_BURST]")
 	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
+	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
+	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
+	_ = fs.MarkHidden("gc-interval")
+	_ = fs.MarkHidden("gc-grace-period")
 }
 
 // Default returns the options as they are with no flag and no environment.
@@ -100,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
+	}
+	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
+		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))
 	}
 	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
 		if port < 0 || port > 65535 {

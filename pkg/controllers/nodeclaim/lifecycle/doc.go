@@ -14,9 +14,9 @@
 //     taints, the legacy karpenter.sh/uninitialized taint) are reported as
 //     Warning events that say what to fix.
 //   - initialization.go: Initialized once the Node is Ready, its startup and
-//     ephemeral taints are gone and every requested extended resource is
-//     allocatable; a Node of the wrong architecture is reported, not waited
-//     on silently.
+//     ephemeral taints are gone and every extended resource requested or
+//     promised by the instance type (status.capacity) is allocatable; a
+//     Node of the wrong architecture is reported, not waited on silently.
 //   - liveness.go: a NodeClaim that does not launch within the launch TTL,
 //     or register within the registration TTL, is deleted with an event
 //     that says why and what to check.

@@ -28,8 +28,8 @@ const (
 )
 
 // initialize marks the NodeClaim Initialized once its Node can run pods:
-// Ready, startup and ephemeral taints gone, requested extended resources
-// allocatable. A Node whose architecture contradicts the NodeClaim is
+// Ready, startup and ephemeral taints gone, requested or promised extended
+// resources allocatable. A Node whose architecture contradicts the NodeClaim is
 // reported as False: waiting will not fix it.
 func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
@@ -107,20 +107,32 @@ func notInitialized(nc *v1.NodeClaim, node *corev1.Node) (reason, message string
 	if len(ephemeral) > 0 {
 		return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("waiting for taint(s) %s to be removed from Node %s", strings.Join(ephemeral, ", "), node.Name)
 	}
-	var missing []string
-	for name, q := range nc.Spec.Resources.Requests {
-		if !isExtendedResource(name) || q.IsZero() {
-			continue
+	if missing := missingExtendedResources(nc, node); len(missing) > 0 {
+		return ReasonResourceNotRegistered, fmt.Sprintf("waiting for %s to be registered in Node %s's allocatable (is its device plugin running on the node?)", strings.Join(missing, ", "), node.Name)
+	}
+	return "", ""
+}
+
+// missingExtendedResources lists the extended resources (nvidia.com/gpu,
+// ...) the NodeClaim requests or its instance type promises (status
+// capacity) that the Node does not advertise yet, sorted.
+func missingExtendedResources(nc *v1.NodeClaim, node *corev1.Node) []string {
+	want := map[corev1.ResourceName]bool{}
+	for _, rl := range []corev1.ResourceList{nc.Spec.Resources.Requests, nc.Status.Capacity} {
+		for name, q := range rl {
+			if isExtendedResource(name) && !q.IsZero() {
+				want[name] = true
+			}
 		}
+	}
+	var missing []string
+	for name := range want {
 		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
 			missing = append(missing, string(name))
 		}
 	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return ReasonResourceNotRegistered, fmt.Sprintf("waiting for %s to be registered in Node %s's allocatable (is its device plugin running on the node?)", strings.Join(missing, ", "), node.Name)
-	}
-	return "", ""
+	sort.Strings(missing)
+	return missing
 }
 
 // architectureMismatch explains a Node whose kubernetes.io/arch the

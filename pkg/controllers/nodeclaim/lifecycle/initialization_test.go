@@ -115,3 +115,21 @@ func TestInitializationExplainsTheLegacyTaint(t *testing.T) {
 	c := requireCondition(t, nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonLegacyUninitializedTaint)
 	contains(t, c.Message, "karpenter.sh/uninitialized", "--register-with-taints")
 }
+
+func TestInitializationWaitsForExtendedResourcesTheInstanceTypePromises(t *testing.T) {
+	u := newUnit(t)
+	nc := testNodeClaim("init-promised-gpu")
+	nc.Spec.StartupTaints = nil
+	nc.Spec.Requirements[1].Values = []string{"fake.gpu"}
+	nc, node := u.registered(nc, func(id string) *corev1.Node { return registeringNode("node-promised-gpu", id, "amd64") })
+	if _, requested := nc.Spec.Resources.Requests["nvidia.com/gpu"]; requested {
+		t.Fatalf("fixture: the GPU must be promised by the instance type, not requested")
+	}
+	c := requireCondition(t, nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonResourceNotRegistered)
+	contains(t, c.Message, "nvidia.com/gpu")
+
+	node.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
+	u.update(node)
+	u.reconcile("init-promised-gpu")
+	requireCondition(t, u.nodeClaim("init-promised-gpu"), v1.ConditionTypeInitialized, metav1.ConditionTrue, "")
+}

@@ -1,0 +1,180 @@
+package provisioning_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+)
+
+func TestProvisionCreatesNodeClaimsForPendingPods(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(nil)
+	pods := f.pendingPods(10, "1", nil)
+
+	res := f.replica().provision()
+	if res.Pending != 10 || len(res.Created) == 0 || len(res.Unschedulable) != 0 {
+		t.Fatalf("pending %d, created %d, unschedulable %d", res.Pending, len(res.Created), len(res.Unschedulable))
+	}
+	claims := f.nodeClaims()
+	if len(claims) != len(res.Created) {
+		t.Fatalf("%d NodeClaims in the API, %d reported created", len(claims), len(res.Created))
+	}
+	for _, nc := range claims {
+		if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Name != f.nodePool.Name {
+			t.Errorf("%s: owner references %+v", nc.Name, nc.OwnerReferences)
+		}
+		if nc.Labels["sim.joiner.dev/simnodeclass"] != "default" {
+			t.Errorf("%s: labels %v lack the node class label", nc.Name, nc.Labels)
+		}
+		if !strings.HasPrefix(nc.Name, f.nodePool.Name+"-") {
+			t.Errorf("%s: name does not start with the NodePool's", nc.Name)
+		}
+		var types []string
+		for _, r := range nc.Spec.Requirements {
+			if r.Key == v1.LabelInstanceType {
+				types = r.Values
+			}
+			if r.Key == v1.LabelCapacityType && (len(r.Values) != 1 || r.Values[0] != v1.CapacityTypeOnDemand) {
+				t.Errorf("%s: capacity type requirement %v, want the NodePool's on-demand", nc.Name, r.Values)
+			}
+		}
+		if len(types) == 0 {
+			t.Errorf("%s: no instance-type requirement", nc.Name)
+		}
+		if _, ok := nc.Spec.Resources.Requests[corev1.ResourceCPU]; !ok {
+			t.Errorf("%s: no cpu request", nc.Name)
+		}
+	}
+	nominated := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, "Nominated") {
+			nominated++
+		}
+	}
+	if nominated != len(pods) {
+		t.Errorf("%d Nominated events, want one per pod (%d)", nominated, len(pods))
+	}
+}
+
+func TestProvisionDoesNotDuplicate(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(nil)
+	f.pendingPods(6, "1", nil)
+
+	r := f.replica()
+	first := r.provision()
+	want := len(f.nodeClaims())
+	if want == 0 || len(first.Created) != want {
+		t.Fatalf("first pass created %d NodeClaims, API has %d", len(first.Created), want)
+	}
+
+	// The same replica again: the pods are nominated to the in-flight
+	// NodeClaims.
+	if res := r.provision(); len(res.Created) != 0 || res.Pending != 0 {
+		t.Fatalf("second pass: %d pending, %d created; want none", res.Pending, len(res.Created))
+	}
+	if got := len(f.nodeClaims()); got != want {
+		t.Fatalf("second pass: %d NodeClaims, want %d", got, want)
+	}
+
+	// A second replica whose state has not seen the NodeClaims plans the
+	// same nodes, computes the same names and creates nothing new.
+	other := f.replica()
+	other.staleClaims = true
+	res := other.provision()
+	if len(res.Created) != want {
+		t.Fatalf("stale replica planned %d NodeClaims, want the same %d", len(res.Created), want)
+	}
+	if got := len(f.nodeClaims()); got != want {
+		t.Fatalf("stale replica: %d NodeClaims, want %d (a duplicate was created)", got, want)
+	}
+}
+
+func TestProvisionHoldsNodePoolLimits(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(func(np *v1.NodePool) {
+		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("8")}
+	})
+	f.pendingPods(20, "1", nil)
+
+	res := f.replica().provision()
+	// Every claim is counted at its largest option's capacity.
+	total := resource.Quantity{}
+	for _, nc := range f.nodeClaims() {
+		largest := resource.Quantity{}
+		for _, r := range nc.Spec.Requirements {
+			if r.Key != v1.LabelInstanceType {
+				continue
+			}
+			for _, name := range r.Values {
+				for _, it := range f.cloud.InstanceTypes {
+					if it.Name == name && it.Capacity.Cpu().Cmp(largest) > 0 {
+						largest = *it.Capacity.Cpu()
+					}
+				}
+			}
+		}
+		total.Add(largest)
+	}
+	if total.Cmp(resource.MustParse("8")) > 0 {
+		t.Fatalf("NodeClaims may launch %s cpu, over the NodePool's limit of 8", total.String())
+	}
+	if len(res.Unschedulable) == 0 {
+		t.Fatal("20 cpu of pods fit under an 8 cpu limit")
+	}
+	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].Reasons)
+	for _, pe := range res.Unschedulable {
+		if !strings.Contains(pe.Reasons[f.nodePool.Name], "limit") {
+			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.Reasons)
+		}
+	}
+}
+
+func TestProvisionReportsUnschedulablePodsOnce(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(nil)
+	f.pendingPods(3, "1", func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{v1.LabelArch: "s390x"}
+	})
+
+	r := f.replica()
+	for range 2 {
+		res := r.provision()
+		if len(res.Created) != 0 || len(res.Unschedulable) != 3 {
+			t.Fatalf("created %d, unschedulable %d; want 0 and 3", len(res.Created), len(res.Unschedulable))
+		}
+	}
+	var failed []string
+	for _, e := range f.events() {
+		if strings.Contains(e, "FailedScheduling") {
+			failed = append(failed, e)
+		}
+	}
+	if len(failed) != 3 {
+		t.Fatalf("%d FailedScheduling events over two passes, want one per pod:\n%s", len(failed), strings.Join(failed, "\n"))
+	}
+	t.Logf("event: %s", failed[0])
+	if !strings.Contains(failed[0], f.nodePool.Name) {
+		t.Errorf("event %q does not name the NodePool", failed[0])
+	}
+}
+
+func TestProvisionIgnoresPodsItMustNotPlace(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(nil)
+	f.pendingPods(1, "1", func(p *corev1.Pod) {
+		p.OwnerReferences = nil
+		p.Name = "daemon"
+		p.OwnerReferences = append(p.OwnerReferences, daemonSetOwner())
+	})
+	res := f.replica().provision()
+	if res.Pending != 0 || len(res.Created) != 0 {
+		t.Fatalf("a DaemonSet pod was provisioned for: pending %d, created %d", res.Pending, len(res.Created))
+	}
+	_ = provisioning.MaxInstanceTypes
+}

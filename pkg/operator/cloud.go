@@ -1,0 +1,77 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/controllers"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+)
+
+// Cloud is a cloud provider with the controllers and processes it needs
+// beside joiner's own: for the simulated cloud, the SimNodeClass status
+// controller and the machines that turn instances into Nodes.
+type Cloud struct {
+	Provider    cloudprovider.CloudProvider
+	Controllers []controllers.Controller
+	Runnables   []manager.Runnable
+}
+
+// DefaultSimStorePath is where the simulated cloud keeps its instances when
+// the settings name no path.
+func DefaultSimStorePath() string {
+	return filepath.Join(os.TempDir(), "joiner-sim", "instances.json")
+}
+
+// NewCloud builds the cloud provider the settings name.
+func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
+	switch settings.CloudProvider {
+	case options.CloudProviderSim:
+		path := settings.SimStorePath
+		if path == "" {
+			path = DefaultSimStorePath()
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("creating simulated cloud store directory: %w", err)
+		}
+		store, err := sim.OpenStore(path)
+		if err != nil {
+			return nil, fmt.Errorf("opening simulated cloud store %s: %w", path, err)
+		}
+		provider, err := sim.New(sim.Options{
+			Client:      mgr.GetClient(),
+			Store:       store,
+			ClusterName: settings.ClusterName,
+			Catalog:     sim.DefaultCatalog,
+			Clock:       clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		machines, err := sim.NewMachines(sim.MachinesOptions{
+			Client:      mgr.GetClient(),
+			Store:       store,
+			ClusterName: settings.ClusterName,
+			Clock:       clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		nodeClasses, err := sim.NewNodeClassController(mgr.GetClient(), sim.DefaultCatalog)
+		if err != nil {
+			return nil, err
+		}
+		return &Cloud{Provider: provider, Controllers: []controllers.Controller{nodeClasses}, Runnables: []manager.Runnable{machines}}, nil
+	case options.CloudProviderAWS:
+		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
+	default:
+		return nil, fmt.Errorf("unknown cloud provider %q", settings.CloudProvider)
+	}
+}

@@ -1,0 +1,402 @@
+package operator_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/operator"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// These tests run the real joiner binary (`joiner controller`) against a
+// shared local control plane with kube-scheduler, kube-controller-manager
+// and kwok, and the simulated cloud. They run one at a time: each has its
+// own NodePool, SimNodeClass, namespace, cluster identity and instance
+// store, and its pods select their NodePool, so a test never acts on
+// another's objects.
+func TestMain(m *testing.M) {
+	test.Main(m, controlPlaneOptions())
+}
+
+func controlPlaneOptions() controlplane.Options {
+	crds, err := apis.CRDFiles()
+	if err != nil {
+		panic(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		panic(err)
+	}
+	opts := controlplane.Options{Scheduler: true, ControllerManager: true, Kwok: true, Scheme: scheme}
+	for _, b := range crds {
+		opts.CRDs = append(opts.CRDs, b)
+	}
+	return opts
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// joinerBinary builds cmd/joiner once per test binary.
+func joinerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "joiner-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "joiner")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building joiner: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// joiner is one `joiner controller` process.
+type joiner struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	peakRSS int64 // KiB, read just before the process stops
+}
+
+// joinerConfig says how to run a joiner process.
+type joinerConfig struct {
+	kubeconfig  string
+	clusterName string
+	store       string
+	extraArgs   []string
+}
+
+// startJoiner runs joiner until the test ends (or stop/kill).
+func startJoiner(t *testing.T, cfg joinerConfig) *joiner {
+	t.Helper()
+	if cfg.kubeconfig == "" {
+		cfg.kubeconfig = test.Env(t).ControlPlane.KubeconfigPath()
+	}
+	args := []string{
+		"controller",
+		"--kubeconfig=" + cfg.kubeconfig,
+		"--cluster-name=" + cfg.clusterName,
+		"--sim-store=" + cfg.store,
+		"--metrics-port=0",
+		"--health-probe-port=0",
+		"--leader-election-name=" + cfg.clusterName,
+		"--gc-interval=1s",
+		"--gc-grace-period=5s",
+	}
+	args = append(args, cfg.extraArgs...)
+	j := &joiner{t: t, done: make(chan struct{})}
+	j.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("joiner-%d.log", time.Now().UnixNano()))
+	logFile, err := os.Create(j.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cmd = exec.Command(joinerBinary(t), args...)
+	j.cmd.Stdout, j.cmd.Stderr = logFile, logFile
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = j.cmd.Wait()
+		logFile.Close()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		j.stop()
+		if t.Failed() {
+			t.Logf("joiner log %s (last lines):\n%s", j.logPath, tailFile(j.logPath, 40))
+			if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" {
+				_ = os.MkdirAll(dir, 0o755)
+				b, _ := os.ReadFile(j.logPath)
+				_ = os.WriteFile(filepath.Join(dir, filepath.Base(j.logPath)), b, 0o644)
+			}
+		}
+	})
+	return j
+}
+
+// stop ends the process gracefully (SIGTERM), recording its peak RSS.
+func (j *joiner) stop() {
+	j.signal(syscall.SIGTERM)
+}
+
+// kill ends the process as a crash would (SIGKILL).
+func (j *joiner) kill() {
+	j.signal(syscall.SIGKILL)
+}
+
+func (j *joiner) signal(sig syscall.Signal) {
+	select {
+	case <-j.done:
+		return
+	default:
+	}
+	if rss := readPeakRSS(j.cmd.Process.Pid); rss > 0 {
+		j.peakRSS = rss
+	}
+	_ = j.cmd.Process.Signal(sig)
+	select {
+	case <-j.done:
+	case <-time.After(20 * time.Second):
+		_ = j.cmd.Process.Kill()
+		<-j.done
+	}
+}
+
+// readPeakRSS returns VmHWM of pid in KiB (0 when unknown).
+func readPeakRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// scenario is one test's NodePool, SimNodeClass, namespace and cloud.
+type scenario struct {
+	t           *testing.T
+	env         *test.Environment
+	ns          string
+	nodePool    *v1.NodePool
+	nodeClass   *simv1alpha1.SimNodeClass
+	clusterName string
+	store       string
+}
+
+func newScenario(t *testing.T) *scenario {
+	env := test.Env(t)
+	s := &scenario{
+		t:           t,
+		env:         env,
+		ns:          env.Namespace(t),
+		clusterName: test.Name(t, "c"),
+		store:       filepath.Join(t.TempDir(), "instances.json"),
+	}
+	if len(s.clusterName) > 40 {
+		s.clusterName = s.clusterName[len(s.clusterName)-40:]
+		s.clusterName = strings.TrimLeft(s.clusterName, "-")
+	}
+	s.nodeClass = &simv1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")},
+		Spec: simv1alpha1.SimNodeClassSpec{
+			LaunchDelay:       metav1.Duration{Duration: 500 * time.Millisecond},
+			RegistrationDelay: metav1.Duration{Duration: 500 * time.Millisecond},
+		},
+	}
+	s.nodePool = &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "np")},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: s.nodeClass.Name},
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+					{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
+				},
+				ExpireAfter: v1.MustParseNillableDuration("720h"),
+			}},
+			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
+		},
+	}
+	t.Cleanup(s.cleanup)
+	return s
+}
+
+// apply creates the node class and NodePool.
+func (s *scenario) apply() {
+	s.env.Create(s.t, s.nodeClass, s.nodePool)
+}
+
+// joiner starts a joiner process for the scenario.
+func (s *scenario) joiner(extraArgs ...string) *joiner {
+	return startJoiner(s.t, joinerConfig{clusterName: s.clusterName, store: s.store, extraArgs: extraArgs})
+}
+
+// deployment creates a Deployment whose pods select the scenario's
+// NodePool.
+func (s *scenario) deployment(name string, replicas int32, cpu, memory string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	spec := corev1.PodSpec{
+		NodeSelector:                  map[string]string{v1.LabelNodePool: s.nodePool.Name},
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []corev1.Container{{
+			Name: "app", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+			}},
+		}},
+	}
+	if mutate != nil {
+		mutate(&spec)
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+	s.env.Create(s.t, d)
+	return d
+}
+
+// pods lists the pods of the app in the scenario's namespace.
+func (s *scenario) pods(ctx context.Context, app string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := s.env.Client.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{"app": app}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func running(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodRunning && pods[i].DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeClaims lists the scenario's NodeClaims.
+func (s *scenario) nodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
+	var list v1.NodeClaimList
+	if err := s.env.Client.List(ctx, &list, client.MatchingLabels{v1.LabelNodePool: s.nodePool.Name}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// nodes lists the scenario's Nodes.
+func (s *scenario) nodes(ctx context.Context) ([]corev1.Node, error) {
+	var list corev1.NodeList
+	if err := s.env.Client.List(ctx, &list, client.MatchingLabels{v1.LabelNodePool: s.nodePool.Name}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// waitRunning waits until n pods of app run.
+func (s *scenario) waitRunning(app string, n int, timeout time.Duration) {
+	s.t.Helper()
+	start := time.Now()
+	defer func() { s.t.Logf("%d pods of %s running after %.1fs", n, app, time.Since(start).Seconds()) }()
+	test.Eventually(s.t, timeout, func(ctx context.Context) error {
+		pods, err := s.pods(ctx, app)
+		if err != nil {
+			return err
+		}
+		if r := running(pods); r != n {
+			return fmt.Errorf("%d of %d pods running", r, n)
+		}
+		return nil
+	})
+}
+
+// liveInstances reads the store as the given cluster's cloud sees it.
+func liveInstances(t *testing.T, store, clusterName string) []*v1.NodeClaim {
+	t.Helper()
+	st, err := sim.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.New(sim.Options{Client: test.Env(t).Client, Store: st, ClusterName: clusterName, Catalog: func(*simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// cleanup removes the scenario's NodeClaims and Nodes while the test's
+// joiner may already be gone: finalizers are dropped after a short wait.
+func (s *scenario) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := s.env.Client
+	_ = c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(s.ns))
+	claims, _ := s.nodeClaims(ctx)
+	for i := range claims {
+		_ = c.Delete(ctx, &claims[i])
+	}
+	_ = test.Poll(ctx, 10*time.Second, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) > 0 {
+			return fmt.Errorf("%d nodeclaims left", len(claims))
+		}
+		return nil
+	})
+	claims, _ = s.nodeClaims(ctx)
+	for i := range claims {
+		patch := client.MergeFrom(claims[i].DeepCopy())
+		claims[i].Finalizers = nil
+		_ = c.Patch(ctx, &claims[i], patch)
+	}
+	nodes, _ := s.nodes(ctx)
+	for i := range nodes {
+		patch := client.MergeFrom(nodes[i].DeepCopy())
+		nodes[i].Finalizers = nil
+		_ = c.Patch(ctx, &nodes[i], patch)
+		_ = c.Delete(ctx, &nodes[i])
+	}
+}

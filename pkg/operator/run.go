@@ -1,0 +1,53 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/joiner-dev/joiner/pkg/controllers"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Run builds the manager, the cloud and every controller from settings,
+// and runs them against cfg's cluster until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logger logr.Logger) error {
+	ctx = log.IntoContext(ctx, logger)
+	mgr, err := NewManager(cfg, settings, logger)
+	if err != nil {
+		return err
+	}
+	clk := clock.RealClock{}
+	cloud, err := NewCloud(mgr, settings, clk)
+	if err != nil {
+		return err
+	}
+	if err := controllers.Register(controllers.Options{
+		Manager:          mgr,
+		Settings:         settings,
+		CloudProvider:    cloud.Provider,
+		Clock:            clk,
+		Solve:            Solve,
+		Runnables:        cloud.Runnables,
+		CloudControllers: cloud.Controllers,
+	}); err != nil {
+		return fmt.Errorf("registering controllers: %w", err)
+	}
+	logger.Info("starting joiner", "clusterName", settings.ClusterName, "cloudProvider", settings.CloudProvider,
+		"batchIdleDuration", settings.BatchIdleDuration.String(), "batchMaxDuration", settings.BatchMaxDuration.String(),
+		"registrationTTL", settings.RegistrationTTL.String(), "leaderElection", !settings.DisableLeaderElection)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// Solve is the provisioner's solver: scheduling.Solve with its defaults.
+func Solve(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+	return scheduling.Solve(s, scheduling.Options{})
+}

@@ -1,0 +1,57 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// TestTopologySpreadAcrossZones runs a Deployment that must spread evenly
+// over the three zones: joiner launches nodes in every zone and
+// kube-scheduler can place every pod.
+func TestTopologySpreadAcrossZones(t *testing.T) {
+	s := newScenario(t)
+	s.apply()
+	s.joiner()
+	s.deployment("spread", 9, "1", "1Gi", func(spec *corev1.PodSpec) {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew:           1,
+			TopologyKey:       v1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+		}}
+	})
+	s.waitRunning("spread", 9, 90*time.Second)
+
+	ctx := context.Background()
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		zoneOf[n.Name] = n.Labels[v1.LabelTopologyZone]
+	}
+	pods, err := s.pods(ctx, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perZone := map[string]int{}
+	for _, p := range pods {
+		perZone[zoneOf[p.Spec.NodeName]]++
+	}
+	t.Logf("pods per zone: %v on %d nodes", perZone, len(nodes))
+	if len(perZone) != 3 {
+		t.Fatalf("pods in %d zones, want 3: %v", len(perZone), perZone)
+	}
+	for zone, n := range perZone {
+		if n != 3 {
+			t.Errorf("zone %s runs %d pods, want 3", zone, n)
+		}
+	}
+}
