@@ -599,6 +599,20 @@ func TestNodePools(t *testing.T) {
 	})
 }
 
+func TestIgnoreReservedCapacity(t *testing.T) {
+	its := catalog()
+	its[2].Offerings = append(its[2].Offerings, scheduling.Offering{Zone: "zone-a", CapacityType: "reserved", Price: 0.001, Available: true, ReservationID: "cr-1", ReservationCapacity: 5})
+	s := snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "3", "")))
+	p, err := scheduling.Solve(s, scheduling.Options{IgnoreReservedCapacity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, s, p)
+	if ct := reqValues(p.NewNodeClaims[0], "karpenter.sh/capacity-type"); strings.Join(ct, ",") != "on-demand,spot" {
+		t.Errorf("capacity types %v, want reservations ignored", ct)
+	}
+}
+
 func TestTopologySpread(t *testing.T) {
 	app := map[string]string{"app": "web"}
 	pool := []*scheduling.NodePool{nodePool("default")}

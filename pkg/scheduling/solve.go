@@ -17,6 +17,12 @@ type Options struct {
 	// IgnorePreferences drops every preference up front (Karpenter's
 	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
 	IgnorePreferences bool
+	// IgnoreReservedCapacity treats capacity-reservation offerings as
+	// unavailable (Karpenter's ReservedCapacity feature gate off). By
+	// default a reserved offering is preferred while its reservation has
+	// capacity left: it is usually the cheapest, and each new node that
+	// takes it uses one instance of ReservationCapacity, in plan order.
+	IgnoreReservedCapacity bool
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero.
