@@ -153,6 +153,13 @@ func TestResources(t *testing.T) {
 			check: all(wantNodes(1), wantCheapest("g5.8x")),
 		},
 		{
+			name: "a resource no instance type offers is explained",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("fpga", "1", "", request("example.com/fpga", "1"))))
+			},
+			check: wantReason("fpga", "default", "(no instance type has enough resources)"),
+		},
+		{
 			name: "hugepages need a type that offers them",
 			snap: func() *scheduling.Snapshot {
 				its := append(catalog(), instanceType("h.8x", 8, withCapacity("hugepages-2Mi", "1Gi")))
@@ -597,6 +604,19 @@ func TestNodePools(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestIgnorePreferences(t *testing.T) {
+	its := append(catalog(), instanceType("m6g.4x", 4, withLabel(corev1.LabelArchStable, "arm64")))
+	s := snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "", preferredTerm(10, expr(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")))))
+	p, err := scheduling.Solve(s, scheduling.Options{IgnorePreferences: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, s, p)
+	if got := cheapest(p.NewNodeClaims[0]); got != "m5.1x" {
+		t.Errorf("cheapest %s, want the preference ignored (m5.1x)", got)
+	}
 }
 
 func TestIgnoreReservedCapacity(t *testing.T) {

@@ -156,6 +156,22 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	for _, np := range s.NodePools {
 		lists = append(lists, np.Limits)
 	}
+	// Every resource a pod asks for gets a dimension, so one no instance
+	// type offers makes the pod unplaceable instead of being ignored.
+	for _, ps := range [][]*corev1.Pod{s.Pods, s.DaemonSets} {
+		for _, p := range ps {
+			for i := range p.Spec.Containers {
+				lists = append(lists, p.Spec.Containers[i].Resources.Requests)
+			}
+			for i := range p.Spec.InitContainers {
+				lists = append(lists, p.Spec.InitContainers[i].Resources.Requests)
+			}
+			lists = append(lists, p.Spec.Overhead)
+			if p.Spec.Resources != nil {
+				lists = append(lists, p.Spec.Resources.Requests)
+			}
+		}
+	}
 	sv.ri = newResourceIndex(lists)
 	sv.scratch = make(resVec, len(sv.ri.names))
 	sv.indexVolumes()
