@@ -839,6 +839,19 @@ func TestPodAffinity(t *testing.T) {
 			check: wantReason("web", "default", "pod affinity"),
 		},
 		{
+			name: "pods binding the same host port get separate nodes",
+			snap: func() *scheduling.Snapshot {
+				withPort := func(p *corev1.Pod) {
+					p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+				}
+				s := snapshot(pool, catalog(), pods(2, "proxy", "100m", "", withPort))
+				s.Nodes = []*scheduling.ExistingNode{{Name: "n1", Initialized: true, Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "zone-a"},
+					Allocatable: list("cpu", "4", "pods", "10"), Pods: []*corev1.Pod{pod("old-proxy", "100m", "", withPort)}}}
+				return s
+			},
+			check: wantNodes(2),
+		},
+		{
 			name: "preferred anti-affinity spreads when it can",
 			snap: func() *scheduling.Snapshot {
 				return snapshot(pool, catalog(), pods(3, "db", "100m", "", labeled("app", "db"), preferredAntiAffinity(10, corev1.LabelHostname, db)))
@@ -958,6 +971,22 @@ func TestVolumes(t *testing.T) {
 			snap: func() *scheduling.Snapshot {
 				s := snapshot(pool, catalog(), one(pod("p", "1", "", pvc("data"))))
 				s.Volumes = scheduling.VolumeState{PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "gp3", "")}, StorageClasses: []*scheduling.StorageClass{sc("gp3", true, "zone-b")}}
+				return s
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				if z := zoneOf(t, p); z != "zone-b" {
+					t.Errorf("zone %s", z)
+				}
+			},
+		},
+		{
+			name: "a volume's OR'ed zone terms are alternatives",
+			snap: func() *scheduling.Snapshot {
+				s := snapshot(pool, catalog(), one(pod("p", "1", "", pvc("data"), nodeSelector(corev1.LabelTopologyZone, "zone-b"))))
+				pv := zonalPV("pv-1", "zone-a")
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms = append(pv.Spec.NodeAffinity.Required.NodeSelectorTerms,
+					corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{expr(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b")}})
+				s.Volumes = scheduling.VolumeState{PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "gp3", "pv-1")}, PersistentVolumes: []*corev1.PersistentVolume{pv}, StorageClasses: []*scheduling.StorageClass{sc("gp3", true)}}
 				return s
 			},
 			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
