@@ -407,6 +407,22 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 					}
 				}
 			}
+			for _, np := range s.NodePools {
+				for _, r := range np.Requirements {
+					if r.Key == tsc.TopologyKey && r.Operator == corev1.NodeSelectorOpIn {
+						for _, v := range r.Values {
+							universe[v] = true
+						}
+					}
+				}
+				for _, it := range s.InstanceTypes[np.Name] {
+					if tsc.TopologyKey != corev1.LabelTopologyZone && tsc.TopologyKey != "karpenter.sh/capacity-type" {
+						for _, v := range it.Requirements[tsc.TopologyKey] {
+							universe[v] = true
+						}
+					}
+				}
+			}
 			if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
 				for z := range universe {
 					if !podAllowsZone(p, z) {

@@ -30,7 +30,8 @@ type nodeState struct {
 	natural int // index into pool.types of the cheapest type that fits
 	classes []*podClass
 
-	requests resVec // pods' requests (existing nodes: bound pods included)
+	ports    []hostPort // host ports in use
+	requests resVec     // pods' requests (existing nodes: bound pods included)
 	pods     []*corev1.Pod
 	// podClasses is the relaxation step each of a new node's pods was
 	// placed with.
@@ -64,6 +65,7 @@ func (sv *solver) buildExisting() {
 				continue
 			}
 			n.requests.add(sv.ri.vec(podRequests(p)))
+			n.ports = append(n.ports, podHostPorts(p)...)
 			for _, v := range p.Spec.Volumes {
 				if v.PersistentVolumeClaim == nil {
 					continue
@@ -182,6 +184,9 @@ const (
 // on n (own terms and the inverse terms of pods already there).
 func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 	cb := c.base
+	if portsConflict(cb.hostPorts, n.ports) {
+		return rejectPerm
+	}
 	for gi, g := range c.own {
 		if g.key != corev1.LabelHostname {
 			continue
@@ -347,6 +352,7 @@ func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
 }
 
 func (sv *solver) recordPlacement(c *podClass, n *nodeState) {
+	n.ports = append(n.ports, c.base.hostPorts...)
 	for _, g := range c.base.selectedBy {
 		sv.recordMatch(g, n)
 	}
@@ -465,6 +471,41 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 // topology needs them decided (best-ranked first), and finds the cheapest
 // type that fits.
 func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
+	// Spread or affinity on another label: decide the node's value first,
+	// least-loaded allowed value first.
+	for _, g := range a.c.own {
+		if g.key == corev1.LabelHostname || g.key == corev1.LabelTopologyZone || g.key == CapacityTypeLabel {
+			continue
+		}
+		if _, ok := sv.nodeDomain(n, g.key); ok {
+			continue
+		}
+		m := 0
+		if g.kind == kindSpread {
+			m = sv.spreadMin(g)
+		}
+		vals := append([]string(nil), sv.spreadUniverse(g)...)
+		sort.SliceStable(vals, func(i, j int) bool { return g.counts[vals[i]] < g.counts[vals[j]] })
+		for _, v := range vals {
+			if !sv.domainAllowed(g, a.c.base, v, m) {
+				continue
+			}
+			r := sv.merge(tr.reqs, sv.intern(reqBuilder{g.key: constraint{vals: []string{v}}}.build()))
+			if r == nil {
+				continue
+			}
+			x := tr
+			x.reqs, x.types = r, sv.typesFor(n.pool, r)
+			if out, ok := sv.pickZoneAndCT(a, n, x, need, from, grow); ok {
+				return out, true
+			}
+		}
+		return trial{}, false
+	}
+	return sv.pickZoneAndCT(a, n, tr, need, from, grow)
+}
+
+func (sv *solver) pickZoneAndCT(a *attempt, n *nodeState, tr trial, need, from resVec, grow bool) (trial, bool) {
 	cb := a.c.base
 	var zbuf [64]uint64
 	var cbuf [32]uint32

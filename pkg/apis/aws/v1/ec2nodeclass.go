@@ -178,7 +178,118 @@ type EC2NodeClassSpec struct {
 	//
 	// +optional
 	Context *string `json:"context,omitempty"`
+
+	// NetworkInterfaces are the network interfaces attached at launch, one
+	// per (networkCardIndex, deviceIndex). When set, the list must hold the
+	// primary interface (networkCardIndex 0, deviceIndex 0, interfaceType
+	// interface) and decides how many EFA devices the instance gets: one per
+	// efa-only entry, at most one per network card. When unset, joiner
+	// attaches the primary interface and, for pods that request
+	// vpc.amazonaws.com/efa, every EFA the instance type supports.
+	//
+	// +kubebuilder:validation:MaxItems=150
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(i, i.networkCardIndex == 0 && i.deviceIndex == 0 && i.interfaceType == 'interface')",message="spec.networkInterfaces: the primary interface is missing; add {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, self.exists_one(j, j.networkCardIndex == i.networkCardIndex && j.deviceIndex == i.deviceIndex))",message="spec.networkInterfaces: two interfaces share a networkCardIndex and deviceIndex; give each interface its own pair"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, i.interfaceType != 'efa-only' || self.exists_one(j, j.interfaceType == 'efa-only' && j.networkCardIndex == i.networkCardIndex))",message="spec.networkInterfaces: a network card has more than one efa-only interface; keep at most one efa-only interface per networkCardIndex"
+	// +optional
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+
+	// ConnectionTracking sets the idle timeouts of security group connection
+	// tracking on the instance's network interfaces. Only Nitro instance
+	// types support it, so setting it restricts the NodePool to them.
+	//
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+
+	// CPUOptions configure the instance's processor.
+	//
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
 }
+
+// NetworkInterface is one network interface attached at launch.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is attached to; 0
+	// is the primary card.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+
+	// DeviceIndex is the interface's position on its network card; 0 is the
+	// card's first interface.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+
+	// InterfaceType is interface (an ENA interface with IP addresses; an EFA
+	// with ENA when the card supports EFA and pods request it) or efa-only
+	// (an EFA device without IP addresses).
+	//
+	// +kubebuilder:validation:Enum:={interface,efa-only}
+	// +required
+	InterfaceType NetworkInterfaceType `json:"interfaceType"`
+}
+
+// NetworkInterfaceType is the kind of a network interface.
+type NetworkInterfaceType string
+
+// Network interface types.
+const (
+	// NetworkInterfaceTypeInterface is an ENA interface with IP addresses.
+	NetworkInterfaceTypeInterface NetworkInterfaceType = "interface"
+	// NetworkInterfaceTypeEFAOnly is an EFA device without IP addresses.
+	NetworkInterfaceTypeEFAOnly NetworkInterfaceType = "efa-only"
+)
+
+// ConnectionTracking holds idle timeouts, in seconds, for connection
+// tracking. A timeout left unset keeps EC2's default for the instance type.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",message="spec.connectionTracking: set at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout, or remove connectionTracking"
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is the idle timeout of established TCP
+	// connections, 60 to 432000 seconds (5 days).
+	//
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+
+	// UDPStreamTimeout is the idle timeout of UDP flows that have seen more
+	// than one request-response exchange, 60 to 180 seconds.
+	//
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+
+	// UDPTimeout is the idle timeout of UDP flows that have seen traffic in
+	// one direction or a single request-response exchange, 30 to 60
+	// seconds.
+	//
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions configure the instance's processor.
+type CPUOptions struct {
+	// NestedVirtualization enabled exposes hardware virtualization (/dev/kvm)
+	// inside the instance, for microVMs and sandboxed runtimes, and restricts
+	// the NodePool to instance types that support it.
+	//
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
+}
+
+// Nested virtualization settings.
+const (
+	NestedVirtualizationEnabled  = "enabled"
+	NestedVirtualizationDisabled = "disabled"
+)
 
 // AMISelectorTerm selects AMIs. Allowed shapes: alias alone; id alone;
 // ssmParameter alone; any of name, owner and tags together (owner needs

@@ -1,13 +1,30 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// KubeletConfiguration is the subset of the kubelet's configuration joiner
-// sets through the AMI family's bootstrap. Field names and meanings follow
-// the upstream KubeletConfiguration.
+// KubeletConfiguration is the kubelet's configuration, in the field names
+// and shapes of the upstream KubeletConfiguration (kubelet.config.k8s.io).
 //
+// The fields typed here are the ones joiner itself reads (to compute
+// allocatable and pod density) and passes through every AMI family's
+// bootstrap; the CRD validates them. Any other KubeletConfiguration field
+// (cpuManagerPolicy, topologyManagerPolicy, shutdownGracePeriod, ...) is
+// kept verbatim in Extra: the schema preserves unknown fields here, and
+// UnmarshalJSON/MarshalJSON carry them through the Go type unchanged. Only
+// AL2023 (whose nodeadm takes the whole configuration) can apply them; CEL
+// cannot see fields the schema does not declare, so EC2NodeClass.Validate
+// reports extra fields on other families at runtime.
+//
+// registerWithTaints is declared only so the CRD can reject it: joiner
+// registers nodes with the NodePool's taints and startup taints plus
+// karpenter.sh/unregistered.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:XValidation:rule="!has(self.registerWithTaints)",message="spec.kubelet.registerWithTaints: joiner sets the taints nodes register with; remove it and use the NodePool's spec.template.spec.taints or startupTaints instead"
 // +kubebuilder:validation:XValidation:rule="has(self.evictionSoft) == has(self.evictionSoftGracePeriod)",message="spec.kubelet: evictionSoft and evictionSoftGracePeriod go together; set both or neither"
 // +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || !has(self.evictionSoftGracePeriod) || self.evictionSoft.all(k, k in self.evictionSoftGracePeriod)",message="spec.kubelet.evictionSoftGracePeriod: every evictionSoft signal needs a grace period; add the missing keys"
 // +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || !has(self.evictionSoftGracePeriod) || self.evictionSoftGracePeriod.all(k, k in self.evictionSoft)",message="spec.kubelet.evictionSoftGracePeriod: has a signal with no evictionSoft threshold; add the threshold or remove the key"
@@ -107,4 +124,15 @@ type KubeletConfiguration struct {
 	//
 	// +optional
 	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+
+	// RegisterWithTaints is always rejected (joiner owns the registration
+	// taints); it is declared so that the CRD can say so.
+	//
+	// +optional
+	RegisterWithTaints []corev1.Taint `json:"registerWithTaints,omitempty"`
+
+	// Extra holds every field of the object that is not typed above, by
+	// field name, each value the verbatim JSON. It is not a field of the
+	// wire format: its entries appear beside the typed fields.
+	Extra map[string]apiextensionsv1.JSON `json:"-"`
 }

@@ -491,6 +491,141 @@ func TestEC2NodeClassRejected(t *testing.T) {
 			mutate: func(s *awsv1.EC2NodeClassSpec) { s.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](-1)} },
 			want:   []string{"spec.kubelet.maxPods", "should be greater than or equal to 0"},
 		},
+		{
+			name: "registerWithTaints",
+			raw: func(s map[string]any) {
+				s["kubelet"] = map[string]any{"registerWithTaints": []any{map[string]any{"key": "example.com/gpu", "effect": "NoSchedule"}}}
+			},
+			want: []string{"spec.kubelet.registerWithTaints: joiner sets the taints nodes register with", "startupTaints"},
+		},
+		{
+			name: "typed kubelet field still validated beside extra fields",
+			raw: func(s map[string]any) {
+				s["kubelet"] = map[string]any{"cpuManagerPolicy": "static", "maxPods": "many"}
+			},
+			want: []string{"spec.kubelet.maxPods", "must be of type integer"},
+		},
+		// Network interfaces.
+		{
+			name: "network interfaces without the primary",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly}}
+			},
+			want: []string{"spec.networkInterfaces: the primary interface is missing; add {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}"},
+		},
+		{
+			name: "efa-only primary",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly}}
+			},
+			want: []string{"spec.networkInterfaces: the primary interface is missing"},
+		},
+		{
+			name: "duplicate card and device",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{
+					{InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+					{NetworkCardIndex: 1, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+					{NetworkCardIndex: 1, InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+				}
+			},
+			want: []string{"spec.networkInterfaces: two interfaces share a networkCardIndex and deviceIndex; give each interface its own pair"},
+		},
+		{
+			name: "two efa-only interfaces on one card",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{
+					{InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+					{NetworkCardIndex: 0, DeviceIndex: 1, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+					{NetworkCardIndex: 0, DeviceIndex: 2, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+				}
+			},
+			want: []string{"spec.networkInterfaces: a network card has more than one efa-only interface; keep at most one efa-only interface per networkCardIndex"},
+		},
+		{
+			name: "unknown interface type",
+			raw: func(s map[string]any) {
+				s["networkInterfaces"] = []any{map[string]any{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}}
+			},
+			want: []string{"spec.networkInterfaces[0].interfaceType", "Unsupported value: \"efa\""},
+		},
+		{
+			name: "interface without interfaceType",
+			raw: func(s map[string]any) {
+				s["networkInterfaces"] = []any{map[string]any{"networkCardIndex": 0, "deviceIndex": 0}}
+			},
+			want: []string{"spec.networkInterfaces[0].interfaceType", "Required value"},
+		},
+		{
+			name: "negative networkCardIndex",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{
+					{InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+					{NetworkCardIndex: -1, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+				}
+			},
+			want: []string{"spec.networkInterfaces[1].networkCardIndex", "should be greater than or equal to 0"},
+		},
+		{
+			name: "more than 150 network interfaces",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				for i := range 151 {
+					s.NetworkInterfaces = append(s.NetworkInterfaces, awsv1.NetworkInterface{NetworkCardIndex: int32(i), InterfaceType: awsv1.NetworkInterfaceTypeInterface})
+				}
+			},
+			want: []string{"spec.networkInterfaces", "must have at most 150 items"},
+		},
+		// Connection tracking, CPU options, prefixes.
+		{
+			name:   "empty connectionTracking",
+			mutate: func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{} },
+			want:   []string{"spec.connectionTracking: set at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"},
+		},
+		{
+			name: "tcpEstablishedTimeout below 60",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](59)}
+			},
+			want: []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be greater than or equal to 60"},
+		},
+		{
+			name: "tcpEstablishedTimeout above 5 days",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](432001)}
+			},
+			want: []string{"spec.connectionTracking.tcpEstablishedTimeout", "should be less than or equal to 432000"},
+		},
+		{
+			name: "udpStreamTimeout above 180",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](181)}
+			},
+			want: []string{"spec.connectionTracking.udpStreamTimeout", "should be less than or equal to 180"},
+		},
+		{
+			name: "udpTimeout below 30",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](29)}
+			},
+			want: []string{"spec.connectionTracking.udpTimeout", "should be greater than or equal to 30"},
+		},
+		{
+			name: "connection tracking as a duration",
+			raw: func(s map[string]any) {
+				s["connectionTracking"] = map[string]any{"udpTimeout": "30s"}
+			},
+			want: []string{"spec.connectionTracking.udpTimeout", "must be of type integer"},
+		},
+		{
+			name:   "unknown nestedVirtualization",
+			mutate: func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To("on")} },
+			want:   []string{"spec.cpuOptions.nestedVirtualization", "Unsupported value: \"on\""},
+		},
+		{
+			name:   "negative ipPrefixCount",
+			mutate: func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = ptr.To[int32](-1) },
+			want:   []string{"spec.ipPrefixCount", "should be greater than or equal to 0"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := newEC2NodeClass(t)
@@ -574,6 +709,47 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 					ImageGCLowThresholdPercent:  ptr.To[int32](80),
 					CPUCFSQuota:                 ptr.To(true),
 				}
+			},
+		},
+		{
+			name: "EFA network interfaces",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []awsv1.NetworkInterface{
+					{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+					{NetworkCardIndex: 0, DeviceIndex: 1, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+					{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+					{NetworkCardIndex: 1, DeviceIndex: 1, InterfaceType: awsv1.NetworkInterfaceTypeInterface},
+					{NetworkCardIndex: 2, DeviceIndex: 0, InterfaceType: awsv1.NetworkInterfaceTypeEFAOnly},
+				}
+			},
+		},
+		{
+			name: "150 network interfaces",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				for i := range 150 {
+					s.NetworkInterfaces = append(s.NetworkInterfaces,
+						awsv1.NetworkInterface{NetworkCardIndex: int32(i / 2), DeviceIndex: int32(i % 2), InterfaceType: awsv1.NetworkInterfaceTypeInterface})
+				}
+			},
+		},
+		{
+			name: "connection tracking at its bounds",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{
+					TCPEstablishedTimeout: ptr.To[int32](432000), UDPStreamTimeout: ptr.To[int32](60), UDPTimeout: ptr.To[int32](30),
+				}
+			},
+		},
+		{
+			name: "one connection tracking timeout",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](60)}
+			},
+		},
+		{
+			name: "nested virtualization",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To(awsv1.NestedVirtualizationEnabled)}
 			},
 		},
 	} {
