@@ -40,6 +40,7 @@ type classBase struct {
 	ctRelevant bool
 
 	shape      *shapeT        // classes with the same requests share it
+	hostPorts  []hostPort     // ports the pods bind on their node
 	err        string         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
 	variants   []*podClass
@@ -166,6 +167,10 @@ func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
 		j, _ := json.Marshal([]any{s.Affinity, s.Tolerations, s.TopologySpreadConstraints})
 		b.Write(j)
 	}
+	for _, hp := range podHostPorts(p) {
+		b.WriteString("|port:")
+		b.WriteString(hp.String())
+	}
 	for _, v := range s.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			b.WriteString("|pvc:")
@@ -242,9 +247,25 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 		return err
 	}
 	cb.volDrivers = drivers
-	cb.terms, err = podRequirementAlternatives(p, vol)
-	if err != nil {
-		return err
+	cb.hostPorts = podHostPorts(p)
+	// Required node affinity terms crossed with the volumes' alternatives,
+	// pod terms first.
+	for _, v := range vol {
+		alts, err := podRequirementAlternatives(p, v)
+		if err != nil {
+			return err
+		}
+		cb.terms = append(cb.terms, alts...)
+	}
+	if len(vol) > 1 {
+		var ordered []reqBuilder
+		n := len(cb.terms) / len(vol)
+		for i := 0; i < n; i++ {
+			for j := range vol {
+				ordered = append(ordered, cb.terms[j*n+i])
+			}
+		}
+		cb.terms = ordered
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		pref := append([]corev1.PreferredSchedulingTerm(nil), a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)

@@ -106,6 +106,14 @@ func (sv *solver) removePod(n *nodeState, p *corev1.Pod, c *podClass) {
 	for r := range n.requests {
 		n.requests[r] -= c.base.req[r]
 	}
+	for _, hp := range c.base.hostPorts {
+		for i := range n.ports {
+			if n.ports[i] == hp {
+				n.ports = append(n.ports[:i], n.ports[i+1:]...)
+				break
+			}
+		}
+	}
 	for _, g := range c.base.selectedBy {
 		if g.kind == kindSpread && !sv.spreadCounts(g, n) {
 			continue

@@ -30,7 +30,8 @@ type nodeState struct {
 	natural int // index into pool.types of the cheapest type that fits
 	classes []*podClass
 
-	requests resVec // pods' requests (existing nodes: bound pods included)
+	ports    []hostPort // host ports in use
+	requests resVec     // pods' requests (existing nodes: bound pods included)
 	pods     []*corev1.Pod
 	// podClasses is the relaxation step each of a new node's pods was
 	// placed with.
@@ -64,6 +65,7 @@ func (sv *solver) buildExisting() {
 				continue
 			}
 			n.requests.add(sv.ri.vec(podRequests(p)))
+			n.ports = append(n.ports, podHostPorts(p)...)
 			for _, v := range p.Spec.Volumes {
 				if v.PersistentVolumeClaim == nil {
 					continue
@@ -182,6 +184,9 @@ const (
 // on n (own terms and the inverse terms of pods already there).
 func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 	cb := c.base
+	if portsConflict(cb.hostPorts, n.ports) {
+		return rejectPerm
+	}
 	for gi, g := range c.own {
 		if g.key != corev1.LabelHostname {
 			continue
@@ -347,6 +352,7 @@ func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
 }
 
 func (sv *solver) recordPlacement(c *podClass, n *nodeState) {
+	n.ports = append(n.ports, c.base.hostPorts...)
 	for _, g := range c.base.selectedBy {
 		sv.recordMatch(g, n)
 	}

@@ -131,7 +131,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			continue
 		}
 		for _, o := range it.Offerings {
-			if !o.Available || (o.ReservationID != "" && o.ReservationCapacity <= 0) {
+			if !o.Available || (o.ReservationID != "" && (o.ReservationCapacity <= 0 || sv.opts.IgnoreReservedCapacity)) {
 				continue
 			}
 			z, zok := sv.zoneIdx[o.Zone]

@@ -153,6 +153,13 @@ func TestResources(t *testing.T) {
 			check: all(wantNodes(1), wantCheapest("g5.8x")),
 		},
 		{
+			name: "a resource no instance type offers is explained",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("fpga", "1", "", request("example.com/fpga", "1"))))
+			},
+			check: wantReason("fpga", "default", "(no instance type has enough resources)"),
+		},
+		{
 			name: "hugepages need a type that offers them",
 			snap: func() *scheduling.Snapshot {
 				its := append(catalog(), instanceType("h.8x", 8, withCapacity("hugepages-2Mi", "1Gi")))
@@ -599,6 +606,33 @@ func TestNodePools(t *testing.T) {
 	})
 }
 
+func TestIgnorePreferences(t *testing.T) {
+	its := append(catalog(), instanceType("m6g.4x", 4, withLabel(corev1.LabelArchStable, "arm64")))
+	s := snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "", preferredTerm(10, expr(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")))))
+	p, err := scheduling.Solve(s, scheduling.Options{IgnorePreferences: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, s, p)
+	if got := cheapest(p.NewNodeClaims[0]); got != "m5.1x" {
+		t.Errorf("cheapest %s, want the preference ignored (m5.1x)", got)
+	}
+}
+
+func TestIgnoreReservedCapacity(t *testing.T) {
+	its := catalog()
+	its[2].Offerings = append(its[2].Offerings, scheduling.Offering{Zone: "zone-a", CapacityType: "reserved", Price: 0.001, Available: true, ReservationID: "cr-1", ReservationCapacity: 5})
+	s := snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "3", "")))
+	p, err := scheduling.Solve(s, scheduling.Options{IgnoreReservedCapacity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, s, p)
+	if ct := reqValues(p.NewNodeClaims[0], "karpenter.sh/capacity-type"); strings.Join(ct, ",") != "on-demand,spot" {
+		t.Errorf("capacity types %v, want reservations ignored", ct)
+	}
+}
+
 func TestTopologySpread(t *testing.T) {
 	app := map[string]string{"app": "web"}
 	pool := []*scheduling.NodePool{nodePool("default")}
@@ -805,6 +839,19 @@ func TestPodAffinity(t *testing.T) {
 			check: wantReason("web", "default", "pod affinity"),
 		},
 		{
+			name: "pods binding the same host port get separate nodes",
+			snap: func() *scheduling.Snapshot {
+				withPort := func(p *corev1.Pod) {
+					p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+				}
+				s := snapshot(pool, catalog(), pods(2, "proxy", "100m", "", withPort))
+				s.Nodes = []*scheduling.ExistingNode{{Name: "n1", Initialized: true, Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "zone-a"},
+					Allocatable: list("cpu", "4", "pods", "10"), Pods: []*corev1.Pod{pod("old-proxy", "100m", "", withPort)}}}
+				return s
+			},
+			check: wantNodes(2),
+		},
+		{
 			name: "preferred anti-affinity spreads when it can",
 			snap: func() *scheduling.Snapshot {
 				return snapshot(pool, catalog(), pods(3, "db", "100m", "", labeled("app", "db"), preferredAntiAffinity(10, corev1.LabelHostname, db)))
@@ -924,6 +971,22 @@ func TestVolumes(t *testing.T) {
 			snap: func() *scheduling.Snapshot {
 				s := snapshot(pool, catalog(), one(pod("p", "1", "", pvc("data"))))
 				s.Volumes = scheduling.VolumeState{PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "gp3", "")}, StorageClasses: []*scheduling.StorageClass{sc("gp3", true, "zone-b")}}
+				return s
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				if z := zoneOf(t, p); z != "zone-b" {
+					t.Errorf("zone %s", z)
+				}
+			},
+		},
+		{
+			name: "a volume's OR'ed zone terms are alternatives",
+			snap: func() *scheduling.Snapshot {
+				s := snapshot(pool, catalog(), one(pod("p", "1", "", pvc("data"), nodeSelector(corev1.LabelTopologyZone, "zone-b"))))
+				pv := zonalPV("pv-1", "zone-a")
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms = append(pv.Spec.NodeAffinity.Required.NodeSelectorTerms,
+					corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{expr(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b")}})
+				s.Volumes = scheduling.VolumeState{PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "gp3", "pv-1")}, PersistentVolumes: []*corev1.PersistentVolume{pv}, StorageClasses: []*scheduling.StorageClass{sc("gp3", true)}}
 				return s
 			},
 			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {

@@ -17,6 +17,12 @@ type Options struct {
 	// IgnorePreferences drops every preference up front (Karpenter's
 	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
 	IgnorePreferences bool
+	// IgnoreReservedCapacity treats capacity-reservation offerings as
+	// unavailable (Karpenter's ReservedCapacity feature gate off). By
+	// default a reserved offering is preferred while its reservation has
+	// capacity left: it is usually the cheapest, and each new node that
+	// takes it uses one instance of ReservationCapacity, in plan order.
+	IgnoreReservedCapacity bool
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero.
@@ -149,6 +155,22 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	}
 	for _, np := range s.NodePools {
 		lists = append(lists, np.Limits)
+	}
+	// Every resource a pod asks for gets a dimension, so one no instance
+	// type offers makes the pod unplaceable instead of being ignored.
+	for _, ps := range [][]*corev1.Pod{s.Pods, s.DaemonSets} {
+		for _, p := range ps {
+			for i := range p.Spec.Containers {
+				lists = append(lists, p.Spec.Containers[i].Resources.Requests)
+			}
+			for i := range p.Spec.InitContainers {
+				lists = append(lists, p.Spec.InitContainers[i].Resources.Requests)
+			}
+			lists = append(lists, p.Spec.Overhead)
+			if p.Spec.Resources != nil {
+				lists = append(lists, p.Spec.Resources.Requests)
+			}
+		}
 	}
 	sv.ri = newResourceIndex(lists)
 	sv.scratch = make(resVec, len(sv.ri.names))

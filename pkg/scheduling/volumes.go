@@ -83,13 +83,35 @@ func (sv *solver) claimDriver(ns, name string) string {
 	return ""
 }
 
-// volumeRequirements turns the pod's volumes into node requirements (a
-// bound PV's node affinity, or an unbound WaitForFirstConsumer claim's
-// StorageClass allowedTopologies) and counts its CSI volumes per driver.
-// Only the first term of a PV's node affinity or of allowedTopologies is
-// used. Hostname terms (local volumes) are ignored, as Karpenter does.
-func (sv *solver) volumeRequirements(p *corev1.Pod) (reqBuilder, map[string]int, error) {
-	b := reqBuilder{}
+// maxVolumeAlternatives caps the cross product of volumes' OR'ed terms.
+const maxVolumeAlternatives = 16
+
+// volumeRequirements turns the pod's volumes into node requirement
+// alternatives (a bound PV's node affinity terms, or an unbound
+// WaitForFirstConsumer claim's StorageClass allowedTopologies terms; OR'ed
+// terms of several volumes are crossed, first terms first) and counts its
+// CSI volumes per driver. Hostname terms (local volumes) are ignored, as
+// Karpenter does.
+func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]int, error) {
+	alts := []reqBuilder{{}}
+	cross := func(terms []reqBuilder) {
+		var out []reqBuilder
+		for _, a := range alts {
+			for _, t := range terms {
+				b := reqBuilder{}
+				for k, c := range a {
+					b[k] = c
+				}
+				for k, c := range t {
+					b.add(k, c)
+				}
+				if len(out) < maxVolumeAlternatives {
+					out = append(out, b)
+				}
+			}
+		}
+		alts = out
+	}
 	drivers := map[string]int{}
 	for _, v := range p.Spec.Volumes {
 		if pl := inTreePlugin(&v.VolumeSource); pl != "" {
@@ -115,14 +137,20 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) (reqBuilder, map[string]int,
 				return nil, nil, fmt.Errorf("persistentvolume %q uses the in-tree %s plugin, which joiner does not support; migrate it to CSI", pv.Name, pl)
 			}
 			if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
-				for _, e := range na.Required.NodeSelectorTerms[0].MatchExpressions {
-					if normalizedKey(e.Key) == corev1.LabelHostname {
-						continue
+				var terms []reqBuilder
+				for _, t := range na.Required.NodeSelectorTerms {
+					b := reqBuilder{}
+					for _, e := range t.MatchExpressions {
+						if normalizedKey(e.Key) == corev1.LabelHostname {
+							continue
+						}
+						if err := b.addRequirement(normalizedKey(e.Key), e.Operator, e.Values); err != nil {
+							return nil, nil, fmt.Errorf("persistentvolume %q node affinity: %w", pv.Name, err)
+						}
 					}
-					if err := b.addRequirement(normalizedKey(e.Key), e.Operator, e.Values); err != nil {
-						return nil, nil, fmt.Errorf("persistentvolume %q node affinity: %w", pv.Name, err)
-					}
+					terms = append(terms, b)
 				}
+				cross(terms)
 			}
 			continue
 		}
@@ -136,14 +164,20 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) (reqBuilder, map[string]int,
 		if !sc.WaitForFirstConsumer || len(sc.AllowedTopologies) == 0 {
 			continue
 		}
-		for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
-			if normalizedKey(e.Key) == corev1.LabelHostname {
-				continue
+		var terms []reqBuilder
+		for _, t := range sc.AllowedTopologies {
+			b := reqBuilder{}
+			for _, e := range t.MatchLabelExpressions {
+				if normalizedKey(e.Key) == corev1.LabelHostname {
+					continue
+				}
+				if err := b.addRequirement(normalizedKey(e.Key), corev1.NodeSelectorOpIn, e.Values); err != nil {
+					return nil, nil, fmt.Errorf("storageclass %q allowedTopologies: %w", sc.Name, err)
+				}
 			}
-			if err := b.addRequirement(normalizedKey(e.Key), corev1.NodeSelectorOpIn, e.Values); err != nil {
-				return nil, nil, fmt.Errorf("storageclass %q allowedTopologies: %w", sc.Name, err)
-			}
+			terms = append(terms, b)
 		}
+		cross(terms)
 	}
-	return b, drivers, nil
+	return alts, drivers, nil
 }

@@ -147,7 +147,11 @@ const (
 )
 
 // NodePoolHashVersion is the current value of AnnotationNodePoolHashVersion.
-const NodePoolHashVersion = "v3"
+// It deliberately differs from Karpenter's ("v3"): NodeClaims launched by
+// Karpenter carry Karpenter's hash, which joiner does not reproduce, so on a
+// version mismatch joiner re-stamps the NodeClaim instead of calling it
+// drifted. Bump it whenever NodePool.Hash changes.
+const NodePoolHashVersion = "joiner-v1"
 
 // Taints.
 const (

@@ -36,6 +36,8 @@ type MachinesOptions struct {
 	// ClusterName: only instances tagged with it become Nodes of this
 	// cluster.
 	ClusterName string
+	// ClusterID: see Options.ClusterID.
+	ClusterID string
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
 	// Interval defaults to DefaultMachinesInterval.
@@ -119,7 +121,7 @@ func (m *Machines) Step(ctx context.Context) error {
 	err := m.opts.Store.Update(func(st *StoreState) error {
 		changed := false
 		for _, inst := range st.Instances {
-			if inst.Tags[TagCluster] != m.opts.ClusterName {
+			if !(identity{name: m.opts.ClusterName, id: m.opts.ClusterID}).owns(inst) {
 				continue
 			}
 			if inst.State == StatePending && !now.Before(inst.RunningAt) {

@@ -74,6 +74,11 @@ type Options struct {
 	// sim.joiner.dev/cluster tag on every instance it launches, and the
 	// only instances Get, List and Delete act on.
 	ClusterName string
+	// ClusterID is the cluster's unique identity (see ClusterID and
+	// TagClusterID). When set, an instance is this cluster's only if it
+	// carries both the name and the id, so two clusters that share a name
+	// still never touch each other's instances.
+	ClusterID string
 	// Catalog resolves a node class's instance catalog; defaults to
 	// DefaultCatalog.
 	Catalog CatalogFunc
@@ -129,6 +134,8 @@ func ValidateClusterName(name string) error {
 // Provider is the simulated cloud's CloudProvider.
 type Provider struct {
 	opts        Options
+	identity    identity
+	namesakes   namesakeReporter
 	unavailable *unavailableOfferings
 }
 
@@ -139,7 +146,11 @@ func New(opts Options) (*Provider, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("sim cloud provider options: %w", err)
 	}
-	return &Provider{opts: opts, unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL)}, nil
+	return &Provider{
+		opts:        opts,
+		identity:    identity{name: opts.ClusterName, id: opts.ClusterID},
+		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
+	}, nil
 }
 
 // Name implements cloudprovider.CloudProvider.
@@ -289,7 +300,7 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 	os := labels[v1.LabelOS]
 	tags := map[string]string{}
 	maps.Copy(tags, nc.Spec.Tags)
-	tags[TagCluster] = p.opts.ClusterName
+	p.identity.tag(tags)
 	tags[TagNodeClass] = nc.Name
 	tags[AnnotationNodeClassHash] = nodeClassHash(nc)
 	if np := nodeClaim.Labels[v1.LabelNodePool]; np != "" {
@@ -442,7 +453,7 @@ func (p *Provider) purge(st *StoreState, now time.Time) {
 
 // owned reports whether inst belongs to this cluster.
 func (p *Provider) owned(inst *Instance) bool {
-	return inst != nil && inst.Tags[TagCluster] == p.opts.ClusterName
+	return p.identity.owns(inst)
 }
 
 // hydrate turns an instance into the NodeClaim the interface promises.
@@ -504,18 +515,25 @@ func (p *Provider) Get(_ context.Context, pid string) (*v1.NodeClaim, error) {
 }
 
 // List implements cloudprovider.CloudProvider.
-func (p *Provider) List(_ context.Context) ([]*v1.NodeClaim, error) {
+func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	var out []*v1.NodeClaim
+	var namesakes []*Instance
 	err := p.opts.Store.View(func(st *StoreState) error {
 		ids := slices.Sorted(maps.Keys(st.Instances))
 		for _, id := range ids {
 			inst := st.Instances[id]
-			if p.owned(inst) && inst.State != StateTerminated {
+			if inst.State == StateTerminated {
+				continue
+			}
+			if p.owned(inst) {
 				out = append(out, p.hydrate(inst))
+			} else if p.identity.namesake(inst) {
+				namesakes = append(namesakes, inst)
 			}
 		}
 		return nil
 	})
+	p.namesakes.report(ctx, p.identity, namesakes)
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}

@@ -89,7 +89,12 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 
 func (e *env) provider(cluster string) *Provider {
 	e.t.Helper()
-	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: cluster, Catalog: testCatalog, Clock: e.clock})
+	return e.providerWithID(cluster, "")
+}
+
+func (e *env) providerWithID(cluster, id string) *Provider {
+	e.t.Helper()
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: cluster, ClusterID: id, Catalog: testCatalog, Clock: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -342,8 +347,25 @@ func TestSubnetOutOfIPs(t *testing.T) {
 }
 
 func TestOwnershipAcrossClustersSharingOneStore(t *testing.T) {
-	e := newEnv(t, nodeClass("default"))
-	a, b := e.provider("cluster-a"), e.provider("cluster-b")
+	tests := []struct {
+		name         string
+		nameA, nameB string
+		idA, idB     string
+	}{
+		{name: "distinct cluster names", nameA: "cluster-a", nameB: "cluster-b"},
+		// Two clusters deployed with the same --cluster-name: the cluster id
+		// (kube-system's UID) still keeps them apart.
+		{name: "one name, distinct cluster ids", nameA: "prod", nameB: "prod", idA: "uid-a", idB: "uid-b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nodeClass("default"))
+			testOwnership(t, e.providerWithID(tt.nameA, tt.idA), e.providerWithID(tt.nameB, tt.idB))
+		})
+	}
+}
+
+func testOwnership(t *testing.T, a, b *Provider) {
 	ctx := context.Background()
 	ncA, err := a.Create(ctx, newNodeClaim("shared-name", "default"))
 	if err != nil {

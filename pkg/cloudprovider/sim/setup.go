@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -22,6 +24,10 @@ type SetupOptions struct {
 	StorePath string
 	// ClusterName is the cluster identity (see Options.ClusterName).
 	ClusterName string
+	// ClusterID is the cluster's unique identity; when empty, Setup reads
+	// it from the cluster (ClusterID) so that clusters sharing a name stay
+	// apart.
+	ClusterID string
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
 	// Catalog defaults to DefaultCatalog.
@@ -40,15 +46,24 @@ func Setup(mgr manager.Manager, opts SetupOptions) (*Provider, error) {
 	if opts.Clock != nil {
 		clk = opts.Clock
 	}
+	if opts.ClusterID == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		id, err := ClusterID(ctx, mgr.GetAPIReader())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
+		}
+		opts.ClusterID = id
+	}
 	store, err := OpenStore(path)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, Catalog: opts.Catalog, Clock: clk})
+	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Catalog: opts.Catalog, Clock: clk})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	machines, err := NewMachines(MachinesOptions{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, Clock: clk})
+	machines, err := NewMachines(MachinesOptions{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Clock: clk})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}

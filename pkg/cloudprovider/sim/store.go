@@ -29,7 +29,7 @@ const (
 )
 
 // Tags the simulated cloud writes on every instance, like Karpenter's AWS
-// tags. Ownership is proven by TagCluster alone.
+// tags. Ownership is proven by TagCluster, and by TagClusterID when the cluster id is known.
 const (
 	TagCluster   = "sim.joiner.dev/cluster"
 	TagNodePool  = "karpenter.sh/nodepool"

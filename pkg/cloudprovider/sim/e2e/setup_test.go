@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,8 +34,9 @@ func TestSetupWiresTheCloudIntoAManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	storePath := filepath.Join(t.TempDir(), "instances.json")
 	provider, err := sim.Setup(mgr, sim.SetupOptions{
-		StorePath:   filepath.Join(t.TempDir(), "instances.json"),
+		StorePath:   storePath,
 		ClusterName: test.Name(t, "cluster"),
 	})
 	if err != nil {
@@ -79,4 +81,25 @@ func TestSetupWiresTheCloudIntoAManager(t *testing.T) {
 	c := &cloud{provider: provider, nodeClass: good.Name}
 	claim := c.launch(t, "amd64")
 	readyNode(t, claim.Status.ProviderID)
+
+	// Setup identified the cluster by its kube-system namespace, so the
+	// instance is provably this cluster's even if another one shares the name.
+	kubeSystem := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, kubeSystem); err != nil {
+		t.Fatal(err)
+	}
+	store, err := sim.OpenStore(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.View(func(st *sim.StoreState) error {
+		for id, inst := range st.Instances {
+			if got := inst.Tags[sim.TagClusterID]; got != string(kubeSystem.UID) {
+				t.Errorf("instance %s has %s=%q, want the kube-system UID %q", id, sim.TagClusterID, got, kubeSystem.UID)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

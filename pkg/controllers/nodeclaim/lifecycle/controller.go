@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,7 +134,16 @@ func (c *Controller) Register(mgr manager.Manager) error {
 		// A Node appearing or changing (Ready, taints removed, resources
 		// registered) moves its NodeClaim along.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsForNode)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles,
+			// Failed launches retry within a minute, so liveness gets to
+			// judge them close to their TTL (the default backoff grows to
+			// 16 minutes and would ignore liveness's requeue).
+			RateLimiter: workqueue.NewTypedMaxOfRateLimiter[reconcile.Request](
+				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
+				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(50), 500)},
+			),
+		}).
 		Complete(reconcile.Func(c.Reconcile))
 	if err != nil {
 		return fmt.Errorf("registering nodeclaim.lifecycle: %w", err)

@@ -10,8 +10,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
-type corev1Taint = corev1.Taint
-
 func mergeFrom(obj client.Object) client.Patch {
 	return client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
 }

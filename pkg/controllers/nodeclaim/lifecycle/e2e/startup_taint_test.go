@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -54,7 +55,7 @@ func TestStartupTaintFlow(t *testing.T) {
 
 	// The agent that owns the startup taint removes it.
 	stored := node.DeepCopy()
-	var kept []corev1Taint
+	var kept []corev1.Taint
 	for _, taint := range node.Spec.Taints {
 		if taint.Key != startupTaintKey {
 			kept = append(kept, taint)
