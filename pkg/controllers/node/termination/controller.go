@@ -12,11 +12,12 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,6 +27,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // Requeue intervals while waiting on the cluster. Draining is driven by
@@ -34,6 +36,13 @@ import (
 const (
 	drainPollInterval    = time.Second
 	instancePollInterval = 2 * time.Second
+	// minDrainWindow is the least time between a Node's deletion and its
+	// being declared drained: a pod bound just before the disrupted taint
+	// landed may not be in the cache yet, and must not be missed.
+	minDrainWindow = 5 * time.Second
+	// maxConcurrentReconciles lets a large scale-down drain its nodes side
+	// by side rather than one at a time.
+	maxConcurrentReconciles = 50
 )
 
 // labelExcludeFromLB takes a terminating node out of cloud load balancers
@@ -44,8 +53,8 @@ const labelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balanc
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads straight from the API server: pods are listed by
-	// node name there, so the drain never acts on a stale cache.
+	// APIReader reads straight from the API server, for the rare reads
+	// that must not be stale (the claims behind volumes of pods that stay).
 	APIReader client.Reader
 	// CloudProvider terminates the node's instance.
 	CloudProvider cloudprovider.CloudProvider
@@ -57,6 +66,9 @@ type Options struct {
 // Controller drains and removes terminating managed Nodes.
 type Controller struct {
 	opts Options
+	// nodeClasses are the node class kinds the cloud provider serves;
+	// NodeClaims of other kinds belong to another controller.
+	nodeClasses cloudprovider.NodeClassKinds
 }
 
 // NewController validates opts and builds the controller.
@@ -74,14 +86,22 @@ func NewController(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts}, nil
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("node termination: %w", err)
+	}
+	return &Controller{opts: opts, nodeClasses: kinds}, nil
 }
 
 // Register adds the controller to mgr. Only Nodes carrying joiner's
 // termination finalizer are watched.
 func (c *Controller) Register(mgr manager.Manager) error {
+	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("registering node termination: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("node.termination").
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer)
 		}))).
@@ -90,6 +110,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
@@ -111,6 +132,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if !c.manages(node, nodeClaims) {
+		// Another controller (Karpenter itself, during a migration) owns
+		// this finalizer; its promise that the instance is terminated
+		// first is not ours to break.
+		return reconcile.Result{}, nil
+	}
 	// A Node and its NodeClaim go together: deleting either deletes both.
 	for _, nc := range nodeClaims {
 		if nc.DeletionTimestamp == nil {
@@ -124,6 +151,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	deadline := terminationDeadline(nodeClaims)
 
+	// A node whose instance is already gone and whose kubelet stopped
+	// reporting cannot be drained: no pod deletion would ever be confirmed.
+	if gone, err := c.instanceGone(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	} else if gone && !nodeReady(node) {
+		return reconcile.Result{}, c.removeFinalizer(ctx, node, "instance already terminated and node not ready; skipped the drain")
+	}
+
 	drained, err := c.drain(ctx, node, nodeClaims, deadline)
 	if err != nil || !drained {
 		return reconcile.Result{RequeueAfter: drainPollInterval}, err
@@ -136,13 +171,59 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !gone {
 		return reconcile.Result{RequeueAfter: instancePollInterval}, err
 	}
+	return reconcile.Result{}, c.removeFinalizer(ctx, node, "drained and instance terminated")
+}
+
+// removeFinalizer lets the API server delete the Node.
+func (c *Controller) removeFinalizer(ctx context.Context, node *corev1.Node, why string) error {
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
 	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
-	log.FromContext(ctx).Info("deleted node")
-	return reconcile.Result{}, nil
+	log.FromContext(ctx).Info("deleted node", "reason", why)
+	return nil
+}
+
+// manages reports whether joiner owns node's termination: its NodeClaims
+// use a node class this cloud provider serves or, with no NodeClaim left,
+// its provider ID has this provider's scheme.
+func (c *Controller) manages(node *corev1.Node, nodeClaims []*v1.NodeClaim) bool {
+	for _, nc := range nodeClaims {
+		if c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
+			return true
+		}
+	}
+	if len(nodeClaims) > 0 {
+		return false
+	}
+	scheme, _, ok := strings.Cut(node.Spec.ProviderID, "://")
+	return ok && scheme == c.opts.CloudProvider.Name()
+}
+
+// instanceGone reports whether the cloud says node's instance no longer
+// exists.
+func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return false, nil
+	}
+	_, err := c.opts.CloudProvider.Get(ctx, node.Spec.ProviderID)
+	if cloudprovider.IsNodeClaimNotFoundError(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up instance %s: %w", node.Spec.ProviderID, err)
+	}
+	return false, nil
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // nodeClaimsFor returns the NodeClaims launched as node's instance.
@@ -151,14 +232,12 @@ func (c *Controller) nodeClaimsFor(ctx context.Context, node *corev1.Node) ([]*v
 		return nil, nil
 	}
 	list := &v1.NodeClaimList{}
-	if err := c.opts.Client.List(ctx, list); err != nil {
+	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	var out []*v1.NodeClaim
+	out := make([]*v1.NodeClaim, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
-			out = append(out, &list.Items[i])
-		}
+		out[i] = &list.Items[i]
 	}
 	return out, nil
 }
@@ -207,16 +286,16 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 // drain evicts or deletes the node's pods as planDrain says, and reports
 // whether the node is empty of pods that must leave.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
-	pods := &corev1.PodList{}
-	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", node.Name)}); err != nil {
-		return false, fmt.Errorf("listing pods on node: %w", err)
+	ptrs, err := c.podsOn(ctx, node)
+	if err != nil {
+		return false, err
 	}
-	ptrs := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		ptrs[i] = &pods.Items[i]
-	}
-	plan := planDrain(ptrs, c.opts.Clock.Now(), deadline)
+	now := c.opts.Clock.Now()
+	plan := planDrain(ptrs, now, deadline)
 	if plan.Done() {
+		if now.Sub(node.DeletionTimestamp.Time) < minDrainWindow {
+			return false, nil
+		}
 		return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", "")
 	}
 	var blocked []string
@@ -239,7 +318,9 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nodeClaims []
 	for _, p := range plan.Protected {
 		blocked = append(blocked, fmt.Sprintf("%s/%s (annotated %s)", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt))
 	}
-	message := fmt.Sprintf("%d pods left to drain", len(plan.Evict)+len(plan.Delete)+plan.Waiting)
+	// The message changes only when what blocks the drain changes, so the
+	// NodeClaim's status is not rewritten on every pass.
+	message := "waiting for pods to leave the node"
 	if len(blocked) > 0 {
 		message = fmt.Sprintf("draining blocked by %s", summarize(blocked, 5))
 		hint := "the node waits until the budget allows the eviction"
@@ -283,12 +364,17 @@ func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
 // stops waiting.
 func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
 	list := &storagev1.VolumeAttachmentList{}
-	if err := c.opts.APIReader.List(ctx, list); err != nil {
+	if err := c.opts.Client.List(ctx, list); err != nil {
 		return false, fmt.Errorf("listing volume attachments: %w", err)
+	}
+	staying, err := c.volumesOfStayingPods(ctx, node)
+	if err != nil {
+		return false, err
 	}
 	attached := 0
 	for _, va := range list.Items {
-		if va.Spec.NodeName == node.Name {
+		pv := va.Spec.Source.PersistentVolumeName
+		if va.Spec.NodeName == node.Name && (pv == nil || !staying.Has(*pv)) {
 			attached++
 		}
 	}
@@ -301,6 +387,52 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nod
 	}
 	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeVolumesDetached, metav1.ConditionUnknown, "AwaitingVolumeDetachment",
 		fmt.Sprintf("waiting for %d volume attachments to detach", attached))
+}
+
+// podsOn lists the pods bound to node from the cache.
+func (c *Controller) podsOn(ctx context.Context, node *corev1.Node) ([]*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.opts.Client.List(ctx, pods, client.MatchingFields{state.IndexPodNodeName: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods on node: %w", err)
+	}
+	out := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		out[i] = &pods.Items[i]
+	}
+	return out, nil
+}
+
+// volumesOfStayingPods returns the persistent volumes used by pods the
+// drain leaves in place (they tolerate the disrupted taint, or are static):
+// their attachments only go with the instance, so waiting for them would
+// never end.
+func (c *Controller) volumesOfStayingPods(ctx context.Context, node *corev1.Node) (sets.Set[string], error) {
+	pods, err := c.podsOn(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	out := sets.New[string]()
+	for _, p := range pods {
+		if needsDrain(p) {
+			continue
+		}
+		for _, vol := range p.Spec.Volumes {
+			if vol.PersistentVolumeClaim == nil {
+				continue
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := c.opts.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: vol.PersistentVolumeClaim.ClaimName}, pvc); err != nil {
+				if client.IgnoreNotFound(err) == nil {
+					continue
+				}
+				return nil, fmt.Errorf("reading claim %s/%s of pod %s: %w", p.Namespace, vol.PersistentVolumeClaim.ClaimName, p.Name, err)
+			}
+			if pvc.Spec.VolumeName != "" {
+				out.Insert(pvc.Spec.VolumeName)
+			}
+		}
+	}
+	return out, nil
 }
 
 // terminateInstance asks the cloud to terminate the node's instance and
@@ -332,7 +464,7 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, n
 func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClaim, condType string, st metav1.ConditionStatus, reason, message string) error {
 	for _, nc := range nodeClaims {
 		stored := nc.DeepCopy()
-		conds := nc.StatusConditions()
+		conds := nc.StatusConditions().WithClock(c.opts.Clock)
 		var changed bool
 		switch st {
 		case metav1.ConditionTrue:
@@ -345,7 +477,11 @@ func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClai
 		if !changed {
 			continue
 		}
-		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		// Conditions are a list: a plain merge patch would replace the whole
+		// list and could drop another controller's condition.
+		// A conflict is a quiet retry: the next pass recomputes the condition.
+		err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("recording %s on nodeclaim %s: %w", condType, nc.Name, err)
 		}
 	}

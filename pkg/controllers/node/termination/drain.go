@@ -21,6 +21,12 @@ const (
 	groupCount
 )
 
+// stuckTerminatingAfter is how long past its deletion deadline a pod may
+// linger before the drain stops waiting for it: a pod whose kubelet is gone
+// (instance terminated under it) is never confirmed deleted, and waiting
+// for it would keep the node forever.
+const stuckTerminatingAfter = time.Minute
+
 // mirrorPodAnnotation marks static pods: the kubelet owns them and the API
 // server cannot evict them.
 const mirrorPodAnnotation = "kubernetes.io/config.mirror"
@@ -75,7 +81,9 @@ func planDrain(pods []*corev1.Pod, now, deadline time.Time) drainPlan {
 			}
 		}
 		if p.DeletionTimestamp != nil {
-			plan.Waiting++
+			if now.Sub(p.DeletionTimestamp.Time) < stuckTerminatingAfter {
+				plan.Waiting++
+			}
 			continue
 		}
 		if doNotDisrupt(p) {

@@ -17,8 +17,10 @@ func daemon(p *corev1.Pod) {
 	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
 }
 func critical(p *corev1.Pod) { p.Spec.PriorityClassName = "system-node-critical" }
-func terminating(p *corev1.Pod) {
-	p.DeletionTimestamp = &metav1.Time{Time: time.Unix(0, 0)}
+
+// terminatingAt marks the pod deleted with the given deletion deadline.
+func terminatingAt(at time.Time) podOpt {
+	return func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: at} }
 }
 func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
 func grace(s int64) podOpt {
@@ -91,10 +93,17 @@ func TestPlanDrain(t *testing.T) {
 		},
 		{
 			name:        "terminating pods are waited for, not evicted again",
-			pods:        []*corev1.Pod{pod("going", terminating), pod("app")},
+			pods:        []*corev1.Pod{pod("going", terminatingAt(now.Add(10*time.Second))), pod("app")},
 			wantEvict:   []string{"app"},
 			wantDelete:  []string{},
 			wantWaiting: 1,
+		},
+		{
+			name:       "pods stuck terminating past their deadline no longer block (their kubelet is gone)",
+			pods:       []*corev1.Pod{pod("stuck", terminatingAt(now.Add(-2*time.Minute)))},
+			wantEvict:  []string{},
+			wantDelete: []string{},
+			wantDone:   true,
 		},
 		{
 			name:        "do-not-disrupt holds a pod without a deadline",

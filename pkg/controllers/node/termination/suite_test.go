@@ -103,11 +103,28 @@ func start(t *testing.T) *harness {
 // registered Node for it, as the lifecycle controller would leave them.
 func (h *harness) launch(t *testing.T, name string, tgp *metav1.Duration) (*v1.NodeClaim, *corev1.Node) {
 	t.Helper()
+	return h.launchWith(t, name, launchOptions{tgp: tgp, kubelet: true, nodeClass: simNodeClass})
+}
+
+// launchOptions vary the NodeClaim and Node launch makes.
+type launchOptions struct {
+	tgp *metav1.Duration
+	// kubelet: kwok plays the node's kubelet (the node turns Ready and runs
+	// its pods); without it the node behaves like a dead machine.
+	kubelet   bool
+	nodeClass *v1.NodeClassReference
+}
+
+var simNodeClass = &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"}
+
+func (h *harness) launchWith(t *testing.T, name string, o launchOptions) (*v1.NodeClaim, *corev1.Node) {
+	t.Helper()
+	tgp := o.tgp
 	ctx := context.Background()
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer}, Labels: map[string]string{v1.LabelNodePool: "default"}},
 		Spec: v1.NodeClaimSpec{
-			NodeClassRef:           &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"},
+			NodeClassRef:           o.nodeClass,
 			Requirements:           []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
 			TerminationGracePeriod: tgp,
 		},
@@ -127,7 +144,7 @@ func (h *harness) launch(t *testing.T, name string, tgp *metav1.Duration) (*v1.N
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
-			Labels:     map[string]string{"joiner.test/termination": "true", corev1.LabelHostname: name, v1.LabelNodePool: "default"},
+			Labels:     map[string]string{corev1.LabelHostname: name, v1.LabelNodePool: "default"},
 			Finalizers: []string{v1.TerminationFinalizer},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: ptr.To(true),
@@ -138,6 +155,9 @@ func (h *harness) launch(t *testing.T, name string, tgp *metav1.Duration) (*v1.N
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("8"), corev1.ResourceMemory: *resourceQuantity("32Gi"), corev1.ResourcePods: *resourceQuantity("110")},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("8"), corev1.ResourceMemory: *resourceQuantity("32Gi"), corev1.ResourcePods: *resourceQuantity("110")},
 		},
+	}
+	if o.kubelet {
+		node.Labels["joiner.test/termination"] = "true"
 	}
 	if err := h.client.Create(ctx, node); err != nil {
 		t.Fatalf("creating node: %v", err)

@@ -215,3 +215,65 @@ func hasEvent(b *events.Buffer, reason, substring string) bool {
 	}
 	return false
 }
+
+func TestDeadNodeWithTerminatedInstanceIsReleasedWithoutDrain(t *testing.T) {
+	h := start(t)
+	env := test.Env(t)
+	ns := env.Namespace(t)
+	nc, node := h.launchWith(t, test.Name(t, "dead"), launchOptions{nodeClass: simNodeClass})
+	// Pods bound to a machine that no longer runs: no kubelet will ever
+	// confirm their deletion.
+	for i := range 2 {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("orphan-%d", i), Namespace: ns},
+			Spec:       corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/app"}}},
+		}
+		if err := h.client.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The instance is reclaimed behind joiner's back (a spot interruption).
+	if err := h.cloud.Delete(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.Delete(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, h.client, node)
+	gone(t, h.client, nc)
+}
+
+func TestNodeClaimOfAnotherControllerIsLeftAlone(t *testing.T) {
+	h := start(t)
+	// An EC2NodeClass NodeClaim: the fake cloud serves only SimNodeClass,
+	// so this one belongs to another controller (say, Karpenter).
+	nc, node := h.launchWith(t, test.Name(t, "foreign"), launchOptions{kubelet: true, nodeClass: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}})
+	if err := h.client.Delete(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	test.Consistently(t, 3*time.Second, func(ctx context.Context) error {
+		got := &v1.NodeClaim{}
+		if err := h.client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+			return fmt.Errorf("foreign nodeclaim finalized by joiner: %w", err)
+		}
+		if !hasFinalizer(got) {
+			return fmt.Errorf("joiner removed another controller's finalizer")
+		}
+		n := &corev1.Node{}
+		if err := h.client.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
+			return fmt.Errorf("joiner deleted another controller's node: %w", err)
+		}
+		return nil
+	})
+	if _, err := h.cloud.Get(context.Background(), nc.Status.ProviderID); err != nil {
+		t.Errorf("joiner terminated another controller's instance: %v", err)
+	}
+	// Let the test's objects go.
+	for _, obj := range []client.Object{nc, node} {
+		stored := obj.DeepCopyObject().(client.Object)
+		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(obj), stored); err == nil {
+			stored.SetFinalizers(nil)
+			_ = h.client.Update(context.Background(), stored)
+		}
+	}
+}

@@ -90,6 +90,9 @@ func (o *Options) validate() error {
 // Controller is the garbage collector.
 type Controller struct {
 	opts Options
+	// nodeClasses are the node class kinds the cloud provider serves; other
+	// NodeClaims' instances are not this provider's to judge.
+	nodeClasses cloudprovider.NodeClassKinds
 }
 
 // NewController validates opts and returns the controller.
@@ -97,7 +100,11 @@ func NewController(opts Options) (*Controller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("nodeclaim garbage collection options: %w", err)
 	}
-	return &Controller{opts: opts}, nil
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim garbage collection: %w", err)
+	}
+	return &Controller{opts: opts, nodeClasses: kinds}, nil
 }
 
 // Register adds the controller to mgr: a singleton reconcile, triggered
@@ -165,7 +172,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for i := range nodeClaims.Items {
 		nc := &nodeClaims.Items[i]
 		pid := nc.Status.ProviderID
-		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() || !c.manages(nc) {
+		if pid == "" || live[pid] || !nc.DeletionTimestamp.IsZero() || !c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
 			continue
 		}
 		if err := c.deleteNodeClaimOfGoneInstance(ctx, nc); err != nil {
@@ -173,27 +180,6 @@ func (c *Controller) Collect(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// manages reports whether nc's node class is one the cloud provider
-// supports; other NodeClaims' instances are not this provider's to judge.
-func (c *Controller) manages(nc *v1.NodeClaim) bool {
-	ref := nc.Spec.NodeClassRef
-	if ref == nil {
-		return false
-	}
-	for _, obj := range c.opts.CloudProvider.GetSupportedNodeClasses() {
-		gvks, _, err := c.opts.Client.Scheme().ObjectKinds(obj)
-		if err != nil {
-			continue
-		}
-		for _, gvk := range gvks {
-			if gvk.Group == ref.Group && gvk.Kind == ref.Kind {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // terminateOrphan terminates an instance no NodeClaim points at and deletes

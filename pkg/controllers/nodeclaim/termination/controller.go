@@ -12,11 +12,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,6 +30,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // instancePollInterval is how often a terminating instance is checked.
@@ -45,6 +48,9 @@ type Options struct {
 // Controller finalizes deleted NodeClaims.
 type Controller struct {
 	opts Options
+	// nodeClasses are the node class kinds the cloud provider serves;
+	// NodeClaims of other kinds belong to another controller.
+	nodeClasses cloudprovider.NodeClassKinds
 }
 
 // NewController validates opts and builds the controller.
@@ -60,14 +66,22 @@ func NewController(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts}, nil
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim termination: %w", err)
+	}
+	return &Controller{opts: opts, nodeClasses: kinds}, nil
 }
 
 // Register adds the controller to mgr. It wakes on NodeClaims being deleted
 // and on their Nodes going away (through the Node's owner reference).
 func (c *Controller) Register(mgr manager.Manager) error {
+	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("registering nodeclaim termination: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.termination").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
 		For(&v1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetDeletionTimestamp() != nil
 		}))).
@@ -97,6 +111,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if !c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
+		// Another controller's NodeClaim (Karpenter, during a migration).
 		return reconcile.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name))
@@ -151,15 +169,12 @@ func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, e
 		return false, nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := c.opts.Client.List(ctx, nodes); err != nil {
+	if err := c.opts.Client.List(ctx, nodes, client.MatchingFields{state.IndexNodeProviderID: nc.Status.ProviderID}); err != nil {
 		return false, fmt.Errorf("listing nodes: %w", err)
 	}
 	left := false
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.Spec.ProviderID != nc.Status.ProviderID {
-			continue
-		}
 		left = true
 		if n.DeletionTimestamp == nil {
 			if err := c.opts.Client.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
@@ -185,8 +200,9 @@ func (c *Controller) terminateInstance(ctx context.Context, nc *v1.NodeClaim) (b
 		return false, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
 	}
 	stored := nc.DeepCopy()
-	if nc.StatusConditions().SetTrue(v1.ConditionTypeInstanceTerminating) {
-		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+	if nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating) {
+		err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return false, fmt.Errorf("recording instance termination: %w", err)
 		}
 	}
