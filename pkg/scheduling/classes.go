@@ -281,9 +281,14 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 	if err := sv.classGroups(cb, p); err != nil {
 		return err
 	}
-	cb.tier = 3
+	// Tiers, placed in order: 0 pods that need a node of their own
+	// (hostname anti-affinity matching themselves), 1 other hostname-keyed
+	// terms, 2 pods pinned to zones by their requirements (so zone
+	// spreading around them sees them), 3 zone-keyed (or other-label)
+	// terms, 4 the rest.
+	cb.tier = 4
 	for _, g := range cb.required {
-		t := 2
+		t := 3
 		if g.key == corev1.LabelHostname {
 			t = 1
 			if g.kind == kindAnti && g.selects(cb.ns, cb.labels) {
@@ -292,7 +297,7 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 		}
 		cb.tier = min(cb.tier, t)
 	}
-	if cb.tier == 3 {
+	if cb.tier == 4 {
 		for _, t := range cb.terms {
 			if _, ok := t[corev1.LabelTopologyZone]; ok {
 				cb.tier = 2

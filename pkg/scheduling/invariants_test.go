@@ -472,11 +472,39 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 			errs = append(errs, fmt.Errorf("anti-affinity on %s: %d matching pods share domain %s", term.TopologyKey, others, d))
 		}
 		if !anti && others == 0 {
-			total := 0
-			for _, v := range c {
-				total += v
+			// A pod that matches its own term may have been the first of
+			// its group, placed before any match existed; then every other
+			// pod carrying the same term must share its domain.
+			ok := false
+			if self == 1 {
+				ok = true
+				sig := "owners|" + term.TopologyKey + "|" + sel.String() + "|" + nsKey
+				owners, seen := memo[sig]
+				if !seen {
+					owners = map[string]int{}
+					for _, m := range nodes {
+						md, _ := domainOf(m, term.TopologyKey)
+						for _, q := range m.pods {
+							if q.Spec.Affinity == nil || q.Spec.Affinity.PodAffinity == nil {
+								continue
+							}
+							for _, qt := range q.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+								qs, _ := metav1.LabelSelectorAsSelector(qt.LabelSelector)
+								if qt.TopologyKey == term.TopologyKey && qs.String() == sel.String() {
+									owners[md]++
+								}
+							}
+						}
+					}
+					memo[sig] = owners
+				}
+				for od := range owners {
+					if od != d {
+						ok = false
+					}
+				}
 			}
-			if !(self == 1 && total == 1) {
+			if !ok {
 				errs = append(errs, fmt.Errorf("affinity on %s: no matching pod in domain %s", term.TopologyKey, d))
 			}
 		}

@@ -220,9 +220,9 @@ func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 				return rejectPerm
 			}
 		case kindSpread:
-			// Keep every spread owner already on a new node within its skew
-			// once this pod joins it.
-			if n.ex == nil && n.hostOwners(g) > 0 && n.hostMatch(g)+1 > g.maxSkew {
+			// Keep every spread owner this plan put on the node within its
+			// skew once this pod joins it.
+			if n.hostOwners(g) > 0 && n.hostMatch(g)+1 > g.maxSkew {
 				return rejectPerm
 			}
 		}

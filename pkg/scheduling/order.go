@@ -4,10 +4,10 @@ import (
 	"sort"
 )
 
-// placeAll places every pending pod, tier by tier: pods that need a node
-// of their own (hostname anti-affinity), then other hostname-keyed terms,
-// both largest first (first-fit decreasing); then zone-keyed and finally
-// unconstrained pods, each tier in a balancing order: each next pod is
+// placeAll places every pending pod, tier by tier (see describeClass):
+// pods that need a node of their own and other hostname-keyed pods largest
+// first (first-fit decreasing); then pods pinned to zones, zone-keyed pods
+// and unconstrained pods, each tier in a balancing order: each next pod is
 // chosen to even out the cpu:memory mix of the node that grew last, so big
 // nodes fill in every dimension at once. Pods that fail are retried while
 // a round makes progress (pod affinity to pods placed later).
