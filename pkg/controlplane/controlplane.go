@@ -170,8 +170,14 @@ func (cp *ControlPlane) Stop() error {
 	return nil
 }
 
-// Config returns a copy of the admin *rest.Config (system:masters).
-func (cp *ControlPlane) Config() *rest.Config { return rest.CopyConfig(cp.config) }
+// Config returns a copy of the admin *rest.Config (system:masters), or nil
+// before Start.
+func (cp *ControlPlane) Config() *rest.Config {
+	if cp.config == nil {
+		return nil
+	}
+	return rest.CopyConfig(cp.config)
+}
 
 // Client returns a controller-runtime client, not cached, with the admin
 // identity and the scheme of the options.

@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // TestStartupTaintFlow: launch, registration (labels synced, unregistered
@@ -53,18 +56,23 @@ func TestStartupTaintFlow(t *testing.T) {
 		t.Fatalf("the node must not be initialized while its startup taint is present")
 	}
 
-	// The agent that owns the startup taint removes it.
-	stored := node.DeepCopy()
-	var kept []corev1.Taint
-	for _, taint := range node.Spec.Taints {
-		if taint.Key != startupTaintKey {
-			kept = append(kept, taint)
+	// The agent that owns the startup taint removes it (retrying on
+	// conflicts with kwok and the controllers, which update the Node too).
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		cur := &corev1.Node{}
+		if err := h.kube.Get(ctx, client.ObjectKeyFromObject(node), cur); err != nil {
+			return err
 		}
-	}
-	node.Spec.Taints = kept
-	if err := h.kube.Patch(t.Context(), node, mergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+		stored := cur.DeepCopy()
+		var kept []corev1.Taint
+		for _, taint := range cur.Spec.Taints {
+			if taint.Key != startupTaintKey {
+				kept = append(kept, taint)
+			}
+		}
+		cur.Spec.Taints = kept
+		return h.kube.Patch(ctx, cur, mergeFrom(stored))
+	})
 	got = h.condition(t, nc.Name, v1.ConditionTypeInitialized, metav1.ConditionTrue, "")
 	h.condition(t, nc.Name, v1.ConditionTypeReady, metav1.ConditionTrue, "")
 	if h.node(t, got.Status.NodeName).Labels[v1.LabelNodeInitialized] != "true" {
