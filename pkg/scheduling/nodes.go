@@ -393,6 +393,11 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	if r := sv.requirementConflict(c, p); r != "" {
 		return r
 	}
+	for _, hp := range c.base.hostPorts {
+		if portsConflict([]hostPort{hp}, p.daemonPorts) {
+			return fmt.Sprintf("host port %d/%s is taken by a DaemonSet pod on every node", hp.port, hp.protocol)
+		}
+	}
 	merged := sv.merge(p.base, c.reqs)
 	types := sv.typesFor(p, merged)
 	c.poolTypes[p.idx] = types
@@ -725,7 +730,7 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
 		return nil, trial{}, false
 	}
-	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names))}
+	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names)), ports: append([]hostPort(nil), p.daemonPorts...)}
 	n.reqs = sv.merge(p.base, c.reqs)
 	n.types = c.poolTypes[p.idx]
 	n.zones, n.cts = p.zones, p.cts
