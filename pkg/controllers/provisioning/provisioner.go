@@ -193,7 +193,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	claims, limited := p.fitLimits(v, plan.NewNodeClaims)
 	created := make([]*v1.NodeClaim, len(claims))
 	errs := make([]error, len(claims))
-	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
+	workqueue.ParallelizeUntil(ctx, createParallelism, len(claims), func(i int) {
 		created[i], errs[i] = p.create(ctx, claims[i])
 	})
 	for _, nc := range created {
@@ -256,6 +256,9 @@ func describeTarget(n *scheduling.ExistingNode, name string) string {
 	}
 	return "node/" + name
 }
+
+// createParallelism bounds the NodeClaim creations in flight.
+const createParallelism = 50
 
 // maxNameAttempts bounds how many names create tries for one planned node.
 const maxNameAttempts = 5
