@@ -221,7 +221,9 @@ func TestDaemonOverhead(t *testing.T) {
 		{
 			name: "a pod binding a daemon's host port cannot use that pool",
 			snap: func() *scheduling.Snapshot {
-				withPort := func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}} }
+				withPort := func(p *corev1.Pod) {
+					p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}
+				}
 				s := snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("exporter", "100m", "", withPort)))
 				s.DaemonSets = []*corev1.Pod{ds("node-exporter", "100m", withPort)}
 				return s
