@@ -15,11 +15,10 @@ type nodeState struct {
 	ex  *ExistingNode
 
 	// Existing nodes.
-	alloc      resVec
-	exTaints   []corev1.Taint
-	volumes    map[string]int // attached CSI volumes per driver
-	volClaims  map[string]bool
-	exReqsSeen bool
+	alloc     resVec
+	exTaints  []corev1.Taint
+	volumes   map[string]int // attached CSI volumes per driver
+	volClaims map[string]bool
 
 	// New nodes.
 	pool    *poolT
