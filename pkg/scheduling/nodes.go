@@ -15,11 +15,10 @@ type nodeState struct {
 	ex  *ExistingNode
 
 	// Existing nodes.
-	alloc      resVec
-	exTaints   []corev1.Taint
-	volumes    map[string]int // attached CSI volumes per driver
-	volClaims  map[string]bool
-	exReqsSeen bool
+	alloc     resVec
+	exTaints  []corev1.Taint
+	volumes   map[string]int // attached CSI volumes per driver
+	volClaims map[string]bool
 
 	// New nodes.
 	pool    *poolT
@@ -393,6 +392,11 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	if r := sv.requirementConflict(c, p); r != "" {
 		return r
 	}
+	for _, hp := range c.base.hostPorts {
+		if portsConflict([]hostPort{hp}, p.daemonPorts) {
+			return fmt.Sprintf("host port %d/%s is taken by a DaemonSet pod on every node", hp.port, hp.protocol)
+		}
+	}
 	merged := sv.merge(p.base, c.reqs)
 	types := sv.typesFor(p, merged)
 	c.poolTypes[p.idx] = types
@@ -725,7 +729,7 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
 		return nil, trial{}, false
 	}
-	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names))}
+	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names)), ports: append([]hostPort(nil), p.daemonPorts...)}
 	n.reqs = sv.merge(p.base, c.reqs)
 	n.types = c.poolTypes[p.idx]
 	n.zones, n.cts = p.zones, p.cts
