@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -74,6 +75,9 @@ type Cluster struct {
 	nominations map[types.NamespacedName]nomination
 	// daemonSets holds one pod per DaemonSet, built from its template.
 	daemonSets map[types.NamespacedName]*corev1.Pod
+	// volumeLimits is each node's CSI attach limit per driver, from its
+	// CSINode.
+	volumeLimits map[string]map[string]int
 	// marked are provider IDs marked for deletion by a consumer.
 	marked map[string]bool
 	// generation counts mutations.
@@ -106,6 +110,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		podNode:       map[types.NamespacedName]string{},
 		nominations:   map[types.NamespacedName]nomination{},
 		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
+		volumeLimits:  map[string]map[string]int{},
 		marked:        map[string]bool{},
 	}, nil
 }
@@ -233,6 +238,19 @@ func (c *Cluster) DeleteDaemonSet(daemonSet types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.daemonSets, daemonSet)
+	c.changedLocked()
+}
+
+// UpdateVolumeLimits records a node's CSI attach limits (driver → volumes),
+// as its CSINode reports them; nil forgets them.
+func (c *Cluster) UpdateVolumeLimits(nodeName string, limits map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limits == nil {
+		delete(c.volumeLimits, nodeName)
+	} else {
+		c.volumeLimits[nodeName] = maps.Clone(limits)
+	}
 	c.changedLocked()
 }
 
@@ -407,6 +425,7 @@ func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNod
 	sn := &StateNode{MarkedForDeletion: c.marked[key]}
 	if e.node != nil {
 		sn.Node = e.node.DeepCopy()
+		sn.VolumeLimits = maps.Clone(c.volumeLimits[e.node.Name])
 		for _, p := range c.podsByNode[e.node.Name] {
 			sn.Pods = append(sn.Pods, p.DeepCopy())
 		}
