@@ -189,7 +189,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if nc.DeletionTimestamp != nil || !c.manages(nc) {
+	if !c.manages(nc) {
+		return reconcile.Result{}, nil
+	}
+	if nc.DeletionTimestamp != nil {
+		// Termination owns a deleting NodeClaim, but it cannot terminate an
+		// instance whose provider ID was never recorded.
+		if nc.Status.ProviderID == "" {
+			if created, ok := c.launches.get(nc.UID); ok {
+				return reconcile.Result{}, c.releaseUnrecorded(ctx, nc, created)
+			}
+		}
 		return reconcile.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[v1.LabelNodePool]))
@@ -225,6 +235,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !deleted {
 		if err := c.patch(ctx, stored, nc); err != nil {
+			if released, rerr := c.releaseIfGone(ctx, stored, nc, err); released {
+				return reconcile.Result{}, rerr
+			}
 			errs = append(errs, err)
 		}
 	}
