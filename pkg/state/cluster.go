@@ -33,7 +33,16 @@ type Options struct {
 	// NominationTTL is how long a nomination lasts (default
 	// DefaultNominationTTL).
 	NominationTTL time.Duration
+	// SyncedRecheckInterval is how long a positive Synced result is reused
+	// before Synced lists from the API server again (default
+	// DefaultSyncedRecheckInterval).
+	SyncedRecheckInterval time.Duration
 }
+
+// DefaultSyncedRecheckInterval is how long Synced trusts a positive check
+// when Options leaves it unset: between checks the informers keep the model
+// current, and a periodic re-list catches a model that fell behind.
+const DefaultSyncedRecheckInterval = 30 * time.Second
 
 // Validate checks the options and fills defaults.
 func (o *Options) Validate() error {
@@ -48,6 +57,12 @@ func (o *Options) Validate() error {
 	}
 	if o.NominationTTL == 0 {
 		o.NominationTTL = DefaultNominationTTL
+	}
+	if o.SyncedRecheckInterval < 0 {
+		return errors.New("state: Options.SyncedRecheckInterval must not be negative")
+	}
+	if o.SyncedRecheckInterval == 0 {
+		o.SyncedRecheckInterval = DefaultSyncedRecheckInterval
 	}
 	return nil
 }
@@ -82,6 +97,12 @@ type Cluster struct {
 	marked map[string]bool
 	// generation counts mutations.
 	generation uint64
+
+	// syncMu serializes Synced's checks so concurrent callers share one;
+	// it guards syncedAt, which is when the last check found the model
+	// synced (zero: not synced, or never checked).
+	syncMu   sync.Mutex
+	syncedAt time.Time
 }
 
 // entry is one tracked node: a Node, a NodeClaim or both.
