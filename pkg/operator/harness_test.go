@@ -67,8 +67,10 @@ var (
 func joinerBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "joiner-bin-")
-		if err != nil {
+		// One fixed place, overwritten by each run, so runs leave no
+		// binaries behind.
+		dir := filepath.Join(os.TempDir(), "joiner-e2e-bin")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}

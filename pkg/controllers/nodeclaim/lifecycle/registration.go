@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,9 @@ import (
 const (
 	ReasonNodeNotFound       = "NodeNotFound"
 	ReasonMultipleNodesFound = "MultipleNodesFound"
+	// ReasonNodeSyncFailed: the Node registered but joiner could not patch
+	// it (an admission webhook or RBAC rejected the patch).
+	ReasonNodeSyncFailed = "NodeSyncFailed"
 )
 
 // kubeletOwnedLabels are reported by the kubelet (or the cloud) about the
@@ -64,6 +68,10 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	node := &nodes.Items[0]
 	if err := c.syncNode(ctx, nc, node); err != nil {
+		if !apierrors.IsConflict(err) {
+			conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonNodeSyncFailed,
+				fmt.Sprintf("Node %s has providerID %s but joiner could not update it: %v", node.Name, nc.Status.ProviderID, err))
+		}
 		return stepResult{}, err
 	}
 	nc.Status.NodeName = node.Name
