@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +27,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -239,12 +241,30 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, rerr
 			}
 			errs = append(errs, err)
+		} else {
+			countTransitions(stored, nc)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return quietConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// countTransitions counts the Registered and Initialized conditions that a
+// successful status patch turned True. Counting only after the patch keeps
+// a reconcile whose patch lost a conflict from counting the same
+// transition again on its retry.
+func countTransitions(stored, patched *v1.NodeClaim) {
+	pool := patched.Labels[v1.LabelNodePool]
+	for typ, counter := range map[string]*prometheus.CounterVec{
+		v1.ConditionTypeRegistered:  metrics.NodeClaimsRegistered,
+		v1.ConditionTypeInitialized: metrics.NodeClaimsInitialized,
+	} {
+		if !stored.StatusConditions().IsTrue(typ) && patched.StatusConditions().IsTrue(typ) {
+			counter.WithLabelValues(pool).Inc()
+		}
+	}
 }
 
 // manages reports whether nc's node class is one the cloud provider serves.

@@ -16,7 +16,6 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -76,7 +75,6 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
-	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("registered nodeclaim", "Node", node.Name, "provider-id", nc.Status.ProviderID)
 	return stepResult{}, nil
 }
