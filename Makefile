@@ -19,7 +19,7 @@ build:
 generate:
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	$(GO) tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:artifacts:config=pkg/apis/crds
-	$(GO) tool controller-gen rbac:roleName=joiner paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac
+	$(GO) tool controller-gen rbac:roleName=joiner "paths=./pkg/controllers/...;./pkg/state/...;./pkg/operator/..." output:rbac:artifacts:config=config/rbac
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.
 verify: generate

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -156,7 +157,49 @@ func isUnschedulable(p *corev1.Pod) bool {
 	return false
 }
 
+// transitions collects what changed in one look, so that many NodeClaims
+// doing the same thing at once make one line, not one each.
+type transitions struct {
+	order  []string
+	claims map[string][]*v1.NodeClaim
+	nodes  map[string][]string
+}
+
+func (t *transitions) addClaim(kind string, nc *v1.NodeClaim) {
+	if t.claims == nil {
+		t.claims = map[string][]*v1.NodeClaim{}
+	}
+	if _, ok := t.claims[kind]; !ok {
+		t.order = append(t.order, kind)
+	}
+	t.claims[kind] = append(t.claims[kind], nc)
+}
+
+func (t *transitions) addNode(kind, name string) {
+	if t.nodes == nil {
+		t.nodes = map[string][]string{}
+	}
+	if _, ok := t.nodes[kind]; !ok {
+		t.order = append(t.order, kind)
+	}
+	t.nodes[kind] = append(t.nodes[kind], name)
+}
+
+// NodeClaim and Node transitions, in the order they are printed.
+const (
+	claimCreated      = "created"
+	claimLaunched     = "launched"
+	claimLaunchFailed = "launch failed"
+	claimRegistered   = "registered"
+	claimInitialized  = "initialized"
+	claimDeleting     = "deleting"
+	claimGone         = "gone"
+	nodeDraining      = "node draining"
+	nodeDeleted       = "node deleted"
+)
+
 func (s *story) observeClaims(claims []v1.NodeClaim, obs *observation) {
+	var tr transitions
 	present := map[string]bool{}
 	for i := range claims {
 		nc := &claims[i]
@@ -165,44 +208,123 @@ func (s *story) observeClaims(claims []v1.NodeClaim, obs *observation) {
 		if !ok {
 			seen = &claimSeen{}
 			s.claims[nc.Name] = seen
-			s.printf("nodeclaim  %s created for nodepool %s (requests %s; %d instance type option(s))",
-				nc.Name, nc.Labels[v1.LabelNodePool], requestsOf(nc), instanceTypeOptions(nc))
+			tr.addClaim(claimCreated, nc)
 		}
 		launched := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched)
 		if !seen.launched && (nc.Status.ProviderID != "" || (launched != nil && launched.Status == "True")) {
 			seen.launched = true
-			s.printf("nodeclaim  %s launched: %s %s in %s (%s)", nc.Name,
-				nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelCapacityType], nc.Labels[v1.LabelTopologyZone], nc.Status.ProviderID)
+			tr.addClaim(claimLaunched, nc)
 		}
 		if !seen.launchFailed && !seen.launched && launched != nil && launched.Status == "False" {
 			seen.launchFailed = true
-			s.printf("nodeclaim  %s launch failed: %s: %s", nc.Name, launched.Reason, launched.Message)
+			tr.addClaim(claimLaunchFailed, nc)
 		}
 		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeRegistered); !seen.registered && c != nil && c.Status == "True" {
 			seen.registered = true
-			s.printf("nodeclaim  %s registered: node %s joined", nc.Name, nc.Status.NodeName)
+			tr.addClaim(claimRegistered, nc)
 		}
 		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.Status == "True" {
 			obs.initialized++
 			if !seen.initialized {
 				seen.initialized = true
-				s.printf("nodeclaim  %s initialized: node %s ready for pods", nc.Name, nc.Status.NodeName)
+				tr.addClaim(claimInitialized, nc)
 			}
 		}
 		if !seen.deleting && nc.DeletionTimestamp != nil {
 			seen.deleting = true
-			s.printf("nodeclaim  %s deleting: draining and terminating its instance", nc.Name)
+			tr.addClaim(claimDeleting, nc)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.claims)) {
 		if !present[name] {
-			s.printf("nodeclaim  %s gone: instance terminated", name)
+			tr.addClaim(claimGone, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
 			delete(s.claims, name)
 		}
 	}
+	s.printTransitions(&tr)
+}
+
+// printTransitions prints one line per kind of transition: the NodeClaim's
+// details when one changed, a summary when several did.
+func (s *story) printTransitions(tr *transitions) {
+	for _, kind := range tr.order {
+		if names, ok := tr.nodes[kind]; ok {
+			subject := "node       " + names[0]
+			if len(names) > 1 {
+				subject = fmt.Sprintf("nodes      %d", len(names))
+			}
+			switch kind {
+			case nodeDraining:
+				s.printf("%s cordoned (%s) and draining", subject, v1.TaintKeyDisrupted)
+			case nodeDeleted:
+				s.printf("%s deleted", subject)
+			}
+			continue
+		}
+		ncs := tr.claims[kind]
+		nc := ncs[0]
+		if len(ncs) == 1 || kind == claimLaunchFailed {
+			for _, nc := range ncs {
+				s.printf("nodeclaim  %s %s", nc.Name, describeClaim(kind, nc))
+			}
+			continue
+		}
+		s.printf("nodeclaims %d %s", len(ncs), describeClaims(kind, ncs, nc))
+	}
+}
+
+func describeClaim(kind string, nc *v1.NodeClaim) string {
+	switch kind {
+	case claimCreated:
+		return fmt.Sprintf("created for nodepool %s (requests %s; %d instance type option(s))", nc.Labels[v1.LabelNodePool], requestsOf(nc), instanceTypeOptions(nc))
+	case claimLaunched:
+		return fmt.Sprintf("launched: %s (%s)", shapeOf(nc), nc.Status.ProviderID)
+	case claimLaunchFailed:
+		c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched)
+		return fmt.Sprintf("launch failed: %s: %s", c.Reason, c.Message)
+	case claimRegistered:
+		return fmt.Sprintf("registered: node %s joined", nc.Status.NodeName)
+	case claimInitialized:
+		return fmt.Sprintf("initialized: node %s ready for pods", nc.Status.NodeName)
+	case claimDeleting:
+		return "deleting: draining and terminating its instance"
+	default:
+		return "gone: instance terminated"
+	}
+}
+
+func describeClaims(kind string, ncs []*v1.NodeClaim, first *v1.NodeClaim) string {
+	switch kind {
+	case claimCreated:
+		return fmt.Sprintf("created for nodepool %s (e.g. %s: requests %s; %d instance type option(s))", first.Labels[v1.LabelNodePool], first.Name, requestsOf(first), instanceTypeOptions(first))
+	case claimLaunched:
+		shapes := map[string]int{}
+		for _, nc := range ncs {
+			shapes[shapeOf(nc)]++
+		}
+		var parts []string
+		for _, shape := range slices.Sorted(maps.Keys(shapes)) {
+			parts = append(parts, fmt.Sprintf("%d× %s", shapes[shape], shape))
+		}
+		return "launched: " + strings.Join(parts, ", ")
+	case claimRegistered:
+		return "registered: their nodes joined"
+	case claimInitialized:
+		return "initialized: their nodes are ready for pods"
+	case claimDeleting:
+		return "deleting: draining and terminating their instances"
+	default:
+		return "gone: instances terminated"
+	}
+}
+
+// shapeOf is "type capacity-type in zone".
+func shapeOf(nc *v1.NodeClaim) string {
+	return fmt.Sprintf("%s %s in %s", nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelCapacityType], nc.Labels[v1.LabelTopologyZone])
 }
 
 func (s *story) observeNodes(nodes []corev1.Node) {
+	var tr transitions
 	present := map[string]bool{}
 	for i := range nodes {
 		n := &nodes[i]
@@ -214,15 +336,16 @@ func (s *story) observeNodes(nodes []corev1.Node) {
 		}
 		if !seen.draining && (n.DeletionTimestamp != nil || hasTaint(n, v1.TaintKeyDisrupted)) {
 			seen.draining = true
-			s.printf("node       %s cordoned (%s) and draining", n.Name, v1.TaintKeyDisrupted)
+			tr.addNode(nodeDraining, n.Name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
 		if !present[name] {
-			s.printf("node       %s deleted", name)
+			tr.addNode(nodeDeleted, name)
 			delete(s.nodes, name)
 		}
 	}
+	s.printTransitions(&tr)
 }
 
 func hasTaint(n *corev1.Node, key string) bool {

@@ -35,11 +35,11 @@ func TestRunDemo(t *testing.T) {
 		"20 pending (unschedulable)",
 		"created for nodepool default",
 		"launched:",
-		"registered: node",
-		"initialized: node",
+		"registered:",
+		"initialized:",
 		"all 20 pods running",
 		"deletes the",
-		"gone: instance terminated",
+		"gone: instance",
 		"scale-down done",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -1,10 +1,12 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,19 +26,13 @@ type Cloud struct {
 	Runnables   []manager.Runnable
 }
 
-// DefaultSimStorePath is where the simulated cloud keeps its instances when
-// the settings name no path.
-func DefaultSimStorePath() string {
-	return filepath.Join(os.TempDir(), "joiner-sim", "instances.json")
-}
-
 // NewCloud builds the cloud provider the settings name.
 func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
 		path := settings.SimStorePath
 		if path == "" {
-			path = DefaultSimStorePath()
+			path = sim.DefaultStorePath()
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("creating simulated cloud store directory: %w", err)
@@ -45,10 +41,20 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 		if err != nil {
 			return nil, fmt.Errorf("opening simulated cloud store %s: %w", path, err)
 		}
+		// The cluster's kube-system UID joins its name on every instance, so
+		// two clusters configured with the same --cluster-name still never
+		// adopt or garbage-collect each other's instances.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		clusterID, err := sim.ClusterID(ctx, mgr.GetAPIReader())
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 		provider, err := sim.New(sim.Options{
 			Client:      mgr.GetClient(),
 			Store:       store,
 			ClusterName: settings.ClusterName,
+			ClusterID:   clusterID,
 			Catalog:     sim.DefaultCatalog,
 			Clock:       clk,
 		})
@@ -59,6 +65,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			Client:      mgr.GetClient(),
 			Store:       store,
 			ClusterName: settings.ClusterName,
+			ClusterID:   clusterID,
 			Clock:       clk,
 		})
 		if err != nil {
@@ -68,7 +75,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 		if err != nil {
 			return nil, err
 		}
-		return &Cloud{Provider: provider, Controllers: []controllers.Controller{nodeClasses}, Runnables: []manager.Runnable{machines}}, nil
+		return &Cloud{Provider: cloudprovider.Instrument(provider, clk), Controllers: []controllers.Controller{nodeClasses}, Runnables: []manager.Runnable{machines}}, nil
 	case options.CloudProviderAWS:
 		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
 	default:

@@ -67,8 +67,10 @@ var (
 func joinerBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "joiner-bin-")
-		if err != nil {
+		// One fixed place, overwritten by each run, so runs leave no
+		// binaries behind.
+		dir := filepath.Join(os.TempDir(), "joiner-e2e-bin")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -139,11 +141,12 @@ func startJoiner(t *testing.T, cfg joinerConfig) *joiner {
 		j.stop()
 		if t.Failed() {
 			t.Logf("joiner log %s (last lines):\n%s", j.logPath, tailFile(j.logPath, 40))
-			if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" {
-				_ = os.MkdirAll(dir, 0o755)
-				b, _ := os.ReadFile(j.logPath)
-				_ = os.WriteFile(filepath.Join(dir, filepath.Base(j.logPath)), b, 0o644)
-			}
+		}
+		// JOINER_TEST_KEEP_LOGS=DIR keeps every joiner log in DIR.
+		if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" {
+			_ = os.MkdirAll(dir, 0o755)
+			b, _ := os.ReadFile(j.logPath)
+			_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+filepath.Base(j.logPath)), b, 0o644)
 		}
 	})
 	return j

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,6 +19,9 @@ import (
 // and runs them against cfg's cluster until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logger logr.Logger) error {
 	ctx = log.IntoContext(ctx, logger)
+	// client-go logs (leader election, reflectors) through klog: send them
+	// to the same JSON stream.
+	klog.SetLogger(logger)
 	mgr, err := NewManager(cfg, settings, logger)
 	if err != nil {
 		return err

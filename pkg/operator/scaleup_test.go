@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // TestScaleUp500 is the benchmark of the issue: 500 pending pods from one
@@ -16,6 +18,14 @@ import (
 func TestScaleUp500(t *testing.T) {
 	const replicas = 500
 	s := newScenario(t)
+	// Karpenter's getting-started NodePool: c, m and r families of the
+	// third generation and later. (Without it the cheapest plan for these
+	// pods is one t4g.micro per pod, which measures the simulated cloud's
+	// launch rate rather than provisioning.)
+	s.nodePool.Spec.Template.Spec.Requirements = append(s.nodePool.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelAWSInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+		v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelAWSInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"2"}},
+	)
 	s.apply()
 	j := s.joiner()
 
@@ -26,7 +36,7 @@ func TestScaleUp500(t *testing.T) {
 		claims                                        int
 	)
 	ctx := t.Context()
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(8 * time.Minute)
 	for allRunning == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out: %d NodeClaims, pending at %s", claims, allPending)

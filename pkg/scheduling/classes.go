@@ -40,6 +40,7 @@ type classBase struct {
 	ctRelevant bool
 
 	shape      *shapeT        // classes with the same requests share it
+	placed     int            // pods of the class placed so far in this run
 	hostPorts  []hostPort     // ports the pods bind on their node
 	err        string         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver

@@ -15,11 +15,10 @@ type nodeState struct {
 	ex  *ExistingNode
 
 	// Existing nodes.
-	alloc      resVec
-	exTaints   []corev1.Taint
-	volumes    map[string]int // attached CSI volumes per driver
-	volClaims  map[string]bool
-	exReqsSeen bool
+	alloc     resVec
+	exTaints  []corev1.Taint
+	volumes   map[string]int // attached CSI volumes per driver
+	volClaims map[string]bool
 
 	// New nodes.
 	pool    *poolT
@@ -334,6 +333,7 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
 }
 
 func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
+	c.base.placed++
 	n.requests.add(c.base.req)
 	n.pods = append(n.pods, p)
 	for _, v := range p.Spec.Volumes {
@@ -392,6 +392,11 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	}
 	if r := sv.requirementConflict(c, p); r != "" {
 		return r
+	}
+	for _, hp := range c.base.hostPorts {
+		if portsConflict([]hostPort{hp}, p.daemonPorts) {
+			return fmt.Sprintf("host port %d/%s is taken by a DaemonSet pod on every node", hp.port, hp.protocol)
+		}
 	}
 	merged := sv.merge(p.base, c.reqs)
 	types := sv.typesFor(p, merged)
@@ -692,6 +697,7 @@ func (n *nodeState) hasClass(c *podClass) bool {
 }
 
 func (sv *solver) commitNew(c *podClass, n *nodeState, tr trial, p *corev1.Pod) {
+	c.base.placed++
 	pool := n.pool
 	var from resVec
 	if n.natural >= 0 {
@@ -725,7 +731,7 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
 		return nil, trial{}, false
 	}
-	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names))}
+	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names)), ports: append([]hostPort(nil), p.daemonPorts...)}
 	n.reqs = sv.merge(p.base, c.reqs)
 	n.types = c.poolTypes[p.idx]
 	n.zones, n.cts = p.zones, p.cts
@@ -736,9 +742,68 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if tr.zones&a.allowed == 0 || tr.cts&a.ctAllowed == 0 {
 		return nil, trial{}, false
 	}
-	out, ok := sv.pickDomains(a, n, tr, c.base.req, nil, true)
+	// Size the node for the class's pods still to come, so they fill it
+	// instead of each opening a node of its own; finalize right-sizes it
+	// to the pods it ends up with.
+	out, ok := sv.pickDomains(a, n, tr, sv.bulkNeed(c, p), nil, true)
 	if !ok {
-		return nil, trial{}, false
+		if out, ok = sv.pickDomains(a, n, tr, c.base.req, nil, true); !ok {
+			return nil, trial{}, false
+		}
 	}
 	return n, out, true
+}
+
+// bulkNeed is what a new node of pool p should have room for when it opens
+// for a pod of class c: k pods of the class, where k is the count that
+// gives the lowest price per pod among the pool's types, capped by the
+// class's pods not placed yet.
+//
+// Growing a node one pod at a time cannot find that size on its own: with
+// prices linear in size, a type twice as large costs exactly one more small
+// node, so each growth step is a tie that price noise (spot, zones) breaks
+// against growing, and a deployment of identical pods ends one pod per node.
+// Classes with topology, host ports or attach-limited volumes keep the
+// one-pod sizing: how many of their pods may share a node is not a matter
+// of resources alone.
+func (sv *solver) bulkNeed(c *podClass, p *poolT) resVec {
+	cb := c.base
+	remaining := len(cb.pods) - cb.placed
+	if remaining < 2 || len(c.own) > 0 || len(cb.selectedBy) > 0 || len(cb.hostPorts) > 0 || len(cb.volDrivers) > 0 {
+		return cb.req
+	}
+	types := c.poolTypes[p.idx]
+	bestK, best := 1, math.Inf(1)
+	for i, t := range p.types {
+		if !types.has(i) || !t.offered(p.zones&c.zones, p.cts&c.cts) {
+			continue
+		}
+		k := min(fitCount(cb.req, p.effAlloc[i]), remaining)
+		if k == 0 {
+			continue
+		}
+		if per := t.minPrice / float64(k); per < best*(1-1e-9) {
+			best, bestK = per, k
+		}
+	}
+	need := make(resVec, len(cb.req))
+	for i := range need {
+		need[i] = cb.req[i] * int64(bestK)
+	}
+	return need
+}
+
+// fitCount is how many pods of request req fit in alloc.
+func fitCount(req, alloc resVec) int {
+	k := math.MaxInt
+	for i := range req {
+		if req[i] <= 0 {
+			continue
+		}
+		k = min(k, int(alloc[i]/req[i]))
+	}
+	if k == math.MaxInt {
+		return 0
+	}
+	return k
 }

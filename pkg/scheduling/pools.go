@@ -36,6 +36,9 @@ type poolT struct {
 	definedKeys map[string]bool
 
 	typeMemo map[int]bitset // reqSet id -> compatible types
+	// daemonPorts are the host ports DaemonSet pods bind on the pool's
+	// nodes.
+	daemonPorts []hostPort
 	// value is the instance type a growing node aims at: the best price per
 	// pod capacity.
 }

@@ -219,6 +219,18 @@ func TestDaemonOverhead(t *testing.T) {
 			check: all(wantNodes(1), wantCheapest("m5.1x")),
 		},
 		{
+			name: "a pod binding a daemon's host port cannot use that pool",
+			snap: func() *scheduling.Snapshot {
+				withPort := func(p *corev1.Pod) {
+					p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}
+				}
+				s := snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("exporter", "100m", "", withPort)))
+				s.DaemonSets = []*corev1.Pod{ds("node-exporter", "100m", withPort)}
+				return s
+			},
+			check: wantReason("exporter", "default", "host port 9100/TCP is taken by a DaemonSet pod on every node"),
+		},
+		{
 			name: "daemonset-owned pending pods are not provisioned for",
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("ds-pod", "1", "", ownedBy("DaemonSet"))))

@@ -41,13 +41,14 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if len(s.Pods) <= portfolioMaxPods {
-		// Small inputs are cheap to solve twice: keep the cheaper of the
-		// balanced order and plain first-fit decreasing.
+		// Small inputs are cheap to solve twice: keep whichever of the
+		// balanced order and plain first-fit decreasing places more pods,
+		// then the cheaper.
 		alt, err := solveWith(s, opts, firstFitDecreasing)
 		if err != nil {
 			return nil, err
 		}
-		if alt.cost() < best.cost()-1e-9 && len(alt.failed) <= len(best.failed) {
+		if len(alt.failed) < len(best.failed) || (len(alt.failed) == len(best.failed) && alt.cost() < best.cost()-1e-9) {
 			best = alt
 		}
 	}

@@ -85,9 +85,23 @@ func (sv *solver) daemonOverhead(p *poolT, t *typeT) resVec {
 		}
 		if ok {
 			sum.add(d.req)
+			for _, hp := range podHostPorts(d.pod) {
+				if !containsPort(p.daemonPorts, hp) {
+					p.daemonPorts = append(p.daemonPorts, hp)
+				}
+			}
 		}
 	}
 	return sum
+}
+
+func containsPort(ps []hostPort, h hostPort) bool {
+	for _, x := range ps {
+		if x == h {
+			return true
+		}
+	}
+	return false
 }
 
 func (sv *solver) daemonFits(p *poolT, t *typeT, r *reqSet) bool {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -32,7 +33,16 @@ type Options struct {
 	// NominationTTL is how long a nomination lasts (default
 	// DefaultNominationTTL).
 	NominationTTL time.Duration
+	// SyncedRecheckInterval is how long a positive Synced result is reused
+	// before Synced lists from the API server again (default
+	// DefaultSyncedRecheckInterval).
+	SyncedRecheckInterval time.Duration
 }
+
+// DefaultSyncedRecheckInterval is how long Synced trusts a positive check
+// when Options leaves it unset: between checks the informers keep the model
+// current, and a periodic re-list catches a model that fell behind.
+const DefaultSyncedRecheckInterval = 30 * time.Second
 
 // Validate checks the options and fills defaults.
 func (o *Options) Validate() error {
@@ -47,6 +57,12 @@ func (o *Options) Validate() error {
 	}
 	if o.NominationTTL == 0 {
 		o.NominationTTL = DefaultNominationTTL
+	}
+	if o.SyncedRecheckInterval < 0 {
+		return errors.New("state: Options.SyncedRecheckInterval must not be negative")
+	}
+	if o.SyncedRecheckInterval == 0 {
+		o.SyncedRecheckInterval = DefaultSyncedRecheckInterval
 	}
 	return nil
 }
@@ -74,10 +90,19 @@ type Cluster struct {
 	nominations map[types.NamespacedName]nomination
 	// daemonSets holds one pod per DaemonSet, built from its template.
 	daemonSets map[types.NamespacedName]*corev1.Pod
+	// volumeLimits is each node's CSI attach limit per driver, from its
+	// CSINode.
+	volumeLimits map[string]map[string]int
 	// marked are provider IDs marked for deletion by a consumer.
 	marked map[string]bool
 	// generation counts mutations.
 	generation uint64
+
+	// syncMu serializes Synced's checks so concurrent callers share one;
+	// it guards syncedAt, which is when the last check found the model
+	// synced (zero: not synced, or never checked).
+	syncMu   sync.Mutex
+	syncedAt time.Time
 }
 
 // entry is one tracked node: a Node, a NodeClaim or both.
@@ -106,6 +131,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		podNode:       map[types.NamespacedName]string{},
 		nominations:   map[types.NamespacedName]nomination{},
 		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
+		volumeLimits:  map[string]map[string]int{},
 		marked:        map[string]bool{},
 	}, nil
 }
@@ -233,6 +259,19 @@ func (c *Cluster) DeleteDaemonSet(daemonSet types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.daemonSets, daemonSet)
+	c.changedLocked()
+}
+
+// UpdateVolumeLimits records a node's CSI attach limits (driver → volumes),
+// as its CSINode reports them; nil forgets them.
+func (c *Cluster) UpdateVolumeLimits(nodeName string, limits map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limits == nil {
+		delete(c.volumeLimits, nodeName)
+	} else {
+		c.volumeLimits[nodeName] = maps.Clone(limits)
+	}
 	c.changedLocked()
 }
 
@@ -407,6 +446,7 @@ func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNod
 	sn := &StateNode{MarkedForDeletion: c.marked[key]}
 	if e.node != nil {
 		sn.Node = e.node.DeepCopy()
+		sn.VolumeLimits = maps.Clone(c.volumeLimits[e.node.Name])
 		for _, p := range c.podsByNode[e.node.Name] {
 			sn.Pods = append(sn.Pods, p.DeepCopy())
 		}

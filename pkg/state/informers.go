@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -17,11 +18,17 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
+// +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=csinodes,verbs=get;list;watch
+
 // Register adds the reconcilers that feed the model from the manager's
-// cache: state.node, state.nodeclaim, state.pod and state.daemonset. They
-// run on every replica, leader or not, so a standby takes over with a warm
-// model. Each reads the object's latest cached version and records it, or
-// forgets it when it is gone: the order of events never matters.
+// cache: state.node, state.nodeclaim, state.pod, state.csinode and
+// state.daemonset. They run on every replica, leader or not, so a standby
+// takes over with a warm model. Each reads the object's latest cached
+// version and records it, or forgets it when it is gone: the order of
+// events never matters.
 func (c *Cluster) Register(mgr manager.Manager) error {
 	if err := EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -75,6 +82,21 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 		})); err != nil {
 		return fmt.Errorf("registering state.pod: %w", err)
 	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("state.csinode").For(&storagev1.CSINode{}).WithOptions(opts(2)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			cn := &storagev1.CSINode{}
+			if err := kube.Get(ctx, req.NamespacedName, cn); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.UpdateVolumeLimits(req.Name, nil)
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, fmt.Errorf("getting csinode %s: %w", req.Name, err)
+			}
+			c.UpdateVolumeLimits(req.Name, VolumeLimits(cn))
+			return reconcile.Result{}, nil
+		})); err != nil {
+		return fmt.Errorf("registering state.csinode: %w", err)
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.daemonset").For(&appsv1.DaemonSet{}).WithOptions(opts(2)).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			ds := &appsv1.DaemonSet{}
@@ -91,6 +113,18 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 		return fmt.Errorf("registering state.daemonset: %w", err)
 	}
 	return nil
+}
+
+// VolumeLimits reads a CSINode's attach limit per driver; drivers that
+// report none are left out (unlimited).
+func VolumeLimits(cn *storagev1.CSINode) map[string]int {
+	out := map[string]int{}
+	for _, d := range cn.Spec.Drivers {
+		if d.Allocatable != nil && d.Allocatable.Count != nil {
+			out[d.Name] = int(*d.Allocatable.Count)
+		}
+	}
+	return out
 }
 
 // DaemonSetPod builds the pod ds would run on a new node, from its

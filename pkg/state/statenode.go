@@ -28,6 +28,9 @@ type StateNode struct {
 	// MarkedForDeletion is true when the Node or NodeClaim is being deleted
 	// or a consumer marked it.
 	MarkedForDeletion bool
+	// VolumeLimits is the Node's CSI attach limit per driver, from its
+	// CSINode; drivers not listed are unlimited.
+	VolumeLimits map[string]int
 }
 
 // Name is the Node's name, or the NodeClaim's before the Node registers.
@@ -214,6 +217,7 @@ func (n *StateNode) ExistingNode() *scheduling.ExistingNode {
 		Allocatable:       n.Allocatable(),
 		Pods:              append(append([]*corev1.Pod(nil), n.Pods...), n.NominatedPods...),
 		MarkedForDeletion: n.MarkedForDeletion,
+		VolumeLimits:      maps.Clone(n.VolumeLimits),
 	}
 	if n.NodeClaim != nil {
 		en.NodeClaim = n.NodeClaim.Name

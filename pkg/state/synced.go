@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,11 +18,25 @@ import (
 // acts on an unsynced state could launch capacity that already exists or
 // remove capacity that is still needed, so it must wait instead. A failed
 // list counts as not synced.
+//
+// The lists are full and uncached, so a positive result is reused for
+// Options.SyncedRecheckInterval: once the model has caught up with a live
+// list, the informers keep it current, and the periodic re-list catches a
+// model that fell behind. A negative result is never reused, so a caller
+// waiting for sync sees it as soon as it happens. Concurrent callers share
+// one check.
 func (c *Cluster) Synced(ctx context.Context) bool {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if !c.syncedAt.IsZero() && c.opts.Clock.Since(c.syncedAt) < c.opts.SyncedRecheckInterval {
+		return true
+	}
 	synced := c.synced(ctx)
 	if synced {
+		c.syncedAt = c.opts.Clock.Now()
 		metrics.ClusterStateSynced.Set(1)
 	} else {
+		c.syncedAt = time.Time{}
 		metrics.ClusterStateSynced.Set(0)
 	}
 	return synced

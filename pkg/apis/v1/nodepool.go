@@ -67,7 +67,7 @@ type Limits corev1.ResourceList
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
 //
-// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized}
+// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized,Balanced}
 type ConsolidationPolicy string
 
 const (
@@ -76,6 +76,10 @@ const (
 	// ConsolidationPolicyWhenEmptyOrUnderutilized also removes or replaces
 	// nodes whose pods fit elsewhere or on a cheaper node.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only when
+	// the savings outweigh the disruption; Karpenter added it after v1.0,
+	// and NodePools that use it must apply unchanged.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // DisruptionReason is why a node is being disrupted; budgets may be scoped

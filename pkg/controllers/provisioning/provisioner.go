@@ -191,20 +191,43 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	}
 
 	claims, limited := p.fitLimits(v, plan.NewNodeClaims)
-	created := make([]*v1.NodeClaim, len(claims))
-	errs := make([]error, len(claims))
-	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
-		created[i], errs[i] = p.create(ctx, claims[i])
-	})
+	created, err := p.createAll(ctx, claims)
 	for _, nc := range created {
 		if nc != nil {
 			res.Created = append(res.Created, nc)
 		}
 	}
+	seen := p.nominate(v, plan, claims, created)
+	res.Unschedulable = append(append(res.Unschedulable, plan.Unschedulable...), limited...)
+	for _, pe := range res.Unschedulable {
+		seen[pe.Pod.UID] = true
+		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe.Reasons, v.skipped)))
+	}
+	if len(res.Unschedulable) > 0 {
+		logUnschedulable(logger, res.Unschedulable, v.skipped)
+	}
+	p.forgetExcept(seen)
+	return res, err
+}
 
+// createAll creates the planned NodeClaims in parallel; created[i] is nil
+// where creating claims[i] failed.
+func (p *Provisioner) createAll(ctx context.Context, claims []plannedClaim) ([]*v1.NodeClaim, error) {
+	created := make([]*v1.NodeClaim, len(claims))
+	errs := make([]error, len(claims))
+	workqueue.ParallelizeUntil(ctx, createParallelism, len(claims), func(i int) {
+		created[i], errs[i] = p.create(ctx, claims[i])
+	})
+	return created, errors.Join(errs...)
+}
+
+// nominate records every placed pod in the cluster state against the
+// NodeClaim that will run it, so the next batch does not plan it again,
+// and tells the pod with a Nominated event. It returns the pods it saw.
+func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedClaim, created []*v1.NodeClaim) map[types.UID]bool {
 	seen := map[types.UID]bool{}
 	for i, c := range claims {
-		if errs[i] != nil {
+		if created[i] == nil {
 			continue
 		}
 		for _, pod := range c.planned.Pods {
@@ -213,8 +236,12 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
 	}
+	nodes := make(map[string]*scheduling.ExistingNode, len(v.snapshot.Nodes))
+	for _, n := range v.snapshot.Nodes {
+		nodes[n.Name] = n
+	}
 	for _, placement := range plan.Existing {
-		target := existingNode(v, placement.Node)
+		target := nodes[placement.Node]
 		for _, pod := range placement.Pods {
 			seen[pod.UID] = true
 			if target != nil && target.NodeClaim != "" {
@@ -226,27 +253,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 			p.inflight.nominate(target.NodeClaim, placement.Pods)
 		}
 	}
-	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
-	res.Unschedulable = append(res.Unschedulable, limited...)
-	for _, pe := range res.Unschedulable {
-		seen[pe.Pod.UID] = true
-		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe.Reasons, v.skipped)))
-	}
-	if len(res.Unschedulable) > 0 {
-		logUnschedulable(logger, res.Unschedulable, v.skipped)
-	}
-	p.forgetExcept(seen)
-	return res, errors.Join(errs...)
-}
-
-// existingNode finds a snapshot node by name.
-func existingNode(v *view, name string) *scheduling.ExistingNode {
-	for _, n := range v.snapshot.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
+	return seen
 }
 
 // describeTarget names an existing placement for a Nominated event.
@@ -256,6 +263,9 @@ func describeTarget(n *scheduling.ExistingNode, name string) string {
 	}
 	return "node/" + name
 }
+
+// createParallelism bounds the NodeClaim creations in flight.
+const createParallelism = 50
 
 // maxNameAttempts bounds how many names create tries for one planned node.
 const maxNameAttempts = 5

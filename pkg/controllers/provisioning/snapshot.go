@@ -92,6 +92,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.InstanceTypes[np.Name] = its
 	}
 
+	daemons := p.opts.State.DaemonSetPods()
 	seenClaims := map[string]bool{}
 	// liveClaims can still take the pods nominated to them; a pod nominated
 	// to a NodeClaim that is going away is pending again.
@@ -110,6 +111,9 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 			if len(en.Allocatable) == 0 {
 				en.Allocatable = minAllocatable(its)
 			}
+			if sn.Node == nil && !sn.MarkedForDeletion {
+				en.Pods = append(en.Pods, daemonPodsFor(daemons, en.Labels, en.Taints)...)
+			}
 			v.addInUse(en.NodePool, claimCapacity(sn.NodeClaim, sn.Node, its))
 		} else if en.NodePool != "" {
 			v.addInUse(en.NodePool, sn.Node.Status.Capacity)
@@ -122,14 +126,14 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		its := optionsOf(c.claim, allTypes[pool])
 		v.addInUse(pool, claimCapacity(c.claim, nil, its))
 		en := inflightNode(c.claim, its)
-		en.Pods = c.pods
+		en.Pods = append(c.pods, daemonPodsFor(daemons, en.Labels, c.claim.Spec.Taints)...)
 		liveClaims[c.claim.Name] = true
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !IsProvisionable(pod) || unsupportedVolume(pod) != "" {
+		if !IsProvisionable(pod) || unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
 			continue
 		}
 		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
@@ -143,7 +147,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 	slices.SortFunc(v.snapshot.NodePools, func(a, b *scheduling.NodePool) int { return strings.Compare(a.Name, b.Name) })
 
-	v.snapshot.DaemonSets = p.opts.State.DaemonSetPods()
+	v.snapshot.DaemonSets = daemons
 	for i := range pvcs.Items {
 		v.snapshot.Volumes.PersistentVolumeClaims = append(v.snapshot.Volumes.PersistentVolumeClaims, &pvcs.Items[i])
 	}

@@ -51,6 +51,11 @@ func TestDefaults(t *testing.T) {
 			check: func(t *testing.T, np *v1.NodePool) {
 				expectString(t, "consolidateAfter", np.Spec.Disruption.ConsolidateAfter.String(), "0s")
 			}},
+		{name: "Balanced policy is accepted as Karpenter accepts it", mutate: []mutation{set("spec.disruption", `{consolidationPolicy: Balanced, consolidateAfter: 1m}`)},
+			check: func(t *testing.T, np *v1.NodePool) {
+				expectString(t, "consolidationPolicy", string(np.Spec.Disruption.ConsolidationPolicy), "Balanced")
+				expectString(t, "consolidateAfter", np.Spec.Disruption.ConsolidateAfter.String(), "1m")
+			}},
 		{name: "consolidateAfter without policy", mutate: []mutation{set("spec.disruption", `{consolidateAfter: Never}`)},
 			check: func(t *testing.T, np *v1.NodePool) {
 				if !np.Spec.Disruption.ConsolidateAfter.IsNever() {

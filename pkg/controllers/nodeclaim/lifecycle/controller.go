@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +27,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -189,7 +191,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if nc.DeletionTimestamp != nil || !c.manages(nc) {
+	if !c.manages(nc) {
+		return reconcile.Result{}, nil
+	}
+	if nc.DeletionTimestamp != nil {
+		// Termination owns a deleting NodeClaim, but it cannot terminate an
+		// instance whose provider ID was never recorded.
+		if nc.Status.ProviderID == "" {
+			if created, ok := c.launches.get(nc.UID); ok {
+				return reconcile.Result{}, c.releaseUnrecorded(ctx, nc, created)
+			}
+		}
 		return reconcile.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[v1.LabelNodePool]))
@@ -225,13 +237,34 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !deleted {
 		if err := c.patch(ctx, stored, nc); err != nil {
+			if released, rerr := c.releaseIfGone(ctx, stored, nc, err); released {
+				return reconcile.Result{}, rerr
+			}
 			errs = append(errs, err)
+		} else {
+			countTransitions(stored, nc)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return quietConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// countTransitions counts the Registered and Initialized conditions that a
+// successful status patch turned True. Counting only after the patch keeps
+// a reconcile whose patch lost a conflict from counting the same
+// transition again on its retry.
+func countTransitions(stored, patched *v1.NodeClaim) {
+	pool := patched.Labels[v1.LabelNodePool]
+	for typ, counter := range map[string]*prometheus.CounterVec{
+		v1.ConditionTypeRegistered:  metrics.NodeClaimsRegistered,
+		v1.ConditionTypeInitialized: metrics.NodeClaimsInitialized,
+	} {
+		if !stored.StatusConditions().IsTrue(typ) && patched.StatusConditions().IsTrue(typ) {
+			counter.WithLabelValues(pool).Inc()
+		}
+	}
 }
 
 // manages reports whether nc's node class is one the cloud provider serves.

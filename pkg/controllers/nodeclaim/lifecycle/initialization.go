@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // Initialized condition reasons.
@@ -70,7 +69,6 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResu
 		}
 	}
 	conds.SetTrue(v1.ConditionTypeInitialized)
-	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", node.Name)
 	return stepResult{}, nil
 }

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -49,6 +51,48 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, 
 	hydrate(nc, created)
 	conds.SetTrue(v1.ConditionTypeLaunched)
 	return stepResult{}, nil
+}
+
+// releaseIfGone handles a failed patch of a NodeClaim whose launched
+// instance (nc's provider ID) was not recorded yet. Termination runs
+// separately: if it removed the finalizer of a NodeClaim it saw without a
+// provider ID, or will, the instance has no owner and would run until
+// garbage collection. When the patch failed because the NodeClaim is gone,
+// or a fresh read shows it gone or deleting, the instance is deleted now and
+// released reports true.
+func (c *Controller) releaseIfGone(ctx context.Context, stored, nc *v1.NodeClaim, patchErr error) (released bool, err error) {
+	if stored.Status.ProviderID != "" || nc.Status.ProviderID == "" {
+		return false, nil
+	}
+	created, ok := c.launches.get(nc.UID)
+	if !ok {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(patchErr) {
+		current := &v1.NodeClaim{}
+		err := c.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), current)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, nil
+		case current.UID != nc.UID, current.DeletionTimestamp != nil && current.Status.ProviderID == "":
+		default:
+			return false, nil
+		}
+	}
+	return true, c.releaseUnrecorded(ctx, nc, created)
+}
+
+// releaseUnrecorded deletes created, the instance launched for nc, which is
+// gone or deleting without the instance's provider ID on record.
+func (c *Controller) releaseUnrecorded(ctx context.Context, nc, created *v1.NodeClaim) error {
+	log.FromContext(ctx).Info("deleting instance launched for a nodeclaim that was deleted before recording it",
+		"provider-id", created.Status.ProviderID)
+	if err := c.opts.CloudProvider.Delete(ctx, created); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+		return fmt.Errorf("deleting instance %s launched for deleted nodeclaim %s: %w", created.Status.ProviderID, nc.Name, err)
+	}
+	c.launches.forget(nc.UID)
+	return nil
 }
 
 // hydrate copies what the cloud returned into nc.

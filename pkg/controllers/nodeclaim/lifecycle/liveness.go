@@ -3,7 +3,9 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,14 +38,39 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	if left > 0 {
 		return stepResult{requeueAfter: left}, nil
 	}
-	msg := fmt.Sprintf("NodeClaim %s launched instance %s (%s, %s) but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. "+
-		"The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); "+
-		"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); "+
-		"the node class userData/bootstrap (cluster name, endpoint, CA bundle, --register-with-taints syntax); "+
-		"that the AMI architecture matches the instance type (arm64 images for Graviton types such as t4g/m6g, amd64 otherwise); "+
-		"and that subnets and security groups let the node reach the API server.",
-		nc.Name, nc.Status.ProviderID, orUnknown(nc.Labels[v1.LabelInstanceType]), orUnknown(nc.Labels[v1.LabelTopologyZone]), c.opts.RegistrationTTL)
+	msg := registrationTimeoutMessage(nc, *registered, c.opts.RegistrationTTL)
 	return c.expire(ctx, nc, events.RegistrationTimeout, "registration", msg)
+}
+
+// registrationTimeoutMessage explains why nc did not register within ttl,
+// from its Registered condition: a Node that never appeared points at the
+// instance's bootstrap, a Node that appeared but could not be taken over
+// points at what stopped joiner.
+func registrationTimeoutMessage(nc *v1.NodeClaim, registered metav1.Condition, ttl time.Duration) string {
+	instance := fmt.Sprintf("NodeClaim %s launched instance %s (%s, %s)",
+		nc.Name, nc.Status.ProviderID, orUnknown(nc.Labels[v1.LabelInstanceType]), orUnknown(nc.Labels[v1.LabelTopologyZone]))
+	switch registered.Reason {
+	case ReasonMultipleNodesFound:
+		return fmt.Sprintf("%s but it did not register within %s because more than one Node has its providerID: %s. "+
+			"joiner is deleting the NodeClaim instead of waiting forever. Delete the extra Node objects, and check that nothing else (another autoscaler, a script) creates Nodes with the same providerID.",
+			instance, ttl, registered.Message)
+	case ReasonNodeSyncFailed:
+		return fmt.Sprintf("%s and its Node joined the cluster, but joiner could not take the Node over within %s: %s. "+
+			"joiner is deleting the NodeClaim instead of waiting forever. Check admission webhooks that validate or mutate Nodes (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) "+
+			"and that joiner's service account may patch nodes (kubectl auth can-i patch nodes --as=system:serviceaccount:<namespace>:<joiner service account>).",
+			instance, ttl, registered.Message)
+	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered:
+		return fmt.Sprintf("%s but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. "+
+			"The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); "+
+			"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); "+
+			"the node class userData/bootstrap (cluster name, endpoint, CA bundle, --register-with-taints syntax); "+
+			"that the AMI architecture matches the instance type (arm64 images for Graviton types such as t4g/m6g, amd64 otherwise); "+
+			"and that subnets and security groups let the node reach the API server.",
+			instance, ttl)
+	default:
+		return fmt.Sprintf("%s but it did not register within %s (%s: %s), so joiner is deleting it instead of waiting forever.",
+			instance, ttl, registered.Reason, registered.Message)
+	}
 }
 
 // expire publishes the explanation on the NodeClaim and its NodePool,

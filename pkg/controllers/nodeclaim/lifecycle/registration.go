@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +16,6 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -23,6 +23,9 @@ import (
 const (
 	ReasonNodeNotFound       = "NodeNotFound"
 	ReasonMultipleNodesFound = "MultipleNodesFound"
+	// ReasonNodeSyncFailed: the Node registered but joiner could not patch
+	// it (an admission webhook or RBAC rejected the patch).
+	ReasonNodeSyncFailed = "NodeSyncFailed"
 )
 
 // kubeletOwnedLabels are reported by the kubelet (or the cloud) about the
@@ -64,11 +67,14 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	node := &nodes.Items[0]
 	if err := c.syncNode(ctx, nc, node); err != nil {
+		if !apierrors.IsConflict(err) {
+			conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonNodeSyncFailed,
+				fmt.Sprintf("Node %s has providerID %s but joiner could not update it: %v", node.Name, nc.Status.ProviderID, err))
+		}
 		return stepResult{}, err
 	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
-	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("registered nodeclaim", "Node", node.Name, "provider-id", nc.Status.ProviderID)
 	return stepResult{}, nil
 }
