@@ -271,10 +271,13 @@ const createParallelism = 50
 const maxNameAttempts = 5
 
 // create creates one NodeClaim. AlreadyExists is success when the existing
-// NodeClaim is live: the name is derived from the pods, so it is the one
-// this pass wanted (created by an earlier pass or another replica). When the
-// existing one is being deleted (its launch failed, say), the next name in
-// the same deterministic sequence is tried.
+// NodeClaim is still on its way (same NodePool, not deleting, not yet
+// registered): the name is derived from the pods, so it is the one this
+// pass wanted, created by an earlier pass or another replica. Otherwise the
+// next name in the same deterministic sequence is tried: an existing claim
+// that is being deleted, or one whose node already joined and still did not
+// take these pods (filled by others, or unfit), must not absorb them again,
+// or they would stay pending forever.
 func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim, error) {
 	logger := log.FromContext(ctx)
 	for attempt := range maxNameAttempts {
@@ -286,7 +289,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			if err := p.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), existing); err != nil {
 				return nil, fmt.Errorf("getting existing nodeclaim %s: %w", nc.Name, err)
 			}
-			if existing.DeletionTimestamp == nil {
+			if sameIntent(existing, c.nodePool.Name) {
 				logger.V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
 				return existing, nil
 			}
@@ -301,7 +304,15 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}
-	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted", len(c.planned.Pods), maxNameAttempts)
+	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(c.planned.Pods), maxNameAttempts)
+}
+
+// sameIntent reports whether an existing NodeClaim of the planned name is
+// the launch this pass wants, rather than an older one that could not help.
+func sameIntent(existing *v1.NodeClaim, nodePool string) bool {
+	return existing.DeletionTimestamp == nil &&
+		existing.Labels[v1.LabelNodePool] == nodePool &&
+		!existing.StatusConditions().IsTrue(v1.ConditionTypeRegistered)
 }
 
 // report publishes e about a pod unless the pod already got this exact

@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 func TestProvisionCreatesNodeClaimsForPendingPods(t *testing.T) {
@@ -92,6 +94,41 @@ func TestProvisionDoesNotDuplicate(t *testing.T) {
 	}
 	if got := len(f.nodeClaims()); got != want {
 		t.Fatalf("stale replica: %d NodeClaims, want %d (a duplicate was created)", got, want)
+	}
+}
+
+// A NodeClaim of the planned name whose node already registered and still
+// did not take the pods (kube-scheduler filled it with others, say) must not
+// absorb them again: the pass moves to the next name in the sequence.
+func TestProvisionDoesNotReuseARegisteredNodeClaim(t *testing.T) {
+	f := newFixture(t)
+	f.createNodePool(nil)
+	f.pendingPods(1, "1", nil)
+
+	first := f.replica().provision()
+	if len(first.Created) != 1 {
+		t.Fatalf("first pass created %d NodeClaims, want 1", len(first.Created))
+	}
+	claims := f.nodeClaims()
+	registered := claims[0].DeepCopy()
+	registered.StatusConditions().SetTrue(v1.ConditionTypeRegistered)
+	if err := test.Env(t).Client.Status().Update(context.Background(), registered); err != nil {
+		t.Fatal(err)
+	}
+
+	// A replica whose state does not show the claim (its nomination expired)
+	// plans the same node for the same pod.
+	other := f.replica()
+	other.staleClaims = true
+	res := other.provision()
+	if len(res.Created) != 1 {
+		t.Fatalf("second pass created %d NodeClaims, want 1", len(res.Created))
+	}
+	if res.Created[0].Name == registered.Name {
+		t.Fatalf("the pod was nominated again to registered NodeClaim %s", registered.Name)
+	}
+	if got := len(f.nodeClaims()); got != 2 {
+		t.Fatalf("%d NodeClaims, want the registered one and a new one", got)
 	}
 }
 
