@@ -18,5 +18,6 @@
 // map update and never call out while holding it. Readers take the read
 // lock and return deep copies, so no pointer into the model ever escapes
 // and callers may mutate what they get. Synced lists from the API server
-// without holding the lock, then compares under the read lock.
+// without holding the lock, then compares under the read lock; a positive
+// result is reused for Options.SyncedRecheckInterval.
 package state

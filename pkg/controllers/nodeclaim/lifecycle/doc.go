@@ -25,5 +25,8 @@
 // deleted deletes its NodeClaim.
 //
 // What it never does: act on a NodeClaim that is being deleted (termination
-// owns those), terminate instances, or drain nodes.
+// owns those), terminate instances, or drain nodes. One exception: an
+// instance it launched for a NodeClaim that was deleted before the provider
+// ID was recorded is invisible to termination, so launch.go deletes it at
+// once rather than leave it to garbage collection.
 package lifecycle
