@@ -95,7 +95,17 @@ func (c *Controller) releaseUnrecorded(ctx context.Context, nc, created *v1.Node
 	return nil
 }
 
-// hydrate copies what the cloud returned into nc.
+// cloudOwnedLabels describe the launched machine, so only the cloud knows
+// them: hydrate takes them from what Create returned even when the
+// NodeClaim already has a value.
+var cloudOwnedLabels = map[string]bool{
+	v1.LabelInstanceType: true, v1.LabelTopologyZone: true, v1.LabelCapacityType: true,
+	v1.LabelArch: true, v1.LabelOS: true, v1.LabelTopologyRegion: true,
+}
+
+// hydrate copies what the cloud returned into nc. The NodeClaim's own
+// labels (from the user and the NodePool template) win over the cloud's for
+// keys both set, except cloudOwnedLabels.
 func hydrate(nc, created *v1.NodeClaim) {
 	nc.Status.ProviderID = created.Status.ProviderID
 	nc.Status.ImageID = created.Status.ImageID
@@ -105,6 +115,9 @@ func hydrate(nc, created *v1.NodeClaim) {
 		nc.Labels = map[string]string{}
 	}
 	for k, v := range created.Labels {
+		if _, has := nc.Labels[k]; has && !cloudOwnedLabels[k] {
+			continue
+		}
 		nc.Labels[k] = v
 	}
 	if len(created.Annotations) > 0 && nc.Annotations == nil {
