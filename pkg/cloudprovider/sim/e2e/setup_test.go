@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
@@ -42,15 +41,7 @@ func TestSetupWiresTheCloudIntoAManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	test.StartManager(t, mgr)
 
 	good := &simv1alpha1.SimNodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "good")},

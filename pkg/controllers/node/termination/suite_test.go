@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
 	"github.com/joiner-dev/joiner/pkg/controllers/node/termination"
@@ -28,13 +25,6 @@ import (
 // kwokSelector limits kwok to this package's nodes.
 const kwokSelector = "joiner.test/termination=true"
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
-
 // TestMain runs one control plane for the package. kube-controller-manager
 // is needed: its disruption controller is what makes PodDisruptionBudgets
 // allow or refuse evictions.
@@ -44,7 +34,7 @@ func TestMain(m *testing.M) {
 		Kwok:              true,
 		KwokNodeSelector:  kwokSelector,
 		CRDDirectories:    []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:            scheme(),
+		Scheme:            test.Scheme(),
 	})
 }
 
@@ -60,7 +50,7 @@ func start(t *testing.T) *harness {
 	t.Helper()
 	env := test.Env(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  scheme(),
+		Scheme:  test.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Each test runs its own manager; names repeat across tests.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -87,15 +77,7 @@ func start(t *testing.T) *harness {
 	if err := ncCtrl.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	test.StartManager(t, mgr)
 	return h
 }
 

@@ -3,19 +3,15 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
@@ -25,18 +21,11 @@ import (
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
-
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	test.Main(m, controlplane.Options{
 		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:         scheme(),
+		Scheme:         test.Scheme(),
 	})
 }
 
@@ -46,7 +35,7 @@ func start(t *testing.T) {
 	t.Helper()
 	env := test.Env(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     scheme(),
+		Scheme:     test.Scheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -71,13 +60,5 @@ func start(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	test.StartManager(t, mgr)
 }
