@@ -38,7 +38,20 @@ import (
 // store, and its pods select their NodePool, so a test never acts on
 // another's objects.
 func TestMain(m *testing.M) {
-	test.Main(m, controlPlaneOptions())
+	// The joiner binary the tests run lives in a directory of this test
+	// binary's own: a fixed path shared by concurrent runs would let one run
+	// overwrite the executable another is starting.
+	dir, err := os.MkdirTemp("", "joiner-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: creating the joiner binary's directory:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := func() int {
+		defer os.RemoveAll(dir)
+		return test.Run(m, controlPlaneOptions())
+	}()
+	os.Exit(code)
 }
 
 func controlPlaneOptions() controlplane.Options {
@@ -59,22 +72,17 @@ func controlPlaneOptions() controlplane.Options {
 
 var (
 	buildOnce sync.Once
-	binary    string
-	buildErr  error
+	// binDir is TestMain's private directory for the built binary.
+	binDir   string
+	binary   string
+	buildErr error
 )
 
 // joinerBinary builds cmd/joiner once per test binary.
 func joinerBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		// One fixed place, overwritten by each run, so runs leave no
-		// binaries behind.
-		dir := filepath.Join(os.TempDir(), "joiner-e2e-bin")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "joiner")
+		binary = filepath.Join(binDir, "joiner")
 		out, err := exec.Command("go", "build", "-o", binary, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("building joiner: %v\n%s", err, out)

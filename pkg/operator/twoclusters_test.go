@@ -141,14 +141,20 @@ func TestTwoClustersShareOneCloud(t *testing.T) {
 }
 
 // launchOrphan launches an instance as s's cloud, for a NodeClaim that is
-// not in the API server, and returns its provider ID.
+// not in the API server, and returns its provider ID. The instance carries
+// the cluster's full identity (name and kube-system UID), as joiner's own
+// launches do, so it is provably that cluster's to collect.
 func launchOrphan(t *testing.T, s *scenario, c client.Client) string {
 	t.Helper()
 	st, err := sim.OpenStore(s.store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sim.New(sim.Options{Client: c, Store: st, ClusterName: s.clusterName, Catalog: func(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+	clusterID, err := sim.ClusterID(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.New(sim.Options{Client: c, Store: st, ClusterName: s.clusterName, ClusterID: clusterID, Catalog: func(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
 		cat, err := catalog.Default(catalog.Options{Zones: simv1alpha1.DefaultZones})
 		if err != nil {
 			return nil, err

@@ -44,10 +44,12 @@ var env *Environment
 // When the control plane cannot start (binaries missing, a component
 // failing), Main prints why and exits 1 without running the tests.
 func Main(m *testing.M, opts controlplane.Options) {
-	os.Exit(run(m, opts))
+	os.Exit(Run(m, opts))
 }
 
-func run(m *testing.M, opts controlplane.Options) int {
+// Run is Main without the exit: it returns the exit code, for a TestMain
+// that has its own cleanup to do after the tests.
+func Run(m *testing.M, opts controlplane.Options) int {
 	if !flag.Parsed() {
 		flag.Parse() // m.Run would; testing.Verbose needs it now
 	}
