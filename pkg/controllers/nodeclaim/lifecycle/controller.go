@@ -11,12 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -105,7 +103,7 @@ type Controller struct {
 	opts Options
 	// nodeClasses are the node class kinds the cloud provider serves;
 	// NodeClaims referencing other kinds are not ours.
-	nodeClasses map[schema.GroupKind]bool
+	nodeClasses cloudprovider.NodeClassKinds
 	launches    *launchCache
 }
 
@@ -114,15 +112,11 @@ func NewController(opts Options) (*Controller, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Controller{opts: opts, nodeClasses: map[schema.GroupKind]bool{}, launches: newLaunchCache(opts.Clock)}
-	for _, obj := range opts.CloudProvider.GetSupportedNodeClasses() {
-		gvk, err := apiutil.GVKForObject(obj, opts.Client.Scheme())
-		if err != nil {
-			return nil, fmt.Errorf("resolving node class kind %T: %w", obj, err)
-		}
-		c.nodeClasses[gvk.GroupKind()] = true
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, err
 	}
-	return c, nil
+	return &Controller{opts: opts, nodeClasses: kinds, launches: newLaunchCache(opts.Clock)}, nil
 }
 
 // Register adds nodeclaim.lifecycle and node.lifecycle to mgr.
@@ -269,8 +263,7 @@ func countTransitions(stored, patched *v1.NodeClaim) {
 
 // manages reports whether nc's node class is one the cloud provider serves.
 func (c *Controller) manages(nc *v1.NodeClaim) bool {
-	ref := nc.Spec.NodeClassRef
-	return ref != nil && c.nodeClasses[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}]
+	return c.nodeClasses.Manages(nc.Spec.NodeClassRef)
 }
 
 // patch writes nc's metadata (labels, annotations) and then its status, each
