@@ -97,8 +97,7 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Controller is the NodeClaim lifecycle controller (nodeclaim.lifecycle)
-// and its Node-side companion (node.lifecycle).
+// Controller is the NodeClaim lifecycle controller (nodeclaim.lifecycle).
 type Controller struct {
 	opts Options
 	// nodeClasses are the node class kinds the cloud provider serves;
@@ -119,7 +118,8 @@ func NewController(opts Options) (*Controller, error) {
 	return &Controller{opts: opts, nodeClasses: kinds, launches: newLaunchCache(opts.Clock)}, nil
 }
 
-// Register adds nodeclaim.lifecycle and node.lifecycle to mgr.
+// Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
+// NodeClaim too; node termination does that, for the Nodes joiner owns.)
 func (c *Controller) Register(mgr manager.Manager) error {
 	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -143,9 +143,6 @@ func (c *Controller) Register(mgr manager.Manager) error {
 		Complete(reconcile.Func(c.Reconcile))
 	if err != nil {
 		return fmt.Errorf("registering nodeclaim.lifecycle: %w", err)
-	}
-	if err := c.registerNodeDeletion(mgr); err != nil {
-		return fmt.Errorf("registering node.lifecycle: %w", err)
 	}
 	return nil
 }

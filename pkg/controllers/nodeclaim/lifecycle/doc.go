@@ -21,8 +21,8 @@
 //     or register within the registration TTL, is deleted with an event
 //     that says why and what to check.
 //
-// nodedeletion.go is a small Node-side reconciler: a managed Node being
-// deleted deletes its NodeClaim.
+// Deleting a managed Node deletes its NodeClaim too; node termination
+// (pkg/controllers/node/termination) does that as its first step.
 //
 // What it never does: act on a NodeClaim that is being deleted (termination
 // owns those), terminate instances, or drain nodes. One exception: an

@@ -29,6 +29,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
@@ -141,6 +142,16 @@ func start(t *testing.T, o options) *harness {
 		t.Fatal(err)
 	}
 	if err := term.Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	// Node termination drains deleted Nodes and deletes their NodeClaims.
+	nodeTerm, err := nodetermination.NewController(nodetermination.Options{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: recorder,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodeTerm.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(machines); err != nil {
