@@ -1,12 +1,8 @@
 package operator
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -30,52 +26,19 @@ type Cloud struct {
 func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
-		path := settings.SimStorePath
-		if path == "" {
-			path = sim.DefaultStorePath()
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("creating simulated cloud store directory: %w", err)
-		}
-		store, err := sim.OpenStore(path)
-		if err != nil {
-			return nil, fmt.Errorf("opening simulated cloud store %s: %w", path, err)
-		}
-		// The cluster's kube-system UID joins its name on every instance, so
-		// two clusters configured with the same --cluster-name still never
-		// adopt or garbage-collect each other's instances.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		clusterID, err := sim.ClusterID(ctx, mgr.GetAPIReader())
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		provider, err := sim.New(sim.Options{
-			Client:      mgr.GetClient(),
-			Store:       store,
+		sc, err := sim.Build(mgr, sim.SetupOptions{
+			StorePath:   settings.SimStorePath,
 			ClusterName: settings.ClusterName,
-			ClusterID:   clusterID,
-			Catalog:     sim.DefaultCatalog,
 			Clock:       clk,
 		})
 		if err != nil {
 			return nil, err
 		}
-		machines, err := sim.NewMachines(sim.MachinesOptions{
-			Client:      mgr.GetClient(),
-			Store:       store,
-			ClusterName: settings.ClusterName,
-			ClusterID:   clusterID,
-			Clock:       clk,
-		})
-		if err != nil {
-			return nil, err
-		}
-		nodeClasses, err := sim.NewNodeClassController(mgr.GetClient(), sim.DefaultCatalog)
-		if err != nil {
-			return nil, err
-		}
-		return &Cloud{Provider: cloudprovider.Instrument(provider, clk), Controllers: []controllers.Controller{nodeClasses}, Runnables: []manager.Runnable{machines}}, nil
+		return &Cloud{
+			Provider:    cloudprovider.Instrument(sc.Provider, clk),
+			Controllers: []controllers.Controller{sc.NodeClasses},
+			Runnables:   []manager.Runnable{sc.Machines},
+		}, nil
 	case options.CloudProviderAWS:
 		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
 	default:

@@ -34,10 +34,20 @@ type SetupOptions struct {
 	Catalog CatalogFunc
 }
 
-// Setup builds the simulated cloud on mgr: it opens the store, returns the
-// provider, and adds the machines runnable and the SimNodeClass status
-// controller to mgr.
-func Setup(mgr manager.Manager, opts SetupOptions) (*Provider, error) {
+// Cloud is the simulated cloud: the provider and what must run beside it.
+type Cloud struct {
+	Provider *Provider
+	// Machines turns instances into Nodes; it runs on every replica.
+	Machines *Machines
+	// NodeClasses keeps SimNodeClass status (Ready, zones).
+	NodeClasses *NodeClassController
+}
+
+// Build makes the simulated cloud for mgr's cluster without registering
+// anything: it opens the store and, unless opts names it, identifies the
+// cluster by its kube-system UID. Callers that list their own controllers
+// register the parts themselves; Setup does it in one call.
+func Build(mgr manager.Manager, opts SetupOptions) (*Cloud, error) {
 	path := opts.StorePath
 	if path == "" {
 		path = DefaultStorePath()
@@ -67,15 +77,25 @@ func Setup(mgr manager.Manager, opts SetupOptions) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	if err := mgr.Add(machines); err != nil {
-		return nil, fmt.Errorf("adding the simulated machines: %w", err)
-	}
 	status, err := NewNodeClassController(mgr.GetClient(), opts.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	if err := status.Register(mgr); err != nil {
+	return &Cloud{Provider: provider, Machines: machines, NodeClasses: status}, nil
+}
+
+// Setup builds the simulated cloud on mgr and registers its machines and
+// SimNodeClass status controller there, returning the provider.
+func Setup(mgr manager.Manager, opts SetupOptions) (*Provider, error) {
+	c, err := Build(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c.Machines); err != nil {
+		return nil, fmt.Errorf("adding the simulated machines: %w", err)
+	}
+	if err := c.NodeClasses.Register(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	return provider, nil
+	return c.Provider, nil
 }
