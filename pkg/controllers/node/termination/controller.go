@@ -153,10 +153,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// A node whose instance is already gone and whose kubelet stopped
 	// reporting cannot be drained: no pod deletion would ever be confirmed.
-	if gone, err := c.instanceGone(ctx, node); err != nil {
-		return reconcile.Result{}, err
-	} else if gone && !nodeReady(node) {
-		return reconcile.Result{}, c.removeFinalizer(ctx, node, "instance already terminated and node not ready; skipped the drain")
+	// Only a node that is not Ready is asked about, so a normal drain makes
+	// no cloud call per pass.
+	if !nodeReady(node) {
+		if gone, err := c.instanceGone(ctx, node); err != nil {
+			return reconcile.Result{}, err
+		} else if gone {
+			return reconcile.Result{}, c.removeFinalizer(ctx, node, "instance already terminated and node not ready; skipped the drain")
+		}
 	}
 
 	drained, err := c.drain(ctx, node, nodeClaims, deadline)
