@@ -39,7 +39,7 @@ func (sv *solver) plan() *Plan {
 		out.NewNodeClaims = append(out.NewNodeClaims, sv.finalize(n, reservations))
 	}
 	for _, f := range sv.failed {
-		out.Unschedulable = append(out.Unschedulable, PodError{Pod: f.pod, Reasons: sv.failureReasons(f)})
+		out.Unschedulable = append(out.Unschedulable, sv.failureReasons(f))
 	}
 	sort.SliceStable(out.Unschedulable, func(i, j int) bool {
 		a, b := out.Unschedulable[i].Pod, out.Unschedulable[j].Pod

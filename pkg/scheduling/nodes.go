@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"sort"
@@ -273,7 +272,7 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 	case -1:
 		return rejectPerm
 	case 0:
-		if sv.existingStatic(c, n) != "" {
+		if sv.existingStatic(c, n) != nil {
 			c.exOK[n.idx] = -1
 			return rejectPerm
 		}
@@ -306,12 +305,12 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 	return fits
 }
 
-// existingStatic is why c can never land on n ("" when it may).
-func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
+// existingStatic is why c can never land on n (nil when it may).
+func (sv *solver) existingStatic(c *podClass, n *nodeState) Reason {
 	if t, ok := c.tolerates(n.exTaints); !ok {
-		return "did not tolerate taint " + taintString(t)
+		return Taint{Taint: t}
 	}
-	const incompatible = "had labels incompatible with its requirements"
+	incompatible := NodeLabels{}
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {
 		return incompatible
 	}
@@ -329,7 +328,7 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) string {
 	} else if c.cts != sv.allCTs {
 		return incompatible
 	}
-	return ""
+	return nil
 }
 
 func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
@@ -372,7 +371,7 @@ func (sv *solver) poolCompatible(c *podClass, p *poolT) bool {
 	case -1:
 		return false
 	}
-	ok := sv.poolStatic(c, p) == ""
+	ok := sv.poolStatic(c, p) == nil
 	if ok {
 		c.poolOK[p.idx] = 1
 	} else {
@@ -381,21 +380,21 @@ func (sv *solver) poolCompatible(c *podClass, p *poolT) bool {
 	return ok
 }
 
-// poolStatic is why c can never use pool p ("" when it may). It is also
+// poolStatic is why c can never use pool p (nil when it may). It is also
 // the first half of the reason reported for pods that fit nowhere.
-func (sv *solver) poolStatic(c *podClass, p *poolT) string {
-	if c.base.err != "" {
+func (sv *solver) poolStatic(c *podClass, p *poolT) Reason {
+	if c.base.err != nil {
 		return c.base.err
 	}
 	if t, ok := c.tolerates(p.np.Taints); !ok {
-		return "did not tolerate taint " + taintString(t)
+		return Taint{Taint: t}
 	}
-	if r := sv.requirementConflict(c, p); r != "" {
+	if r := sv.requirementConflict(c, p); r != nil {
 		return r
 	}
 	for _, hp := range c.base.hostPorts {
 		if portsConflict([]hostPort{hp}, p.daemonPorts) {
-			return fmt.Sprintf("host port %d/%s is taken by a DaemonSet pod on every node", hp.port, hp.protocol)
+			return HostPort{Port: hp.port, Protocol: hp.protocol}
 		}
 	}
 	merged := sv.merge(p.base, c.reqs)
@@ -412,10 +411,10 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) string {
 	if !any {
 		return sv.noInstanceTypeReason(c, p, merged, types, zones, cts)
 	}
-	if r := sv.minValuesMet(p, trial{reqs: merged, zones: zones, cts: cts, types: types}, c.base.req); r != "" {
+	if r := sv.minValuesMet(p, trial{reqs: merged, zones: zones, cts: cts, types: types}, c.base.req); r != nil {
 		return r
 	}
-	return ""
+	return nil
 }
 
 // newNodeFit checks class c against planned node n. With grow false the
@@ -620,7 +619,7 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 	start := max(n.natural, 0)
 	if !grow {
 		i := n.natural
-		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) && sv.minValuesMet(p, tr, need) == "" {
+		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) && sv.minValuesMet(p, tr, need) == nil {
 			return i
 		}
 		return -1
@@ -632,7 +631,7 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 		if !p.withinLimits(from, p.types[i].capacity) {
 			continue
 		}
-		if sv.minValuesMet(p, tr, need) != "" {
+		if sv.minValuesMet(p, tr, need) != nil {
 			return -1 // the fitting types only get fewer as the node grows
 		}
 		return i
@@ -641,10 +640,10 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 }
 
 // minValuesMet checks the pool's minValues against the types that could
-// still launch the node ("" when met, else why not).
-func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) string {
+// still launch the node (nil when met, else why not).
+func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) Reason {
 	if len(p.minValues) == 0 {
-		return ""
+		return nil
 	}
 	keys := make([]string, 0, len(p.minValues))
 	for k := range p.minValues {
@@ -681,10 +680,10 @@ func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) string {
 			}
 		}
 		if len(seen) < want {
-			return fmt.Sprintf("minValues requirement is not met for label %q (requires %d, only %d values are available)", k, want, len(seen))
+			return MinValues{Key: k, Required: want, Available: len(seen)}
 		}
 	}
-	return ""
+	return nil
 }
 
 func (n *nodeState) hasClass(c *podClass) bool {

@@ -41,15 +41,3 @@ type NewNodeClaim struct {
 	// compatible with Requirements, in $/hour.
 	Price float64
 }
-
-// PodError says why a pod could not be placed.
-type PodError struct {
-	Pod *corev1.Pod
-	// Reasons holds one reason per NodePool (and one for existing capacity
-	// under the key ExistingNodesReason when relevant), in Karpenter's
-	// vocabulary; each reason appears once, grouped.
-	Reasons map[string]string
-}
-
-// ExistingNodesReason is the Reasons key for why no existing node fit.
-const ExistingNodesReason = ""

@@ -1,8 +1,6 @@
 package provisioning
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -34,7 +32,7 @@ func (p *Provisioner) fitLimits(v *view, planned []*scheduling.NewNodeClaim) ([]
 		if !ok {
 			// The solver only plans from snapshot NodePools; this is a bug.
 			for _, pod := range nc.Pods {
-				rejected = append(rejected, scheduling.PodError{Pod: pod, Reasons: map[string]string{nc.NodePool: "the plan named a NodePool that was not in the snapshot"}})
+				rejected = append(rejected, scheduling.PodError{Pod: pod, NodePools: map[string]scheduling.Reason{nc.NodePool: scheduling.InvalidPod{Message: "the plan named a NodePool that was not in the snapshot"}}})
 			}
 			continue
 		}
@@ -52,9 +50,8 @@ func (p *Provisioner) fitLimits(v *view, planned []*scheduling.NewNodeClaim) ([]
 				}
 			}
 			if len(kept) == 0 {
-				reason := fmt.Sprintf("all available instance types exceed limits for nodepool: %q", np.Name)
 				for _, pod := range nc.Pods {
-					rejected = append(rejected, scheduling.PodError{Pod: pod, Reasons: map[string]string{np.Name: reason}})
+					rejected = append(rejected, scheduling.PodError{Pod: pod, NodePools: map[string]scheduling.Reason{np.Name: scheduling.Limit{NodePool: np.Name}}})
 				}
 				continue
 			}

@@ -189,7 +189,7 @@ func TestFitLimits(t *testing.T) {
 				t.Fatalf("got %d rejected pods, want %d", len(rejected), tt.wantRejected)
 			}
 			for _, r := range rejected {
-				if r.Reasons["default"] == "" {
+				if r.NodePools["default"] == nil {
 					t.Errorf("rejected pod without a reason: %+v", r)
 				}
 			}
@@ -199,14 +199,22 @@ func TestFitLimits(t *testing.T) {
 
 func TestDescribeReasons(t *testing.T) {
 	got := describeReasons(
-		map[string]string{"b": "no instance type has enough memory", scheduling.ExistingNodesReason: "all nodes are full", "a": "incompatible requirements"},
+		scheduling.PodError{
+			Existing: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{{Count: 2, Reason: scheduling.InsufficientResource{}}}},
+			NodePools: map[string]scheduling.Reason{
+				"b": scheduling.Taint{Taint: corev1.Taint{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+				"a": scheduling.IncompatibleRequirements{Key: "zone",
+					Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}},
+					NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z2", "z3"}}}},
+			},
+		},
 		map[string]string{"c": "it is not ready (NodeClassNotReady: ...)", "a": "ignored because a reason exists"},
 	)
-	want := `existing nodes: all nodes are full; nodepool "a": incompatible requirements; nodepool "b": no instance type has enough memory; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
+	want := `existing nodes: 2 nodes had insufficient resources; nodepool "a": incompatible requirements, key zone, zone In [z1] not in zone In [z2 z3]; nodepool "b": did not tolerate taint gpu=true:NoSchedule; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := describeReasons(nil, nil); got == "" {
+	if got := describeReasons(scheduling.PodError{}, nil); got == "" {
 		t.Error("no reason and no nodepool must still say something")
 	}
 }

@@ -175,6 +175,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
+		publishUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
@@ -201,11 +202,12 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res.Unschedulable = append(append(res.Unschedulable, plan.Unschedulable...), limited...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
-		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe.Reasons, v.skipped)))
+		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
+	publishUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
 }
