@@ -4,7 +4,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Plan is the solver's answer for one Snapshot.
+// Plan is the solver's answer for one Snapshot. It is read-only: new
+// NodeClaims with the same launch options share their InstanceTypes and
+// instance-type requirement values.
 type Plan struct {
 	// Existing lists pods placed on existing nodes and in-flight NodeClaims,
 	// in the Snapshot's node order.

@@ -535,7 +535,7 @@ func TestNodePools(t *testing.T) {
 			name: "options are ordered by price and capped",
 			snap: func() *scheduling.Snapshot {
 				var its []*scheduling.InstanceType
-				for i := int64(1); i <= 100; i++ {
+				for i := int64(1); i <= scheduling.DefaultMaxInstanceTypes+100; i++ {
 					its = append(its, instanceType("t"+resource.NewQuantity(i, resource.DecimalSI).String(), i))
 				}
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "")))

@@ -71,7 +71,7 @@ func TestNewNodeClaim(t *testing.T) {
 		Pods:          []*corev1.Pod{testPod("1")},
 		Requests:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 	}
-	nc := NewNodeClaim(np, planned, its)
+	nc := NewNodeClaim(np, planned)
 
 	if nc.Name != NodeClaimName("default", planned.Pods) {
 		t.Errorf("name %q", nc.Name)
@@ -115,85 +115,6 @@ func TestNewNodeClaim(t *testing.T) {
 	}
 	if len(it) != 2 || it[0] != "m5.large" || it[1] != "m5.xlarge" {
 		t.Errorf("instance types %v, want the launch options in price order", it)
-	}
-}
-
-func TestFitLimits(t *testing.T) {
-	small := testInstanceType("small", "2", "8Gi")
-	large := testInstanceType("large", "8", "32Gi")
-	plannedFor := func(uids ...string) *scheduling.NewNodeClaim {
-		var pods []*corev1.Pod
-		for _, u := range uids {
-			pods = append(pods, testPod(u))
-		}
-		return &scheduling.NewNodeClaim{NodePool: "default", InstanceTypes: []*scheduling.InstanceType{small, large}, Pods: pods}
-	}
-	tests := []struct {
-		name         string
-		limits       corev1.ResourceList
-		inUse        corev1.ResourceList
-		planned      []*scheduling.NewNodeClaim
-		wantClaims   int
-		wantTypes    [][]string
-		wantRejected int
-	}{
-		{
-			name:       "no limits keeps every option",
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
-			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
-		},
-		{
-			name:       "limit drops the options that would exceed it",
-			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
-			wantClaims: 1, wantTypes: [][]string{{"small"}},
-		},
-		{
-			name:       "usage counts against the limit, pessimistically per claim",
-			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
-			inUse:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1"), plannedFor("2"), plannedFor("3"), plannedFor("4")},
-			wantClaims: 3, wantTypes: [][]string{{"small"}, {"small"}, {"small"}},
-			wantRejected: 1,
-		},
-		{
-			name:       "node count limit",
-			limits:     corev1.ResourceList{ResourceNodes: resource.MustParse("1")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1", "2"), plannedFor("3")},
-			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
-			wantRejected: 1,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			np := testNodePool()
-			np.Spec.Limits = v1.Limits(tt.limits)
-			v := &view{nodePools: map[string]*v1.NodePool{"default": np}, inUse: map[string]corev1.ResourceList{}}
-			if tt.inUse != nil {
-				v.inUse["default"] = tt.inUse.DeepCopy()
-			}
-			claims, rejected := (&Provisioner{}).fitLimits(v, tt.planned)
-			if len(claims) != tt.wantClaims {
-				t.Fatalf("got %d claims, want %d", len(claims), tt.wantClaims)
-			}
-			for i, c := range claims {
-				var names []string
-				for _, it := range c.instanceTypes {
-					names = append(names, it.Name)
-				}
-				if len(names) != len(tt.wantTypes[i]) {
-					t.Errorf("claim %d types %v, want %v", i, names, tt.wantTypes[i])
-				}
-			}
-			if len(rejected) != tt.wantRejected {
-				t.Fatalf("got %d rejected pods, want %d", len(rejected), tt.wantRejected)
-			}
-			for _, r := range rejected {
-				if r.NodePools["default"] == nil {
-					t.Errorf("rejected pod without a reason: %+v", r)
-				}
-			}
-		})
 	}
 }
 

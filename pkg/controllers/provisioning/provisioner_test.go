@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -214,5 +213,4 @@ func TestProvisionIgnoresPodsItMustNotPlace(t *testing.T) {
 	if res.Pending != 0 || len(res.Created) != 0 {
 		t.Fatalf("a DaemonSet pod was provisioned for: pending %d, created %d", res.Pending, len(res.Created))
 	}
-	_ = provisioning.MaxInstanceTypes
 }
