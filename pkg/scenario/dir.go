@@ -7,20 +7,20 @@ import (
 	"path/filepath"
 )
 
-// EnvDir names the environment variable that overrides where the shared
+// DirEnv names the environment variable that overrides where the shared
 // scenarios are read from.
-const EnvDir = "JOINER_SCENARIOS"
+const DirEnv = "JOINER_SCENARIOS"
 
-// Dir returns the directory of the shared benchmark scenarios: $JOINER_SCENARIOS
-// when set, else ../shared/scenarios beside the repository root (the nearest
-// directory above the working directory holding a go.mod), where CI and
-// every checkout of the project have it. It never guesses a machine's
-// layout: when the directory is missing the error says where it looked, so
-// a test fails with a way to fix it instead of skipping.
+// Dir is the directory holding the shared scenario files: $JOINER_SCENARIOS
+// when set, else ../shared/scenarios relative to the repository root (the
+// nearest directory above the working directory with a go.mod), which is
+// where CI and every checkout keep them. The error says where it looked, so
+// a test that cannot find them fails with a message naming the fix instead
+// of skipping.
 func Dir() (string, error) {
-	if d := os.Getenv(EnvDir); d != "" {
-		if err := isDir(d); err != nil {
-			return "", fmt.Errorf("shared scenarios: %s=%s: %w", EnvDir, d, err)
+	if d := os.Getenv(DirEnv); d != "" {
+		if _, err := os.Stat(d); err != nil {
+			return "", fmt.Errorf("shared scenarios: %s=%s: %w", DirEnv, d, err)
 		}
 		return d, nil
 	}
@@ -28,31 +28,25 @@ func Dir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("shared scenarios: %w", err)
 	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			return "", fmt.Errorf("shared scenarios: no go.mod above %s to find the repository root from; set %s", wd, EnvDir)
-		}
-		root = parent
+	root, err := repositoryRoot(wd)
+	if err != nil {
+		return "", fmt.Errorf("shared scenarios: %w; set %s to their directory", err, DirEnv)
 	}
-	d := filepath.Join(filepath.Dir(root), "shared", "scenarios")
-	if err := isDir(d); err != nil {
-		return "", fmt.Errorf("shared scenarios: looked in %s (../shared/scenarios from the repository root %s): %w; check it out there or set %s", d, root, err, EnvDir)
+	d := filepath.Join(root, "..", "shared", "scenarios")
+	if _, err := os.Stat(d); err != nil {
+		return "", fmt.Errorf("shared scenarios: looked in %s (../shared/scenarios from the repository root %s): %w; put them there or set %s", filepath.Clean(d), root, err, DirEnv)
 	}
-	return d, nil
+	return filepath.Clean(d), nil
 }
 
-func isDir(d string) error {
-	fi, err := os.Stat(d)
-	if err != nil {
-		return err
+// repositoryRoot is the nearest directory at or above dir holding a go.mod.
+func repositoryRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("no go.mod at or above " + dir)
+		}
 	}
-	if !fi.IsDir() {
-		return errors.New("not a directory")
-	}
-	return nil
 }

@@ -8,67 +8,43 @@ import (
 )
 
 func TestDir(t *testing.T) {
-	// A repository laid out as CI has it: <tmp>/repo/go.mod beside
-	// <tmp>/shared/scenarios, and the test running in a package below.
-	laidOut := t.TempDir()
-	mustMkdir(t, filepath.Join(laidOut, "repo", "pkg", "x"))
-	mustMkdir(t, filepath.Join(laidOut, "shared", "scenarios"))
-	mustWrite(t, filepath.Join(laidOut, "repo", "go.mod"))
-	// A repository without the shared directory beside it.
-	alone := t.TempDir()
-	mustMkdir(t, filepath.Join(alone, "repo", "pkg", "x"))
-	mustWrite(t, filepath.Join(alone, "repo", "go.mod"))
-	override := t.TempDir()
-
-	for _, tc := range []struct {
+	tmp := t.TempDir()
+	repo := filepath.Join(tmp, "repo")
+	shared := filepath.Join(tmp, "shared", "scenarios")
+	for _, d := range []string{filepath.Join(repo, "pkg", "x"), shared, filepath.Join(tmp, "bare")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
 		name    string
-		wd, env string
+		env     string
+		wd      string
 		want    string
-		wantErr []string
+		wantErr string
 	}{
-		{name: "beside the repository root", wd: filepath.Join(laidOut, "repo", "pkg", "x"), want: filepath.Join(laidOut, "shared", "scenarios")},
-		{name: "override", wd: filepath.Join(alone, "repo", "pkg", "x"), env: override, want: override},
-		{name: "override wins over the default", wd: filepath.Join(laidOut, "repo"), env: override, want: override},
-		{name: "missing says where it looked", wd: filepath.Join(alone, "repo", "pkg", "x"),
-			wantErr: []string{filepath.Join(alone, "shared", "scenarios"), EnvDir}},
-		{name: "missing override", wd: filepath.Join(laidOut, "repo"), env: filepath.Join(override, "nope"),
-			wantErr: []string{filepath.Join(override, "nope"), EnvDir}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Chdir(tc.wd)
-			t.Setenv(EnvDir, tc.env)
+		{name: "relative to the repository root", wd: filepath.Join(repo, "pkg", "x"), want: shared},
+		{name: "override", env: filepath.Join(tmp, "bare"), wd: filepath.Join(tmp, "bare"), want: filepath.Join(tmp, "bare")},
+		{name: "override missing", env: filepath.Join(tmp, "nope"), wd: repo, wantErr: "JOINER_SCENARIOS=" + filepath.Join(tmp, "nope")},
+		{name: "no repository", wd: filepath.Join(tmp, "bare"), wantErr: "no go.mod at or above " + filepath.Join(tmp, "bare")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(DirEnv, tt.env)
+			t.Chdir(tt.wd)
 			got, err := Dir()
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("Dir() = %s, want an error", got)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not name %s", err, w)
-					}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Dir() error = %v, want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("Dir() = %s, want %s", got, tc.want)
+			if err != nil || got != tt.want {
+				t.Fatalf("Dir() = %q, %v; want %q", got, err, tt.want)
 			}
 		})
-	}
-}
-
-func mustMkdir(t *testing.T, d string) {
-	t.Helper()
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustWrite(t *testing.T, f string) {
-	t.Helper()
-	if err := os.WriteFile(f, []byte("module x\n"), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -61,7 +61,7 @@ func BenchmarkSolve(b *testing.B) {
 				b.Fatal(err)
 			}
 			if len(plan.Unschedulable) > 0 {
-				b.Errorf("%d pods unschedulable, first: %v", len(plan.Unschedulable), plan.Unschedulable[0].Reasons)
+				b.Errorf("%d pods unschedulable, first: %v", len(plan.Unschedulable), plan.Unschedulable[0].NodePools)
 			}
 			b.ReportMetric(float64(len(snap.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")

@@ -42,7 +42,7 @@ type classBase struct {
 	shape      *shapeT        // classes with the same requests share it
 	placed     int            // pods of the class placed so far in this run
 	hostPorts  []hostPort     // ports the pods bind on their node
-	err        string         // why these pods can never be placed
+	err        Reason         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
 	variants   []*podClass
 }
@@ -139,7 +139,7 @@ func (sv *solver) buildClasses() error {
 			byKey[key] = cb
 			sv.classes = append(sv.classes, cb)
 			if err := sv.describeClass(cb, p); err != nil {
-				cb.err = err.Error()
+				cb.err = classError(err)
 			}
 		}
 		cb.pods = append(cb.pods, p)

@@ -153,7 +153,7 @@ func (sv *solver) shrink(n *nodeState) {
 	tr := trial{reqs: n.reqs, zones: n.zones, cts: n.cts, types: n.types}
 	for i := 0; i < n.natural; i++ {
 		t := p.types[i]
-		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != "" {
+		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != nil {
 			continue
 		}
 		p.account(from, t.capacity)

@@ -200,7 +200,7 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 	}
 	for _, pe := range plan.Unschedulable {
 		seen[pe.Pod]++
-		if len(pe.Reasons) == 0 {
+		if len(pe.NodePools) == 0 && pe.Existing == nil {
 			fail("pod %s unschedulable without reasons", pe.Pod.Name)
 		}
 	}

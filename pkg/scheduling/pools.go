@@ -36,6 +36,15 @@ type poolT struct {
 	definedKeys map[string]bool
 
 	typeMemo map[int]bitset // reqSet id -> compatible types
+	// reserved is set when some offering of the pool is a capacity
+	// reservation: launch options then depend on what earlier nodes
+	// consumed and cannot be memoised.
+	reserved bool
+	// candMemo holds the price-ordered launch candidates per requirement
+	// set, zones and capacity types; launchMemo the rendered options of a
+	// kept set (see finalize).
+	candMemo   map[candKey][]option
+	launchMemo map[uint64][]*launchSet
 	// daemonPorts are the host ports DaemonSet pods bind on the pool's
 	// nodes.
 	daemonPorts []hostPort
@@ -148,6 +157,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			t.avail[c] |= 1 << z
 			t.minPrice = math.Min(t.minPrice, o.Price)
 			t.offers = append(t.offers, offerT{zone: z, ct: c, price: o.Price, reservation: o.ReservationID})
+			p.reserved = p.reserved || o.ReservationID != ""
 		}
 		if math.IsInf(t.minPrice, 1) {
 			continue // nothing to buy

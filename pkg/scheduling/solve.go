@@ -10,9 +10,10 @@ import (
 // Options are the solver's knobs. The zero value is valid.
 type Options struct {
 	// MaxInstanceTypes caps the launch options kept per new NodeClaim
-	// (cheapest first). Zero means DefaultMaxInstanceTypes. Karpenter keeps
-	// up to 600 internally but a fleet request takes far fewer; 60 keeps
-	// the plan readable while leaving the cloud plenty of fallbacks.
+	// (cheapest first), once the types the NodePool's minValues need are
+	// kept. Zero means DefaultMaxInstanceTypes, Karpenter's 600: the cloud
+	// provider narrows them further for its launch request, and every
+	// option dropped here is a fallback lost when capacity runs out.
 	MaxInstanceTypes int
 	// IgnorePreferences drops every preference up front (Karpenter's
 	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
@@ -25,8 +26,9 @@ type Options struct {
 	IgnoreReservedCapacity bool
 }
 
-// DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero.
-const DefaultMaxInstanceTypes = 60
+// DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero
+// (Karpenter's MaxInstanceTypes).
+const DefaultMaxInstanceTypes = 600
 
 // Solve places the Snapshot's pending pods on existing capacity and the
 // cheapest new NodeClaims it can find, and explains every pod it cannot
@@ -131,6 +133,7 @@ type solver struct {
 	failed              []podFailure
 	lastGrown           *nodeState
 	scratch             resVec
+	optScratch          []option // finalize's launch options, reused node to node
 	strategy            strategy
 	balanceFrom         int // first tier placed in balancing order
 }

@@ -130,8 +130,20 @@ type ExistingNode struct {
 // Unschedulable is a pod that fits nowhere, with one reason per NodePool;
 // the key "existingNodes" holds why no existing node fit.
 type Unschedulable struct {
-	Pod     string            `json:"pod"`
-	Reasons map[string]string `json:"reasons"`
+	Pod     string               `json:"pod"`
+	Reasons map[string]Rejection `json:"reasons"`
+}
+
+// Rejection is one of the solver's typed reasons: its kind, its text (as
+// pod events say it) and its detail fields.
+type Rejection struct {
+	Kind    scheduling.ReasonKind `json:"kind"`
+	Message string                `json:"message"`
+	Detail  scheduling.Reason     `json:"detail"`
+}
+
+func rejection(r scheduling.Reason) Rejection {
+	return Rejection{Kind: r.Kind(), Message: scheduling.Message(r), Detail: r}
 }
 
 // ExistingNodesKey is the Reasons key for existing capacity (NodePool names
@@ -179,12 +191,12 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 		r.Summary.PodsOnExistingNodes += len(e.Pods)
 	}
 	for _, pe := range plan.Unschedulable {
-		u := Unschedulable{Pod: podName(pe.Pod), Reasons: map[string]string{}}
-		for pool, reason := range pe.Reasons {
-			if pool == scheduling.ExistingNodesReason {
-				pool = ExistingNodesKey
-			}
-			u.Reasons[pool] = reason
+		u := Unschedulable{Pod: podName(pe.Pod), Reasons: map[string]Rejection{}}
+		for pool, reason := range pe.NodePools {
+			u.Reasons[pool] = rejection(reason)
+		}
+		if pe.Existing != nil {
+			u.Reasons[ExistingNodesKey] = rejection(pe.Existing)
 		}
 		r.Unschedulable = append(r.Unschedulable, u)
 	}

@@ -176,7 +176,7 @@ func (r *Report) writeUnschedulable(w io.Writer, opts TextOptions) {
 			if k == ExistingNodesKey {
 				where = "existing nodes"
 			}
-			lines = append(lines, where+": "+u.Reasons[k])
+			lines = append(lines, where+": "+u.Reasons[k].Message)
 		}
 		id := strings.Join(lines, "\n")
 		b := blocks[id]

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -164,10 +164,10 @@ func TestProvisionHoldsNodePoolLimits(t *testing.T) {
 	if len(res.Unschedulable) == 0 {
 		t.Fatal("20 cpu of pods fit under an 8 cpu limit")
 	}
-	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].Reasons)
+	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].NodePools)
 	for _, pe := range res.Unschedulable {
-		if !strings.Contains(pe.Reasons[f.nodePool.Name], "limit") {
-			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.Reasons)
+		if !strings.Contains(scheduling.Message(pe.NodePools[f.nodePool.Name]), "limit") {
+			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.NodePools)
 		}
 	}
 }
@@ -213,5 +213,4 @@ func TestProvisionIgnoresPodsItMustNotPlace(t *testing.T) {
 	if res.Pending != 0 || len(res.Created) != 0 {
 		t.Fatalf("a DaemonSet pod was provisioned for: pending %d, created %d", res.Pending, len(res.Created))
 	}
-	_ = provisioning.MaxInstanceTypes
 }
