@@ -122,7 +122,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", node.Name))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name))
 
 	nodeClaims, err := c.nodeClaimsFor(ctx, node)
 	if err != nil {

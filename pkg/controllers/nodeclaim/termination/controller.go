@@ -116,7 +116,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Another controller's NodeClaim (Karpenter, during a migration).
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
 
 	if err := c.recordDeadline(ctx, nc); err != nil {
 		return reconcile.Result{}, err
@@ -143,7 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
-	log.FromContext(ctx).Info("deleted nodeclaim", "providerID", nc.Status.ProviderID)
+	log.FromContext(ctx).Info("deleted nodeclaim", "provider-id", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
 
