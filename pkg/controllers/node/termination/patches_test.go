@@ -30,10 +30,7 @@ func TestDrainPassesWriteOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cloud := fakecloud.New()
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "claim", Finalizers: []string{v1.TerminationFinalizer}},
-		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"}},
-	}
+	nc := test.NodeClaim(test.NodeClaimOptions{Name: "claim", Finalizers: []string{v1.TerminationFinalizer}})
 	launched, err := cloud.Create(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
@@ -45,18 +42,11 @@ func TestDrainPassesWriteOnlyChanges(t *testing.T) {
 		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
 		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
-	protected := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "protected", Annotations: map[string]string{v1.AnnotationDoNotDisrupt: "true"}},
-		Spec:       corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	staying := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "staying"},
-		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "i"}},
-			Tolerations: []corev1.Toleration{{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpExists}},
-			Volumes:     []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	protected := test.Pod(test.PodOptions{Namespace: "ns", Name: "protected", NodeName: node.Name, Phase: corev1.PodRunning,
+		Annotations: map[string]string{v1.AnnotationDoNotDisrupt: "true"}})
+	staying := test.Pod(test.PodOptions{Namespace: "ns", Name: "staying", NodeName: node.Name, Phase: corev1.PodRunning,
+		Tolerations: []corev1.Toleration{{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpExists}}})
+	staying.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-data"}}
 
 	patches := map[string]int{}
