@@ -35,9 +35,11 @@ type view struct {
 	skipped map[string]string
 }
 
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // buildView assembles the Snapshot from the cluster state (nodes,
 // in-flight NodeClaims with their bound and nominated pods, DaemonSets) and
-// the cache (NodePools, pending pods, volumes).
+// the cache (NodePools, pending pods, volumes, namespaces).
 func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	c := p.opts.Client
 	var (
@@ -46,6 +48,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		pvcs         corev1.PersistentVolumeClaimList
 		pvs          corev1.PersistentVolumeList
 		storageClass storagev1.StorageClassList
+		namespaces   corev1.NamespaceList
 	)
 	lists := []struct {
 		what string
@@ -53,6 +56,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}{
 		{"nodepools", &nodePools}, {"pods", &pods},
 		{"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs}, {"storageclasses", &storageClass},
+		{"namespaces", &namespaces},
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.obj); err != nil {
@@ -156,6 +160,12 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 	for i := range storageClass.Items {
 		v.snapshot.Volumes.StorageClasses = append(v.snapshot.Volumes.StorageClasses, schedulingStorageClass(&storageClass.Items[i]))
+	}
+	// Never nil: the solver evaluates namespaceSelector against exactly
+	// these.
+	v.snapshot.Namespaces = make([]*corev1.Namespace, 0, len(namespaces.Items))
+	for i := range namespaces.Items {
+		v.snapshot.Namespaces = append(v.snapshot.Namespaces, &namespaces.Items[i])
 	}
 	return v, nil
 }
