@@ -82,6 +82,15 @@ func TestProvisionDoesNotDuplicate(t *testing.T) {
 	if res := r.provision(); len(res.Created) != 0 || res.Pending != 0 {
 		t.Fatalf("second pass: %d pending, %d created; want none", res.Pending, len(res.Created))
 	}
+	// Even when its informers never deliver the NodeClaims, a replica's
+	// second pass plans nothing: the first recorded the NodeClaims it made
+	// (here: found under the same names) in the cluster state.
+	lagging := f.replica()
+	lagging.staleClaims = true
+	lagging.provision()
+	if res := lagging.provision(); len(res.Created) != 0 || res.Pending != 0 {
+		t.Fatalf("second pass with lagging informers: %d pending, %d created; want none", res.Pending, len(res.Created))
+	}
 	if got := len(f.nodeClaims()); got != want {
 		t.Fatalf("second pass: %d NodeClaims, want %d", got, want)
 	}
