@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -169,17 +170,17 @@ func TestSimulateErrors(t *testing.T) {
 	}
 }
 
-// sharedScenarioPath is a shared scenario file (JOINER_SCENARIOS moves the
-// directory); the test is skipped when it is missing.
+// sharedScenarioPath is a shared scenario file (see scenario.Dir); the test
+// fails, saying where it looked, when it is missing.
 func sharedScenarioPath(t *testing.T, name string) string {
 	t.Helper()
-	dir := os.Getenv("JOINER_SCENARIOS")
-	if dir == "" {
-		dir = "/work/shared/scenarios"
+	dir, err := scenario.Dir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name+".json")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared scenarios not available: %v", err)
+		t.Fatal(err)
 	}
 	return path
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // attempt is the per-pod context of one placement try: the zones the
@@ -102,7 +104,7 @@ func (sv *solver) capacityTypeTopology(a *attempt) {
 	c := a.c
 	score := make([]int, len(sv.cts))
 	for _, g := range c.own {
-		if g.key != CapacityTypeLabel {
+		if g.key != v1.LabelCapacityType {
 			continue
 		}
 		m := 0

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 func (sv *solver) buildExisting() {
@@ -73,7 +75,7 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 			return rejectTemp
 		}
 	}
-	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok && c.base.ctRelevant {
+	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok && c.base.ctRelevant {
 		if ci, ok := sv.ctIdx[ct]; ok && a.ctAllowed&(1<<ci) == 0 {
 			return rejectTemp
 		}
@@ -105,7 +107,7 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) Reason {
 	} else if c.zones != sv.allZones {
 		return incompatible
 	}
-	if ct, ok := n.ex.Labels[CapacityTypeLabel]; ok {
+	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok {
 		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
 			return incompatible
 		}

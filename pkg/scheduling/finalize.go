@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // plan turns the solver state into a Plan.
@@ -236,7 +238,7 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 	nc.Requirements = append(nc.Requirements,
 		withMin(Requirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names}, p.minValues[corev1.LabelInstanceTypeStable]),
 		withMin(Requirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: sv.zoneNames(offeredZ)}, p.minValues[corev1.LabelTopologyZone]),
-		withMin(Requirement{Key: CapacityTypeLabel, Operator: corev1.NodeSelectorOpIn, Values: sv.ctNames(offeredC)}, p.minValues[CapacityTypeLabel]),
+		withMin(Requirement{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: sv.ctNames(offeredC)}, p.minValues[v1.LabelCapacityType]),
 	)
 	sort.SliceStable(nc.Requirements, func(a, b int) bool { return nc.Requirements[a].Key < nc.Requirements[b].Key })
 	return nc

@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // improve is a cheap pass after the greedy one: going through the planned
@@ -81,12 +83,12 @@ func (sv *solver) movable(c *podClass) bool {
 		if g.kind == kindSpread && (g.honorTaints || (g.honorAffinity && g.ownerReqs != nil && (len(g.ownerReqs.keys) > 0 || g.ownerZones != sv.allZones))) {
 			return false // whether the node counts could change as it narrows
 		}
-		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != v1.LabelCapacityType {
 			return false
 		}
 	}
 	for _, g := range c.own {
-		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != v1.LabelCapacityType {
 			return false
 		}
 	}

@@ -205,12 +205,8 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 		}
 	}
 	for _, p := range s.Pods {
-		isDS := false
-		for _, o := range p.OwnerReferences {
-			isDS = isDS || o.Kind == "DaemonSet"
-		}
 		want := 1
-		if isDS {
+		if scheduling.IsOwnedByDaemonSet(p) {
 			want = 0
 		}
 		if seen[p] != want {

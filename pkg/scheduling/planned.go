@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // newNodeFit checks class c against planned node n. With grow false the
@@ -73,7 +75,7 @@ func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from res
 	// Spread or affinity on another label: decide the node's value first,
 	// least-loaded allowed value first.
 	for _, g := range a.c.own {
-		if g.key == corev1.LabelHostname || g.key == corev1.LabelTopologyZone || g.key == CapacityTypeLabel {
+		if g.key == corev1.LabelHostname || g.key == corev1.LabelTopologyZone || g.key == v1.LabelCapacityType {
 			continue
 		}
 		if _, ok := sv.nodeDomain(n, g.key); ok {

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // poolCompatible reports whether class c may use pool p at all, caching
@@ -90,7 +92,7 @@ func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) Reason {
 				for _, z := range sv.zoneNames(t.offeredZones(tr.cts) & tr.zones) {
 					seen[z] = true
 				}
-			case CapacityTypeLabel:
+			case v1.LabelCapacityType:
 				for ci, ct := range sv.cts {
 					if tr.cts&(1<<ci) != 0 && t.avail[ci]&tr.zones != 0 {
 						seen[ct] = true

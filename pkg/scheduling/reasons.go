@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // classError turns the error describing a class into its typed reason:
@@ -29,7 +31,7 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 			NodePool: selectorsOf(maskConstraint(sv.zoneNames(p.zones)))}
 	}
 	if c.cts&p.cts == 0 {
-		return IncompatibleRequirements{Key: CapacityTypeLabel,
+		return IncompatibleRequirements{Key: v1.LabelCapacityType,
 			Pod:      selectorsOf(ownConstraint(c.ctCon, sv.ctNames(c.cts))),
 			NodePool: selectorsOf(maskConstraint(sv.ctNames(p.cts)))}
 	}
@@ -89,7 +91,7 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 		}
 	}
 	rs = append(rs, maskConstraint(sv.zoneNames(zones)).format(corev1.LabelTopologyZone))
-	rs = append(rs, maskConstraint(sv.ctNames(cts)).format(CapacityTypeLabel))
+	rs = append(rs, maskConstraint(sv.ctNames(cts)).format(v1.LabelCapacityType))
 	sort.Strings(rs)
 	requests := sv.ri.list(c.base.req)
 	switch {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 type topoKind int8
@@ -326,7 +328,7 @@ func (sv *solver) linkSelectedBy(cb *classBase) {
 			switch g.key {
 			case corev1.LabelTopologyZone:
 				cb.zoneRelevant = true
-			case CapacityTypeLabel:
+			case v1.LabelCapacityType:
 				cb.ctRelevant = true
 			}
 		}
@@ -469,7 +471,7 @@ func (sv *solver) nodeDomain(n *nodeState, key string) (string, bool) {
 			return sv.zones[bits.TrailingZeros64(n.zones)], true
 		}
 		return "", false
-	case CapacityTypeLabel:
+	case v1.LabelCapacityType:
 		if bits.OnesCount32(n.cts) == 1 {
 			return sv.cts[bits.TrailingZeros32(n.cts)], true
 		}
@@ -507,7 +509,7 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 			for _, name := range sv.zoneNames(z) {
 				set[name] = true
 			}
-		case CapacityTypeLabel:
+		case v1.LabelCapacityType:
 			for ci, name := range sv.cts {
 				if p.cts&(1<<ci) == 0 {
 					continue

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -229,7 +230,7 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 	zones, capacityTypes := []string{}, []string{}
 	for _, it := range n.InstanceTypes {
 		for _, o := range it.Offerings {
-			if !o.Available || !allows(n.Requirements, corev1.LabelTopologyZone, o.Zone) || !allows(n.Requirements, labelCapacityType, o.CapacityType) {
+			if !o.Available || !scheduling.RequirementsAdmit(n.Requirements, corev1.LabelTopologyZone, o.Zone) || !scheduling.RequirementsAdmit(n.Requirements, v1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
 			zones = appendNew(zones, o.Zone)
@@ -239,7 +240,7 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 	slices.Sort(zones)
 	slices.Sort(capacityTypes)
 	out[corev1.LabelTopologyZone] = zones
-	out[labelCapacityType] = capacityTypes
+	out[v1.LabelCapacityType] = capacityTypes
 	for _, r := range n.Requirements {
 		if _, done := out[r.Key]; done {
 			continue
@@ -247,11 +248,11 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 		var values []string
 		if r.Operator == corev1.NodeSelectorOpIn {
 			values = slices.Clone(r.Values)
-			values = slices.DeleteFunc(values, func(v string) bool { return !allows(n.Requirements, r.Key, v) })
+			values = slices.DeleteFunc(values, func(v string) bool { return !scheduling.RequirementsAdmit(n.Requirements, r.Key, v) })
 		} else {
 			for _, it := range n.InstanceTypes {
 				for _, v := range it.Requirements[r.Key] {
-					if allows(n.Requirements, r.Key, v) {
+					if scheduling.RequirementsAdmit(n.Requirements, r.Key, v) {
 						values = appendNew(values, v)
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -78,26 +79,26 @@ func handMadePlan(t *testing.T) (*scheduling.Snapshot, *scheduling.Plan) {
 		NewNodeClaims: []*scheduling.NewNodeClaim{
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(corev1.LabelTopologyZone, "us-east-1a"), in(catalog.LabelCapacityType, "spot"), in(corev1.LabelInstanceTypeStable, "c6g.xlarge", "m5.xlarge")},
+				Requirements:  []scheduling.Requirement{in(corev1.LabelTopologyZone, "us-east-1a"), in(v1.LabelCapacityType, "spot"), in(corev1.LabelInstanceTypeStable, "c6g.xlarge", "m5.xlarge")},
 				InstanceTypes: get("c6g.xlarge", "m5.xlarge"),
 				Pods:          web,
 				Price:         0.05,
 			},
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
 				InstanceTypes: get("m5.large"),
 				Pods:          cache[:1],
 			},
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
 				InstanceTypes: get("m5.large"),
 				Pods:          cache[1:],
 			},
 			{
 				NodePool:      "gpu",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), {Key: catalog.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), {Key: catalog.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
 				InstanceTypes: get("g4dn.xlarge"),
 				Pods:          []*corev1.Pod{trainer},
 			},

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -129,14 +128,5 @@ func requirements(planned []scheduling.Requirement, instanceTypes []*scheduling.
 		Values:    names,
 		MinValues: instanceTypeMinValues,
 	})
-	return out
-}
-
-// podKeys is the set of pod UIDs a NodeClaim was planned for, for logs.
-func podUIDs(pods []*corev1.Pod) []types.UID {
-	out := make([]types.UID, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.UID)
-	}
 	return out
 }

@@ -119,10 +119,9 @@ func NewController(opts Options) (*Controller, error) {
 
 // Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
 // NodeClaim too; node termination does that, for the Nodes joiner owns.)
+// It lists by the field indexes of state.RegisterFieldIndexes, which must be
+// registered on mgr first.
 func (c *Controller) Register(mgr manager.Manager) error {
-	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	err := builder.ControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		For(&v1.NodeClaim{}).
