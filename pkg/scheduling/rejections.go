@@ -378,3 +378,21 @@ func CountByKind(errs []PodError) map[ReasonKind]int {
 	}
 	return out
 }
+
+// CountByNodePool counts, per NodePool, the pods it rejected for each
+// kind: how a NodePool explains the pods it could not take (for events,
+// conditions and `joiner explain`).
+func CountByNodePool(errs []PodError) map[string]map[ReasonKind]int {
+	out := map[string]map[ReasonKind]int{}
+	for _, pe := range errs {
+		for pool, r := range pe.NodePools {
+			m := out[pool]
+			if m == nil {
+				m = map[ReasonKind]int{}
+				out[pool] = m
+			}
+			m[r.Kind()]++
+		}
+	}
+	return out
+}

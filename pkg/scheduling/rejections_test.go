@@ -218,4 +218,11 @@ func TestCountByKind(t *testing.T) {
 	if got := scheduling.CountByKind(errs); !reflect.DeepEqual(got, want) {
 		t.Errorf("CountByKind = %v, want %v", got, want)
 	}
+	wantPools := map[string]map[scheduling.ReasonKind]int{
+		"a": {scheduling.KindTaint: 2},
+		"b": {scheduling.KindTaint: 1, scheduling.KindLimit: 1},
+	}
+	if got := scheduling.CountByNodePool(errs); !reflect.DeepEqual(got, wantPools) {
+		t.Errorf("CountByNodePool = %v, want %v", got, wantPools)
+	}
 }

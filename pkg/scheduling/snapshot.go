@@ -32,6 +32,12 @@ type Snapshot struct {
 	Pods []*corev1.Pod
 	// Volumes is the storage view used for volume topology and attach limits.
 	Volumes VolumeState
+	// Namespaces are the cluster's namespaces with their labels, so a pod
+	// (anti-)affinity term's namespaceSelector picks exactly the namespaces
+	// it matches. nil means the caller does not know them: a non-empty
+	// namespaceSelector then counts every namespace (the safe side for
+	// affinity and the cautious side for anti-affinity).
+	Namespaces []*corev1.Namespace
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool: its template

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -124,6 +125,10 @@ type solver struct {
 	groups  []*topoGroup
 	groupBy map[string]*topoGroup
 
+	// nsLabels are the labels of the snapshot's namespaces (nil when the
+	// snapshot has none, see Snapshot.Namespaces).
+	nsLabels map[string]map[string]string
+
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
 	scs  map[string]*StorageClass
@@ -179,7 +184,10 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	sv.ri = newResourceIndex(lists)
 	sv.scratch = make(resVec, len(sv.ri.names))
 	sv.indexVolumes()
-	sv.internTopologyValues()
+	if err := sv.internTopologyValues(); err != nil {
+		return nil, err
+	}
+	sv.indexNamespaces()
 	if err := sv.buildPools(); err != nil {
 		return nil, err
 	}
@@ -191,9 +199,18 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	return sv, nil
 }
 
+// MaxZones and MaxCapacityTypes bound the distinct zones and capacity types
+// one Snapshot may mention: the solver handles them as bit masks (uint64,
+// uint32, one bit kept spare). A snapshot over them is refused with an
+// error naming the limit and the values, never silently cut.
+const (
+	MaxZones         = 63
+	MaxCapacityTypes = 31
+)
+
 // internTopologyValues collects every zone and capacity type the snapshot
 // mentions so they can be handled as bit masks.
-func (sv *solver) internTopologyValues() {
+func (sv *solver) internTopologyValues() error {
 	zones := map[string]bool{}
 	cts := map[string]bool{}
 	for _, its := range sv.snap.InstanceTypes {
@@ -213,8 +230,8 @@ func (sv *solver) internTopologyValues() {
 		sv.zones = append(sv.zones, z)
 	}
 	sort.Strings(sv.zones)
-	if len(sv.zones) > 63 {
-		sv.zones = sv.zones[:63]
+	if len(sv.zones) > MaxZones {
+		return fmt.Errorf("the snapshot names %d zones, over the solver's limit of %d: %s", len(sv.zones), MaxZones, strings.Join(sv.zones, ", "))
 	}
 	for i, z := range sv.zones {
 		sv.zoneIdx[z] = i
@@ -224,13 +241,14 @@ func (sv *solver) internTopologyValues() {
 		sv.cts = append(sv.cts, c)
 	}
 	sort.Strings(sv.cts)
-	if len(sv.cts) > 31 {
-		sv.cts = sv.cts[:31]
+	if len(sv.cts) > MaxCapacityTypes {
+		return fmt.Errorf("the snapshot names %d capacity types, over the solver's limit of %d: %s", len(sv.cts), MaxCapacityTypes, strings.Join(sv.cts, ", "))
 	}
 	for i, c := range sv.cts {
 		sv.ctIdx[c] = i
 		sv.allCTs |= 1 << i
 	}
+	return nil
 }
 
 func (sv *solver) zoneMask(c constraint) uint64 {

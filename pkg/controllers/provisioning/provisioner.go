@@ -44,6 +44,10 @@ type ClusterState interface {
 	Nodes() []*state.StateNode
 	// DaemonSetPods holds one pod per DaemonSet.
 	DaemonSetPods() []*corev1.Pod
+	// NodeClaimCreated records a NodeClaim this provisioner just created,
+	// so the next batch counts it (and the pods nominated to it) even
+	// before the informer delivers it.
+	NodeClaimCreated(nc *v1.NodeClaim)
 	// Nominate records that pod will run on the NodeClaim, so the next
 	// batch counts it there instead of planning for it again.
 	Nominate(pod *corev1.Pod, nodeClaimName string)
@@ -95,9 +99,8 @@ func (o *Options) validate() error {
 // Provisioner turns batches of unschedulable pods into NodeClaims. It is a
 // leader-elected singleton: one loop, one batch at a time.
 type Provisioner struct {
-	opts     Options
-	batcher  *Batcher
-	inflight inflight
+	opts    Options
+	batcher *Batcher
 
 	// reported remembers the last event given to each pending pod, so a pod
 	// that stays pending does not get the same event every batch.
@@ -276,9 +279,6 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 			}
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: %s", describeTarget(target, placement.Node)))
 		}
-		if target != nil && target.NodeClaim != "" {
-			p.inflight.nominate(target.NodeClaim, placement.Pods)
-		}
 	}
 	return seen
 }
@@ -318,6 +318,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			}
 			if sameIntent(existing, c.nodePool.Name) {
 				logger.V(1).Info("nodeclaim already exists", "nodeclaim", nc.Name)
+				p.opts.State.NodeClaimCreated(existing)
 				return existing, nil
 			}
 			continue
@@ -325,7 +326,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 		if err != nil {
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
-		p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
+		p.opts.State.NodeClaimCreated(nc)
 		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name,
 			"pods", len(c.planned.Pods), "instance-types", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
