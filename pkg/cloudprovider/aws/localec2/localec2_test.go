@@ -107,4 +107,3 @@ func TestSubnetCIDRs(t *testing.T) {
 		})
 	}
 }
-
