@@ -167,14 +167,18 @@ func TestGenerateRejectsMalformedUserData(t *testing.T) {
 		want     []string
 	}{
 		{
-			name:     "mime without boundary",
-			opts:     with(base(awsv1.AMIFamilyAL2), func(o *Options) { o.CustomUserData = ptr.To("MIME-Version: 1.0\nContent-Type: multipart/mixed\n\n--//\n\n#!/bin/bash\n--//--\n") }),
+			name: "mime without boundary",
+			opts: with(base(awsv1.AMIFamilyAL2), func(o *Options) {
+				o.CustomUserData = ptr.To("MIME-Version: 1.0\nContent-Type: multipart/mixed\n\n--//\n\n#!/bin/bash\n--//--\n")
+			}),
 			wantUser: true,
 			want:     []string{"spec.userData", "no boundary parameter"},
 		},
 		{
-			name:     "mime never closed",
-			opts:     with(base(awsv1.AMIFamilyAL2023), func(o *Options) { o.CustomUserData = ptr.To("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: text/x-shellscript\n\n#!/bin/bash\necho hi\n") }),
+			name: "mime never closed",
+			opts: with(base(awsv1.AMIFamilyAL2023), func(o *Options) {
+				o.CustomUserData = ptr.To("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: text/x-shellscript\n\n#!/bin/bash\necho hi\n")
+			}),
 			wantUser: true,
 			want:     []string{"spec.userData", "not a valid MIME multipart archive"},
 		},
@@ -193,8 +197,10 @@ func TestGenerateRejectsMalformedUserData(t *testing.T) {
 			want:     []string{"spec.userData", "MIME part 1", "not valid YAML"},
 		},
 		{
-			name:     "bare nodeconfig of the wrong kind",
-			opts:     with(base(awsv1.AMIFamilyAL2023), func(o *Options) { o.CustomUserData = ptr.To("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfg\nspec: {}\n") }),
+			name: "bare nodeconfig of the wrong kind",
+			opts: with(base(awsv1.AMIFamilyAL2023), func(o *Options) {
+				o.CustomUserData = ptr.To("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfg\nspec: {}\n")
+			}),
 			wantUser: true,
 			want:     []string{"spec.userData", `kind "NodeConfg"`},
 		},
