@@ -167,9 +167,9 @@ CLUSTER=demo
 			wantErr:  "not TOML",
 		},
 		{
-			name:     "bottlerocket taints",
-			family:   awsv1.AMIFamilyBottlerocket,
-			userData: "[settings.kubernetes]\ncluster-name = \"demo\"\napi-server = \"https://x\"\n[settings.kubernetes.node-taints]\n\"karpenter.sh/unregistered\" = [\":NoExecute\"]\ndedicated = [\"web:NoSchedule\"]\n",
+			name:       "bottlerocket taints",
+			family:     awsv1.AMIFamilyBottlerocket,
+			userData:   "[settings.kubernetes]\ncluster-name = \"demo\"\napi-server = \"https://x\"\n[settings.kubernetes.node-taints]\n\"karpenter.sh/unregistered\" = [\":NoExecute\"]\ndedicated = [\"web:NoSchedule\"]\n",
 			wantTaints: []string{"dedicated=web:NoSchedule", "karpenter.sh/unregistered:NoExecute"},
 		},
 	}
