@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,6 +169,18 @@ func (n *Nodes) Outcome(instanceID string) (Outcome, bool) {
 	defer n.mu.Unlock()
 	o, ok := n.outcomes[instanceID]
 	return o, ok
+}
+
+// Outcomes returns every outcome Step recorded, sorted by instance.
+func (n *Nodes) Outcomes() []Outcome {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]Outcome, 0, len(n.outcomes))
+	for _, o := range n.outcomes {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Outcome) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+	return out
 }
 
 // Step boots every running instance that has no Node yet, and removes the

@@ -267,4 +267,3 @@ var _ cloudprovider.CloudProvider = (*launcher)(nil)
 
 // within is the wait for the emulator and controllers in these tests.
 const within = 30 * time.Second
-
