@@ -146,7 +146,7 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			nc := &v1.NodeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc"), Labels: map[string]string{v1.LabelNodePool: "seeds", kwokLabel: "true"}},
 				Spec: v1.NodeClaimSpec{
-					NodeClassRef:  &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+					NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
 					Requirements: []v1.NodeSelectorRequirementWithMinValues{
 						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
 					},
