@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,6 +38,7 @@ const (
 	ReasonDependenciesNotReady    = "DependenciesNotReady"
 	ReasonTagValidationFailed     = "TagValidationFailed"
 	ReasonResolutionFailed        = "ResolutionFailed"
+	ReasonInvalidUserData         = "InvalidUserData"
 )
 
 // refreshInterval is how often a Ready node class is resolved again
@@ -179,6 +181,8 @@ func (p *Provider) resolveStatus(ctx context.Context, nc *awsv1.EC2NodeClass) er
 	switch err := validate(nc); {
 	case err != nil:
 		conds.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonTagValidationFailed, err.Error())
+	case p.checkUserData(nc) != nil:
+		conds.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonInvalidUserData, p.checkUserData(nc).Error())
 	case !conds.IsTrue(awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady):
 		conds.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonDependenciesNotReady, "waiting for subnets, security groups, AMIs and the instance profile to resolve")
 	default:
@@ -234,4 +238,23 @@ func (c *NodeClassController) finalize(ctx context.Context, nc *awsv1.EC2NodeCla
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// checkUserData merges spec.userData with a probe node's bootstrap, so a
+// malformed spec.userData is a condition on the node class rather than a
+// launch that fails again and again.
+func (p *Provider) checkUserData(nc *awsv1.EC2NodeClass) error {
+	if nc.Spec.UserData == nil {
+		return nil
+	}
+	maxPods := int32(110)
+	_, err := p.opts.UserData(UserDataOptions{
+		AMIFamily: nc.AMIFamily(), ClusterName: p.opts.ClusterName, ClusterEndpoint: p.opts.ClusterEndpoint, CABundle: p.opts.CABundle,
+		ClusterCIDR: p.opts.ClusterCIDR, Labels: map[string]string{v1.LabelAWSEC2NodeClass: nc.Name}, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint},
+		MaxPods: &maxPods, Kubelet: nc.Spec.Kubelet, CustomUserData: nc.Spec.UserData, InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("spec.userData: %w", err)
+	}
+	return nil
 }
