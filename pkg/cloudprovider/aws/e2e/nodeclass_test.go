@@ -11,8 +11,8 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
-	"github.com/joiner-dev/joiner/pkg/test"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // The getting-started EC2NodeClass resolves to the seeded subnets, security
@@ -120,13 +120,18 @@ func TestNodeClassBadInput(t *testing.T) {
 			condition: awsv1.ConditionTypeInstanceProfileReady, reason: "InstanceProfileNotFound", message: `spec.instanceProfile: instance profile "no-such-profile" does not exist`,
 		},
 		{
-			name:      "alias version without images",
-			mutate:    func(nc *awsv1.EC2NodeClass) { nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}} },
+			name: "alias version without images",
+			mutate: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}}
+			},
 			condition: awsv1.ConditionTypeAMIsReady, reason: "AMINotFound", message: "no SSM parameter under /joiner-local/service names an image for alias al2023@v19990101",
 		},
 		{
-			name:      "AMI name matches nothing",
-			mutate:    func(nc *awsv1.EC2NodeClass) { nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "no-such-image-*"}}; nc.Spec.AMIFamily = aws.String("AL2023") },
+			name: "AMI name matches nothing",
+			mutate: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "no-such-image-*"}}
+				nc.Spec.AMIFamily = aws.String("AL2023")
+			},
 			condition: awsv1.ConditionTypeAMIsReady, reason: "AMINotFound", message: "spec.amiSelectorTerms did not match any available image",
 		},
 		{
@@ -154,7 +159,9 @@ func TestNodeClassBadInput(t *testing.T) {
 	}
 	// An alias of an unknown family never reaches the reconciler through
 	// the API server (its schema rejects it); the resolver names it too.
-	nc := nodeClass(t, func(nc *awsv1.EC2NodeClass) { nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "ubuntu@latest"}} })
+	nc := nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "ubuntu@latest"}}
+	})
 	if err := p.ResolveStatus(context.Background(), nc); err != nil {
 		t.Fatal(err)
 	}
