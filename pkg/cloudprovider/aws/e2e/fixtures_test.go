@@ -19,7 +19,7 @@ import (
 )
 
 // nodeClass is the getting-started EC2NodeClass of the seeded cluster.
-func nodeClass(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
+func nodeClass(t testing.TB, mutate ...func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
 	nc := &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")},
 		Spec: awsv1.EC2NodeClassSpec{
@@ -38,7 +38,7 @@ func nodeClass(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *awsv1.EC2Node
 
 // readyNodeClass creates nc, reconciles it with p's controller and
 // returns it as stored, failing unless it is Ready.
-func readyNodeClass(t *testing.T, p *awsprovider.Provider, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
+func readyNodeClass(t testing.TB, p *awsprovider.Provider, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
 	t.Helper()
 	env := test.Env(t)
 	env.Create(t, nc)
@@ -49,7 +49,7 @@ func readyNodeClass(t *testing.T, p *awsprovider.Provider, nc *awsv1.EC2NodeClas
 	return got
 }
 
-func reconcileNodeClass(t *testing.T, p *awsprovider.Provider, name string) *awsv1.EC2NodeClass {
+func reconcileNodeClass(t testing.TB, p *awsprovider.Provider, name string) *awsv1.EC2NodeClass {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := p.NodeClassController().Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {

@@ -171,7 +171,7 @@ func TestNodeClassBadInput(t *testing.T) {
 	}
 }
 
-func createAndReconcile(t *testing.T, p *awsprovider.Provider, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
+func createAndReconcile(t testing.TB, p *awsprovider.Provider, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
 	t.Helper()
 	test.Env(t).Create(t, nc)
 	return reconcileNodeClass(t, p, nc.Name)

@@ -85,7 +85,7 @@ func awsConfig() aws.Config {
 
 // providerOptions are a provider's options for the local EC2, as a cluster
 // with the given id.
-func providerOptions(t *testing.T, clusterID string) awsprovider.Options {
+func providerOptions(t testing.TB, clusterID string) awsprovider.Options {
 	cfg := awsConfig()
 	return awsprovider.Options{
 		EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg),
@@ -99,7 +99,7 @@ func providerOptions(t *testing.T, clusterID string) awsprovider.Options {
 	}
 }
 
-func newProvider(t *testing.T, clusterID string) *awsprovider.Provider {
+func newProvider(t testing.TB, clusterID string) *awsprovider.Provider {
 	t.Helper()
 	p, err := awsprovider.New(providerOptions(t, clusterID))
 	if err != nil {
