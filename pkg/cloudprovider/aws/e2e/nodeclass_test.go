@@ -6,10 +6,17 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -175,4 +182,41 @@ func createAndReconcile(t testing.TB, p *awsprovider.Provider, nc *awsv1.EC2Node
 	t.Helper()
 	test.Env(t).Create(t, nc)
 	return reconcileNodeClass(t, p, nc.Name)
+}
+
+// Deleting an EC2NodeClass deletes its launch templates and its managed
+// instance profile, then lets it go.
+func TestNodeClassDeletionCleansUp(t *testing.T) {
+	ctx := context.Background()
+	p := newProvider(t, "cluster-a")
+	nc := readyNodeClass(t, p, nodeClass(t))
+	if _, err := p.Create(ctx, nodeClaim(t, nc)); err != nil {
+		t.Fatal(err)
+	}
+	e := ec2.NewFromConfig(local.server.Config())
+	templates := func() int {
+		out, err := e.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:" + v1.LabelAWSEC2NodeClass), Values: []string{nc.Name}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(out.LaunchTemplates)
+	}
+	if templates() == 0 {
+		t.Fatal("the launch created no launch template")
+	}
+	if err := test.Env(t).Client.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.NodeClassController().Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := templates(); n != 0 {
+		t.Errorf("%d launch templates left after the node class was deleted", n)
+	}
+	if _, err := iam.NewFromConfig(local.server.Config()).GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(nc.Status.InstanceProfile)}); err == nil {
+		t.Errorf("instance profile %s still exists", nc.Status.InstanceProfile)
+	}
+	if err := test.Env(t).Client.Get(ctx, client.ObjectKeyFromObject(nc), &awsv1.EC2NodeClass{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node class after finalization: %v, want gone", err)
+	}
 }
