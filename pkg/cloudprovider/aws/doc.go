@@ -23,7 +23,8 @@
 //     templates shared by identical configurations and CreateFleet (type
 //     instant), with concurrent identical requests batched into one call.
 //   - unavailable.go: the ICE cache (offerings) and exhausted subnets.
-//   - instances.go: Get, List and Delete, which act only on instances
+//   - instances.go, batcher.go: Get, List and Delete (DescribeInstances and
+//     TerminateInstances batched across callers), which act only on instances
 //     carrying this cluster's identity (eks:eks-cluster-name and joiner's
 //     cluster-id tag, the kube-system namespace UID).
 //   - drift.go: IsDrifted (AMI, subnet, security group, NodeClass hash).

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -39,14 +38,13 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 	if err != nil {
 		return "", cloudprovider.NewNodeClaimNotFoundError(err)
 	}
-	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	inst, err := p.describeOne(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	if len(insts) == 0 {
+	if inst == nil {
 		return "", cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
 	}
-	inst := insts[0]
 	if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == aws.ToString(inst.ImageId) }) {
 		return DriftAMI, nil
 	}

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -133,20 +134,70 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// describeOne returns this cluster's live instance id, or nil; concurrent
+// calls share one DescribeInstances.
+func (p *Provider) describeOne(ctx context.Context, id string) (*ec2types.Instance, error) {
+	inst, found, err := p.describeBatch.do(ctx, id)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &inst, nil
+}
+
+// describeInstances is the DescribeInstances batch call: an instance-id
+// filter rather than InstanceIds, so one unknown id does not fail the rest.
+func (p *Provider) describeInstances(ctx context.Context, ids []string) (map[string]ec2types.Instance, error) {
+	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ec2types.Instance, len(insts))
+	for _, inst := range insts {
+		out[aws.ToString(inst.InstanceId)] = inst
+	}
+	return out, nil
+}
+
+// terminateInstances is the TerminateInstances batch call; when the batch
+// fails (one id already gone fails them all), each id is tried alone.
+func (p *Provider) terminateInstances(ctx context.Context, ids []string) (map[string]struct{}, error) {
+	out := map[string]struct{}{}
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err == nil {
+		for _, id := range ids {
+			out[id] = struct{}{}
+		}
+		return out, nil
+	} else if len(ids) == 1 {
+		if strings.HasPrefix(errorCode(err), "InvalidInstanceID") {
+			return out, nil
+		}
+		return nil, err
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err == nil {
+			out[id] = struct{}{}
+		} else if !strings.HasPrefix(errorCode(err), "InvalidInstanceID") {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
 // Get implements cloudprovider.CloudProvider.
 func (p *Provider) Get(ctx context.Context, pid string) (*v1.NodeClaim, error) {
 	id, err := parseProviderID(pid)
 	if err != nil {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(err)
 	}
-	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	inst, err := p.describeOne(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("getting instance %s: %w", id, err)
 	}
-	if len(insts) == 0 {
+	if inst == nil {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of cluster %s not found", id, p.opts.ClusterName))
 	}
-	return p.hydrate(ctx, &insts[0]), nil
+	return p.hydrate(ctx, inst), nil
 }
 
 // List implements cloudprovider.CloudProvider: one filtered
@@ -179,22 +230,21 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
 	if err != nil {
 		return cloudprovider.NewNodeClaimNotFoundError(err)
 	}
-	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	inst, err := p.describeOne(ctx, id)
 	if err != nil {
 		return fmt.Errorf("terminating instance %s of nodeclaim %s: %w", id, nodeClaim.Name, err)
 	}
-	if len(insts) == 0 {
+	if inst == nil {
 		p.instances.forget(pid)
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of cluster %s not found", id, p.opts.ClusterName))
 	}
-	if insts[0].State.Name == ec2types.InstanceStateNameShuttingDown {
+	if inst.State.Name == ec2types.InstanceStateNameShuttingDown {
 		return nil
 	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
-		if strings.HasPrefix(errorCode(err), "InvalidInstanceID") {
-			return cloudprovider.NewNodeClaimNotFoundError(err)
-		}
+	if _, found, err := p.terminateBatch.do(ctx, id); err != nil {
 		return fmt.Errorf("terminating instance %s of nodeclaim %s: %w", id, nodeClaim.Name, err)
+	} else if !found {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
 	}
 	return nil
 }

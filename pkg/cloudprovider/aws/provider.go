@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +53,9 @@ type Provider struct {
 	templates *launchTemplates
 	instances *instanceIndex
 
+	describeBatch  *idBatcher[ec2types.Instance]
+	terminateBatch *idBatcher[struct{}]
+
 	namesakesMu sync.Mutex
 	namesakes   map[string]bool
 }
@@ -77,6 +83,8 @@ func New(opts Options) (*Provider, error) {
 	p.fleet = newFleetBatcher(opts.EC2, opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax)
 	p.templates = newLaunchTemplates(p)
 	p.instances = newInstanceIndex()
+	p.describeBatch = newIDBatcher(100*time.Millisecond, time.Second, 500, p.describeInstances)
+	p.terminateBatch = newIDBatcher(100*time.Millisecond, time.Second, 500, p.terminateInstances)
 	return p, nil
 }
 

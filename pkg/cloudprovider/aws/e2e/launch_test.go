@@ -154,6 +154,7 @@ func TestLaunchBatchesAndReusesTemplates(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	ids := make(chan string, n)
+	launched := make(chan *v1.NodeClaim, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -167,11 +168,13 @@ func TestLaunchBatchesAndReusesTemplates(t *testing.T) {
 				return
 			}
 			ids <- got.Status.ProviderID
+			launched <- got
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	close(ids)
+	close(launched)
 	for err := range errs {
 		t.Error(err)
 	}
@@ -193,6 +196,46 @@ func TestLaunchBatchesAndReusesTemplates(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("launched %d distinct instances, want %d", len(seen), n)
+	}
+
+	// Concurrent Gets share one DescribeInstances; concurrent Deletes one
+	// DescribeInstances and one TerminateInstances.
+	var claims []*v1.NodeClaim
+	for c := range launched {
+		claims = append(claims, c)
+	}
+	for _, op := range []struct {
+		name string
+		do   func(*v1.NodeClaim) error
+		want map[string]int
+	}{
+		{name: "Get", do: func(c *v1.NodeClaim) error { _, err := p.Get(ctx, c.Status.ProviderID); return err }, want: map[string]int{"EC2:DescribeInstances": 1}},
+		{name: "Delete", do: func(c *v1.NodeClaim) error { return p.Delete(ctx, c) }, want: map[string]int{"EC2:DescribeInstances": 1, "EC2:TerminateInstances": 1}},
+	} {
+		local.calls.reset()
+		var wg sync.WaitGroup
+		for _, c := range claims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := op.do(c); err != nil {
+					t.Errorf("%s %s: %v", op.name, c.Status.ProviderID, err)
+				}
+			}()
+		}
+		wg.Wait()
+		counts := local.calls.reset()
+		t.Logf("EC2 calls for %d concurrent %s calls: %s", len(claims), op.name, describe(counts))
+		for k, v := range op.want {
+			if counts[k] != v {
+				t.Errorf("%d concurrent %s calls made %d %s calls, want %d (batched)", len(claims), op.name, counts[k], k, v)
+			}
+		}
+	}
+	for _, c := range claims {
+		if st := describeInstance(t, c.Status.ProviderID).State.Name; st != ec2types.InstanceStateNameShuttingDown && st != ec2types.InstanceStateNameTerminated {
+			t.Errorf("%s is %s after Delete", c.Status.ProviderID, st)
+		}
 	}
 }
 
