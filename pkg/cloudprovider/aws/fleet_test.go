@@ -56,7 +56,7 @@ func TestFleetBatcherMergesIdenticalLaunches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeFleets{capacity: tc.capacity}
-			b := newFleetBatcher(f, 50*time.Millisecond, time.Second)
+			b := newFleetBatcher(f, 200*time.Millisecond, 2*time.Second)
 			in := &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant, TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1)}}
 			results := make(chan fleetResult, tc.launches)
 			var wg sync.WaitGroup

@@ -82,6 +82,10 @@ type Options struct {
 	// CreateFleetBatchIdle and CreateFleetBatchMax bound how long
 	// identical launches wait to be merged (Karpenter: 35ms / 1s).
 	CreateFleetBatchIdle, CreateFleetBatchMax time.Duration
+	// InstanceBatchIdle and InstanceBatchMax bound how long Get, Delete
+	// and drift checks wait to share a DescribeInstances or
+	// TerminateInstances call (Karpenter: 100ms / 1s).
+	InstanceBatchIdle, InstanceBatchMax time.Duration
 }
 
 func (o *Options) validate() error {
@@ -124,6 +128,12 @@ func (o *Options) validate() error {
 	}
 	if o.CreateFleetBatchMax == 0 {
 		o.CreateFleetBatchMax = time.Second
+	}
+	if o.InstanceBatchIdle == 0 {
+		o.InstanceBatchIdle = 100 * time.Millisecond
+	}
+	if o.InstanceBatchMax == 0 {
+		o.InstanceBatchMax = time.Second
 	}
 	return errors.Join(errs...)
 }

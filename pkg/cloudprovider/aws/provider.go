@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -83,8 +82,8 @@ func New(opts Options) (*Provider, error) {
 	p.fleet = newFleetBatcher(opts.EC2, opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax)
 	p.templates = newLaunchTemplates(p)
 	p.instances = newInstanceIndex()
-	p.describeBatch = newIDBatcher(100*time.Millisecond, time.Second, 500, p.describeInstances)
-	p.terminateBatch = newIDBatcher(100*time.Millisecond, time.Second, 500, p.terminateInstances)
+	p.describeBatch = newIDBatcher(opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.describeInstances)
+	p.terminateBatch = newIDBatcher(opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.terminateInstances)
 	return p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -17,6 +18,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 )
 
 func describeInstance(t *testing.T, providerID string) ec2types.Instance {
@@ -143,7 +145,15 @@ func TestLaunchThroughCreateFleet(t *testing.T) {
 // batched into one CreateFleet: the EC2 calls per launched node.
 func TestLaunchBatchesAndReusesTemplates(t *testing.T) {
 	ctx := context.Background()
-	p := newProvider(t, "cluster-a")
+	// Windows wider than Karpenter's, so the merge does not depend on how
+	// fast this shared machine starts goroutines.
+	opts := providerOptions(t, "cluster-a")
+	opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax = 500*time.Millisecond, 5*time.Second
+	opts.InstanceBatchIdle, opts.InstanceBatchMax = 500*time.Millisecond, 5*time.Second
+	p, err := awsprovider.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	nc := readyNodeClass(t, p, nodeClass(t))
 	warm := nodeClaim(t, nc)
 	if _, err := p.Create(ctx, warm); err != nil { // primes the instance index and types
