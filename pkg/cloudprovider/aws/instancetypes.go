@@ -37,37 +37,59 @@ type instanceTypeCache struct {
 	region string
 	clock  clock.PassiveClock
 
-	mu       sync.Mutex
-	current  *catalog
-	gen      uint64
-	computed map[string][]*scheduling.InstanceType
+	mu         sync.Mutex
+	current    *catalog
+	gen        uint64
+	refreshing bool
+	computed   map[string][]*scheduling.InstanceType
 }
 
 func newInstanceTypeCache(e EC2API, region string, c clock.PassiveClock) *instanceTypeCache {
 	return &instanceTypeCache{ec2: e, region: region, clock: c, computed: map[string][]*scheduling.InstanceType{}}
 }
 
-// get returns the catalog, fetching it when it is missing or stale. One
-// fetch at a time: concurrent callers wait for it.
+// get returns the catalog. The first call fetches it (concurrent callers
+// wait); afterwards a stale catalog is served while one background fetch
+// replaces it, so launches never wait for the region's whole catalog again.
 func (c *instanceTypeCache) get(ctx context.Context) (*catalog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.current != nil && c.clock.Since(c.current.fetched) < instanceTypesTTL {
+	if c.current != nil {
+		if c.clock.Since(c.current.fetched) >= instanceTypesTTL && !c.refreshing {
+			c.refreshing = true
+			go c.refresh()
+		}
 		return c.current, nil
 	}
 	cat, err := fetchCatalog(ctx, c.ec2)
 	if err != nil {
-		if c.current != nil {
-			return c.current, nil // stale beats nothing; retried next call
-		}
 		return nil, err
 	}
+	c.install(cat)
+	return cat, nil
+}
+
+// refresh fetches the catalog in the background; a failure keeps the old
+// one until the next call tries again.
+func (c *instanceTypeCache) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cat, err := fetchCatalog(ctx, c.ec2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if err == nil {
+		c.install(cat)
+	}
+}
+
+// install makes cat current; c.mu is held.
+func (c *instanceTypeCache) install(cat *catalog) {
 	c.gen++
 	cat.gen = c.gen
 	cat.fetched = c.clock.Now()
 	c.current = cat
 	c.computed = map[string][]*scheduling.InstanceType{}
-	return cat, nil
 }
 
 // fetchCatalog lists the region's HVM x86_64/arm64 instance types and
