@@ -68,9 +68,6 @@ func (c *NodeClassController) Register(mgr manager.Manager) error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses/status,verbs=get;update;patch
-
 // Reconcile resolves one EC2NodeClass.
 func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	kube := c.provider.kube
