@@ -1,13 +1,14 @@
 package operator
 
 import (
-	"errors"
+	"context"
 	"fmt"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
@@ -40,7 +41,24 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			Runnables:   []manager.Runnable{sc.Machines},
 		}, nil
 	case options.CloudProviderAWS:
-		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
+		ac, err := aws.Build(context.Background(), mgr, aws.SetupOptions{
+			ClusterName:             settings.ClusterName,
+			ClusterEndpoint:         settings.ClusterEndpoint,
+			CABundle:                settings.ClusterCABundle,
+			SSMParameterRoot:        settings.SSMParameterRoot,
+			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
+			ReservedENIs:            settings.ReservedENIs,
+			IsolatedVPC:             settings.IsolatedVPC,
+			Clock:                   clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &Cloud{
+			Provider:    cloudprovider.Instrument(ac.Provider, clk),
+			Controllers: []controllers.Controller{ac.NodeClasses},
+			Runnables:   []manager.Runnable{ac.Pricing},
+		}, nil
 	default:
 		return nil, fmt.Errorf("unknown cloud provider %q", settings.CloudProvider)
 	}

@@ -1,0 +1,118 @@
+package aws
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// iceTTL is how long an offering that failed for lack of capacity stays
+// unavailable (Karpenter: 3 minutes).
+const iceTTL = 3 * time.Minute
+
+// iceCodes are the CreateFleet error codes that mean "no capacity for this
+// offering", as Karpenter classifies them.
+var iceCodes = map[string]bool{
+	"InsufficientInstanceCapacity": true,
+	"MaxSpotInstanceCountExceeded": true,
+	"VcpuLimitExceeded":            true,
+	"UnfulfillableCapacity":        true,
+	"Unsupported":                  true,
+	"MaxFleetCountExceeded":        true,
+	"ReservationCapacityExceeded":  true,
+}
+
+// codeSubnetExhausted marks the subnet, not the offering.
+const codeSubnetExhausted = "InsufficientFreeAddressesInSubnet"
+
+// unavailableOfferings is the ICE cache: capacity type × instance type ×
+// zone. Its sequence number changes on every mark, so cached instance type
+// lists built before know they are stale.
+type unavailableOfferings struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	until map[string]time.Time
+	seq   atomic.Uint64
+}
+
+func newUnavailableOfferings(c clock.PassiveClock) *unavailableOfferings {
+	return &unavailableOfferings{clock: c, until: map[string]time.Time{}}
+}
+
+func iceKey(capacityType, instanceType, zone string) string {
+	return capacityType + ":" + instanceType + ":" + zone
+}
+
+func (u *unavailableOfferings) mark(capacityType, instanceType, zone string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.until[iceKey(capacityType, instanceType, zone)] = u.clock.Now().Add(iceTTL)
+	u.seq.Add(1)
+}
+
+func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	key := iceKey(capacityType, instanceType, zone)
+	t, ok := u.until[key]
+	if !ok {
+		return false
+	}
+	if u.clock.Now().Before(t) {
+		return true
+	}
+	delete(u.until, key)
+	u.seq.Add(1)
+	return false
+}
+
+// sequence identifies the cache's current contents (expiries are noticed
+// on lookup, so a list built from it is re-checked by isUnavailable).
+func (u *unavailableOfferings) sequence() uint64 { return u.seq.Load() }
+
+// exhaustedSubnets remembers subnets a launch found without free addresses
+// until DescribeSubnets shows free addresses again. Unlike Karpenter, which
+// marks the whole zone unavailable for every node class, only that subnet
+// is skipped: another subnet in the zone, or another node class's subnet,
+// still launches.
+type exhaustedSubnets struct {
+	mu   sync.Mutex
+	free map[string]int32 // subnet -> free addresses when it was marked
+	seq  atomic.Uint64
+}
+
+func newExhaustedSubnets() *exhaustedSubnets {
+	return &exhaustedSubnets{free: map[string]int32{}}
+}
+
+func (e *exhaustedSubnets) mark(subnetID string, free int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.free[subnetID] = free
+	e.seq.Add(1)
+}
+
+func (e *exhaustedSubnets) isExhausted(subnetID string) (int32, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.free[subnetID]
+	return n, ok
+}
+
+// observe clears subnets that DescribeSubnets shows with more free
+// addresses than when they were marked (a secondary CIDR, terminated
+// instances).
+func (e *exhaustedSubnets) observe(subnets []subnetInfo) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range subnets {
+		if n, ok := e.free[s.ID]; ok && s.AvailableIPs > n && s.AvailableIPs > 0 {
+			delete(e.free, s.ID)
+			e.seq.Add(1)
+		}
+	}
+}
+
+func (e *exhaustedSubnets) sequence() uint64 { return e.seq.Load() }
