@@ -30,18 +30,20 @@ type demo struct {
 	story        *story
 	client       client.Client
 	replicas     int32
+	nodeClass    client.Object
+	nodeClassRef *v1.NodeClassReference
 	timeout      time.Duration
 	operatorDone chan error
 }
 
 func (d *demo) run(ctx context.Context) error {
-	for _, obj := range demoObjects(d.replicas) {
+	for _, obj := range demoObjects(d.replicas, d.nodeClass, d.nodeClassRef) {
 		if err := d.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	d.story.startClock()
-	d.story.sayf("applied SimNodeClass/%s, NodePool/%s and Deployment/%s (%d replicas, 1 cpu and 1Gi each)", demoNodeClass, demoNodePool, demoName, d.replicas)
+	d.story.sayf("applied %s/%s, NodePool/%s and Deployment/%s (%d replicas, 1 cpu and 1Gi each)", d.nodeClassRef.Kind, demoNodeClass, demoNodePool, demoName, d.replicas)
 
 	start := time.Now()
 	var firstClaims time.Duration
@@ -116,17 +118,20 @@ func (d *demo) waitFor(ctx context.Context, what string, done func(*observation)
 	}
 }
 
-// demoObjects are the example SimNodeClass, NodePool and Deployment.
-func demoObjects(replicas int32) []client.Object {
-	nodeClass := &simv1alpha1.SimNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass},
-	}
+// demoSimNodeClass is the example node class of the simulated cloud.
+func demoSimNodeClass() (client.Object, *v1.NodeClassReference) {
+	return &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass}},
+		&v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoNodeClass}
+}
+
+// demoObjects are the example node class, NodePool and Deployment.
+func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeClassReference) []client.Object {
 	nodePool := &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: demoNodePool},
 		Spec: v1.NodePoolSpec{
 			Template: v1.NodeClaimTemplate{
 				Spec: v1.NodeClaimTemplateSpec{
-					NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoNodeClass},
+					NodeClassRef: nodeClassRef,
 					Requirements: []v1.NodeSelectorRequirementWithMinValues{
 						{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}},
 						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
