@@ -53,6 +53,12 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 	if !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == aws.ToString(inst.SubnetId) }) {
 		return DriftSubnet, nil
 	}
+	// An instance in a VPC always has a security group; one that reports
+	// none (moto's CreateFleet does not apply a launch template's groups)
+	// cannot be judged, and an unjudged instance is not replaced.
+	if len(inst.SecurityGroups) == 0 {
+		return "", nil
+	}
 	var have, want []string
 	for _, g := range inst.SecurityGroups {
 		have = append(have, aws.ToString(g.GroupId))

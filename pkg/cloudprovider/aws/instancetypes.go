@@ -129,7 +129,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	if err != nil {
 		return nil, err
 	}
-	p.prices.warnStatic(ctx)
+	p.prices.ensureLoaded(ctx)
 	key := cacheKey(cat.gen, p.prices.generation(), nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings,
 		nc.Spec.InstanceStorePolicy, nc.Status.Subnets, nc.Status.AMIs)
 	p.types.mu.Lock()

@@ -255,7 +255,7 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 		return nil, offering.Candidate{}, cloudprovider.NewCreateError(res.err, code, fmt.Sprintf("CreateFleet failed: %v", res.err))
 	}
 	if res.instance == nil {
-		return nil, offering.Candidate{}, p.fleetErrors(nc, capacityType, res.errors, subnets)
+		return nil, offering.Candidate{}, p.fleetErrors(ctx, nc, capacityType, res.errors, subnets)
 	}
 	inst := res.instance
 	zone := ""
@@ -275,7 +275,16 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 // fleetErrors turns a fleet that launched nothing into the typed error:
 // ICE codes mark offerings unavailable (InsufficientCapacityError), a
 // subnet without free addresses is marked exhausted and named.
-func (p *Provider) fleetErrors(nc *awsv1.EC2NodeClass, capacityType string, errs []ec2types.CreateFleetError, subnets []subnetInfo) error {
+func (p *Provider) fleetErrors(ctx context.Context, nc *awsv1.EC2NodeClass, capacityType string, errs []ec2types.CreateFleetError, subnets []subnetInfo) error {
+	for _, e := range errs {
+		if aws.ToString(e.ErrorCode) == codeSubnetExhausted {
+			// Name the real count, not the cached one.
+			if fresh, err := p.subnets(ctx, nc, true); err == nil {
+				subnets = fresh
+			}
+			break
+		}
+	}
 	zoneOf := map[string]subnetInfo{}
 	for _, s := range subnets {
 		zoneOf[s.ID] = s

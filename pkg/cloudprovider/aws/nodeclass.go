@@ -258,3 +258,10 @@ func (p *Provider) checkUserData(nc *awsv1.EC2NodeClass) error {
 	}
 	return nil
 }
+
+// ResolveStatus computes nc's status from AWS in place without writing it:
+// what the controller would write. Bad input becomes False conditions; the
+// error is an AWS failure worth a retry.
+func (p *Provider) ResolveStatus(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	return p.resolveStatus(ctx, nc)
+}

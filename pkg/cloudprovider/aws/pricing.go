@@ -37,6 +37,23 @@ type prices struct {
 	spot     map[string]map[string]float64 // type -> zone -> price
 	gen      atomic.Uint64
 	warned   atomic.Bool
+	loadMu   sync.Mutex
+	loaded   bool
+}
+
+// ensureLoaded refreshes once before the first use, so the first instance
+// types have spot offerings (spot has no built-in table); a failure is
+// logged and left to the timer.
+func (p *prices) ensureLoaded(ctx context.Context) {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if p.loaded {
+		return
+	}
+	p.loaded = true
+	if err := p.refresh(ctx); err != nil {
+		log.FromContext(ctx).Info("price refresh failed; using the built-in on-demand prices and no spot prices until a refresh succeeds", "error", err.Error())
+	}
 }
 
 func newPrices(region string, e EC2API, p PricingAPI, isolated bool) *prices {

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -28,13 +27,12 @@ var iceCodes = map[string]bool{
 const codeSubnetExhausted = "InsufficientFreeAddressesInSubnet"
 
 // unavailableOfferings is the ICE cache: capacity type × instance type ×
-// zone. Its sequence number changes on every mark, so cached instance type
-// lists built before know they are stale.
+// zone. It is applied to every instance type listing (the computed types
+// are cached without availability).
 type unavailableOfferings struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	until map[string]time.Time
-	seq   atomic.Uint64
 }
 
 func newUnavailableOfferings(c clock.PassiveClock) *unavailableOfferings {
@@ -49,7 +47,6 @@ func (u *unavailableOfferings) mark(capacityType, instanceType, zone string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.until[iceKey(capacityType, instanceType, zone)] = u.clock.Now().Add(iceTTL)
-	u.seq.Add(1)
 }
 
 func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone string) bool {
@@ -64,13 +61,8 @@ func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone st
 		return true
 	}
 	delete(u.until, key)
-	u.seq.Add(1)
 	return false
 }
-
-// sequence identifies the cache's current contents (expiries are noticed
-// on lookup, so a list built from it is re-checked by isUnavailable).
-func (u *unavailableOfferings) sequence() uint64 { return u.seq.Load() }
 
 // exhaustedSubnets remembers subnets a launch found without free addresses
 // until DescribeSubnets shows free addresses again. Unlike Karpenter, which
@@ -80,7 +72,6 @@ func (u *unavailableOfferings) sequence() uint64 { return u.seq.Load() }
 type exhaustedSubnets struct {
 	mu   sync.Mutex
 	free map[string]int32 // subnet -> free addresses when it was marked
-	seq  atomic.Uint64
 }
 
 func newExhaustedSubnets() *exhaustedSubnets {
@@ -91,7 +82,6 @@ func (e *exhaustedSubnets) mark(subnetID string, free int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.free[subnetID] = free
-	e.seq.Add(1)
 }
 
 func (e *exhaustedSubnets) isExhausted(subnetID string) (int32, bool) {
@@ -110,9 +100,6 @@ func (e *exhaustedSubnets) observe(subnets []subnetInfo) {
 	for _, s := range subnets {
 		if n, ok := e.free[s.ID]; ok && s.AvailableIPs > n && s.AvailableIPs > 0 {
 			delete(e.free, s.ID)
-			e.seq.Add(1)
 		}
 	}
 }
-
-func (e *exhaustedSubnets) sequence() uint64 { return e.seq.Load() }
