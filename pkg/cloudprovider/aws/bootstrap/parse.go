@@ -220,6 +220,9 @@ func parseAL2023(s string) (*Kubelet, error) {
 			return nil, fmt.Errorf("nodeadm cannot read NodeConfig part %d: %w", i+1, err)
 		}
 		if doc["kind"] != "NodeConfig" {
+			if mt != userdata.ContentTypeNodeConfig {
+				continue // a bare document that is no NodeConfig: nodeadm ignores it
+			}
 			return nil, fmt.Errorf("nodeadm: part %d has kind %v, not NodeConfig", i+1, doc["kind"])
 		}
 		n++

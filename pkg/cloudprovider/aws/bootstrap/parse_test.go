@@ -155,6 +155,12 @@ CLUSTER=demo
 			wantErr:  "no NodeConfig",
 		},
 		{
+			name:     "al2023 cloud-config only",
+			family:   awsv1.AMIFamilyAL2023,
+			userData: "#cloud-config\npackages: [jq]\n",
+			wantErr:  "no NodeConfig",
+		},
+		{
 			name:     "al2023 nodeconfig without endpoint",
 			family:   awsv1.AMIFamilyAL2023,
 			userData: "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: demo\n",
