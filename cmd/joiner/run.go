@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
@@ -174,6 +175,7 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 	}
 	nodeClass, nodeClassRef := demoSimNodeClass()
 	provider := "the simulated cloud"
+	var interrupt func(ctx context.Context, nc *v1.NodeClaim) (string, error)
 	if o.localEC2 {
 		local, err := startLocalAWS(ctx, s, runDir, &settings, cp.Client(), cp.Config().Host)
 		if err != nil {
@@ -189,6 +191,9 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		go func() { defer close(machinesDone); local.run(machinesCtx, logger) }()
 		defer func() { stopMachines(); <-machinesDone }()
 		nodeClass, nodeClassRef = local.nodeClass(settings.ClusterName)
+		interrupt = func(ctx context.Context, nc *v1.NodeClaim) (string, error) {
+			return local.interrupt(ctx, settings.InterruptionQueue, nc)
+		}
 		provider = "the AWS provider on the local EC2 at " + local.server.Endpoint
 	}
 	opCtx, stopOperator := context.WithCancel(ctx)
@@ -208,6 +213,7 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		replicas:     o.replicas,
 		nodeClass:    nodeClass,
 		nodeClassRef: nodeClassRef,
+		interrupt:    interrupt,
 		timeout:      o.timeout,
 		operatorDone: operatorDone,
 	}

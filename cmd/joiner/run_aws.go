@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -98,6 +101,29 @@ func (l *localAWS) run(ctx context.Context, logger logr.Logger) {
 
 func (l *localAWS) stop() error {
 	return l.server.Stop()
+}
+
+// interrupt sends an EC2 Spot Instance Interruption Warning for nc's
+// instance to the interruption queue, as EventBridge would.
+func (l *localAWS) interrupt(ctx context.Context, queue string, nc *v1.NodeClaim) (string, error) {
+	id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+	body, err := json.Marshal(map[string]any{
+		"version": "0", "id": string(nc.UID), "source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
+		"time": time.Now().UTC().Format(time.RFC3339), "region": localec2.Region, "resources": []string{"arn:aws:ec2:" + localec2.Region + ":instance/" + id},
+		"detail": map[string]string{"instance-id": id, "instance-action": "terminate"},
+	})
+	if err != nil {
+		return "", err
+	}
+	client := sqs.NewFromConfig(l.server.Config())
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+	if err != nil {
+		return "", fmt.Errorf("finding interruption queue %s: %w", queue, err)
+	}
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(string(body))}); err != nil {
+		return "", fmt.Errorf("sending the interruption warning: %w", err)
+	}
+	return "an EC2 Spot Instance Interruption Warning (instance " + id + ")", nil
 }
 
 // nodeClass is the demo's EC2NodeClass: AL2023 by alias, the seeded

@@ -59,6 +59,8 @@ func TestRunDemoAWS(t *testing.T) {
 		"registered:",
 		"initialized:",
 		"all 8 pods running",
+		"sent an EC2 Spot Instance Interruption Warning (instance i-",
+		"interruption handled",
 		"deletes the",
 		"gone: instance",
 		"scale-down done",

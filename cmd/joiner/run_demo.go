@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -32,6 +33,9 @@ type demo struct {
 	replicas     int32
 	nodeClass    client.Object
 	nodeClassRef *v1.NodeClassReference
+	// interrupt, when set, sends an interruption warning for the
+	// NodeClaim's instance; the demo then watches it being replaced.
+	interrupt    func(ctx context.Context, nc *v1.NodeClaim) (string, error)
 	timeout      time.Duration
 	operatorDone chan error
 }
@@ -61,6 +65,12 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.story.sayf("all %d pods running on %d node(s), %.1fs after the Deployment was applied (first NodeClaim after %.1fs)",
 		d.replicas, obs.nodes, time.Since(start).Seconds(), firstClaims.Seconds())
+
+	if d.interrupt != nil {
+		if err := d.interruptOne(ctx); err != nil {
+			return err
+		}
+	}
 
 	// Scale down.
 	deploy := &appsv1.Deployment{}
@@ -92,6 +102,34 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.story.sayf("scale-down done: no NodeClaim and no node left")
+	return nil
+}
+
+// interruptOne sends an interruption warning for one NodeClaim's instance
+// and waits until the NodeClaim is gone and every pod runs again.
+func (d *demo) interruptOne(ctx context.Context) error {
+	var claims v1.NodeClaimList
+	if err := d.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: demoNodePool}); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	if len(claims.Items) == 0 {
+		return fmt.Errorf("no nodeclaim to interrupt")
+	}
+	victim := &claims.Items[0]
+	what, err := d.interrupt(ctx, victim)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	d.story.sayf("sent %s for NodeClaim %s to the interruption queue", what, victim.Name)
+	if err := d.waitFor(ctx, "the interrupted NodeClaim replaced and all pods running", func(o *observation) bool {
+		err := d.client.Get(ctx, client.ObjectKeyFromObject(victim), &v1.NodeClaim{})
+		return apierrors.IsNotFound(err) && o.pods == int(d.replicas) && o.running == int(d.replicas)
+	}); err != nil {
+		return err
+	}
+	d.story.sayf("interruption handled %.1fs after the warning (EC2 gives two minutes): NodeClaim %s cordoned, drained and deleted, its pods running on a replacement",
+		time.Since(start).Seconds(), victim.Name)
 	return nil
 }
 
