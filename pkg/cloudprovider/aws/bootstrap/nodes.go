@@ -380,7 +380,11 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 	// Set by the kubelet and the cloud controller manager.
 	labels[corev1.LabelHostname] = name
 	labels[corev1.LabelArchStable] = arch
-	labels[corev1.LabelOSStable] = "linux"
+	os := "linux"
+	if k.OS != "" {
+		os = k.OS
+	}
+	labels[corev1.LabelOSStable] = os
 	labels[corev1.LabelInstanceTypeStable] = string(inst.InstanceType)
 	labels[corev1.LabelTopologyZone] = zone
 	if n.opts.Region != "" {
@@ -399,7 +403,7 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 			Allocatable: allocatable,
 			Phase:       corev1.NodeRunning,
 			NodeInfo: corev1.NodeSystemInfo{
-				Architecture: arch, OperatingSystem: "linux", KubeletVersion: KubeletVersion,
+				Architecture: arch, OperatingSystem: os, KubeletVersion: KubeletVersion,
 				MachineID: id, SystemUUID: id, BootID: id,
 			},
 		},
@@ -427,6 +431,8 @@ func ImageFamily(img ec2types.Image) string {
 	}
 	name := strings.ToLower(aws.ToString(img.Name))
 	switch {
+	case strings.Contains(name, "windows"):
+		return awsv1.AMIFamilyWindows2022
 	case strings.Contains(name, "al2023"):
 		return awsv1.AMIFamilyAL2023
 	case strings.Contains(name, "bottlerocket"):

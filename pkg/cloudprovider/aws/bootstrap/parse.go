@@ -31,6 +31,13 @@ func Parse(family string, userData []byte) (*Kubelet, error) {
 	case awsv1.AMIFamilyBottlerocket:
 		return parseBottlerocket(string(userData))
 	}
+	if awsv1.IsWindows(family) {
+		k, err := parseWindows(string(userData))
+		if k != nil {
+			k.OS = "windows"
+		}
+		return k, err
+	}
 	return nil, fmt.Errorf("images of family %q are not emulated", family)
 }
 
