@@ -10,6 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // fakeFleets answers CreateFleet with up to capacity instances; the other
@@ -85,6 +91,37 @@ func TestFleetBatcherMergesIdenticalLaunches(t *testing.T) {
 			}
 			if tc.launches > 0 && aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) != 1 {
 				t.Error("the caller's request was modified")
+			}
+		})
+	}
+}
+
+func TestWithoutExotic(t *testing.T) {
+	plain := &scheduling.InstanceType{Name: "m5.large", Requirements: map[string][]string{v1.LabelAWSInstanceSize: {"large"}}}
+	gpu := &scheduling.InstanceType{Name: "g4dn.xlarge", Requirements: map[string][]string{v1.LabelAWSInstanceGPUCount: {"1"}, v1.LabelAWSInstanceSize: {"xlarge"}}}
+	metal := &scheduling.InstanceType{Name: "m5.metal", Requirements: map[string][]string{v1.LabelAWSInstanceSize: {"metal"}}}
+	all := []offering.Candidate{{InstanceType: gpu}, {InstanceType: metal}, {InstanceType: plain}}
+	names := func(cs []offering.Candidate) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.InstanceType.Name)
+		}
+		return fmt.Sprint(out)
+	}
+	for _, tc := range []struct {
+		name  string
+		cands []offering.Candidate
+		claim v1.NodeClaimSpec
+		want  string
+	}{
+		{name: "plain pods avoid GPUs and metal", cands: all, want: "[m5.large]"},
+		{name: "a GPU request keeps them", cands: all, claim: v1.NodeClaimSpec{Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}, want: "[g4dn.xlarge m5.metal m5.large]"},
+		{name: "a GPU label requirement keeps them", cands: all, claim: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelAWSInstanceGPUCount, Operator: corev1.NodeSelectorOpExists}}}, want: "[g4dn.xlarge m5.metal m5.large]"},
+		{name: "nothing else fits", cands: all[:2], want: "[g4dn.xlarge m5.metal]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(withoutExotic(tc.cands, &v1.NodeClaim{Spec: tc.claim})); got != tc.want {
+				t.Errorf("candidates = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -57,7 +57,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if len(cands) == 0 {
 		return nil, p.noCandidates(nodeClaim, nc, its)
 	}
-	cands = chooseCapacityType(cands)
+	cands = chooseCapacityType(withoutExotic(cands, nodeClaim))
 	inst, cand, err := p.launch(ctx, nodeClaim, nc, cands)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
@@ -98,6 +98,39 @@ func (p *Provider) noCandidates(nodeClaim *v1.NodeClaim, nc *awsv1.EC2NodeClass,
 	}
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
 		"launching nodeclaim %s: no available offering of EC2NodeClass %s satisfies its requirements and requests (offerings that failed to launch stay unavailable for %s)", nodeClaim.Name, nc.Name, iceTTL))
+}
+
+// withoutExotic drops GPU, accelerator and bare-metal types unless the
+// NodeClaim asks for them (an extended resource or a requirement on their
+// labels) or nothing else is left, as Karpenter's exotic filter does:
+// price-capacity-optimized may otherwise pick a GPU box for a web pod when
+// spot prices are close.
+func withoutExotic(cands []offering.Candidate, nodeClaim *v1.NodeClaim) []offering.Candidate {
+	for name := range nodeClaim.Spec.Resources.Requests {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourcePods && name != corev1.ResourceEphemeralStorage {
+			return cands
+		}
+	}
+	for _, r := range nodeClaim.Spec.Requirements {
+		switch r.Key {
+		case v1.LabelAWSInstanceGPUName, v1.LabelAWSInstanceGPUManufacturer, v1.LabelAWSInstanceGPUCount, v1.LabelAWSInstanceGPUMemory,
+			v1.LabelAWSInstanceAcceleratorName, v1.LabelAWSInstanceAcceleratorManufacturer, v1.LabelAWSInstanceAcceleratorCount:
+			return cands
+		}
+	}
+	var out []offering.Candidate
+	for _, c := range cands {
+		req := c.InstanceType.Requirements
+		exotic := len(req[v1.LabelAWSInstanceGPUCount]) > 0 || len(req[v1.LabelAWSInstanceAcceleratorCount]) > 0 ||
+			slices.Contains(req[v1.LabelAWSInstanceSize], "metal")
+		if !exotic {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return cands
+	}
+	return out
 }
 
 // chooseCapacityType keeps spot candidates when there are any (they are
