@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,4 +111,36 @@ func quote(s string) string {
 func withoutPath(arn string) string {
 	prefix, rest, _ := strings.Cut(arn, ":role/")
 	return prefix + ":role/" + rest[strings.LastIndex(rest, "/")+1:]
+}
+
+// TestAccessEntryLetsAnUnmappedRoleJoin: a node role with an (emulated)
+// EKS access entry joins without an aws-auth mapping.
+func TestAccessEntryLetsAnUnmappedRoleJoin(t *testing.T) {
+	role, err := local.iam.GetRole(t.Context(), &iam.GetRoleInput{RoleName: aws.String("ControllerRole-" + clusterName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud, err := userdata.Render(userdata.Options{AMIFamily: awsv1.AMIFamilyAL2023, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+		Labels: map[string]string{kwokLabel: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := runInstance(t, launch{family: awsv1.AMIFamilyAL2023, arch: "x86_64", instanceType: "m5.large", profile: local.unmappedProfile, userData: ud})
+	nodes, err := bootstrap.New(bootstrap.Options{
+		Client: test.Env(t).Client, EC2: local.ec2, IAM: local.iam, ClusterName: clusterName,
+		AccessEntries: []string{aws.ToString(role.Role.Arn)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes.Step(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := nodes.Outcome(aws.ToString(inst.InstanceId))
+	if out.NodeName == "" {
+		t.Fatalf("instance with an access entry did not register: %+v", out)
+	}
+	t.Cleanup(func() {
+		_ = test.Env(t).Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: out.NodeName}})
+	})
 }
