@@ -52,6 +52,9 @@ type Cloud struct {
 	Provider    *Provider
 	NodeClasses *NodeClassController
 	Pricing     *PricingRefresher
+	// Config is the AWS configuration the provider uses, for the
+	// controllers beside it (interruption's SQS client).
+	Config aws.Config
 }
 
 // GenerateUserData is the userdata package's generator in the provider's
@@ -136,5 +139,5 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 	if err != nil {
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)
 	}
-	return &Cloud{Provider: p, NodeClasses: p.NodeClassController(), Pricing: p.PricingRefresher()}, nil
+	return &Cloud{Provider: p, NodeClasses: p.NodeClassController(), Pricing: p.PricingRefresher(), Config: *cfg}, nil
 }

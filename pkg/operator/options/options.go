@@ -68,6 +68,11 @@ type Options struct {
 	// SSMParameterRoot replaces /aws/service in AMI alias parameter names,
 	// so a local endpoint (which reserves /aws/) can serve them.
 	SSMParameterRoot string
+	// InterruptionQueue names the SQS queue EventBridge forwards spot
+	// interruptions, rebalance recommendations, scheduled changes, state
+	// changes and capacity reservation interruptions to; empty disables
+	// interruption handling.
+	InterruptionQueue string
 
 	// GCInterval and GCGracePeriod tune garbage collection of orphan
 	// instances (0 keeps the controller's defaults). They are hidden flags,
@@ -102,6 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", o.envFloat("VM_MEMORY_OVERHEAD_PERCENT", 0.075), "aws: share of each instance type's memory the hypervisor keeps [VM_MEMORY_OVERHEAD_PERCENT]")
 	fs.IntVar(&o.ReservedENIs, "reserved-enis", o.envInt("RESERVED_ENIS", 0), "aws: network interfaces kept out of the pod density computation [RESERVED_ENIS]")
 	fs.StringVar(&o.SSMParameterRoot, "ssm-parameter-root", env("SSM_PARAMETER_ROOT", "/aws/service"), "aws: root of the public SSM parameters behind AMI aliases [SSM_PARAMETER_ROOT]")
+	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "aws: SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling [INTERRUPTION_QUEUE]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
 	_ = fs.MarkHidden("gc-interval")

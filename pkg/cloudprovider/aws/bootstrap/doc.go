@@ -5,7 +5,7 @@
 // Parse is the inverse of package userdata: it reads an instance's user
 // data the way each real image does (AL2's /etc/eks/bootstrap.sh argument
 // loop, AL2023's nodeadm merging NodeConfig parts, Bottlerocket's TOML
-// settings) and returns what the kubelet registers with: cluster, labels,
+// settings, EC2Launch running Windows' Start-EKSBootstrap.ps1) and returns what the kubelet registers with: cluster, labels,
 // taints, max-pods, reserved resources. It reproduces the images' quirks
 // rather than being lenient: bootstrap.sh treats
 // --kubelet-extra-args='...' (with '=') as an unknown positional argument

@@ -14,6 +14,8 @@ import (
 type Kubelet struct {
 	// ClusterName is the cluster the bootstrap joins.
 	ClusterName string
+	// OS is the node's operating system, "" for linux.
+	OS string
 	// APIServerEndpoint is the endpoint it was given ("" when the image
 	// looks it up itself, as bootstrap.sh does through DescribeCluster).
 	APIServerEndpoint string

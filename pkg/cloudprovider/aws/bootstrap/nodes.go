@@ -104,6 +104,16 @@ type Nodes struct {
 	images   map[string]ec2types.Image
 	volumes  map[string]int64
 	profiles map[string]string // instance profile name -> role ARN
+	// userData caches each instance's user data (fixed for its life) and
+	// templates the launch template found for an image and user data, so
+	// an instance that never joins does not cost EC2 calls every pass.
+	userDatas map[string]instanceUserData
+	templates map[string]*ec2types.ResponseLaunchTemplateData
+}
+
+type instanceUserData struct {
+	raw []byte
+	lt  *ec2types.ResponseLaunchTemplateData
 }
 
 var (
@@ -139,7 +149,8 @@ func New(opts Options) (*Nodes, error) {
 		opts.VMMemoryOverheadPercent = DefaultVMMemoryOverheadPercent
 	}
 	return &Nodes{opts: opts, outcomes: map[string]Outcome{}, types: map[string]ec2types.InstanceTypeInfo{},
-		images: map[string]ec2types.Image{}, volumes: map[string]int64{}, profiles: map[string]string{}}, nil
+		images: map[string]ec2types.Image{}, volumes: map[string]int64{}, profiles: map[string]string{},
+		userDatas: map[string]instanceUserData{}, templates: map[string]*ec2types.ResponseLaunchTemplateData{}}, nil
 }
 
 // NeedLeaderElection: machines boot whether or not a controller leads.
@@ -221,6 +232,13 @@ func (n *Nodes) Step(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("instance %s: %w", id, err))
 		}
 	}
+	n.mu.Lock()
+	for id := range n.userDatas {
+		if !alive[id] {
+			delete(n.userDatas, id)
+		}
+	}
+	n.mu.Unlock()
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		id := node.Annotations[AnnotationInstanceID]
@@ -362,7 +380,11 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 	// Set by the kubelet and the cloud controller manager.
 	labels[corev1.LabelHostname] = name
 	labels[corev1.LabelArchStable] = arch
-	labels[corev1.LabelOSStable] = "linux"
+	os := "linux"
+	if k.OS != "" {
+		os = k.OS
+	}
+	labels[corev1.LabelOSStable] = os
 	labels[corev1.LabelInstanceTypeStable] = string(inst.InstanceType)
 	labels[corev1.LabelTopologyZone] = zone
 	if n.opts.Region != "" {
@@ -381,7 +403,7 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 			Allocatable: allocatable,
 			Phase:       corev1.NodeRunning,
 			NodeInfo: corev1.NodeSystemInfo{
-				Architecture: arch, OperatingSystem: "linux", KubeletVersion: KubeletVersion,
+				Architecture: arch, OperatingSystem: os, KubeletVersion: KubeletVersion,
 				MachineID: id, SystemUUID: id, BootID: id,
 			},
 		},
@@ -409,6 +431,8 @@ func ImageFamily(img ec2types.Image) string {
 	}
 	name := strings.ToLower(aws.ToString(img.Name))
 	switch {
+	case strings.Contains(name, "windows"):
+		return awsv1.AMIFamilyWindows2022
 	case strings.Contains(name, "al2023"):
 		return awsv1.AMIFamilyAL2023
 	case strings.Contains(name, "bottlerocket"):
@@ -460,6 +484,24 @@ func (n *Nodes) image(ctx context.Context, id string) (ec2types.Image, error) {
 // userData is the instance's user data and, when it came from a launch
 // template, that template's data.
 func (n *Nodes) userData(ctx context.Context, inst *ec2types.Instance) ([]byte, *ec2types.ResponseLaunchTemplateData, error) {
+	id := aws.ToString(inst.InstanceId)
+	n.mu.Lock()
+	cached, ok := n.userDatas[id]
+	n.mu.Unlock()
+	if ok {
+		return cached.raw, cached.lt, nil
+	}
+	raw, lt, err := n.describeUserData(ctx, inst)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.mu.Lock()
+	n.userDatas[id] = instanceUserData{raw: raw, lt: lt}
+	n.mu.Unlock()
+	return raw, lt, nil
+}
+
+func (n *Nodes) describeUserData(ctx context.Context, inst *ec2types.Instance) ([]byte, *ec2types.ResponseLaunchTemplateData, error) {
 	out, err := n.opts.EC2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
 		InstanceId: inst.InstanceId, Attribute: ec2types.InstanceAttributeNameUserData,
 	})
@@ -486,6 +528,24 @@ func (n *Nodes) userData(ctx context.Context, inst *ec2types.Instance) ([]byte, 
 // data onto the instance but not its instance profile, so the emulator
 // reads the profile from the template, as EC2 would have applied it.
 func (n *Nodes) launchTemplate(ctx context.Context, imageID, userData string) (*ec2types.ResponseLaunchTemplateData, error) {
+	key := imageID + "\x00" + userData
+	n.mu.Lock()
+	lt, ok := n.templates[key]
+	n.mu.Unlock()
+	if ok {
+		return lt, nil
+	}
+	lt, err := n.findLaunchTemplate(ctx, imageID, userData)
+	if err != nil || lt == nil {
+		return lt, err
+	}
+	n.mu.Lock()
+	n.templates[key] = lt
+	n.mu.Unlock()
+	return lt, nil
+}
+
+func (n *Nodes) findLaunchTemplate(ctx context.Context, imageID, userData string) (*ec2types.ResponseLaunchTemplateData, error) {
 	p := ec2.NewDescribeLaunchTemplatesPaginator(n.opts.EC2, &ec2.DescribeLaunchTemplatesInput{})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)

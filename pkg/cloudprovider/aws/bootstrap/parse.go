@@ -31,6 +31,13 @@ func Parse(family string, userData []byte) (*Kubelet, error) {
 	case awsv1.AMIFamilyBottlerocket:
 		return parseBottlerocket(string(userData))
 	}
+	if awsv1.IsWindows(family) {
+		k, err := parseWindows(string(userData))
+		if k != nil {
+			k.OS = "windows"
+		}
+		return k, err
+	}
 	return nil, fmt.Errorf("images of family %q are not emulated", family)
 }
 
@@ -220,6 +227,9 @@ func parseAL2023(s string) (*Kubelet, error) {
 			return nil, fmt.Errorf("nodeadm cannot read NodeConfig part %d: %w", i+1, err)
 		}
 		if doc["kind"] != "NodeConfig" {
+			if mt != userdata.ContentTypeNodeConfig {
+				continue // a bare document that is no NodeConfig: nodeadm ignores it
+			}
 			return nil, fmt.Errorf("nodeadm: part %d has kind %v, not NodeConfig", i+1, doc["kind"])
 		}
 		n++

@@ -41,6 +41,7 @@ func TestParseInvertsUserdata(t *testing.T) {
 		{name: "al2023", opts: opts(awsv1.AMIFamilyAL2023, nil)},
 		{name: "al2023 after a user NodeConfig", opts: opts(awsv1.AMIFamilyAL2023, ptr.To("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: other\n  kubelet:\n    config:\n      maxPods: 7\n"))},
 		{name: "bottlerocket", opts: opts(awsv1.AMIFamilyBottlerocket, nil)},
+		{name: "windows", opts: opts(awsv1.AMIFamilyWindows2022, ptr.To("<powershell>\nWrite-Host 'it''s me'\n</powershell>"))},
 		{name: "bottlerocket over user settings", opts: opts(awsv1.AMIFamilyBottlerocket, ptr.To("[settings.kubernetes]\ncluster-name = \"other\"\n"))},
 	}
 	for _, tc := range cases {
@@ -155,10 +156,28 @@ CLUSTER=demo
 			wantErr:  "no NodeConfig",
 		},
 		{
+			name:     "al2023 cloud-config only",
+			family:   awsv1.AMIFamilyAL2023,
+			userData: "#cloud-config\npackages: [jq]\n",
+			wantErr:  "no NodeConfig",
+		},
+		{
 			name:     "al2023 nodeconfig without endpoint",
 			family:   awsv1.AMIFamilyAL2023,
 			userData: "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: demo\n",
 			wantErr:  "spec.cluster.apiServerEndpoint",
+		},
+		{
+			name:     "windows without a powershell block",
+			family:   awsv1.AMIFamilyWindows2019,
+			userData: "& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -EKSClusterName demo\n",
+			wantErr:  "no <powershell>",
+		},
+		{
+			name:       "windows calling the script by path",
+			family:     awsv1.AMIFamilyWindows2019,
+			userData:   "<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -EKSClusterName demo -KubeletExtraArgs '--register-with-taints=\"karpenter.sh/unregistered:NoExecute\"'\n</powershell>\n",
+			wantTaints: []string{"karpenter.sh/unregistered:NoExecute"},
 		},
 		{
 			name:     "bottlerocket that is not toml",

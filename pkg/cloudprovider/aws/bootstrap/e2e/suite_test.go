@@ -54,6 +54,9 @@ var local struct {
 	// of a role nobody mapped.
 	mappedProfile, unmappedProfile string
 	mappedRoleARN                  string
+	// bootstrapperOnly is the profile of a role mapped without the group
+	// system:nodes.
+	bootstrapperOnlyProfile, bootstrapperOnlyRoleARN string
 }
 
 func scheme() *runtime.Scheme {
@@ -107,7 +110,15 @@ func seed(ctx context.Context, cfg aws.Config) error {
 	if _, err := local.iam.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("ControllerRole-" + clusterName), AssumeRolePolicyDocument: aws.String("{}")}); err != nil {
 		return err
 	}
-	local.unmappedProfile, err = profile(ctx, "unmapped", "ControllerRole-"+clusterName)
+	if local.unmappedProfile, err = profile(ctx, "unmapped", "ControllerRole-"+clusterName); err != nil {
+		return err
+	}
+	r, err := local.iam.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("BootstrapperOnly"), Path: aws.String("/nodes/"), AssumeRolePolicyDocument: aws.String("{}")})
+	if err != nil {
+		return err
+	}
+	local.bootstrapperOnlyRoleARN = aws.ToString(r.Role.Arn)
+	local.bootstrapperOnlyProfile, err = profile(ctx, "bootstrapper-only", "BootstrapperOnly")
 	return err
 }
 
