@@ -79,7 +79,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsProvisionable(pod) {
+	if !c.provisionable(pod) {
 		return reconcile.Result{}, nil
 	}
 	c.Trigger(pod.UID)
