@@ -66,6 +66,10 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioner pod trigger: %w", err)
 	}
+	writer := &NominationWriter{client: c.opts.Client, state: c.opts.State}
+	if err := writer.Register(mgr); err != nil {
+		return err
+	}
 	if err := mgr.Add(c.Provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}

@@ -57,9 +57,11 @@ type ClusterState interface {
 	// (the node filled up, the NodeClaim failed or went away) since the
 	// last call.
 	TakeEnded() []state.EndedNomination
-	// NominatedNodeName returns the status.nominatedNodeName joiner wrote
-	// for pod: a pod joiner nominated is still joiner's to plan.
-	NominatedNodeName(pod types.NamespacedName) (string, bool)
+	// NominationState keeps the pods' nominations for the
+	// NominationWriter; its NominatedNodeName tells the provisioner that a
+	// pod's status.nominatedNodeName is joiner's own, so the pod is still
+	// joiner's to plan.
+	NominationState
 }
 
 // Options configure the provisioner.
