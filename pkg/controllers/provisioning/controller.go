@@ -66,7 +66,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioner pod trigger: %w", err)
 	}
-	writer := &NominationWriter{client: c.opts.Client, state: c.opts.State}
+	writer := NewNominationWriter(c.opts.Client, c.opts.State)
 	if err := writer.Register(mgr); err != nil {
 		return err
 	}

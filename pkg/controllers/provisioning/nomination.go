@@ -56,6 +56,12 @@ type NominationWriter struct {
 	state  NominationState
 }
 
+// NewNominationWriter returns a writer that reads pods and NodeClaims
+// through c (the manager's cached client) and writes pod status through it.
+func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
+	return &NominationWriter{client: c, state: s}
+}
+
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Register adds the writer to mgr: it watches pending pods and pods with a
