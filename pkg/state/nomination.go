@@ -51,13 +51,15 @@ type NominatedNode struct {
 	Node string
 }
 
-// Nomination returns pod's live nomination.
+// Nomination returns pod's nomination, also past its window: a pod whose
+// window passed is planned again, usually onto the same NodeClaim, and
+// keeps its place there until a new plan replaces the nomination or it
+// ends.
 func (c *Cluster) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
-	now := c.opts.Clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n, ok := c.nominations[pod]
-	if !ok || !now.Before(n.until) {
+	if !ok {
 		return NominatedNode{}, false
 	}
 	return NominatedNode{NodeClaim: n.nodeClaim, Node: c.registeredNodeLocked(n.nodeClaim)}, true
