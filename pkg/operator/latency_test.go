@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
@@ -131,7 +133,17 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	w, err := kube.CoreV1().Pods(s.ns).Watch(ctx, metav1.ListOptions{})
+	// A RetryWatcher from the namespace's list: a watch the API server
+	// closes under load resumes where it stopped.
+	list, err := kube.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kube.CoreV1().Pods(s.ns).Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
