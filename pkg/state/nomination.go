@@ -43,6 +43,18 @@ func (c *Cluster) TakeEnded() []EndedNomination {
 	return out
 }
 
+// Unnominate forgets pod's nomination without a report: the provisioner
+// planned the pod again and found no room for it anywhere, so the old plan
+// must not keep a place (or a status.nominatedNodeName) for it.
+func (c *Cluster) Unnominate(pod types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.nominations[pod]; ok {
+		delete(c.nominations, pod)
+		c.changedLocked()
+	}
+}
+
 // NominatedNode is where a live nomination will put a pod: its NodeClaim,
 // and the NodeClaim's node once it exists.
 type NominatedNode struct {

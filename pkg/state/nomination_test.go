@@ -162,3 +162,20 @@ func TestNominationEndsEarly(t *testing.T) {
 		})
 	}
 }
+
+func TestUnnominateForgetsWithoutAReport(t *testing.T) {
+	c, _, _ := newTestCluster(t)
+	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+	c.Nominate(pod("ns", "web", "", "1"), "nc-1")
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	c.Unnominate(key)
+	if _, ok := c.Nomination(key); ok {
+		t.Fatalf("the nomination must be gone")
+	}
+	if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
+		t.Fatalf("an unnominated pod no longer counts on the NodeClaim")
+	}
+	if ended := c.TakeEnded(); len(ended) != 0 {
+		t.Fatalf("Unnominate reports nothing: %+v", ended)
+	}
+}

@@ -53,6 +53,9 @@ type ClusterState interface {
 	Nominate(pod *corev1.Pod, nodeClaimName string)
 	// IsNominated reports a live nomination.
 	IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool)
+	// Unnominate forgets a pod's nomination past its window when planning
+	// again found no place for the pod.
+	Unnominate(pod types.NamespacedName)
 	// TakeEnded returns the nominations that ended before their window
 	// (the node filled up, the NodeClaim failed or went away) since the
 	// last call.
@@ -218,6 +221,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
+		p.opts.State.Unnominate(types.NamespacedName{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name})
 		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
