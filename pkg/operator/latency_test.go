@@ -114,6 +114,19 @@ type podTimes struct {
 	created map[types.UID]time.Time
 	running map[types.UID]time.Time
 	group   map[types.UID]string
+	// gone are pods deleted (a replaced pod's replacement must run too).
+	gone map[types.UID]bool
+}
+
+// live counts the Running pods not deleted.
+func (p *podTimes) live() int {
+	n := 0
+	for uid := range p.running {
+		if !p.gone[uid] {
+			n++
+		}
+	}
+	return n
 }
 
 // latencyRun applies the workloads at once and reports, per group and
@@ -148,7 +161,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}}
+	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{}}
 
 	start := time.Now()
 	var want int
@@ -160,10 +173,10 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d of %d pods Running after %s", len(times.running), want, time.Since(start).Round(time.Second))
+			t.Fatalf("%d of %d pods Running after %s", times.live(), want, time.Since(start).Round(time.Second))
 		case e, open := <-w.ResultChan():
 			if !open {
-				t.Fatalf("the pod watch ended with %d of %d pods Running", len(times.running), want)
+				t.Fatalf("the pod watch ended with %d of %d pods Running", times.live(), want)
 			}
 			ev = e
 		}
@@ -172,6 +185,13 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 			continue
 		}
 		now := time.Now()
+		if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
+			if !times.gone[pod.UID] && times.group[pod.UID] != "" {
+				t.Logf("pod %s (%s) deleted %.1fs after apply; its replacement counts instead", pod.Name, pod.Spec.NodeName, time.Since(start).Seconds())
+			}
+			times.gone[pod.UID] = true
+			continue
+		}
 		if _, seen := times.created[pod.UID]; !seen {
 			times.created[pod.UID] = now
 			times.group[pod.UID] = pod.Labels["app"]
@@ -179,7 +199,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		if _, seen := times.running[pod.UID]; !seen && pod.Status.Phase == corev1.PodRunning {
 			times.running[pod.UID] = now
 		}
-		if len(times.running) >= want {
+		if times.live() >= want {
 			break
 		}
 	}
@@ -192,6 +212,9 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	groups := map[string][]time.Duration{}
 	var every []time.Duration
 	for uid, ran := range times.running {
+		if times.gone[uid] {
+			continue
+		}
 		d := ran.Sub(times.created[uid])
 		groups[times.group[uid]] = append(groups[times.group[uid]], d)
 		every = append(every, d)
