@@ -47,10 +47,13 @@ const nominationRecheck = 5 * time.Second
 // room to whichever pod it tries first. joiner owns the field only for the
 // pods it wrote it on: it moves it when the plan changes, clears it when
 // the nomination ends or the pod binds elsewhere, and never overwrites a
-// value someone else (kube-scheduler preempting) set. Where kube-scheduler
-// does not honour the field, or clears it, nothing breaks: the pod is
-// planned by the model as before, and joiner does not write the same value
-// twice.
+// value someone else (kube-scheduler preempting) set. kube-scheduler 1.36
+// clears the field each time it tries the pod and finds no node (as it
+// does while the node still carries its startup taints), so the writer
+// sets it again after each clearing while the nomination stands: one patch
+// per failed attempt, for at most the nomination window. Where
+// kube-scheduler does not honour the field nothing breaks: the pod is
+// planned by the model as before.
 type NominationWriter struct {
 	client client.Client
 	state  NominationState
@@ -112,9 +115,8 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	case current != "" && !isOwned:
 		// kube-scheduler nominated it (preemption): not joiner's to move.
-	case isOwned && owned == want:
-		// Already written: the cache has not caught up, or someone
-		// cleared or changed it since, which joiner does not fight.
+	case isOwned && owned == want && current != "":
+		// Someone changed the value joiner wrote: theirs now.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
 			return reconcile.Result{}, err

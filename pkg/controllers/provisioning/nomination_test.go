@@ -43,6 +43,9 @@ func TestNominationWriter(t *testing.T) {
 			f.refresh(t)
 			f.cluster.UpdatePod(f.pod)
 		}},
+		{name: "sets it again after kube-scheduler cleared it", want: "planned", act: func(t *testing.T, f *writerFixture) {
+			f.setNominatedNodeName(t, "")
+		}},
 		{name: "leaves a value it did not write", want: "preemptor", act: func(t *testing.T, f *writerFixture) {
 			f.setNominatedNodeName(t, "preemptor")
 			f.cluster.SetNominatedNodeName(client.ObjectKeyFromObject(f.pod), "")
