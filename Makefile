@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws bench controlplane clean
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane clean
 
 all: build
 
@@ -44,6 +44,17 @@ run: controlplane
 ## run-aws: the same demo with the AWS provider against a local EC2 (moto_server, `pip install 'moto[server]'`).
 run-aws: controlplane
 	$(GO) run ./cmd/joiner run --cloud-provider=aws --local-ec2
+
+## e2e-aws: the end-to-end suite against YOUR AWS account: launches ONE on-demand t3.micro/t3.small/t4g.micro
+## (the cheapest; about $0.01, billed for a minute or so), terminates it, deletes its launch template and instance profile.
+## Needs credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID or web identity; or AWS_ENDPOINT_URL for a local EC2), AWS_REGION
+## and CLUSTER_NAME; optional NODE_ROLE (default KarpenterNodeRole-$$CLUSTER_NAME), KUBERNETES_VERSION, CLUSTER_ENDPOINT.
+e2e-aws:
+	@if [ -z "$$AWS_ACCESS_KEY_ID$$AWS_PROFILE$$AWS_WEB_IDENTITY_TOKEN_FILE$$AWS_ENDPOINT_URL" ]; then \
+		echo "e2e-aws: no AWS credentials: set AWS_PROFILE (e.g. AWS_PROFILE=default), AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_WEB_IDENTITY_TOKEN_FILE/AWS_ROLE_ARN, and AWS_REGION (or AWS_ENDPOINT_URL for a local EC2); nothing was launched" >&2; exit 2; fi
+	@if [ -z "$$CLUSTER_NAME" ]; then \
+		echo "e2e-aws: CLUSTER_NAME is not set: set it to the cluster whose subnets and security groups carry karpenter.sh/discovery=<cluster>; nothing was launched" >&2; exit 2; fi
+	$(GO) test -tags e2eaws -count=1 -timeout 30m -v -run '^TestRealAccount$$' ./pkg/cloudprovider/aws/e2e/realaccount/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
