@@ -206,10 +206,13 @@ func Run(t *testing.T, cfg aws.Config, s Settings) {
 			t.Errorf("instance type %s has capacity %v, want cpu and memory", it.Name, it.Capacity)
 		}
 		for _, o := range it.Offerings {
-			if o.Price <= 0 {
-				t.Errorf("offering %s %s %s has price %v, want a price", it.Name, o.Zone, o.CapacityType, o.Price)
+			if !o.Available || o.CapacityType != v1.CapacityTypeOnDemand {
+				continue
 			}
-			if o.Available && o.CapacityType == v1.CapacityTypeOnDemand && o.Price < cheapestPrice {
+			if o.Price <= 0 {
+				t.Errorf("on-demand offering %s %s has price %v, want a price", it.Name, o.Zone, o.Price)
+			}
+			if o.Price < cheapestPrice {
 				cheapest, cheapestPrice = it.Name, o.Price
 			}
 		}
