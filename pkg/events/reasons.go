@@ -34,6 +34,15 @@ const (
 	Evicted           = "Evicted"
 	Disrupted         = "Disrupted"
 
+	// NodeClaim initialization timeout (joiner's: Karpenter deletes the
+	// NodeClaim silently).
+	InitializationTimeout = "InitializationTimeout"
+
+	// Forceful disruption: expiration and node repair.
+	Expired           = "Expired"
+	Unhealthy         = "Unhealthy"
+	NodeRepairBlocked = "NodeRepairBlocked"
+
 	// NodePool.
 	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )

@@ -51,6 +51,7 @@ const (
 // Drift reasons.
 const (
 	DriftZone      cloudprovider.DriftReason = "ZoneDrifted"
+	DriftImage     cloudprovider.DriftReason = "ImageDrifted"
 	DriftNodeClass cloudprovider.DriftReason = "NodeClassDrifted"
 )
 
@@ -371,6 +372,8 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 				Allocatable:  c.it.Allocatable(),
 				After:        now.Add(nc.Spec.LaunchDelay.Duration + nc.Spec.RegistrationDelay.Duration),
 				Never:        faults.NeverRegister,
+				// The device plugin that would advertise them never runs.
+				WithoutExtendedResources: faults.ExtendedResourcesMissing,
 			},
 		}
 		st.Instances[id] = inst
@@ -425,8 +428,15 @@ func otherArch(arch string) string {
 	return "arm64"
 }
 
+// imageID is the image an instance of arch launched from nc boots: one per
+// region, catalog, architecture and, when the node class pins one, image
+// version. IsDrifted compares it with the image a launch would use now.
 func imageID(nc *simv1alpha1.SimNodeClass, arch string) string {
-	return fmt.Sprintf("sim-image-%s-%s-%s", nc.Spec.Region, nc.Spec.Catalog.Name, arch)
+	id := fmt.Sprintf("sim-image-%s-%s-%s", nc.Spec.Region, nc.Spec.Catalog.Name, arch)
+	if v := nc.Spec.ImageVersion; v != "" {
+		id += "-" + v
+	}
+	return id
 }
 
 // nodeClassHash hashes what shapes an instance launched from nc (region,
@@ -563,8 +573,10 @@ func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
 }
 
 // IsDrifted implements cloudprovider.CloudProvider: an instance drifts
-// when its zone left the node class's zones, or when the node class's
-// region, catalog or tags changed since launch.
+// when its zone left the node class's zones, when it booted another image
+// than a launch would use now (spec.imageVersion changed, as an AMI does on
+// AWS), or when the node class's region, catalog or tags changed since
+// launch.
 func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
@@ -585,6 +597,9 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 	}
 	if !slices.Contains(nc.Spec.Zones, inst.Zone) {
 		return DriftZone, nil
+	}
+	if inst.ImageID != imageID(nc, inst.Labels[v1.LabelArch]) {
+		return DriftImage, nil
 	}
 	if inst.Tags[AnnotationNodeClassHash] != nodeClassHash(nc) {
 		return DriftNodeClass, nil
