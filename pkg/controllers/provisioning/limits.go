@@ -16,6 +16,9 @@ type plannedClaim struct {
 	nodePool      *v1.NodePool
 	planned       *scheduling.NewNodeClaim
 	instanceTypes []*scheduling.InstanceType
+	// reason labels the created NodeClaim in karpenter_nodeclaims_created_total
+	// ("" is "provisioning").
+	reason string
 }
 
 // fitLimits checks every planned NodeClaim against its NodePool's limits

@@ -299,8 +299,12 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
 		p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
-		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
-		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
+		reason := c.reason
+		if reason == "" {
+			reason = "provisioning"
+		}
+		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, reason).Inc()
+		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name, "reason", reason,
 			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}
