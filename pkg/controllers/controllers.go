@@ -11,9 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/disruption"
 	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/consolidation"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
@@ -140,6 +143,28 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building nodepool readiness: %w", err)
 	}
+	podEvents, err := podevents.NewController(podevents.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim podevents: %w", err)
+	}
+	consolidatable, err := consolidation.NewController(consolidation.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim consolidation: %w", err)
+	}
+	disrupt, err := disruption.NewController(disruption.Options{
+		Client:             mgr.GetClient(),
+		State:              cluster,
+		Provisioner:        prov.Provisioner,
+		Recorder:           recorder,
+		Clock:              o.Clock,
+		SpotToSpot:         o.Settings.FeatureGates.SpotToSpotConsolidation,
+		MinSavingsFraction: minSavings(o.Settings.ConsolidationMinSavings),
+		PollInterval:       o.Settings.DisruptionPollInterval,
+		ValidationPeriod:   o.Settings.DisruptionValidationPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building disruption: %w", err)
+	}
 	out := []Controller{
 		cluster,
 		prov,
@@ -149,8 +174,20 @@ func New(o Options) ([]Controller, error) {
 		gc,
 		counter,
 		readiness,
+		podEvents,
+		consolidatable,
+		disrupt,
 	}
 	return append(out, o.CloudControllers...), nil
+}
+
+// minSavings maps the setting to the engine's convention: 0 there means
+// its default, so a setting of 0 (any cheaper replacement) is negative.
+func minSavings(setting float64) float64 {
+	if setting == 0 {
+		return -1
+	}
+	return setting
 }
 
 // Register builds every controller and registers it, and the runnables,

@@ -43,6 +43,16 @@ const (
 	Unhealthy         = "Unhealthy"
 	NodeRepairBlocked = "NodeRepairBlocked"
 
+	// Voluntary disruption (emptiness, drift, consolidation).
+	DisruptionBlocked          = "DisruptionBlocked"
+	Unconsolidatable           = "Unconsolidatable"
+	DisruptionLaunching        = "DisruptionLaunching"
+	DisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	DisruptionTerminating      = "DisruptionTerminating"
+	// DriftHalted: replacements of a drifted NodePool failed to initialise,
+	// so drift stopped for it (joiner's).
+	DriftHalted = "DriftHalted"
+
 	// NodePool.
 	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )

@@ -56,6 +56,21 @@ type Options struct {
 	GCInterval    time.Duration
 	GCGracePeriod time.Duration
 
+	// FeatureGatesFlag is Karpenter's --feature-gates / FEATURE_GATES
+	// ("SpotToSpotConsolidation=true,NodeRepair=false"); Validate parses
+	// it into FeatureGates.
+	FeatureGatesFlag string
+	FeatureGates     FeatureGates
+	// ConsolidationMinSavings is the least share of the replaced nodes'
+	// price a consolidation replacement must save to be worth its
+	// evictions (joiner's; 0.05 by default).
+	ConsolidationMinSavings float64
+	// DisruptionPollInterval and DisruptionValidationPeriod tune the
+	// disruption loop (0 keeps Karpenter's 10 s and 15 s). They are hidden
+	// flags, for tests that cannot wait.
+	DisruptionPollInterval     time.Duration
+	DisruptionValidationPeriod time.Duration
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -79,8 +94,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
+	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false, comma separated [FEATURE_GATES]")
+	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
+	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
+	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
+	_ = fs.MarkHidden("disruption-poll-interval")
+	_ = fs.MarkHidden("disruption-validation-period")
 }
 
 // Default returns the options as they are with no flag and no environment.
@@ -113,6 +134,17 @@ func (o *Options) Validate() error {
 	}
 	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
 		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))
+	}
+	if gates, err := parseFeatureGates(o.FeatureGatesFlag); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.FeatureGates = gates
+	}
+	if o.ConsolidationMinSavings < 0 || o.ConsolidationMinSavings >= 1 {
+		errs = append(errs, fmt.Errorf("consolidation-min-savings %g must be at least 0 and below 1 (0.05 asks a replacement to save 5%%)", o.ConsolidationMinSavings))
+	}
+	if o.DisruptionPollInterval < 0 || o.DisruptionValidationPeriod < 0 {
+		errs = append(errs, errors.New("disruption-poll-interval and disruption-validation-period must not be negative"))
 	}
 	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
 		if port < 0 || port > 65535 {
@@ -164,6 +196,19 @@ func (o *Options) envInt(key string, def int) int {
 		return def
 	}
 	return i
+}
+
+func (o *Options) envFloat(key string, def float64) float64 {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a number", key, v))
+		return def
+	}
+	return f
 }
 
 func (o *Options) envBool(key string, def bool) bool {

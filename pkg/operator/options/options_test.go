@@ -26,6 +26,14 @@ func TestOptions(t *testing.T) {
 		{name: "max shorter than idle", args: []string{"--batch-max-duration=500ms"}, wantErr: "must not be shorter"},
 		{name: "unknown cloud", args: []string{"--cloud-provider=gcp"}, wantErr: `cloud-provider "gcp"`},
 		{name: "unknown log level", args: []string{"--log-level=warn"}, wantErr: `log-level "warn"`},
+		{name: "feature gates default off", check: func(o *Options) bool {
+			return !o.FeatureGates.SpotToSpotConsolidation && !o.FeatureGates.NodeRepair && o.ConsolidationMinSavings == 0.05
+		}},
+		{name: "feature gates from env", env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=true"}, check: func(o *Options) bool {
+			return o.FeatureGates.SpotToSpotConsolidation && !o.FeatureGates.NodeRepair
+		}},
+		{name: "unknown feature gate", args: []string{"--feature-gates=Drift=true"}, wantErr: "unrecognized feature gate: Drift"},
+		{name: "min savings out of range", env: map[string]string{"CONSOLIDATION_MIN_SAVINGS": "1.5"}, wantErr: "consolidation-min-savings 1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
