@@ -15,7 +15,7 @@ const DefaultMultiNodeMax = 1000
 // DefaultMaxSingleNodeSimulations bounds how many candidates single-node
 // consolidation simulates in one pass (Karpenter bounds it by a 3 minute
 // timeout instead; a count keeps decisions deterministic).
-const DefaultMaxSingleNodeSimulations = 32
+const DefaultMaxSingleNodeSimulations = 8
 
 // consolidationCandidates are the non-empty nodes consolidation may take,
 // cheapest to disrupt per dollar first: a node whose few, unimportant pods

@@ -13,7 +13,6 @@ type engine struct {
 	cands    []*candidate
 	allowed  map[string]map[Reason]int
 	sim      *simulator
-	capa     *capacity
 }
 
 func newEngine(in *Input) (*engine, error) {
@@ -25,13 +24,7 @@ func newEngine(in *Input) (*engine, error) {
 	return e, nil
 }
 
-// capacity is built on first use: emptiness and drift never need it.
-func (e *engine) capacity() *capacity {
-	if e.capa == nil {
-		e.capa = newCapacity(e.in.Cluster)
-	}
-	return e.capa
-}
+func (e *engine) capacity() *capacity { return e.sim.capacity() }
 
 // Decide runs the methods in Karpenter's order (emptiness, drift, multi-node
 // consolidation, single-node consolidation); the first that yields a

@@ -24,6 +24,18 @@ type simulator struct {
 	initialized map[string]bool
 	// solves counts simulations, for the benchmark and the search budget.
 	solves int
+	capa   *capacity
+	red    *reducer
+	// full turns reduce off (tests compare both).
+	full bool
+}
+
+// capacity is built on first use: emptiness and drift never need it.
+func (s *simulator) capacity() *capacity {
+	if s.capa == nil {
+		s.capa = newCapacity(s.in.Cluster)
+	}
+	return s.capa
 }
 
 func newSimulator(in *Input) *simulator {
@@ -77,6 +89,12 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 		if !gone[n.Name] {
 			snap.Nodes = append(snap.Nodes, n)
 		}
+	}
+	if !s.full {
+		if s.red == nil {
+			s.red = newReducer(s.capacity(), base)
+		}
+		snap.Nodes = s.red.reduce(snap.Nodes, snap.Pods)
 	}
 	s.solves++
 	plan, err := s.solve(&snap, scheduling.Options{RequirePreferences: true})
