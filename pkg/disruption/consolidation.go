@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
 )
 
 // DefaultMultiNodeMax bounds one multi-node command when Options does not:
@@ -197,4 +196,3 @@ func (e *engine) note(c *candidate, why string) {
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
-

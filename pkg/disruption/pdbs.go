@@ -83,4 +83,3 @@ func pdbMessage(keys []string) string {
 func evictable(p *corev1.Pod) bool {
 	return isActive(p) && !isMirrorPod(p)
 }
-

@@ -369,4 +369,3 @@ func (c *Cluster) Apply(cmd *disruption.Command) error {
 	c.Nodes = append(kept, added...)
 	return nil
 }
-
