@@ -84,6 +84,10 @@ type Input struct {
 	// PDBs are every PodDisruptionBudget; their status.disruptionsAllowed
 	// and selector decide whether a pod may be evicted.
 	PDBs []*policyv1.PodDisruptionBudget
+	// PausedDrift names the NodePools whose drift the controller stopped
+	// (their replacements failed to initialise), with why; the engine
+	// issues no drift command for their nodes and says so in verdicts.
+	PausedDrift map[string]string
 	// Options are the operator's disruption settings.
 	Options Options
 }
@@ -124,6 +128,21 @@ type Command struct {
 	SavingsPerHour float64
 	// PodsMoved counts the reschedulable pods the command evicts.
 	PodsMoved int
+	// Moves says where the simulation behind the command put each evicted
+	// pod (for simulate's dry run and explain; the kube-scheduler makes the
+	// real choice).
+	Moves []Move
+}
+
+// Move is one evicted pod and where the simulation placed it.
+type Move struct {
+	Pod *corev1.Pod
+	// From is the candidate the pod leaves.
+	From string
+	// To is the existing node it lands on; "" when it lands on
+	// Replacements[Replacement].
+	To          string
+	Replacement int
 }
 
 // Verdict is why a node is or is not a disruption candidate now, in
@@ -134,10 +153,30 @@ type Verdict struct {
 	NodePool string
 	// Candidate is true when some method may consider the node now.
 	Candidate bool
-	// Blocked is Karpenter's message when the node may not be disrupted
-	// (the DisruptionBlocked / Unconsolidatable event text), e.g.
-	// `pod "ns/name" has "karpenter.sh/do-not-disrupt" annotation`.
+	// Blocked is Karpenter's DisruptionBlocked message when a node- or
+	// pod-level rule forbids disrupting the node, e.g.
+	// `pod has "karpenter.sh/do-not-disrupt" annotation (Pod=ns/name)`.
 	Blocked string
+	// Unconsolidatable is Karpenter's Unconsolidatable message when
+	// nothing blocks the node but emptiness and consolidation may not take
+	// it (consolidation disabled, not quiet for consolidateAfter, ...) or
+	// when the simulation found no cheaper arrangement for it (`can't
+	// replace with a cheaper node`).
+	Unconsolidatable string
+	// Drifted is the NodeClaim's Drifted condition; Drift says why the
+	// drift method leaves a drifted node alone, "" when it may replace it.
+	Drifted bool
+	Drift   string
+	// Empty: the node runs no pod that would need another node.
+	Empty bool
+	// DisruptionCost is the evicted pods' cost times the node's remaining
+	// lifetime share (candidates are ranked by it against their price).
+	DisruptionCost float64
+	// Price is the node's $/h.
+	Price float64
+	// Command is the method of the Decision's command when it takes the
+	// node, "" otherwise.
+	Command Method
 }
 
 // Decision is the outcome of one Decide pass.
