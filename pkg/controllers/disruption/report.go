@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,7 +30,7 @@ func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 			break
 		}
 		n := &in.Nodes[i]
-		reasons := reasonsFor(n, in.NodePools[n.NodePool])
+		reasons := reasonsFor(n, v.Empty, in.NodePools[n.NodePool])
 		if len(reasons) == 0 || n.Deleting || n.Disrupting || !n.Initialized {
 			continue
 		}
@@ -43,14 +44,16 @@ func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 			for _, r := range reasons {
 				eligible[r]++
 			}
-			continue
 		}
-		if v.Blocked == "" {
-			continue
-		}
-		c.opts.Recorder.Publish(events.Normal(n.NodeClaim, events.DisruptionBlocked, "Disrupt", "%s", v.Blocked))
-		if n.Node != nil {
-			c.opts.Recorder.Publish(events.Normal(n.Node, events.DisruptionBlocked, "Disrupt", "%s", v.Blocked))
+		// The verdicts are stored where users and `joiner explain` look:
+		// events on the Node and its NodeClaim.
+		switch {
+		case v.Blocked != "":
+			c.publishAbout(n, events.Normal(nil, events.DisruptionBlocked, "Disrupt", "%s", v.Blocked))
+		case v.Unconsolidatable != "" && v.Command == "":
+			e := events.Normal(nil, events.Unconsolidatable, "Consolidate", "%s", v.Unconsolidatable)
+			e.DedupeTimeout = unconsolidatableDedupe
+			c.publishAbout(n, e)
 		}
 	}
 	for _, r := range v1.DisruptionReasons {
@@ -70,10 +73,24 @@ func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 	}
 }
 
+// unconsolidatableDedupe is how long the same Unconsolidatable message is
+// not repeated for a node (Karpenter's 15 minutes).
+const unconsolidatableDedupe = 15 * time.Minute
+
+// publishAbout publishes e about the node's NodeClaim and its Node.
+func (c *Controller) publishAbout(n *disruption.Node, e events.Event) {
+	e.Regarding = n.NodeClaim
+	c.opts.Recorder.Publish(e)
+	if n.Node != nil {
+		e.Regarding = n.Node
+		c.opts.Recorder.Publish(e)
+	}
+}
+
 // reasonsFor are the reasons a method may disrupt n for, from its
 // NodeClaim's conditions and its NodePool's policy; empty when no method
 // would look at it.
-func reasonsFor(n *disruption.Node, np *v1.NodePool) []disruption.Reason {
+func reasonsFor(n *disruption.Node, empty bool, np *v1.NodePool) []disruption.Reason {
 	if np == nil || n.NodeClaim == nil {
 		return nil
 	}
@@ -83,7 +100,7 @@ func reasonsFor(n *disruption.Node, np *v1.NodePool) []disruption.Reason {
 		out = append(out, disruption.ReasonDrifted)
 	}
 	if conds.IsTrue(v1.ConditionTypeConsolidatable) {
-		if reschedulable(n.Pods) == 0 {
+		if empty {
 			out = append(out, disruption.ReasonEmpty)
 		} else if np.Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyWhenEmpty {
 			out = append(out, disruption.ReasonUnderutilized)
