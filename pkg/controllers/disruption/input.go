@@ -16,7 +16,7 @@ import (
 // buildInput assembles the engine's Input: the provisioner's snapshot of
 // the cluster, every managed node the snapshot holds (priced from its
 // NodePool's instance types), every NodePool and PodDisruptionBudget.
-// NodePools whose drift is halted get a Drifted budget of zero.
+// NodePools whose drift is halted are named in PausedDrift.
 func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) {
 	snap, err := c.opts.Provisioner.Snapshot(ctx)
 	if err != nil {
@@ -41,11 +41,13 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]
-		if halted, err := c.driftHalted(ctx, np, now); err != nil {
+		if why, err := c.driftHalted(ctx, np, now); err != nil {
 			return nil, err
-		} else if halted {
-			np = np.DeepCopy()
-			np.Spec.Disruption.Budgets = append(np.Spec.Disruption.Budgets, v1.Budget{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}})
+		} else if why != "" {
+			if in.PausedDrift == nil {
+				in.PausedDrift = map[string]string{}
+			}
+			in.PausedDrift[np.Name] = why
 		}
 		in.NodePools[np.Name] = np
 	}

@@ -150,25 +150,25 @@ func haltDrift(ctx context.Context, opts *Options, pool, why string) error {
 	return nil
 }
 
-// driftHalted reports whether drift is halted for np now, and lifts the
-// halt once the NodePool changed since it was set or DriftHaltDuration
-// passed.
-func (c *Controller) driftHalted(ctx context.Context, np *v1.NodePool, now time.Time) (bool, error) {
+// driftHalted says why drift is halted for np now ("" when it is not),
+// and lifts the halt once the NodePool changed since it was set or
+// DriftHaltDuration passed.
+func (c *Controller) driftHalted(ctx context.Context, np *v1.NodePool, now time.Time) (string, error) {
 	cond := np.StatusConditions().Get(ConditionTypeDriftHalted)
 	if cond == nil || cond.Status != metav1.ConditionTrue {
-		return false, nil
+		return "", nil
 	}
 	if cond.ObservedGeneration == np.Generation && now.Sub(cond.LastTransitionTime.Time) < c.opts.DriftHaltDuration {
-		return true, nil
+		return cond.Message, nil
 	}
 	stored := np.DeepCopy()
 	np.StatusConditions().Clear(ConditionTypeDriftHalted)
 	if err := c.opts.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// Still halted until the next pass re-reads it.
-			return true, nil
+			return cond.Message, nil
 		}
-		return false, fmt.Errorf("resuming drift for nodepool %s: %w", np.Name, err)
+		return "", fmt.Errorf("resuming drift for nodepool %s: %w", np.Name, err)
 	}
-	return false, nil
+	return "", nil
 }

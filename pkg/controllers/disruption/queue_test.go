@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,8 +269,8 @@ func TestExecute(t *testing.T) {
 	}
 }
 
-// While drift is halted the pool's Input carries a zero Drifted budget;
-// changing the NodePool lifts the halt.
+// While drift is halted the Input names the pool in PausedDrift; changing
+// the NodePool lifts the halt.
 func TestDriftHaltLiftsWhenTheNodePoolChanges(t *testing.T) {
 	u := newUnit(t)
 	if err := haltDrift(u.ctx, &u.ctrl.opts, pool, "replacement nodeclaim r was deleted before it initialized"); err != nil {
@@ -279,11 +280,8 @@ func TestDriftHaltLiftsWhenTheNodePoolChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := in.NodePools[pool].AllowedDisruptions(u.clock.Now(), 10, v1.DisruptionReasonDrifted); got != 0 {
-		t.Fatalf("halted pool allows %d drift disruptions, want 0", got)
-	}
-	if got := in.NodePools[pool].AllowedDisruptions(u.clock.Now(), 10, v1.DisruptionReasonEmpty); got == 0 {
-		t.Fatal("a drift halt must not block emptiness")
+	if why := in.PausedDrift[pool]; !strings.Contains(why, "replacement nodeclaim r was deleted") {
+		t.Fatalf("PausedDrift[%s] = %q, want the halt's reason", pool, why)
 	}
 	np := &v1.NodePool{}
 	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: pool}, np); err != nil {
@@ -299,8 +297,8 @@ func TestDriftHaltLiftsWhenTheNodePoolChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := in.NodePools[pool].AllowedDisruptions(u.clock.Now(), 10, v1.DisruptionReasonDrifted); got == 0 {
-		t.Fatal("drift still halted after the NodePool changed")
+	if why, paused := in.PausedDrift[pool]; paused {
+		t.Fatalf("drift still halted after the NodePool changed: %s", why)
 	}
 }
 
