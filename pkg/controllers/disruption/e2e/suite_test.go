@@ -98,11 +98,13 @@ func startJoiner(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := controllers.Register(controllers.Options{
-		Manager:          mgr,
-		Settings:         settings,
-		CloudProvider:    cloud.Provider,
-		Clock:            clock.RealClock{},
-		Solve:            func(s *scheduling.Snapshot) (*scheduling.Plan, error) { return scheduling.Solve(s, scheduling.Options{}) },
+		Manager:       mgr,
+		Settings:      settings,
+		CloudProvider: cloud.Provider,
+		Clock:         clock.RealClock{},
+		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+			return scheduling.Solve(s, scheduling.Options{})
+		},
 		CloudControllers: []controllers.Controller{cloud.NodeClasses},
 		Runnables:        []manager.Runnable{cloud.Machines},
 	}); err != nil {
