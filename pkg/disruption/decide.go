@@ -13,6 +13,7 @@ type engine struct {
 	cands    []*candidate
 	allowed  map[string]map[Reason]int
 	sim      *simulator
+	est      *estimator
 }
 
 func newEngine(in *Input) (*engine, error) {
