@@ -69,9 +69,9 @@ func TestMethods(t *testing.T) {
 			want:  disruption.MethodDrift, candidates: []string{"a"},
 		},
 		{
-			name:  "drift paused: consolidation may still act",
-			nodes: []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "6")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){withNode(drifted)}}},
-			pause: map[string]string{"default": "replacements failed"},
+			name:    "drift paused: consolidation may still act",
+			nodes:   []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "6")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){withNode(drifted)}}},
+			pause:   map[string]string{"default": "replacements failed"},
 			verdict: map[string]string{"a": "can't replace with a cheaper node"},
 		},
 		{

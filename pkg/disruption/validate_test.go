@@ -38,8 +38,10 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "a PDB now forbids eviction", nodes: consolidation, method: disruption.MethodSingleNode,
-			change: func(in *disruption.Input) { in.PDBs = []*policyv1.PodDisruptionBudget{pdb("web", 0, map[string]string{"app": "p"})} },
-			want:   "pdb prevents pod evictions",
+			change: func(in *disruption.Input) {
+				in.PDBs = []*policyv1.PodDisruptionBudget{pdb("web", 0, map[string]string{"app": "p"})}
+			},
+			want: "pdb prevents pod evictions",
 		},
 		{
 			name: "the budget closed", nodes: consolidation, method: disruption.MethodSingleNode,
