@@ -19,6 +19,9 @@ func TestValidate(t *testing.T) {
 		return []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "1500m")}}}
 	}
 	emptiness := func() []node { return []node{{name: "a", it: "c4"}, {name: "b", it: "c4"}} }
+	repack := func() []node {
+		return []node{{name: "a", it: "c4", pods: []*corev1.Pod{pod("p", "1")}}, {name: "b", it: "c4", pods: []*corev1.Pod{pod("q", "1")}}, {name: "c", it: "c4", pods: []*corev1.Pod{pod("r", "1")}}}
+	}
 	for _, tc := range []struct {
 		name   string
 		nodes  func() []node
@@ -29,6 +32,16 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "nothing changed", nodes: consolidation, method: disruption.MethodSingleNode},
 		{name: "empty nodes still empty", nodes: emptiness, method: disruption.MethodEmptiness},
+		{name: "a repack into two nodes still holds", nodes: repack, method: disruption.MethodMultiNode},
+		{
+			name: "a repack no longer pays", nodes: repack, method: disruption.MethodMultiNode,
+			change: func(in *disruption.Input) {
+				for i := range in.Nodes {
+					in.Nodes[i].Pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = *resourceQuantity("3500m")
+				}
+			},
+			want: "re-simulation",
+		},
 		{
 			name: "a pod asks not to be disrupted", nodes: consolidation, method: disruption.MethodSingleNode,
 			change: func(in *disruption.Input) {
