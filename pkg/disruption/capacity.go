@@ -30,17 +30,20 @@ type capacity struct {
 	// spare is each schedulable node's free room, by name; total their sum.
 	spare map[string]vec
 	total vec
+	// allocatable is each node's allocatable, by name.
+	allocatable map[string]vec
 	// largest is, per resource, the most any launchable type offers.
 	largest vec
 }
 
 func newCapacity(snap *scheduling.Snapshot) *capacity {
-	c := &capacity{podReq: map[*corev1.Pod]vec{}, spare: map[string]vec{}}
+	c := &capacity{podReq: map[*corev1.Pod]vec{}, spare: map[string]vec{}, allocatable: map[string]vec{}}
 	for _, n := range snap.Nodes {
 		used := vec{}
 		for _, p := range n.Pods {
 			used = used.add(c.request(p))
 		}
+		c.allocatable[n.Name] = vecOf(n.Allocatable)
 		if !n.Initialized || n.MarkedForDeletion {
 			continue
 		}

@@ -36,75 +36,80 @@ func (e *engine) consolidationCandidates() []*candidate {
 	return out
 }
 
-// multiNode finds the longest prefix of the ranked candidates (within each
-// pool's Underutilized budget) that can go at once: deleted when their pods
-// fit on the other nodes, or replaced by one strictly cheaper node. Two
-// things make it scale where Karpenter's binary search over its first 100
-// candidates does not: a capacity bound (the prefix's pods must fit in the
-// room the other nodes leave plus one new node) caps the search without a
-// simulation, and the bound is tried first, so a cluster with room to
-// spare loses a whole budget's worth of nodes in one simulation. Only when
-// that fails does it binary-search below the bound.
+// maxRepackSimulations bounds the simulations of one multi-node search.
+const maxRepackSimulations = 4
+
+// multiNode takes as many candidates as the Underutilized budgets allow,
+// those an estimate says would save most first (see estimator), and
+// simulates removing them all at
+// once: their pods go to the other nodes' free room first and the rest to
+// new nodes the solver packs. The set is a command when every pod finds a
+// place and the new nodes, no more than the candidates, cost at least
+// MinSavingsFraction less. When it is not, the candidates whose pods found
+// no place or that do not pay for their share of the new nodes are peeled
+// off and the rest simulated again, a few times at most.
+//
+// Karpenter binary-searches prefixes of its first 100 candidates for a
+// delete or a replacement by one node, a simulation per step; this takes
+// budget-sized sets (200 nodes at 2,000) in one to four simulations, and
+// replacing N nodes by M < N, or N smaller ones, batches what Karpenter
+// does one node per command.
 func (e *engine) multiNode() (*Command, error) {
 	maxN := e.in.Options.MultiNodeMax
 	if maxN <= 0 {
 		maxN = DefaultMultiNodeMax
 	}
 	budget := newBudgetLeft(e.allowed, ReasonUnderutilized)
-	var prefix []*candidate
+	est := e.estimator()
+	type ranked struct {
+		c       *candidate
+		savings float64
+	}
+	var list []ranked
 	for _, c := range e.consolidationCandidates() {
-		if len(prefix) == maxN {
+		if s := est.savings(c); s >= e.sim.minSavings*c.node.Price {
+			list = append(list, ranked{c, s})
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].savings > list[j].savings })
+	var set []*candidate
+	for _, r := range list {
+		if len(set) == maxN {
 			break
 		}
-		if budget.take(c.node.NodePool) {
-			prefix = append(prefix, c)
-		} else {
-			e.note(c, "no disruption budget left for reason Underutilized in NodePool "+quote(c.node.NodePool))
+		if budget.take(r.c.node.NodePool) {
+			set = append(set, r.c)
 		}
 	}
-	if len(prefix) < 2 {
-		return nil, nil
-	}
-	capa := e.capacity()
-	bound, need, room := 0, vec{}, capa.total.add(capa.largest)
-	for i, c := range prefix {
-		need, room = need.add(capa.demand(c)), room.sub(capa.spare[c.node.Name])
-		if !need.fits(room) {
-			break
+	for range maxRepackSimulations {
+		if len(set) < 2 {
+			return nil, nil
 		}
-		bound = i + 1
-	}
-	if bound < 2 {
-		return nil, nil
-	}
-	try := func(k int) (*Command, error) {
-		r, err := e.sim.run(prefix[:k])
+		r, err := e.sim.run(set)
 		if err != nil {
 			return nil, err
 		}
-		cmd, _ := e.sim.command(r, MethodMultiNode, ReasonUnderutilized)
-		return cmd, nil
-	}
-	best, err := try(bound)
-	if err != nil || best != nil {
-		return best, err
-	}
-	// Largest k in [2, bound) that works, assuming (as Karpenter does)
-	// that a prefix that works makes its own prefixes work.
-	lo, hi := 1, bound-1
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		cmd, err := try(mid)
-		if err != nil {
-			return nil, err
+		if cmd, _ := e.sim.command(r, MethodMultiNode, ReasonUnderutilized); cmd != nil {
+			return cmd, nil
 		}
-		if cmd != nil {
-			best, lo = cmd, mid
-		} else {
-			hi = mid - 1
+		kept := set[:0:0]
+		for _, c := range set {
+			if !r.failed[c.node.Name] && c.node.Price-r.attributed[c.node.Name] >= e.sim.minSavings*c.node.Price {
+				kept = append(kept, c)
+			}
 		}
+		if len(kept) == len(set) {
+			// Everyone pays for itself yet the whole does not work (more
+			// new nodes than candidates, or options too dear once narrowed):
+			// drop the half that saves least.
+			sort.SliceStable(kept, func(i, j int) bool {
+				return 1-r.attributed[kept[i].node.Name]/kept[i].node.Price > 1-r.attributed[kept[j].node.Name]/kept[j].node.Price
+			})
+			kept = kept[:len(kept)/2]
+		}
+		set = kept
 	}
-	return best, nil
+	return nil, nil
 }
 
 // singleNode tries the ranked candidates one at a time: delete, or replace
@@ -115,8 +120,19 @@ func (e *engine) singleNode() (*Command, error) {
 	budget := newBudgetLeft(e.allowed, ReasonUnderutilized)
 	capa := e.capacity()
 	shapes := e.shapes()
+	est := e.estimator()
+	cands := e.consolidationCandidates()
+	savings := make(map[*candidate]float64, len(cands))
+	for _, c := range cands {
+		savings[c] = est.savings(c)
+	}
+	// Likeliest savings per unit of disruption first; the rest keep
+	// Karpenter's order (cheapest to disrupt per dollar).
+	sort.SliceStable(cands, func(i, j int) bool {
+		return savings[cands[i]]/(cands[i].cost+1) > savings[cands[j]]/(cands[j].cost+1)
+	})
 	limit := DefaultMaxSingleNodeSimulations
-	for _, c := range e.consolidationCandidates() {
+	for _, c := range cands {
 		if budget[c.node.NodePool] <= 0 {
 			e.note(c, "no disruption budget left for reason Underutilized in NodePool "+quote(c.node.NodePool))
 			continue
@@ -168,6 +184,24 @@ func (e *engine) shapes() shapeIndex {
 		idx[np.Name] = list
 	}
 	return idx
+}
+
+// cheapestFit is the price of the cheapest instance type other than the
+// candidate's own, in any pool, with room for need.
+func (idx shapeIndex) cheapestFit(c *candidate, need vec) (float64, bool) {
+	best, found := 0.0, false
+	for _, list := range idx {
+		for _, s := range list {
+			if found && s.price >= best {
+				break
+			}
+			if s.name != c.node.InstanceType && need.fits(s.alloc) {
+				best, found = s.price, true
+				break
+			}
+		}
+	}
+	return best, found
 }
 
 // cheaperFits reports whether some instance type other than the

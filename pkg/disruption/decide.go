@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // engine is one Decide or Validate pass over an Input.
@@ -13,6 +15,7 @@ type engine struct {
 	cands    []*candidate
 	allowed  map[string]map[Reason]int
 	sim      *simulator
+	est      *estimator
 }
 
 func newEngine(in *Input) (*engine, error) {
@@ -59,6 +62,8 @@ func Decide(in *Input) (*Decision, error) {
 // first): the candidates are still valid and within budget, and the
 // re-simulation still supports the command (a delete still needs no new
 // node; a replacement's instance types are among the new simulation's).
+// Call it before tainting the candidates: a tainted node is already being
+// disrupted and no longer a candidate.
 func Validate(cmd *Command, in *Input) error {
 	if cmd == nil || len(cmd.Candidates) == 0 {
 		return errors.New("command has no candidates")
@@ -109,18 +114,37 @@ func Validate(cmd *Command, in *Input) error {
 	if len(now.Replacements) != len(cmd.Replacements) {
 		return fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
 	}
+	// Each replacement of the command must still be offered, with all of
+	// its instance types, by a distinct replacement of the new simulation
+	// (the solver may list them in another order).
+	used := make([]bool, len(now.Replacements))
 	for i, want := range cmd.Replacements {
-		have := map[string]bool{}
-		for _, it := range now.Replacements[i].InstanceTypes {
-			have[it.Name] = true
-		}
-		for _, it := range want.InstanceTypes {
-			if !have[it.Name] {
-				return fmt.Errorf("replacement %d: instance type %q is no longer a valid option", i, it.Name)
+		found := false
+		for j, have := range now.Replacements {
+			if !used[j] && offersAll(have, want) {
+				used[j], found = true, true
+				break
 			}
+		}
+		if !found {
+			return fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name)
 		}
 	}
 	return nil
+}
+
+// offersAll reports whether have's launch options include all of want's.
+func offersAll(have, want *scheduling.NewNodeClaim) bool {
+	names := make(map[string]bool, len(have.InstanceTypes))
+	for _, it := range have.InstanceTypes {
+		names[it.Name] = true
+	}
+	for _, it := range want.InstanceTypes {
+		if !names[it.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 func allEmpty(cands []*candidate) bool {

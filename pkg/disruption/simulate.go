@@ -59,11 +59,17 @@ func newSimulator(in *Input) *simulator {
 // result is one simulation of removing a set of candidates.
 type result struct {
 	cands []*candidate
-	// reason is why the candidates cannot go (Karpenter's wording), ""
-	// when every pod of theirs found a place.
+	// reason is why the candidates cannot all go (Karpenter's wording),
+	// "" when every pod of theirs found a place; failed names the
+	// candidates whose pods did not.
 	reason string
-	// replacements are the new nodes that carry candidates' pods.
+	failed map[string]bool
+	// replacements are the new nodes that carry candidates' pods, and
+	// attributed each candidate's share of their price (by the cpu its
+	// pods take on them), so a search can drop the candidates that do not
+	// pay for themselves.
 	replacements []*scheduling.NewNodeClaim
+	attributed   map[string]float64
 	moves        []Move
 	price        float64 // the candidates' $/h
 }
@@ -73,7 +79,7 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 	base := s.in.Cluster
 	gone := make(map[string]bool, len(cands))
 	from := map[*corev1.Pod]string{}
-	r := &result{cands: cands}
+	r := &result{cands: cands, failed: map[string]bool{}, attributed: map[string]float64{}}
 	snap := *base
 	snap.Pods = slices.Clip(base.Pods)
 	for _, c := range cands {
@@ -101,35 +107,48 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)
 	}
+	fail := func(c string, why string) {
+		r.failed[c] = true
+		if r.reason == "" {
+			r.reason = why
+		}
+	}
 	for _, pe := range plan.Unschedulable {
-		if _, ok := from[pe.Pod]; ok {
-			r.reason = fmt.Sprintf("not all pods would schedule, pod %q: %s", podKey(pe.Pod), firstReason(pe))
-			return r, nil
+		if c, ok := from[pe.Pod]; ok {
+			fail(c, fmt.Sprintf("not all pods would schedule, pod %q: %s", podKey(pe.Pod), firstReason(pe)))
 		}
 	}
 	for _, e := range plan.Existing {
 		for _, p := range e.Pods {
-			if _, ok := from[p]; !ok {
+			c, ok := from[p]
+			if !ok {
 				continue
 			}
 			if !s.initialized[e.Node] {
-				r.reason = fmt.Sprintf("would schedule against uninitialized node %q", e.Node)
-				return r, nil
+				fail(c, fmt.Sprintf("would schedule against uninitialized node %q", e.Node))
 			}
-			r.moves = append(r.moves, Move{Pod: p, From: from[p], To: e.Node, Replacement: -1})
+			r.moves = append(r.moves, Move{Pod: p, From: c, To: e.Node, Replacement: -1})
 		}
 	}
+	capa := s.capacity()
 	for _, nc := range plan.NewNodeClaims {
-		carries := false
+		share := map[string]float64{}
+		total := 0.0
 		for _, p := range nc.Pods {
-			if _, ok := from[p]; ok {
-				carries = true
-				r.moves = append(r.moves, Move{Pod: p, From: from[p], Replacement: len(r.replacements)})
+			w := float64(capa.request(p)[0]) + 1 // +1: pods without cpu still weigh
+			total += w
+			if c, ok := from[p]; ok {
+				share[c] += w
+				r.moves = append(r.moves, Move{Pod: p, From: c, Replacement: len(r.replacements)})
 			}
 		}
-		if carries {
-			r.replacements = append(r.replacements, nc)
+		if len(share) == 0 {
+			continue
 		}
+		for c, w := range share {
+			r.attributed[c] += nc.Price * w / total
+		}
+		r.replacements = append(r.replacements, nc)
 	}
 	return r, nil
 }
@@ -153,9 +172,10 @@ func firstReason(pe scheduling.PodError) string {
 
 // command turns a simulation into a command of method, or says why it
 // is not worth one. Consolidation deletes when no new node is needed and
-// otherwise replaces N nodes by one strictly cheaper node (saving at
-// least minSavings of their price, never 1→1 with the same instance
-// type); drift takes whatever replacements the simulation needs.
+// otherwise replaces the candidates by at most as many new nodes (one for
+// single-node consolidation) that together cost at most (1 − minSavings)
+// of the candidates' price and strictly less, never 1→1 with the same
+// instance type; drift takes whatever replacements the simulation needs.
 func (s *simulator) command(r *result, method Method, reason Reason) (*Command, string) {
 	if r.reason != "" {
 		return nil, r.reason
@@ -172,15 +192,18 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 		}
 		return cmd, ""
 	}
-	if len(r.replacements) > 1 {
+	if most := len(r.cands); len(r.replacements) > most || (method == MethodSingleNode && len(r.replacements) > 1) {
 		return nil, fmt.Sprintf("can't remove without creating %d nodes", len(r.replacements))
 	}
-	nc, why := s.cheaperReplacement(r.replacements[0], r.cands, r.price)
-	if nc == nil {
+	repl, why := s.cheaperReplacements(r.replacements, r.cands, r.price)
+	if repl == nil {
 		return nil, why
 	}
-	cmd.Replacements = []*scheduling.NewNodeClaim{nc}
-	cmd.SavingsPerHour = r.price - nc.Price
+	cmd.Replacements = repl
+	cmd.SavingsPerHour = r.price
+	for _, nc := range repl {
+		cmd.SavingsPerHour -= nc.Price
+	}
 	return cmd, ""
 }
 
@@ -189,38 +212,75 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 // waiting to happen (Karpenter's rule).
 const spotToSpotMinTypes = 15
 
-// cheaperReplacement narrows the solver's replacement to launch options
-// that each cost at most (1 − minSavings) × price and strictly less than
-// price, so whichever option the cloud picks the command saves money;
-// nil with Karpenter's reason when none is left.
-func (s *simulator) cheaperReplacement(nc *scheduling.NewNodeClaim, cands []*candidate, price float64) (*scheduling.NewNodeClaim, string) {
-	reqs := slices.Clone(nc.Requirements)
+// cheaperReplacements narrows the solver's new nodes to launch options
+// such that, whichever option the cloud picks for each, together they cost
+// at most (1 − minSavings) × price and strictly less than price: each node
+// gets an allowance in proportion to its cheapest option. nil with
+// Karpenter's reason when that is impossible.
+func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []*candidate, price float64) ([]*scheduling.NewNodeClaim, string) {
+	limit := min(price*(1-s.minSavings), math.Nextafter(price, 0))
 	allSpot := true
 	for _, c := range cands {
 		allSpot = allSpot && c.node.CapacityType == v1.CapacityTypeSpot
 	}
-	spot, od := admits(reqs, v1.LabelCapacityType, v1.CapacityTypeSpot), admits(reqs, v1.LabelCapacityType, v1.CapacityTypeOnDemand)
-	spotToSpot := allSpot && spot
-	if spotToSpot && !s.in.Options.SpotToSpot {
-		return nil, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+	reqs := make([][]scheduling.Requirement, len(ncs))
+	cheapest := make([]float64, len(ncs))
+	sum := 0.0
+	for i, nc := range ncs {
+		reqs[i] = slices.Clone(nc.Requirements)
+		spot, od := admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot), admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeOnDemand)
+		if allSpot && spot && !s.in.Options.SpotToSpot {
+			return nil, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+		}
+		if spot && od {
+			// Options are priced at their spot offering below: pin the
+			// replacement to spot so a spot shortage cannot fall back to
+			// a dearer on-demand node (Karpenter does the same).
+			reqs[i] = setRequirement(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot)
+		}
+		cheapest[i] = math.Inf(1)
+		for _, it := range nc.InstanceTypes {
+			if p, ok := offeringPrice(it, reqs[i]); ok {
+				cheapest[i] = min(cheapest[i], p)
+			}
+		}
+		sum += cheapest[i]
 	}
-	if spot && od {
-		// Options are priced at their spot offering below: pin the
-		// replacement to spot so a spot shortage cannot fall back to a
-		// dearer on-demand node (Karpenter does the same).
-		reqs = setRequirement(reqs, v1.LabelCapacityType, v1.CapacityTypeSpot)
+	if sum > limit {
+		return nil, "can't replace with a cheaper node"
 	}
-	limit := min(price*(1-s.minSavings), math.Nextafter(price, 0))
+	out := make([]*scheduling.NewNodeClaim, len(ncs))
+	for i, nc := range ncs {
+		exclude := ""
+		if len(cands) == 1 && len(ncs) == 1 {
+			exclude = cands[0].node.InstanceType // never churn a node into another of its own type
+		}
+		repl, why := narrow(nc, reqs[i], cheapest[i]*limit/sum, exclude, allSpot && len(cands) == 1 && len(ncs) == 1)
+		if repl == nil {
+			return nil, why
+		}
+		out[i] = repl
+	}
+	return out, ""
+}
+
+// narrow keeps nc's launch options priced at most allowance (other than
+// exclude), cheapest first; spotToSpot applies Karpenter's single-node
+// spot-to-spot rule (at least 15 cheaper types, launch with the 15
+// cheapest).
+func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot bool) (*scheduling.NewNodeClaim, string) {
 	type priced struct {
 		it    *scheduling.InstanceType
 		price float64
 	}
 	var keep []priced
 	for _, it := range nc.InstanceTypes {
-		if len(cands) == 1 && it.Name == cands[0].node.InstanceType {
-			continue // never churn a node into another of its own type
+		if it.Name == exclude {
+			continue
 		}
-		if p, ok := offeringPrice(it, reqs); ok && p <= limit {
+		// Filter on the dearest offering the requirements allow (the cloud
+		// may pick any of them), price on the cheapest.
+		if p, ok := offeringPrice(it, reqs); ok && dearestOffering(it, reqs) <= allowance {
 			keep = append(keep, priced{it, p})
 		}
 	}
@@ -228,7 +288,7 @@ func (s *simulator) cheaperReplacement(nc *scheduling.NewNodeClaim, cands []*can
 	if len(keep) == 0 {
 		return nil, "can't replace with a cheaper node"
 	}
-	if spotToSpot && len(cands) == 1 {
+	if spotToSpot {
 		if len(keep) < spotToSpotMinTypes {
 			return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", spotToSpotMinTypes, len(keep))
 		}
@@ -310,6 +370,18 @@ func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement
 		}
 	}
 	return best, best.Price, found
+}
+
+// dearestOffering is the highest price among it's available offerings
+// that reqs allow.
+func dearestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) float64 {
+	worst := 0.0
+	for _, o := range it.Offerings {
+		if o.Available && admits(reqs, v1.LabelTopologyZone, o.Zone) && admits(reqs, v1.LabelCapacityType, o.CapacityType) {
+			worst = max(worst, o.Price)
+		}
+	}
+	return worst
 }
 
 // Launch is the instance a replacement most likely becomes: its cheapest
