@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,6 +32,10 @@ const unseenGrace = 30 * time.Second
 // as in flight: until the cache shows their NodeClaims deleting, the
 // clean-up must not mistake their taint for a stale one.
 const finishedMemory = 2 * time.Minute
+
+// writeParallelism bounds the API writes one command makes at once (a
+// 100-node emptiness command taints and deletes side by side).
+const writeParallelism = 20
 
 // Queue carries out commands: it taints the candidates, launches the
 // replacements, waits for them to initialise and then deletes the
@@ -137,7 +142,6 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 	q.mu.Unlock()
 	decisionsTotal.With(commandLabels(cmd)).Inc()
 
-	var errs []error
 	var ids []string
 	for _, c := range it.candidates {
 		if c.providerID != "" {
@@ -145,16 +149,17 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 		}
 	}
 	q.opts.State.MarkForDeletion(ids...)
-	for _, c := range it.candidates {
+	errs := make([]error, len(it.candidates))
+	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
+		c := it.candidates[i]
 		if c.node != "" {
 			if err := taint(ctx, q.opts.Client, c.node); err != nil {
-				errs = append(errs, err)
+				errs[i] = err
+				return
 			}
 		}
-		if err := setDisruptionReason(ctx, q.opts.Client, c.nodeClaim, cmd, q.opts.Clock.Now()); err != nil {
-			errs = append(errs, err)
-		}
-	}
+		errs[i] = setDisruptionReason(ctx, q.opts.Client, c.nodeClaim, cmd, q.opts.Clock.Now())
+	})
 	if err := errors.Join(errs...); err != nil {
 		q.rollBack(ctx, it, fmt.Sprintf("marking the candidates failed: %v", err), false)
 		return fmt.Errorf("starting %s command: %w", cmd.Method, err)
@@ -296,18 +301,25 @@ func lastCondition(nc *v1.NodeClaim) string {
 func (q *Queue) finish(ctx context.Context, it *item) {
 	logger := log.FromContext(ctx)
 	now := q.opts.Clock.Now()
-	pods := 0
-	for _, c := range it.candidates {
-		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.nodeClaim, UID: c.nodeClaimUID}}
-		err := q.opts.Client.Delete(ctx, nc, client.Preconditions{UID: &c.nodeClaimUID})
+	deleted := make([]bool, len(it.candidates))
+	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
+		c := it.candidates[i]
+		err := q.opts.Client.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.nodeClaim}}, client.Preconditions{UID: &c.nodeClaimUID})
 		if client.IgnoreNotFound(err) != nil {
 			logger.Error(err, "deleting disrupted nodeclaim", "nodeclaim", c.nodeClaim)
+			return
+		}
+		deleted[i] = true
+	})
+	pods := 0
+	msg := fmt.Sprintf("Disrupting Node: %s", decisionText(it.cmd))
+	for i, c := range it.candidates {
+		if !deleted[i] {
 			continue
 		}
 		pods += c.pods
 		metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(it.cmd.Reason), c.nodePool, c.capacityType).Inc()
 		evictionsTotal.WithLabelValues(c.nodePool, metricReason(it.cmd.Reason)).Add(float64(c.pods))
-		msg := fmt.Sprintf("Disrupting Node: %s", decisionText(it.cmd))
 		q.opts.Recorder.Publish(events.Normal(c.claimObj, events.DisruptionTerminating, "Disrupt", "%s", msg))
 		if c.nodeObj != nil {
 			q.opts.Recorder.Publish(events.Normal(c.nodeObj, events.DisruptionTerminating, "Disrupt", "%s", msg))
