@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -218,6 +221,9 @@ func TestExecute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := newUnit(t)
 			n1 := u.node("n1")
+			decided := testutil.ToFloat64(decisionsTotal.With(commandLabels(tc.cmd)))
+			failed := testutil.ToFloat64(queueFailures.With(commandLabels(tc.cmd)))
+			disrupted := testutil.ToFloat64(metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(tc.cmd.Reason), pool, v1.CapacityTypeOnDemand))
 			if err := u.ctrl.queue.Execute(u.ctx, tc.cmd, u.input(n1)); err != nil {
 				t.Fatal(err)
 			}
@@ -251,6 +257,19 @@ func TestExecute(t *testing.T) {
 			}
 			if u.ctrl.queue.Len() != 0 {
 				t.Errorf("queue holds %d commands, want none", u.ctrl.queue.Len())
+			}
+			if got := testutil.ToFloat64(decisionsTotal.With(commandLabels(tc.cmd))) - decided; got != 1 {
+				t.Errorf("karpenter_voluntary_disruption_decisions_total rose by %g, want 1", got)
+			}
+			wantFailed, wantDisrupted := 1.0, 0.0
+			if tc.wantDeleted {
+				wantFailed, wantDisrupted = 0, 1
+			}
+			if got := testutil.ToFloat64(queueFailures.With(commandLabels(tc.cmd))) - failed; got != wantFailed {
+				t.Errorf("queue_failures_total rose by %g, want %g", got, wantFailed)
+			}
+			if got := testutil.ToFloat64(metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(tc.cmd.Reason), pool, v1.CapacityTypeOnDemand)) - disrupted; got != wantDisrupted {
+				t.Errorf("karpenter_nodeclaims_disrupted_total rose by %g, want %g", got, wantDisrupted)
 			}
 			reasons := u.events.Reasons()
 			for _, want := range tc.wantEvents {
@@ -327,5 +346,32 @@ func TestCleanUpRemovesStaleDisruptedTaints(t *testing.T) {
 	}
 	if !hasDisruptedTaint(u.getNode("busy")) {
 		t.Error("the taint of a candidate in flight was removed")
+	}
+}
+
+// The pods a finished command evicts count in the trailing hour, and only
+// there; DaemonSet pods do not count.
+func TestEvictionsLastHour(t *testing.T) {
+	u := newUnit(t)
+	n1 := u.node("n1")
+	for i, owner := range []string{"ReplicaSet", "ReplicaSet", "DaemonSet"} {
+		n1.Pods = append(n1.Pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: "p" + string(rune('0'+i)), Namespace: "default",
+			OwnerReferences: []metav1.OwnerReference{{Kind: owner, Name: "x", Controller: ptr.To(true)}},
+		}})
+	}
+	cmd := &disruption.Command{Method: disruption.MethodSingleNode, Reason: disruption.ReasonUnderutilized, Candidates: []string{"n1"}}
+	if err := u.ctrl.queue.Execute(u.ctx, cmd, u.input(n1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.ctrl.queue.EvictionsLastHour(); got != 2 {
+		t.Fatalf("evictions in the last hour = %d, want 2", got)
+	}
+	if got := testutil.ToFloat64(evictionsLastHour); got != 2 {
+		t.Fatalf("joiner_voluntary_disruption_evictions_last_hour = %g, want 2", got)
+	}
+	u.clock.Step(61 * time.Minute)
+	if got := u.ctrl.queue.EvictionsLastHour(); got != 0 {
+		t.Fatalf("an hour later, evictions in the last hour = %d, want 0", got)
 	}
 }

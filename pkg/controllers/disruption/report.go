@@ -20,7 +20,7 @@ import (
 func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 	for pool, reasons := range dec.Allowed {
 		for reason, n := range reasons {
-			allowedDisruptions.WithLabelValues(pool, string(reason)).Set(float64(n))
+			allowedDisruptions.WithLabelValues(pool, metricReason(reason)).Set(float64(n))
 		}
 	}
 	eligible := map[disruption.Reason]int{}
