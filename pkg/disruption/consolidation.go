@@ -137,9 +137,15 @@ func (e *engine) singleNode() (*Command, error) {
 			e.note(c, "no disruption budget left for reason Underutilized in NodePool "+quote(c.node.NodePool))
 			continue
 		}
-		need := capa.demand(c)
-		deletable := need.fits(capa.total.sub(capa.spare[c.node.Name]))
-		if !deletable && !shapes.cheaperFits(c, need, c.node.Price*(1-e.sim.minSavings)) {
+		// Necessary conditions: the pods fit in the other nodes' room
+		// (delete), or what the room cannot hold fits a cheaper type.
+		need, room := capa.demand(c), capa.total.sub(capa.spare[c.node.Name])
+		rest := need.sub(room)
+		for i := range rest {
+			rest[i] = max(rest[i], 0)
+		}
+		deletable := need.fits(room)
+		if !deletable && !shapes.cheaperFits(c, rest, c.node.Price*(1-e.sim.minSavings)) {
 			e.note(c, "can't replace with a cheaper node")
 			continue
 		}

@@ -11,9 +11,12 @@
 // NodePool per reason.
 //
 // Consolidation decides with the same solver provisioning uses
-// (scheduling.Solve), on a copy of the snapshot with the candidates removed
-// and their pods pending, so a command never relies on capacity the
-// provisioner would not find.
+// (scheduling.Solve, preferences held as requirements), on a copy of the
+// snapshot with the candidates removed and their pods pending, so a
+// command never relies on capacity the provisioner would not find. A
+// command deletes nodes, or replaces N of them by at most N strictly
+// cheaper ones (Karpenter: one) saving at least MinSavingsFraction. See
+// README.md for the flow and the benchmark.
 //
 // The package never talks to the API server, never reads a clock and never
 // calls a cloud provider: the controller in pkg/controllers/disruption

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -47,9 +48,26 @@ func isActive(p *corev1.Pod) bool {
 }
 
 // isReschedulable reports whether p must find another node when its node
-// goes: an active pod that neither a DaemonSet nor the kubelet places.
+// goes: an active pod that neither a DaemonSet nor the kubelet places, or a
+// terminating StatefulSet pod (its replacement waits for it, so Karpenter
+// plans room for it).
 func isReschedulable(p *corev1.Pod) bool {
-	return isActive(p) && !isDaemonSetPod(p) && !isMirrorPod(p)
+	return (isActive(p) || (p.DeletionTimestamp != nil && ownedBy(p, "StatefulSet"))) && !isDaemonSetPod(p) && !isMirrorPod(p)
+}
+
+func ownedBy(p *corev1.Pod, kind string) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// toleratesDisrupted reports whether p tolerates the karpenter.sh/disrupted
+// NoSchedule taint: the drain leaves such pods where they are.
+func toleratesDisrupted(p *corev1.Pod) bool {
+	return corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &v1.DisruptedNoScheduleTaint, false)
 }
 
 // doNotDisrupt reports whether an active pod's karpenter.sh/do-not-disrupt

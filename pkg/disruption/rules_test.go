@@ -58,6 +58,27 @@ func TestCandidateRules(t *testing.T) {
 		{name: "pod do-not-disrupt duration over", a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1", annotated(v1.AnnotationDoNotDisrupt, "30m"))}}, candidate: true},
 		{name: "PDB with no disruptions allowed", a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1")}}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, map[string]string{"app": "p"})}, blocked: "pdb prevents pod evictions (PodDisruptionBudget=[default/web])"},
 		{name: "PDB that allows one", a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1")}}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 1, map[string]string{"app": "p"})}, candidate: true},
+		{
+			name: "PDB over a pod that tolerates the disrupted taint", pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, map[string]string{"app": "p"})},
+			a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpExists}}
+			})}},
+			candidate: true,
+		},
+		{
+			name: "a terminating StatefulSet pod still needs room", a: node{it: "c4", pods: []*corev1.Pod{pod("s", "1", func(p *corev1.Pod) {
+				now := metav1.NewTime(fixtureNow)
+				p.DeletionTimestamp, p.OwnerReferences = &now, []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db"}}
+			})}},
+			candidate: true, empty: false,
+		},
+		{
+			name: "a terminating Deployment pod does not", a: node{it: "c4", pods: []*corev1.Pod{pod("d", "1", func(p *corev1.Pod) {
+				now := metav1.NewTime(fixtureNow)
+				p.DeletionTimestamp = &now
+			})}},
+			candidate: true, empty: true,
+		},
 		{name: "PDB selecting other pods", a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1")}}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, map[string]string{"app": "other"})}, candidate: true},
 		{
 			name: "two PDBs on one pod", a: node{it: "c4", pods: []*corev1.Pod{pod("p", "1")}},

@@ -1,0 +1,106 @@
+package disruption_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+func anyCapacityType(np *v1.NodePool) { np.Spec.Template.Spec.Requirements = nil }
+
+func capacityTypes(r *scheduling.NewNodeClaim) []string {
+	for _, req := range r.Requirements {
+		if req.Key == v1.LabelCapacityType {
+			return req.Values
+		}
+	}
+	return nil
+}
+
+// TestSpotToSpot: with the gate on and at least 15 cheaper spot types, a
+// spot node is replaced by a spot node offered as the 15 cheapest types.
+func TestSpotToSpot(t *testing.T) {
+	in := input(t, pool(anyCapacityType), node{name: "a", it: "c8", capacityType: "spot", pods: []*corev1.Pod{pod("p", "500m")}})
+	its := []*scheduling.InstanceType{instanceType("c8", 8, 8)}
+	for i := range 20 {
+		its = append(its, instanceType(fmt.Sprintf("s%02d", i), 1, 1+float64(i)/10))
+	}
+	in.Cluster.InstanceTypes["default"] = its
+	in.Options.SpotToSpot = true
+	d, err := disruption.Decide(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Command == nil || d.Command.Method != disruption.MethodSingleNode {
+		t.Fatalf("command %+v, verdict %+v", d.Command, d.Verdicts[0])
+	}
+	checkCommand(t, in, d)
+	r := d.Command.Replacements[0]
+	if len(r.InstanceTypes) != 15 || r.InstanceTypes[0].Name != "s00" {
+		t.Errorf("%d launch options from %s, want the 15 cheapest", len(r.InstanceTypes), r.InstanceTypes[0].Name)
+	}
+	if ct := capacityTypes(r); len(ct) != 1 || ct[0] != "spot" {
+		t.Errorf("capacity types %v, want spot", ct)
+	}
+}
+
+// TestOnDemandToSpotIsPinned: an on-demand node whose replacement may be
+// spot or on-demand is priced, and pinned, as spot.
+func TestOnDemandToSpotIsPinned(t *testing.T) {
+	in := input(t, pool(anyCapacityType), node{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "1500m")}})
+	d, err := disruption.Decide(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Command == nil {
+		t.Fatalf("no command: %+v", d.Verdicts[0])
+	}
+	checkCommand(t, in, d)
+	r := d.Command.Replacements[0]
+	if ct := capacityTypes(r); len(ct) != 1 || ct[0] != "spot" || r.Price != 1 {
+		t.Errorf("replacement %s at $%v as %v, want c2 spot at $1", r.InstanceTypes[0].Name, r.Price, ct)
+	}
+}
+
+// TestPreferencesHeldDuringConsolidation: a pod that prefers its node's
+// label does not move to a node without it, even with room there.
+func TestPreferencesHeldDuringConsolidation(t *testing.T) {
+	gold := func(_ *disruption.Node, en *scheduling.ExistingNode) {
+		labels := map[string]string{"tier": "gold"}
+		for k, v := range en.Labels {
+			labels[k] = v
+		}
+		en.Labels = labels
+	}
+	prefersGold := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "tier", Operator: corev1.NodeSelectorOpIn, Values: []string{"gold"}}}},
+		}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		moves bool
+	}{
+		{name: "a plain pod moves", pod: pod("p", "1"), moves: true},
+		{name: "a pod preferring gold stays", pod: pod("p", "1", prefersGold)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, pool(), node{name: "a", it: "c2", pods: []*corev1.Pod{tc.pod}, mods: []func(*disruption.Node, *scheduling.ExistingNode){gold}},
+				node{name: "b", it: "c8", pods: []*corev1.Pod{pod("q", "7")}})
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := d.Command != nil && len(d.Command.Candidates) == 1 && d.Command.Candidates[0] == "a" && len(d.Command.Replacements) == 0
+			if moved != tc.moves {
+				t.Errorf("command %+v, want a's pod moved: %v (verdict %+v)", d.Command, tc.moves, d.Verdicts[0])
+			}
+		})
+	}
+}
