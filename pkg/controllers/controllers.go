@@ -11,11 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	nodehealth "github.com/joiner-dev/joiner/pkg/controllers/node/health"
 	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/drift"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/expiration"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
+	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -89,11 +93,13 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
 	lc, err := lifecycle.NewController(lifecycle.Options{
-		Client:          mgr.GetClient(),
-		CloudProvider:   o.CloudProvider,
-		Recorder:        recorder,
-		Clock:           o.Clock,
-		RegistrationTTL: o.Settings.RegistrationTTL,
+		Client:            mgr.GetClient(),
+		CloudProvider:     o.CloudProvider,
+		Recorder:          recorder,
+		Clock:             o.Clock,
+		RegistrationTTL:   o.Settings.RegistrationTTL,
+		InitializationTTL: o.Settings.InitializationTTL,
+		Nominations:       cluster,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
@@ -140,6 +146,20 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building nodepool readiness: %w", err)
 	}
+	hash, err := nodepoolhash.NewController(nodepoolhash.Options{Client: mgr.GetClient()})
+	if err != nil {
+		return nil, fmt.Errorf("building nodepool hash: %w", err)
+	}
+	driftCtrl, err := drift.NewController(drift.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim drift: %w", err)
+	}
+	expirationCtrl, err := expiration.NewController(expiration.Options{
+		Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim expiration: %w", err)
+	}
 	out := []Controller{
 		cluster,
 		prov,
@@ -149,6 +169,18 @@ func New(o Options) ([]Controller, error) {
 		gc,
 		counter,
 		readiness,
+		hash,
+		driftCtrl,
+		expirationCtrl,
+	}
+	if o.Settings.FeatureGates.NodeRepair {
+		health, err := nodehealth.NewController(nodehealth.Options{
+			Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building node health: %w", err)
+		}
+		out = append(out, health)
 	}
 	return append(out, o.CloudControllers...), nil
 }
