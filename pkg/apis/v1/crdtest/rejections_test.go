@@ -152,7 +152,7 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			want:   `spec.disruption.budgets[0].schedule in body should match`},
 		{name: "budget schedule with a minute out of range", manifest: validNodePool,
 			mutate: []mutation{set("spec.disruption.budgets", `[{nodes: "0", schedule: "61 9 * * *", duration: 1h}]`)},
-			want:   `spec.disruption.budgets[0].schedule: Invalid value: "string": spec.disruption.budgets[].schedule: "61 9 * * *" is not a valid cron schedule`},
+			want:   `spec.disruption.budgets[0].schedule: Invalid value: "61 9 * * *": spec.disruption.budgets[].schedule: "61 9 * * *" is not a valid cron schedule`},
 		{name: "budget schedule with an unknown weekday", manifest: validNodePool,
 			mutate: []mutation{set("spec.disruption.budgets", `[{nodes: "0", schedule: "0 9 * * funday", duration: 1h}]`)},
 			want:   `"0 9 * * funday" is not a valid cron schedule`},
