@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/drift"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// launchedFromPool creates a NodeClaim stamped with the NodePool's current
+// template hash, as the provisioner stamps the NodeClaims it creates, and
+// waits until it launched.
+func (h *harness) launchedFromPool(t *testing.T) *v1.NodeClaim {
+	t.Helper()
+	np := &v1.NodePool{}
+	if err := h.kube.Get(t.Context(), client.ObjectKey{Name: h.pool}, np); err != nil {
+		t.Fatal(err)
+	}
+	nc := h.nodeClaim(t)
+	nc.Spec.StartupTaints = nil
+	nc.Annotations = map[string]string{v1.AnnotationNodePoolHash: np.Hash(), v1.AnnotationNodePoolHashVersion: v1.NodePoolHashVersion}
+	h.create(t, nc)
+	return h.condition(t, nc.Name, v1.ConditionTypeLaunched, metav1.ConditionTrue, "")
+}
+
+// TestDriftAfterNodePoolTemplateChange: the hash controller writes the
+// NodePool's hash; a template change (a new label) changes it and marks
+// the NodeClaim launched from the old template NodePoolDrifted.
+func TestDriftAfterNodePoolTemplateChange(t *testing.T) {
+	h := start(t, options{disruption: true})
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: h.pool}}
+	h.poolHash(t, np)
+	nc := h.launchedFromPool(t)
+	if c := h.drifted(t, nc.Name); c != nil {
+		t.Fatalf("a NodeClaim of an unchanged NodePool is Drifted: %+v", c)
+	}
+
+	h.update(t, np, func() { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "payments"} })
+	got := h.condition(t, nc.Name, v1.ConditionTypeDrifted, metav1.ConditionTrue, string(drift.ReasonNodePoolDrifted))
+	requireMentions(t, conditionOf(got, v1.ConditionTypeDrifted).Message, h.pool, "template changed")
+	h.poolHash(t, np)
+}
+
+// TestDriftAfterSimNodeClassImageChange: an instance records the image it
+// booted (status.imageID carries spec.imageVersion); a new image version
+// on the SimNodeClass makes it ImageDrifted.
+func TestDriftAfterSimNodeClassImageChange(t *testing.T) {
+	h := start(t, options{disruption: true, imageVersion: "v1"})
+	nc := h.launchedFromPool(t)
+	if !strings.HasSuffix(nc.Status.ImageID, "-v1") {
+		t.Fatalf("status.imageID %q does not record image version v1", nc.Status.ImageID)
+	}
+	class := &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: h.nodeClass}}
+	h.update(t, class, func() { class.Spec.ImageVersion = "v2" })
+	got := h.condition(t, nc.Name, v1.ConditionTypeDrifted, metav1.ConditionTrue, string(sim.DriftImage))
+	requireMentions(t, conditionOf(got, v1.ConditionTypeDrifted).Message, string(sim.DriftImage))
+
+	// Rolling the image back un-drifts the node.
+	h.update(t, class, func() { class.Spec.ImageVersion = "v1" })
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		if c := h.drifted(t, nc.Name); c != nil {
+			return fmt.Errorf("still drifted: %s", c.Reason)
+		}
+		return nil
+	})
+}
+
+// poolHash waits until the NodePool carries its current template hash.
+func (h *harness) poolHash(t *testing.T, np *v1.NodePool) {
+	t.Helper()
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		if err := h.kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+			return err
+		}
+		if got, want := np.Annotations[v1.AnnotationNodePoolHash], np.Hash(); got != want || np.Annotations[v1.AnnotationNodePoolHashVersion] != v1.NodePoolHashVersion {
+			return fmt.Errorf("nodepool hash annotation %q (version %q), want %q", got, np.Annotations[v1.AnnotationNodePoolHashVersion], want)
+		}
+		return nil
+	})
+}
+
+func (h *harness) drifted(t *testing.T, name string) *metav1.Condition {
+	t.Helper()
+	nc := &v1.NodeClaim{}
+	if err := h.kube.Get(t.Context(), client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc.StatusConditions().Get(v1.ConditionTypeDrifted)
+}
+
+func conditionOf(nc *v1.NodeClaim, typ string) metav1.Condition {
+	if c := nc.StatusConditions().Get(typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
