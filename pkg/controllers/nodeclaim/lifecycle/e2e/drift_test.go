@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
@@ -72,6 +74,53 @@ func TestDriftAfterSimNodeClassImageChange(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestDriftAfterNodePoolRequirementChange: requirements are not hashed;
+// a NodeClaim whose labels the NodePool's requirements no longer allow is
+// RequirementsDrifted, and a behavioural change (weight) drifts nothing.
+func TestDriftAfterNodePoolRequirementChange(t *testing.T) {
+	h := start(t, options{disruption: true})
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: h.pool}}
+	h.poolHash(t, np)
+	nc := h.launchedFromPool(t)
+	h.update(t, np, func() { np.Spec.Weight = ptr.To[int32](50) })
+	h.update(t, np, func() {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+			Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot},
+		})
+	})
+	got := h.condition(t, nc.Name, v1.ConditionTypeDrifted, metav1.ConditionTrue, string(drift.ReasonRequirementsDrifted))
+	requireMentions(t, conditionOf(got, v1.ConditionTypeDrifted).Message, "karpenter.sh/capacity-type=on-demand", "karpenter.sh/capacity-type In [spot]")
+}
+
+// TestHashVersionChangeRestamps: a NodeClaim carrying another hash version
+// (launched by Karpenter, whose hash joiner does not reproduce) is
+// re-stamped with the NodePool's hash and joiner's version, not drifted.
+func TestHashVersionChangeRestamps(t *testing.T) {
+	h := start(t, options{disruption: true})
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: h.pool}}
+	h.poolHash(t, np)
+	nc := h.nodeClaim(t)
+	nc.Annotations = map[string]string{v1.AnnotationNodePoolHash: "6543210", v1.AnnotationNodePoolHashVersion: "v3"}
+	h.create(t, nc)
+	h.condition(t, nc.Name, v1.ConditionTypeLaunched, metav1.ConditionTrue, "")
+	// Any NodePool event reconciles the hash; a behavioural change keeps
+	// the hash itself.
+	h.update(t, np, func() { np.Spec.Weight = ptr.To[int32](10) })
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		got := &v1.NodeClaim{}
+		if err := h.kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+			return err
+		}
+		if got.Annotations[v1.AnnotationNodePoolHashVersion] != v1.NodePoolHashVersion || got.Annotations[v1.AnnotationNodePoolHash] != np.Hash() {
+			return fmt.Errorf("annotations %v, want the NodePool's hash %s and version %s", got.Annotations, np.Hash(), v1.NodePoolHashVersion)
+		}
+		return nil
+	})
+	if c := h.drifted(t, nc.Name); c != nil {
+		t.Fatalf("a re-stamped NodeClaim is Drifted: %+v", c)
+	}
 }
 
 // poolHash waits until the NodePool carries its current template hash.

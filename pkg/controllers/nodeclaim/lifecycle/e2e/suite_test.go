@@ -82,6 +82,8 @@ type options struct {
 	// disruption also runs the controllers that feed disruption: NodePool
 	// hash, drift and expiration.
 	disruption bool
+	// repair runs node repair (the NodeRepair feature gate).
+	repair bool
 }
 
 // The tests share one API server and each runs its own manager, whose
@@ -165,6 +167,9 @@ func start(t *testing.T, o options) *harness {
 	}
 	if o.disruption {
 		h.registerDisruption(t, mgr, recorder)
+	}
+	if o.repair {
+		h.registerRepair(t, mgr, recorder)
 	}
 	if err := mgr.Add(machines); err != nil {
 		t.Fatal(err)
