@@ -123,6 +123,21 @@ func TestHashVersionChangeRestamps(t *testing.T) {
 	}
 }
 
+// TestDriftWhenInstanceTypeLeavesTheCatalog: narrowing the SimNodeClass's
+// catalog to other families makes a running instance's type
+// InstanceTypeNotFound.
+func TestDriftWhenInstanceTypeLeavesTheCatalog(t *testing.T) {
+	h := start(t, options{disruption: true})
+	nc := h.launchedFromPool(t)
+	if !strings.HasPrefix(nc.Labels[v1.LabelInstanceType], "m5.") {
+		t.Fatalf("launched %s, want an m5 (the cheapest amd64 family of the harness's catalog)", nc.Labels[v1.LabelInstanceType])
+	}
+	class := &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: h.nodeClass}}
+	h.update(t, class, func() { class.Spec.Catalog.InstanceFamilies = []string{"g5"} })
+	got := h.condition(t, nc.Name, v1.ConditionTypeDrifted, metav1.ConditionTrue, string(drift.ReasonInstanceTypeNotFound))
+	requireMentions(t, conditionOf(got, v1.ConditionTypeDrifted).Message, nc.Labels[v1.LabelInstanceType], "no longer offered")
+}
+
 // poolHash waits until the NodePool carries its current template hash.
 func (h *harness) poolHash(t *testing.T, np *v1.NodePool) {
 	t.Helper()
