@@ -41,9 +41,6 @@ type Options struct {
 	// registered) before it is deleted with an explanatory event.
 	InitializationTTL time.Duration
 
-	// FeatureGates enable alpha behaviour (FEATURE_GATES).
-	FeatureGates FeatureGates
-
 	MetricsPort     int
 	HealthProbePort int
 
@@ -63,6 +60,12 @@ type Options struct {
 	GCInterval    time.Duration
 	GCGracePeriod time.Duration
 
+	// FeatureGatesFlag is Karpenter's --feature-gates / FEATURE_GATES
+	// ("SpotToSpotConsolidation=true,NodeRepair=false"); Validate parses
+	// it into FeatureGates.
+	FeatureGatesFlag string
+	FeatureGates     FeatureGates
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -77,13 +80,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
 	fs.DurationVar(&o.InitializationTTL, "initialization-ttl", o.envDuration("INITIALIZATION_TTL", 15*time.Minute), "A registered NodeClaim not initialized after this long is deleted, naming the check that failed [INITIALIZATION_TTL]")
-	o.FeatureGates = DefaultFeatureGates()
-	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
-		if err := o.FeatureGates.Set(v); err != nil {
-			o.envErrs = append(o.envErrs, fmt.Errorf("environment variable FEATURE_GATES: %w", err))
-		}
-	}
-	fs.Var(&o.FeatureGates, "feature-gates", "Optional features, e.g. NodeRepair=true,SpotToSpotConsolidation=false [FEATURE_GATES]")
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
 	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", o.envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with a single replica) [DISABLE_LEADER_ELECTION]")
@@ -94,6 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
+	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false, comma separated [FEATURE_GATES]")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
 }
@@ -131,6 +128,11 @@ func (o *Options) Validate() error {
 	}
 	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
 		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))
+	}
+	if gates, err := parseFeatureGates(o.FeatureGatesFlag); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.FeatureGates = gates
 	}
 	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
 		if port < 0 || port > 65535 {

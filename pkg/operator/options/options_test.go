@@ -26,15 +26,12 @@ func TestOptions(t *testing.T) {
 		{name: "max shorter than idle", args: []string{"--batch-max-duration=500ms"}, wantErr: "must not be shorter"},
 		{name: "unknown cloud", args: []string{"--cloud-provider=gcp"}, wantErr: `cloud-provider "gcp"`},
 		{name: "unknown log level", args: []string{"--log-level=warn"}, wantErr: `log-level "warn"`},
-		{name: "feature gates default", check: func(o *Options) bool {
-			return !o.FeatureGates.NodeRepair && !o.FeatureGates.SpotToSpotConsolidation && o.FeatureGates.ReservedCapacity && o.InitializationTTL == 15*time.Minute
+		{name: "feature gates default off", check: func(o *Options) bool {
+			return !o.FeatureGates.SpotToSpotConsolidation && !o.FeatureGates.NodeRepair && o.InitializationTTL == 15*time.Minute
 		}},
-		{name: "feature gates from env", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,SpotToSpotConsolidation=false,NodeOverlay=false"},
+		{name: "node repair from env", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,SpotToSpotConsolidation=false"},
 			check: func(o *Options) bool { return o.FeatureGates.NodeRepair && !o.FeatureGates.SpotToSpotConsolidation }},
-		{name: "feature gates flag beats env", env: map[string]string{"FEATURE_GATES": "NodeRepair=true"}, args: []string{"--feature-gates=SpotToSpotConsolidation=true"},
-			check: func(o *Options) bool { return o.FeatureGates.NodeRepair && o.FeatureGates.SpotToSpotConsolidation }},
-		{name: "unknown feature gate in env", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: `unknown feature gate "Teleport"`},
-		{name: "unsupported feature gate enabled", env: map[string]string{"FEATURE_GATES": "StaticCapacity=true"}, wantErr: "feature gate StaticCapacity is not supported"},
+		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
 		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},
 		{name: "initialization ttl not positive", args: []string{"--initialization-ttl=0s"}, wantErr: "initialization-ttl 0s must be positive"},
 	}
@@ -61,33 +58,6 @@ func TestOptions(t *testing.T) {
 			}
 			if !tt.check(o) {
 				t.Fatalf("unexpected options %+v", o)
-			}
-		})
-	}
-}
-
-func TestFeatureGatesFlag(t *testing.T) {
-	for _, tc := range []struct {
-		name, value, wantErr string
-	}{
-		{name: "valid", value: "NodeRepair=true"},
-		{name: "unknown", value: "NodeRepiar=true", wantErr: `unknown feature gate "NodeRepiar"`},
-		{name: "not a bool", value: "NodeRepair=yes please", wantErr: `feature gate NodeRepair="yes please"`},
-		{name: "no value", value: "NodeRepair", wantErr: `feature gate "NodeRepair" needs a value`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := &Options{}
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			err := fs.Parse([]string{"--feature-gates=" + tc.value})
-			if tc.wantErr == "" {
-				if err != nil || !o.FeatureGates.NodeRepair {
-					t.Fatalf("Parse = %v, gates %+v", err, o.FeatureGates)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Parse = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
 	}
