@@ -12,13 +12,17 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/disruption"
+	nodehealth "github.com/joiner-dev/joiner/pkg/controllers/node/health"
 	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/consolidation"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/drift"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/expiration"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
+	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -92,11 +96,13 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
 	lc, err := lifecycle.NewController(lifecycle.Options{
-		Client:          mgr.GetClient(),
-		CloudProvider:   o.CloudProvider,
-		Recorder:        recorder,
-		Clock:           o.Clock,
-		RegistrationTTL: o.Settings.RegistrationTTL,
+		Client:            mgr.GetClient(),
+		CloudProvider:     o.CloudProvider,
+		Recorder:          recorder,
+		Clock:             o.Clock,
+		RegistrationTTL:   o.Settings.RegistrationTTL,
+		InitializationTTL: o.Settings.InitializationTTL,
+		Nominations:       cluster,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
@@ -165,6 +171,20 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building disruption: %w", err)
 	}
+	hash, err := nodepoolhash.NewController(nodepoolhash.Options{Client: mgr.GetClient()})
+	if err != nil {
+		return nil, fmt.Errorf("building nodepool hash: %w", err)
+	}
+	driftCtrl, err := drift.NewController(drift.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim drift: %w", err)
+	}
+	expirationCtrl, err := expiration.NewController(expiration.Options{
+		Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim expiration: %w", err)
+	}
 	out := []Controller{
 		cluster,
 		prov,
@@ -177,6 +197,18 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
+		hash,
+		driftCtrl,
+		expirationCtrl,
+	}
+	if o.Settings.FeatureGates.NodeRepair {
+		health, err := nodehealth.NewController(nodehealth.Options{
+			Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building node health: %w", err)
+		}
+		out = append(out, health)
 	}
 	return append(out, o.CloudControllers...), nil
 }

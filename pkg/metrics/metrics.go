@@ -71,10 +71,11 @@ var (
 	}, []string{LabelNodePool, LabelReason})
 
 	// NodeClaimsLivenessExpired counts NodeClaims deleted because they did
-	// not launch or register in time; phase is "launch" or "registration".
+	// not launch, register or initialize in time; phase is "launch",
+	// "registration" or "initialization".
 	NodeClaimsLivenessExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "nodeclaims", Name: "liveness_expired_total",
-		Help: "Number of NodeClaims deleted because they did not launch or register within their TTL, by NodePool and phase.",
+		Help: "Number of NodeClaims deleted because they did not launch, register or initialize within their TTL, by NodePool and phase.",
 	}, []string{LabelNodePool, LabelPhase})
 
 	// NodeClaimsDisrupted counts NodeClaims joiner deleted to disrupt

@@ -44,7 +44,8 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	}
 	logger.Info("starting joiner", "clusterName", settings.ClusterName, "cloudProvider", settings.CloudProvider,
 		"batchIdleDuration", settings.BatchIdleDuration.String(), "batchMaxDuration", settings.BatchMaxDuration.String(),
-		"registrationTTL", settings.RegistrationTTL.String(), "leaderElection", !settings.DisableLeaderElection)
+		"registrationTTL", settings.RegistrationTTL.String(), "initializationTTL", settings.InitializationTTL.String(),
+		"featureGates", settings.FeatureGatesFlag, "leaderElection", !settings.DisableLeaderElection)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -572,6 +572,18 @@ func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
 	return nil
 }
 
+// RepairPolicies implements cloudprovider.RepairPolicyProvider with the
+// policy every Kubernetes node has: a Node whose Ready condition is False
+// or Unknown for 30 minutes is replaced (AWS's default, without its
+// accelerator and storage agents' conditions, which simulated nodes never
+// report).
+func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+	}
+}
+
 // IsDrifted implements cloudprovider.CloudProvider: an instance drifts
 // when its zone left the node class's zones, when it booted another image
 // than a launch would use now (spec.imageVersion changed, as an AMI does on

@@ -36,6 +36,10 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
 	// before it is deleted with an explanatory event.
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long a registered NodeClaim may wait to be
+	// initialized (Ready, startup taints gone, extended resources
+	// registered) before it is deleted with an explanatory event.
+	InitializationTTL time.Duration
 
 	MetricsPort     int
 	HealthProbePort int
@@ -84,6 +88,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
+	fs.DurationVar(&o.InitializationTTL, "initialization-ttl", o.envDuration("INITIALIZATION_TTL", 15*time.Minute), "A registered NodeClaim not initialized after this long is deleted, naming the check that failed [INITIALIZATION_TTL]")
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
 	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", o.envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with a single replica) [DISABLE_LEADER_ELECTION]")
@@ -131,6 +136,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
+	}
+	if o.InitializationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("initialization-ttl %s must be positive", o.InitializationTTL))
 	}
 	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
 		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -90,9 +91,11 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	b := builder.ControllerManagedBy(mgr).
 		Named("nodeclaim.drift").
 		For(&v1.NodeClaim{}).
+		// Only spec changes of a NodePool can drift its nodes; its status
+		// changes every few seconds.
 		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return c.nodeClaims(ctx, func(nc *v1.NodeClaim) bool { return nc.Labels[v1.LabelNodePool] == o.GetName() })
-		}))
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	for _, obj := range c.opts.CloudProvider.GetSupportedNodeClasses() {
 		gvk, err := apiutil.GVKForObject(obj, c.opts.Client.Scheme())
 		if err != nil {
@@ -142,8 +145,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	stored := nc.DeepCopy()
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	var result reconcile.Result
-	if !conds.IsTrue(v1.ConditionTypeLaunched) {
-		// Nothing runs yet, so nothing can have drifted.
+	if !conds.IsTrue(v1.ConditionTypeLaunched) || nc.Labels[v1.LabelNodePool] == "" {
+		// Nothing runs yet, so nothing can have drifted; and a NodeClaim
+		// without a NodePool has no template to drift from.
 		conds.Clear(v1.ConditionTypeDrifted)
 	} else {
 		np := &v1.NodePool{}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -53,7 +54,9 @@ func NewController(opts Options) (*Controller, error) {
 func (c *Controller) Register(mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named("nodepool.hash").
-		For(&v1.NodePool{}).
+		// The template (generation) and the hash annotations themselves are
+		// all this controller reads; status updates are not its business.
+		For(&v1.NodePool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(reconcile.Func(c.Reconcile))
 	if err != nil {
