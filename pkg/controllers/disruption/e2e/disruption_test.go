@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	disruptionctrl "github.com/joiner-dev/joiner/pkg/controllers/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -33,6 +34,8 @@ func TestDisruption(t *testing.T) {
 		{"do-not-disrupt on a node blocks", blockedBy(nodeDoNotDisrupt, `disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation`)},
 		{"a budget of zero blocks", budgetZero},
 		{"a cron budget window blocks while active", cronWindow},
+		{"a drifted node is replaced", driftReplaces},
+		{"drift stops when its replacements never initialise", safeDrift},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -260,4 +263,87 @@ func cronWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.nodeCount(0, 2*time.Minute)
+}
+
+// driftReplaces: a NodePool template change drifts its node, which is
+// replaced (no validation wait for drift) and deleted once the replacement
+// initialised.
+func driftReplaces(t *testing.T) {
+	s := newScenario(t)
+	s.apply()
+	s.deployment("drift", 1, "1", nil)
+	s.running("drift", 1, 2*time.Minute)
+	old := s.nodeCount(1, time.Minute)[0]
+
+	s.editPool(func(np *v1.NodePool) {
+		np.Spec.Template.ObjectMeta.Labels = map[string]string{"example.com/team": "blue"}
+	})
+	test.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		all, err := s.claims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(all) != 1 || all[0].Name == old.Name || all[0].Labels["example.com/team"] != "blue" {
+			return fmt.Errorf("%d nodeclaims, want only a replacement of %s with the new label", len(all), old.Name)
+		}
+		return nil
+	})
+	s.running("drift", 1, time.Minute)
+	s.waitEvent(events.DisruptionTerminating, old.Name, "Disrupting Node: Drifted/Replace", time.Minute)
+}
+
+// safeDrift: the template change adds a startup taint nobody removes, so
+// the replacement never initialises and is deleted by the initialisation
+// timeout; joiner rolls back (the drifted node keeps running, untainted),
+// marks the NodePool DriftHalted and launches no further replacement.
+func safeDrift(t *testing.T) {
+	s := newScenario(t)
+	s.apply()
+	s.deployment("safe", 1, "1", nil)
+	s.running("safe", 1, 2*time.Minute)
+	old := s.nodeCount(1, time.Minute)[0]
+
+	s.editPool(func(np *v1.NodePool) {
+		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	var halted *metav1.Condition
+	test.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		np := &v1.NodePool{}
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(s.pool), np); err != nil {
+			return err
+		}
+		halted = np.StatusConditions().Get(disruptionctrl.ConditionTypeDriftHalted)
+		if halted == nil || halted.Status != metav1.ConditionTrue {
+			return fmt.Errorf("nodepool %s DriftHalted = %v", np.Name, halted)
+		}
+		return nil
+	})
+	t.Logf("DriftHalted: %s", halted.Message)
+	s.waitEvent(events.DriftHalted, s.pool.Name, "drift stopped", time.Minute)
+	// The drifted node keeps running, untainted, and nothing new launches.
+	test.Consistently(t, 8*time.Second, func(ctx context.Context) error {
+		all, err := s.claims(ctx)
+		if err != nil {
+			return err
+		}
+		for _, nc := range all {
+			if nc.Name != old.Name && nc.DeletionTimestamp == nil {
+				return fmt.Errorf("nodeclaim %s launched while drift is halted", nc.Name)
+			}
+		}
+		n := &corev1.Node{}
+		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: old.Status.NodeName}, n); err != nil {
+			return err
+		}
+		if n.DeletionTimestamp != nil {
+			return fmt.Errorf("drifted node %s is being deleted", n.Name)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == v1.TaintKeyDisrupted {
+				return fmt.Errorf("drifted node %s is still tainted %s", n.Name, v1.TaintKeyDisrupted)
+			}
+		}
+		return nil
+	})
+	s.running("safe", 1, time.Minute)
 }

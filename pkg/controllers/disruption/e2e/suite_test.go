@@ -89,6 +89,9 @@ func startJoiner(t *testing.T) {
 	settings.BatchMaxDuration = 3 * time.Second
 	settings.DisruptionPollInterval = time.Second
 	settings.DisruptionValidationPeriod = 2 * time.Second
+	// A replacement that never initialises is deleted quickly (the safe
+	// drift scenario); healthy nodes initialise within a second or two.
+	settings.InitializationTTL = 15 * time.Second
 	settings.SimStorePath = filepath.Join(t.TempDir(), "instances.json")
 	if err := settings.Validate(); err != nil {
 		t.Fatal(err)
@@ -207,6 +210,20 @@ func (s *scenario) scale(d *appsv1.Deployment, replicas int32) {
 	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Replicas = ptr.To(replicas)
 	if err := s.env.Client.Patch(s.t.Context(), cur, patch); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// editPool changes the scenario's NodePool.
+func (s *scenario) editPool(edit func(*v1.NodePool)) {
+	s.t.Helper()
+	np := &v1.NodePool{}
+	if err := s.env.Client.Get(s.t.Context(), client.ObjectKeyFromObject(s.pool), np); err != nil {
+		s.t.Fatal(err)
+	}
+	patch := client.MergeFrom(np.DeepCopy())
+	edit(np)
+	if err := s.env.Client.Patch(s.t.Context(), np, patch); err != nil {
 		s.t.Fatal(err)
 	}
 }
