@@ -159,6 +159,7 @@ func New(o Options) ([]Controller, error) {
 	}
 	disrupt, err := disruption.NewController(disruption.Options{
 		Client:             mgr.GetClient(),
+		CloudProvider:      o.CloudProvider,
 		State:              cluster,
 		Provisioner:        prov.Provisioner,
 		Recorder:           recorder,

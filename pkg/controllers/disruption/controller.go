@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -65,10 +66,14 @@ type Provisioner interface {
 // Options configure the controller.
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client      client.Client
-	State       ClusterState
-	Provisioner Provisioner
-	Recorder    events.Recorder
+	Client client.Client
+	// CloudProvider names the node class kinds joiner serves: NodeClaims
+	// of other kinds (Karpenter's own, during a migration) are never
+	// disrupted.
+	CloudProvider cloudprovider.CloudProvider
+	State         ClusterState
+	Provisioner   Provisioner
+	Recorder      events.Recorder
 	// Clock paces the loop, the validation wait and the queue's timeouts.
 	Clock clock.Clock
 
@@ -100,6 +105,9 @@ func (o *Options) validate() error {
 	if o.State == nil {
 		errs = append(errs, errors.New("cluster state is required"))
 	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("cloud provider is required"))
+	}
 	if o.Provisioner == nil {
 		errs = append(errs, errors.New("provisioner is required"))
 	}
@@ -130,8 +138,9 @@ func (o *Options) validate() error {
 // Controller decides and starts disruption commands; its Queue finishes
 // them. Both are leader-elected runnables.
 type Controller struct {
-	opts  Options
-	queue *Queue
+	opts        Options
+	queue       *Queue
+	nodeClasses cloudprovider.NodeClassKinds
 
 	// decide and validate are the engine (swapped only by this package's
 	// tests, to drive the executor with a chosen command).
@@ -144,7 +153,11 @@ func NewController(opts Options) (*Controller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("disruption options: %w", err)
 	}
-	c := &Controller{opts: opts, decide: disruption.Decide, validate: disruption.Validate}
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("disruption: %w", err)
+	}
+	c := &Controller{opts: opts, nodeClasses: kinds, decide: disruption.Decide, validate: disruption.Validate}
 	c.queue = newQueue(&c.opts)
 	return c, nil
 }
@@ -248,7 +261,7 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 func (c *Controller) cleanUp(ctx context.Context) error {
 	var errs []error
 	for _, sn := range c.opts.State.Nodes() {
-		if sn.NodeClaim == nil || c.queue.Has(sn.Name()) {
+		if sn.NodeClaim == nil || !c.nodeClasses.Manages(sn.NodeClaim.Spec.NodeClassRef) || c.queue.Has(sn.Name()) {
 			continue
 		}
 		if sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil) {

@@ -56,12 +56,14 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 	}
 	// The engine matches Nodes to the snapshot by name; the state may have
 	// moved on since the snapshot was taken, so only nodes in both count.
+	// NodeClaims of node classes joiner does not serve stay in the
+	// snapshot (their pods still count) but are never candidates.
 	inSnapshot := map[string]bool{}
 	for _, en := range snap.Cluster.Nodes {
 		inSnapshot[en.Name] = true
 	}
 	for _, sn := range c.opts.State.Nodes() {
-		if sn.NodeClaim == nil || !inSnapshot[sn.Name()] {
+		if sn.NodeClaim == nil || !inSnapshot[sn.Name()] || !c.nodeClasses.Manages(sn.NodeClaim.Spec.NodeClassRef) {
 			continue
 		}
 		in.Nodes = append(in.Nodes, c.node(sn, snap.InstanceTypes[sn.NodePool()]))

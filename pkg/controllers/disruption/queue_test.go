@@ -20,6 +20,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/apis"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	fakecloud "github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -50,11 +51,17 @@ type unit struct {
 // does (provisioning.NewNodeClaim) without planning anything.
 type fakeProvisioner struct {
 	kube    client.Client
+	state   *state.Cluster
 	created []string
 }
 
+// Snapshot holds the state's nodes, as the provisioner's would.
 func (f *fakeProvisioner) Snapshot(context.Context) (*provisioning.Snapshot, error) {
-	return &provisioning.Snapshot{Cluster: &scheduling.Snapshot{}}, nil
+	snap := &scheduling.Snapshot{}
+	for _, sn := range f.state.Nodes() {
+		snap.Nodes = append(snap.Nodes, sn.ExistingNode())
+	}
+	return &provisioning.Snapshot{Cluster: snap}, nil
 }
 
 func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, _ string) ([]*v1.NodeClaim, error) {
@@ -91,8 +98,8 @@ func newUnit(t *testing.T) *unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube}}
-	u.ctrl, err = NewController(Options{Client: kube, State: cluster, Provisioner: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
+	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube, state: cluster}}
+	u.ctrl, err = NewController(Options{Client: kube, CloudProvider: fakecloud.New(), State: cluster, Provisioner: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +109,15 @@ func newUnit(t *testing.T) *unit {
 // node creates an initialised managed node (Node + NodeClaim with the
 // termination finalizer, so a deleted NodeClaim stays visible).
 func (u *unit) node(name string) disruption.Node {
+	return u.nodeOfClass(name, &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"})
+}
+
+func (u *unit) nodeOfClass(name string, ref *v1.NodeClassReference) disruption.Node {
 	u.t.Helper()
 	pid := "sim:///zone-a/" + name
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: pool}}, Spec: corev1.NodeSpec{ProviderID: pid}}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: pool}, Finalizers: []string{v1.TerminationFinalizer}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: pool}, Finalizers: []string{v1.TerminationFinalizer}},
+		Spec: v1.NodeClaimSpec{NodeClassRef: ref}}
 	for _, o := range []client.Object{n, nc} {
 		if err := u.kube.Create(u.ctx, o); err != nil {
 			u.t.Fatal(err)
@@ -373,5 +385,27 @@ func TestEvictionsLastHour(t *testing.T) {
 	u.clock.Step(61 * time.Minute)
 	if got := u.ctrl.queue.EvictionsLastHour(); got != 0 {
 		t.Fatalf("an hour later, evictions in the last hour = %d, want 0", got)
+	}
+}
+
+// NodeClaims of node classes joiner does not serve (Karpenter's own during
+// a migration) stay in the snapshot but never reach the engine as nodes.
+func TestForeignNodeClaimsAreNeverCandidates(t *testing.T) {
+	u := newUnit(t)
+	u.node("ours")
+	u.nodeOfClass("theirs", &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"})
+	in, err := u.ctrl.buildInput(u.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range in.Nodes {
+		names = append(names, n.Name)
+	}
+	if !slices.Equal(names, []string{"ours"}) {
+		t.Fatalf("input nodes %v, want only [ours]", names)
+	}
+	if len(in.Cluster.Nodes) != 2 {
+		t.Fatalf("snapshot holds %d nodes, want both", len(in.Cluster.Nodes))
 	}
 }
