@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type ClusterState interface {
 	Synced(ctx context.Context) bool
 	// Nodes are the tracked nodes with their pods.
 	Nodes() []*state.StateNode
+	// Generation changes whenever the state does: an unchanged cluster
+	// need not be decided on again.
+	Generation() uint64
 	// MarkForDeletion keeps the provisioner from planning pods onto the
 	// candidates of a command in flight; UnmarkForDeletion undoes it.
 	MarkForDeletion(providerIDs ...string)
@@ -142,6 +146,14 @@ type Controller struct {
 	queue       *Queue
 	nodeClasses cloudprovider.NodeClassKinds
 
+	// memo remembers the last decision that found nothing to do, so an
+	// unchanged cluster is not simulated again every pass (Karpenter's
+	// consolidated-state memo).
+	memo struct {
+		key string
+		at  time.Time
+	}
+
 	// decide and validate are the engine (swapped only by this package's
 	// tests, to drive the executor with a chosen command).
 	decide   func(*disruption.Input) (*disruption.Decision, error)
@@ -206,9 +218,14 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	if err := c.cleanUp(ctx); err != nil {
 		return nil, err
 	}
+	generation := c.opts.State.Generation()
 	in, err := c.buildInput(ctx)
 	if err != nil {
 		return nil, err
+	}
+	key := memoKey(generation, in, c.queue.Len())
+	if key == c.memo.key && c.opts.Clock.Since(c.memo.at) < memoTTL {
+		return nil, nil
 	}
 	start := c.opts.Clock.Now()
 	dec, err := c.decide(in)
@@ -219,8 +236,12 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	c.report(in, dec)
 	cmd := dec.Command
 	if cmd == nil {
+		if c.memo.key != key {
+			c.memo.key, c.memo.at = key, start
+		}
 		return nil, nil
 	}
+	c.memo.key = ""
 	logger.Info("disruption command decided", "method", cmd.Method, "reason", cmd.Reason, "decision", decision(cmd),
 		"candidates", strings.Join(cmd.Candidates, ","), "replacements", len(cmd.Replacements), "savingsPerHour", cmd.SavingsPerHour, "pods", cmd.PodsMoved)
 
@@ -251,6 +272,30 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 		return nil, err
 	}
 	return cmd, nil
+}
+
+// memoTTL bounds how long an unchanged cluster is not decided on again:
+// time alone changes some answers (budget schedules, do-not-disrupt
+// durations), so the memo expires (Karpenter's 5 minutes).
+const memoTTL = 5 * time.Minute
+
+// memoKey identifies what a decision looks at: the state's generation,
+// the NodePools' and PDBs' versions, and the commands in flight.
+func memoKey(generation uint64, in *disruption.Input, inFlight int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d", generation, inFlight)
+	names := make([]string, 0, len(in.NodePools))
+	for name := range in.NodePools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "/%s@%s", name, in.NodePools[name].ResourceVersion)
+	}
+	for _, pdb := range in.PDBs {
+		fmt.Fprintf(&b, "/%s/%s@%s", pdb.Namespace, pdb.Name, pdb.ResourceVersion)
+	}
+	return b.String()
 }
 
 // cleanUp removes what no command in flight accounts for: a

@@ -409,3 +409,36 @@ func TestForeignNodeClaimsAreNeverCandidates(t *testing.T) {
 		t.Fatalf("snapshot holds %d nodes, want both", len(in.Cluster.Nodes))
 	}
 }
+
+// A pass over an unchanged cluster that found nothing to do is not
+// decided again until something changes or the memo expires.
+func TestUnchangedClusterIsNotDecidedAgain(t *testing.T) {
+	u := newUnit(t)
+	u.node("n1")
+	calls := 0
+	u.ctrl.decide = func(in *disruption.Input) (*disruption.Decision, error) {
+		calls++
+		return &disruption.Decision{Verdicts: make([]disruption.Verdict, len(in.Nodes))}, nil
+	}
+	pass := func() {
+		t.Helper()
+		if _, err := u.ctrl.Disrupt(u.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass()
+	pass()
+	if calls != 1 {
+		t.Fatalf("decided %d times on an unchanged cluster, want 1", calls)
+	}
+	u.state.UpdateNode(u.getNode("n1"))
+	pass()
+	if calls != 2 {
+		t.Fatalf("decided %d times after the state changed, want 2", calls)
+	}
+	u.clock.Step(memoTTL)
+	pass()
+	if calls != 3 {
+		t.Fatalf("decided %d times after the memo expired, want 3", calls)
+	}
+}
