@@ -66,8 +66,12 @@ type item struct {
 	// replacements are the names of the NodeClaims created for the command.
 	replacements []string
 	seen         map[string]bool
-	started      time.Time
-	deadline     time.Time
+	// launched is set (under Queue.mu) once Execute created every
+	// replacement: before that, Process must not look at the item, or a
+	// command without its replacements yet would look finished.
+	launched bool
+	started  time.Time
+	deadline time.Time
 }
 
 // candidate is what the queue needs of a candidate once the Input is gone.
@@ -191,6 +195,9 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 			events.Normal(nc, events.DisruptionWaitingReadiness, "Wait", "Waiting on readiness to continue disruption"),
 		)
 	}
+	q.mu.Lock()
+	it.launched = true
+	q.mu.Unlock()
 	log.FromContext(ctx).Info("launched replacements, waiting for them to initialize", "nodeclaims", strings.Join(it.replacements, ","), "deadline", it.deadline.UTC().Format(time.RFC3339))
 	return nil
 }
@@ -234,7 +241,12 @@ func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, e
 // or timed out.
 func (q *Queue) Process(ctx context.Context) {
 	q.mu.Lock()
-	items := append([]*item(nil), q.items...)
+	var items []*item
+	for _, it := range q.items {
+		if it.launched {
+			items = append(items, it)
+		}
+	}
 	q.mu.Unlock()
 	for _, it := range items {
 		q.process(ctx, it)
