@@ -26,6 +26,8 @@ type simulator struct {
 	solves int
 	capa   *capacity
 	red    *reducer
+	// base is the cluster the simulations start from (see withLeaving).
+	base *scheduling.Snapshot
 	// full turns reduce off (tests compare both).
 	full bool
 }
@@ -33,7 +35,7 @@ type simulator struct {
 // capacity is built on first use: emptiness and drift never need it.
 func (s *simulator) capacity() *capacity {
 	if s.capa == nil {
-		s.capa = newCapacity(s.in.Cluster)
+		s.capa = newCapacity(s.base)
 	}
 	return s.capa
 }
@@ -49,11 +51,47 @@ func newSimulator(in *Input) *simulator {
 	case s.minSavings < 0:
 		s.minSavings = 0
 	}
-	s.initialized = make(map[string]bool, len(in.Cluster.Nodes))
-	for _, n := range in.Cluster.Nodes {
+	s.base = withLeaving(in)
+	s.initialized = make(map[string]bool, len(s.base.Nodes))
+	for _, n := range s.base.Nodes {
 		s.initialized[n.Name] = n.Initialized
 	}
 	return s
+}
+
+// withLeaving is the cluster as simulations see it: the pods of nodes
+// already deleting or being disrupted are pending (they need room too, as
+// Karpenter's simulation assumes) and those nodes take no new pods.
+func withLeaving(in *Input) *scheduling.Snapshot {
+	leaving := map[string]bool{}
+	for i := range in.Nodes {
+		if n := &in.Nodes[i]; n.Deleting || n.Disrupting {
+			leaving[n.Name] = true
+		}
+	}
+	if len(leaving) == 0 {
+		return in.Cluster
+	}
+	snap := *in.Cluster
+	snap.Pods = slices.Clip(in.Cluster.Pods)
+	snap.Nodes = make([]*scheduling.ExistingNode, 0, len(in.Cluster.Nodes))
+	for _, n := range in.Cluster.Nodes {
+		if !leaving[n.Name] {
+			snap.Nodes = append(snap.Nodes, n)
+			continue
+		}
+		c := *n
+		c.MarkedForDeletion, c.Pods = true, nil
+		for _, p := range n.Pods {
+			if isReschedulable(p) {
+				snap.Pods = append(snap.Pods, p)
+			} else {
+				c.Pods = append(c.Pods, p)
+			}
+		}
+		snap.Nodes = append(snap.Nodes, &c)
+	}
+	return &snap
 }
 
 // result is one simulation of removing a set of candidates.
@@ -76,7 +114,7 @@ type result struct {
 
 // run simulates removing cands.
 func (s *simulator) run(cands []*candidate) (*result, error) {
-	base := s.in.Cluster
+	base := s.base
 	gone := make(map[string]bool, len(cands))
 	from := map[*corev1.Pod]string{}
 	r := &result{cands: cands, failed: map[string]bool{}, attributed: map[string]float64{}}
