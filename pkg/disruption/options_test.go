@@ -104,3 +104,38 @@ func TestPreferencesHeldDuringConsolidation(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacementCarriesDaemonOverhead: a replacement is sized for the
+// DaemonSet pods that will land on it too.
+func TestReplacementCarriesDaemonOverhead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		daemonSet bool
+		want      string
+	}{
+		{name: "without DaemonSets", want: "c2"},
+		{name: "with a DaemonSet", daemonSet: true, want: "c4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := []*corev1.Pod{pod("p", "1600m")}
+			if tc.daemonSet {
+				pods = append(pods, pod("agent-a", "500m", daemon))
+			}
+			in := input(t, pool(), node{name: "a", it: "c8", pods: pods})
+			if tc.daemonSet {
+				in.Cluster.DaemonSets = []*corev1.Pod{pod("agent", "500m", daemon)}
+			}
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Command == nil || len(d.Command.Replacements) != 1 {
+				t.Fatalf("command %+v, verdict %+v", d.Command, d.Verdicts[0])
+			}
+			checkCommand(t, in, d)
+			if got := d.Command.Replacements[0].InstanceTypes[0].Name; got != tc.want {
+				t.Errorf("replacement %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
