@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,6 +136,53 @@ func TestReplacementCarriesDaemonOverhead(t *testing.T) {
 			checkCommand(t, in, d)
 			if got := d.Command.Replacements[0].InstanceTypes[0].Name; got != tc.want {
 				t.Errorf("replacement %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBalancedPolicy: a Balanced NodePool consolidates only when the
+// command's share of the pool's savings is at least half its share of the
+// pool's disruption.
+func TestBalancedPolicy(t *testing.T) {
+	balancedPool := pool(func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced })
+	many := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			out = append(out, pod(fmt.Sprintf("w%d", i), "100m"))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []node
+		want  bool
+	}{
+		{
+			// deleting a saves $8 of $10 (80%) for 2 of 13 disruption (15%).
+			name:  "a big saving for little disruption",
+			nodes: []node{{name: "a", it: "c8", pods: many(1)}, {name: "b", it: "c2", pods: many(10)}},
+			want:  true,
+		},
+		{
+			// deleting a saves $2 of $10 (20%) for 11 of 13 disruption (85%).
+			name:  "a small saving for most of the disruption",
+			nodes: []node{{name: "a", it: "c2", pods: many(10)}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("big", "7")}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, balancedPool, tc.nodes...)
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Command != nil; got != tc.want {
+				t.Fatalf("command %v, want %v (verdicts %+v)", d.Command != nil, tc.want, d.Verdicts)
+			}
+			if d.Command != nil {
+				checkCommand(t, in, d)
+			} else if v := verdictOf(t, d, "a"); !strings.Contains(v.Unconsolidatable, "is Balanced") {
+				t.Errorf("verdict %+v, want the Balanced score", v)
 			}
 		})
 	}

@@ -28,6 +28,8 @@ type simulator struct {
 	red    *reducer
 	// base is the cluster the simulations start from (see withLeaving).
 	base *scheduling.Snapshot
+	// totals feed the Balanced policy's score.
+	totals poolTotals
 	// full turns reduce off (tests compare both).
 	full bool
 }
@@ -52,6 +54,7 @@ func newSimulator(in *Input) *simulator {
 		s.minSavings = 0
 	}
 	s.base = withLeaving(in)
+	s.totals = newPoolTotals(in)
 	s.initialized = make(map[string]bool, len(s.base.Nodes))
 	for _, n := range s.base.Nodes {
 		s.initialized[n.Name] = n.Initialized
@@ -221,6 +224,11 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 	cmd := &Command{Method: method, Reason: reason, Moves: r.moves, PodsMoved: len(r.moves)}
 	for _, c := range r.cands {
 		cmd.Candidates = append(cmd.Candidates, c.node.Name)
+	}
+	if method != MethodDrift {
+		if why := s.balanced(r.cands, r.attributed); why != "" {
+			return nil, why
+		}
 	}
 	if method == MethodDrift || len(r.replacements) == 0 {
 		cmd.Replacements = r.replacements
