@@ -116,6 +116,9 @@ func converge(tb testing.TB, c *scenario.Cluster, opts disruption.Options, maxRo
 		run.cpu += dc
 		run.slowestCPU = max(run.slowestCPU, dc)
 		if d.Command == nil {
+			if testing.Verbose() {
+				tb.Logf("last decision: no command, %v (cpu %v)", dt.Round(time.Millisecond), dc.Round(time.Millisecond))
+			}
 			break
 		}
 		checkCommand(tb, in, d)
