@@ -194,21 +194,21 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 	return r, nil
 }
 
-// firstReason is the solver's first reason for a pod, by key order, so
-// messages are deterministic.
+// firstReason is the solver's reason for a pod: why no existing node took
+// it, else the first NodePool's by name, so messages are deterministic.
 func firstReason(pe scheduling.PodError) string {
-	keys := make([]string, 0, len(pe.Reasons))
-	for k := range pe.Reasons {
+	if pe.Existing != nil {
+		return pe.Existing.String()
+	}
+	keys := make([]string, 0, len(pe.NodePools))
+	for k := range pe.NodePools {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
 		return "no reason given"
 	}
-	if keys[0] == scheduling.ExistingNodesReason {
-		return pe.Reasons[keys[0]]
-	}
-	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.Reasons[keys[0]])
+	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.NodePools[keys[0]])
 }
 
 // command turns a simulation into a command of method, or says why it
