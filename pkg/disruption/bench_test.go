@@ -2,7 +2,6 @@ package disruption_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -16,35 +15,14 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
 
-// scenariosDir is the shared scenarios directory: JOINER_SCENARIOS, else
-// ../shared/scenarios beside the repository root. (A local lookup until
-// pkg/scenario grows one.)
-func scenariosDir(tb testing.TB) string {
-	tb.Helper()
-	if d := os.Getenv("JOINER_SCENARIOS"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "scenarios")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the test's directory: cannot find ../shared/scenarios; set JOINER_SCENARIOS")
-		}
-		dir = parent
-	}
-}
-
 // loadCluster rebuilds a consolidation benchmark cluster; a missing file
 // fails the benchmark (the figures in the README depend on it).
 func loadCluster(tb testing.TB, name string) *scenario.Cluster {
 	tb.Helper()
-	dir := scenariosDir(tb)
+	dir, err := scenario.Dir()
+	if err != nil {
+		tb.Fatal(err)
+	}
 	c, err := scenario.LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
 	if err != nil {
 		tb.Fatalf("loading the %s consolidation cluster: %v", name, err)
@@ -116,6 +94,9 @@ func converge(tb testing.TB, c *scenario.Cluster, opts disruption.Options, maxRo
 		run.cpu += dc
 		run.slowestCPU = max(run.slowestCPU, dc)
 		if d.Command == nil {
+			if testing.Verbose() {
+				tb.Logf("last decision: no command, %v (cpu %v)", dt.Round(time.Millisecond), dc.Round(time.Millisecond))
+			}
 			break
 		}
 		checkCommand(tb, in, d)

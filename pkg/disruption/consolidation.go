@@ -41,9 +41,8 @@ const maxRepackSimulations = 4
 
 // multiNode takes as many candidates as the Underutilized budgets allow,
 // those an estimate says would save most first (see estimator), and
-// simulates removing them all at
-// once: their pods go to the other nodes' free room first and the rest to
-// new nodes the solver packs. The set is a command when every pod finds a
+// simulates removing them all at once: their pods go to the other nodes'
+// free room first and the rest to new nodes the solver packs. The set is a command when every pod finds a
 // place and the new nodes, no more than the candidates, cost at least
 // MinSavingsFraction less. When it is not, the candidates whose pods found
 // no place or that do not pay for their share of the new nodes are peeled
@@ -119,8 +118,8 @@ func (e *engine) multiNode() (*Command, error) {
 func (e *engine) singleNode() (*Command, error) {
 	budget := newBudgetLeft(e.allowed, ReasonUnderutilized)
 	capa := e.capacity()
-	shapes := e.shapes()
 	est := e.estimator()
+	shapes := est.shapes
 	cands := e.consolidationCandidates()
 	savings := make(map[*candidate]float64, len(cands))
 	for _, c := range cands {

@@ -41,7 +41,7 @@ func (e *engine) estimator() *estimator {
 	}
 	capa := e.capacity()
 	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[string]map[string]bool{}}
-	for _, n := range e.in.Cluster.Nodes {
+	for _, n := range e.sim.base.Nodes {
 		est.nodes = append(est.nodes, nodePods{n.Name, n.Pods})
 		if free, ok := capa.spare[n.Name]; ok && free[2] > 0 {
 			est.spares = append(est.spares, spareNode{n.Name, free})

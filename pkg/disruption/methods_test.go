@@ -163,3 +163,37 @@ func TestMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestLeavingPodsNeedRoom: the pods of a node being deleted need room too,
+// so consolidation does not count on the room they will take.
+func TestLeavingPodsNeedRoom(t *testing.T) {
+	deleting := func(n *disruption.Node, en *scheduling.ExistingNode) { n.Deleting, en.MarkedForDeletion = true, true }
+	for _, tc := range []struct {
+		name    string
+		leaving bool
+		want    disruption.Method
+	}{
+		{name: "room is free", want: disruption.MethodSingleNode},
+		{name: "room is claimed by a deleting node's pod", leaving: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pinned := withNode(func(n *disruption.Node) { n.Node.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+			nodes := []node{{name: "a", it: "c4", pods: []*corev1.Pod{pod("p", "3")}}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("q", "4")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){pinned}}}
+			if tc.leaving {
+				nodes = append(nodes, node{name: "gone", it: "c4", pods: []*corev1.Pod{pod("r", "4")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){deleting}})
+			}
+			d, err := disruption.Decide(input(t, pool(), nodes...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got disruption.Method
+			var cands []string
+			if d.Command != nil {
+				got, cands = d.Command.Method, d.Command.Candidates
+			}
+			if got != tc.want {
+				t.Errorf("%q of %v, want %q", got, cands, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,88 @@ func TestPreferencesHeldDuringConsolidation(t *testing.T) {
 			moved := d.Command != nil && len(d.Command.Candidates) == 1 && d.Command.Candidates[0] == "a" && len(d.Command.Replacements) == 0
 			if moved != tc.moves {
 				t.Errorf("command %+v, want a's pod moved: %v (verdict %+v)", d.Command, tc.moves, d.Verdicts[0])
+			}
+		})
+	}
+}
+
+// TestReplacementCarriesDaemonOverhead: a replacement is sized for the
+// DaemonSet pods that will land on it too.
+func TestReplacementCarriesDaemonOverhead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		daemonSet bool
+		want      string
+	}{
+		{name: "without DaemonSets", want: "c2"},
+		{name: "with a DaemonSet", daemonSet: true, want: "c4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := []*corev1.Pod{pod("p", "1600m")}
+			if tc.daemonSet {
+				pods = append(pods, pod("agent-a", "500m", daemon))
+			}
+			in := input(t, pool(), node{name: "a", it: "c8", pods: pods})
+			if tc.daemonSet {
+				in.Cluster.DaemonSets = []*corev1.Pod{pod("agent", "500m", daemon)}
+			}
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Command == nil || len(d.Command.Replacements) != 1 {
+				t.Fatalf("command %+v, verdict %+v", d.Command, d.Verdicts[0])
+			}
+			checkCommand(t, in, d)
+			if got := d.Command.Replacements[0].InstanceTypes[0].Name; got != tc.want {
+				t.Errorf("replacement %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBalancedPolicy: a Balanced NodePool consolidates only when the
+// command's share of the pool's savings is at least half its share of the
+// pool's disruption.
+func TestBalancedPolicy(t *testing.T) {
+	balancedPool := pool(func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced })
+	many := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			out = append(out, pod(fmt.Sprintf("w%d", i), "100m"))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []node
+		want  bool
+	}{
+		{
+			// deleting a saves $8 of $10 (80%) for 2 of 13 disruption (15%).
+			name:  "a big saving for little disruption",
+			nodes: []node{{name: "a", it: "c8", pods: many(1)}, {name: "b", it: "c2", pods: many(10)}},
+			want:  true,
+		},
+		{
+			// deleting a saves $2 of $10 (20%) for 11 of 13 disruption (85%).
+			name:  "a small saving for most of the disruption",
+			nodes: []node{{name: "a", it: "c2", pods: many(10)}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("big", "7")}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, balancedPool, tc.nodes...)
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Command != nil; got != tc.want {
+				t.Fatalf("command %v, want %v (verdicts %+v)", d.Command != nil, tc.want, d.Verdicts)
+			}
+			if d.Command != nil {
+				checkCommand(t, in, d)
+			} else if v := verdictOf(t, d, "a"); !strings.Contains(v.Unconsolidatable, "is Balanced") {
+				t.Errorf("verdict %+v, want the Balanced score", v)
 			}
 		})
 	}

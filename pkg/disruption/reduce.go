@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,15 +50,28 @@ type reducer struct {
 	// holders are existing pods with anti-affinity terms (they constrain
 	// whoever lands near them).
 	holders map[*corev1.Pod][]term
+	// class numbers the existing pods by their labels and anti-affinity
+	// terms: pods of one class are equally relevant to any simulation, so
+	// each simulation matches selectors once per class, not per pod.
+	class map[*corev1.Pod]int
 }
 
 func newReducer(capa *capacity, snap *scheduling.Snapshot) *reducer {
-	r := &reducer{capa: capa, terms: map[*corev1.Pod][]term{}, full: map[*corev1.Pod]corev1.ResourceList{}, holders: map[*corev1.Pod][]term{}}
+	r := &reducer{capa: capa, terms: map[*corev1.Pod][]term{}, full: map[*corev1.Pod]corev1.ResourceList{}, holders: map[*corev1.Pod][]term{}, class: map[*corev1.Pod]int{}}
+	ids := map[string]int{}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Pods {
+			key := labels.Set(p.Labels).String()
 			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 				r.holders[p] = antiTerms(a.PodAntiAffinity)
+				key += "\x00" + a.PodAntiAffinity.String()
 			}
+			id, ok := ids[key]
+			if !ok {
+				id = len(ids)
+				ids[key] = id
+			}
+			r.class[p] = id
 		}
 	}
 	return r
@@ -145,41 +160,35 @@ func (r *reducer) reduce(nodes []*scheduling.ExistingNode, moving []*corev1.Pod)
 	}
 	smallest := vec{1 << 62, 1 << 62, 1 << 62}
 	var terms []term
-	seenLabels := map[string]bool{}
+	seenLabels, seenTerms := map[string]bool{}, map[string]bool{}
 	var movingLabels []labels.Set
 	for _, p := range moving {
 		req := r.capa.request(p)
 		for i := range smallest {
 			smallest[i] = min(smallest[i], req[i])
 		}
-		terms = append(terms, r.podTerms(p)...)
+		for _, t := range r.podTerms(p) {
+			if key := fmt.Sprint(t.local, t.sel); !seenTerms[key] {
+				seenTerms[key] = true
+				terms = append(terms, t)
+			}
+		}
 		if key := labels.Set(p.Labels).String(); !seenLabels[key] {
 			seenLabels[key] = true
 			movingLabels = append(movingLabels, labels.Set(p.Labels))
 		}
 	}
 	// relevance of an existing pod: 0 none, 1 only where pods may land,
-	// 2 everywhere.
+	// 2 everywhere; the same for every pod of a class.
+	byClass := map[int]int{}
 	relevance := func(q *corev1.Pod) int {
-		level := 0
-		set := labels.Set(q.Labels)
-		for _, t := range terms {
-			if t.sel.Matches(set) {
-				if !t.local {
-					return 2
-				}
-				level = 1
-			}
+		id, known := r.class[q]
+		if level, ok := byClass[id]; known && ok {
+			return level
 		}
-		for _, t := range r.holders[q] {
-			for _, l := range movingLabels {
-				if t.sel.Matches(l) {
-					if !t.local {
-						return 2
-					}
-					level = 1
-				}
-			}
+		level := r.relevance(q, terms, movingLabels)
+		if known {
+			byClass[id] = level
 		}
 		return level
 	}
@@ -243,4 +252,30 @@ func (r *reducer) reduce(nodes []*scheduling.ExistingNode, moving []*corev1.Pod)
 		}
 	}
 	return out
+}
+
+// relevance says where q matters to pods with these terms and labels: 0
+// nowhere, 1 only on nodes they may land on, 2 everywhere.
+func (r *reducer) relevance(q *corev1.Pod, terms []term, movingLabels []labels.Set) int {
+	level := 0
+	set := labels.Set(q.Labels)
+	for _, t := range terms {
+		if t.sel.Matches(set) {
+			if !t.local {
+				return 2
+			}
+			level = 1
+		}
+	}
+	for _, t := range r.holders[q] {
+		for _, l := range movingLabels {
+			if t.sel.Matches(l) {
+				if !t.local {
+					return 2
+				}
+				level = 1
+			}
+		}
+	}
+	return level
 }

@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/joiner-dev/joiner/pkg/disruption"
@@ -33,4 +34,30 @@ func TestReducedSimulationAgrees(t *testing.T) {
 		}
 	}
 	t.Logf("%d candidates, %d differ", len(full), differ)
+}
+
+// TestDecideIsDeterministic: the same Input gives the same command, round
+// after round of a real cluster.
+func TestDecideIsDeterministic(t *testing.T) {
+	c := loadCluster(t, "diverse-1000")
+	for round := range 6 {
+		in := c.Input(benchNow, disruption.Options{})
+		a, err := disruption.Decide(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := disruption.Decide(c.Input(benchNow, disruption.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Command == nil || b.Command == nil {
+			t.Fatalf("round %d: no command", round)
+		}
+		if got, want := fmt.Sprint(b.Command.Candidates, replacementTypes(b.Command), b.Command.SavingsPerHour), fmt.Sprint(a.Command.Candidates, replacementTypes(a.Command), a.Command.SavingsPerHour); got != want {
+			t.Fatalf("round %d: %s, then %s", round, want, got)
+		}
+		if err := c.Apply(a.Command); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -26,6 +26,10 @@ type simulator struct {
 	solves int
 	capa   *capacity
 	red    *reducer
+	// base is the cluster the simulations start from (see withLeaving).
+	base *scheduling.Snapshot
+	// totals feed the Balanced policy's score.
+	totals poolTotals
 	// full turns reduce off (tests compare both).
 	full bool
 }
@@ -33,7 +37,7 @@ type simulator struct {
 // capacity is built on first use: emptiness and drift never need it.
 func (s *simulator) capacity() *capacity {
 	if s.capa == nil {
-		s.capa = newCapacity(s.in.Cluster)
+		s.capa = newCapacity(s.base)
 	}
 	return s.capa
 }
@@ -49,11 +53,48 @@ func newSimulator(in *Input) *simulator {
 	case s.minSavings < 0:
 		s.minSavings = 0
 	}
-	s.initialized = make(map[string]bool, len(in.Cluster.Nodes))
-	for _, n := range in.Cluster.Nodes {
+	s.base = withLeaving(in)
+	s.totals = newPoolTotals(in)
+	s.initialized = make(map[string]bool, len(s.base.Nodes))
+	for _, n := range s.base.Nodes {
 		s.initialized[n.Name] = n.Initialized
 	}
 	return s
+}
+
+// withLeaving is the cluster as simulations see it: the pods of nodes
+// already deleting or being disrupted are pending (they need room too, as
+// Karpenter's simulation assumes) and those nodes take no new pods.
+func withLeaving(in *Input) *scheduling.Snapshot {
+	leaving := map[string]bool{}
+	for i := range in.Nodes {
+		if n := &in.Nodes[i]; n.Deleting || n.Disrupting {
+			leaving[n.Name] = true
+		}
+	}
+	if len(leaving) == 0 {
+		return in.Cluster
+	}
+	snap := *in.Cluster
+	snap.Pods = slices.Clip(in.Cluster.Pods)
+	snap.Nodes = make([]*scheduling.ExistingNode, 0, len(in.Cluster.Nodes))
+	for _, n := range in.Cluster.Nodes {
+		if !leaving[n.Name] {
+			snap.Nodes = append(snap.Nodes, n)
+			continue
+		}
+		c := *n
+		c.MarkedForDeletion, c.Pods = true, nil
+		for _, p := range n.Pods {
+			if isReschedulable(p) {
+				snap.Pods = append(snap.Pods, p)
+			} else {
+				c.Pods = append(c.Pods, p)
+			}
+		}
+		snap.Nodes = append(snap.Nodes, &c)
+	}
+	return &snap
 }
 
 // result is one simulation of removing a set of candidates.
@@ -76,7 +117,7 @@ type result struct {
 
 // run simulates removing cands.
 func (s *simulator) run(cands []*candidate) (*result, error) {
-	base := s.in.Cluster
+	base := s.base
 	gone := make(map[string]bool, len(cands))
 	from := map[*corev1.Pod]string{}
 	r := &result{cands: cands, failed: map[string]bool{}, attributed: map[string]float64{}}
@@ -153,21 +194,21 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 	return r, nil
 }
 
-// firstReason is the solver's first reason for a pod, by key order, so
-// messages are deterministic.
+// firstReason is the solver's reason for a pod: why no existing node took
+// it, else the first NodePool's by name, so messages are deterministic.
 func firstReason(pe scheduling.PodError) string {
-	keys := make([]string, 0, len(pe.Reasons))
-	for k := range pe.Reasons {
+	if pe.Existing != nil {
+		return pe.Existing.String()
+	}
+	keys := make([]string, 0, len(pe.NodePools))
+	for k := range pe.NodePools {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
 		return "no reason given"
 	}
-	if keys[0] == scheduling.ExistingNodesReason {
-		return pe.Reasons[keys[0]]
-	}
-	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.Reasons[keys[0]])
+	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.NodePools[keys[0]])
 }
 
 // command turns a simulation into a command of method, or says why it
@@ -183,6 +224,11 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 	cmd := &Command{Method: method, Reason: reason, Moves: r.moves, PodsMoved: len(r.moves)}
 	for _, c := range r.cands {
 		cmd.Candidates = append(cmd.Candidates, c.node.Name)
+	}
+	if method != MethodDrift {
+		if why := s.balanced(r.cands, r.attributed); why != "" {
+			return nil, why
+		}
 	}
 	if method == MethodDrift || len(r.replacements) == 0 {
 		cmd.Replacements = r.replacements

@@ -11,7 +11,7 @@ import (
 )
 
 func TestLoadCluster(t *testing.T) {
-	c, err := LoadCluster(sharedScenario("diverse-1000"), filepath.Join(filepath.Dir(sharedScenario("diverse-1000")), "consolidation", "diverse-1000.half.cluster.json"))
+	c, err := LoadCluster(sharedScenario(t, "diverse-1000"), filepath.Join(filepath.Dir(sharedScenario(t, "diverse-1000")), "consolidation", "diverse-1000.half.cluster.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestLoadCluster(t *testing.T) {
 
 func TestLoadClusterErrors(t *testing.T) {
 	dir := t.TempDir()
-	scen := sharedScenario("diverse-100")
+	scen := sharedScenario(t, "diverse-100")
 	for _, tc := range []struct {
 		name, cluster, want string
 	}{

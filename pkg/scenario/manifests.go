@@ -38,6 +38,7 @@ type Manifests struct {
 	nodes        []sourced[*corev1.Node]
 	csiNodes     []*storagev1.CSINode
 	volumes      scheduling.VolumeState
+	namespaces   []sourced[*corev1.Namespace]
 	// The objects only disruption reads: NodePools as the API has them
 	// (their disruption spec), NodeClaims and PodDisruptionBudgets.
 	apiNodePools []*v1.NodePool
@@ -204,6 +205,15 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return fmt.Errorf("metadata.name: must be set")
 		}
 		m.nodes = append(m.nodes, sourced[*corev1.Node]{where, n})
+	case "/Namespace":
+		ns := &corev1.Namespace{}
+		if err := decodeStrict(js, ns); err != nil {
+			return err
+		}
+		if ns.Name == "" {
+			return fmt.Errorf("metadata.name: must be set")
+		}
+		m.namespaces = append(m.namespaces, sourced[*corev1.Namespace]{where, ns})
 	case "storage.k8s.io/CSINode":
 		n := &storagev1.CSINode{}
 		if err := decodeStrict(js, n); err != nil {

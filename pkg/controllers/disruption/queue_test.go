@@ -67,7 +67,7 @@ func (f *fakeProvisioner) Snapshot(context.Context) (*provisioning.Snapshot, err
 func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, _ string) ([]*v1.NodeClaim, error) {
 	var out []*v1.NodeClaim
 	for i, p := range planned {
-		nc := provisioning.NewNodeClaim(pools[p.NodePool], p, p.InstanceTypes)
+		nc := provisioning.NewNodeClaim(pools[p.NodePool], p)
 		nc.Name = "replacement-" + string(rune('a'+len(f.created)+i))
 		if err := f.kube.Create(ctx, nc); err != nil {
 			return out, err

@@ -42,8 +42,9 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 // before it deletes its candidates, exactly as a provisioning pass creates
 // planned ones (NewNodeClaim, deterministic names, the in-flight memory);
 // reason labels karpenter_nodeclaims_created_total (e.g. "underutilized").
-// Limits are not re-applied: the command's simulation already removed the
-// candidates whose capacity the replacements take over. created[i] is nil
+// As for a provisioning plan, the solver already kept limits (the
+// command's simulation removed the candidates whose capacity the
+// replacements take over) and the instance-type cap. created[i] is nil
 // where creating planned[i] failed.
 func (p *Provisioner) CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error) {
 	claims := make([]plannedClaim, 0, len(planned))
@@ -54,11 +55,7 @@ func (p *Provisioner) CreateReplacements(ctx context.Context, nodePools map[stri
 			errs = append(errs, fmt.Errorf("replacement names nodepool %q, which may not launch now", nc.NodePool))
 			continue
 		}
-		its := nc.InstanceTypes
-		if len(its) > MaxInstanceTypes {
-			its = its[:MaxInstanceTypes]
-		}
-		claims = append(claims, plannedClaim{nodePool: np, planned: nc, instanceTypes: its, reason: reason})
+		claims = append(claims, plannedClaim{nodePool: np, planned: nc, reason: reason})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

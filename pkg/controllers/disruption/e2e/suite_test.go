@@ -43,7 +43,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
-	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -82,34 +81,30 @@ func startJoiner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := options.Default()
-	settings.ClusterName = test.Name(t, "c")
-	settings.DisableLeaderElection = true
-	settings.BatchIdleDuration = 500 * time.Millisecond
-	settings.BatchMaxDuration = 3 * time.Second
-	settings.DisruptionPollInterval = time.Second
-	settings.DisruptionValidationPeriod = 2 * time.Second
-	// A replacement that never initialises is deleted quickly (the safe
-	// drift scenario); healthy nodes initialise within a second or two.
-	settings.InitializationTTL = 15 * time.Second
-	settings.SimStorePath = filepath.Join(t.TempDir(), "instances.json")
-	if err := settings.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cloud, err := sim.Build(mgr, sim.SetupOptions{StorePath: settings.SimStorePath, ClusterName: settings.ClusterName})
+	clusterName := test.Name(t, "c")
+	store := filepath.Join(t.TempDir(), "instances.json")
+	cloud, err := sim.Build(mgr, sim.SetupOptions{StorePath: store, ClusterName: clusterName})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := controllers.Register(controllers.Options{
 		Manager:       mgr,
-		Settings:      settings,
 		CloudProvider: cloud.Provider,
 		Clock:         clock.RealClock{},
 		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 			return scheduling.Solve(s, scheduling.Options{})
 		},
-		CloudControllers: []controllers.Controller{cloud.NodeClasses},
-		Runnables:        []manager.Runnable{cloud.Machines},
+		CloudControllers:  []controllers.Controller{cloud.NodeClasses},
+		Runnables:         []manager.Runnable{cloud.Machines},
+		BatchIdleDuration: 500 * time.Millisecond,
+		BatchMaxDuration:  3 * time.Second,
+		RegistrationTTL:   15 * time.Minute,
+		// A replacement that never initialises is deleted quickly (the
+		// safe drift scenario); healthy nodes initialise within seconds.
+		InitializationTTL:          15 * time.Second,
+		ConsolidationMinSavings:    0.05,
+		DisruptionPollInterval:     time.Second,
+		DisruptionValidationPeriod: 2 * time.Second,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -67,11 +67,10 @@ func NewController(opts Options) (*Controller, error) {
 }
 
 // Register adds the controller to mgr. It wakes on the pod transitions
-// that change what a node carries: bound, terminal, terminating.
+// that change what a node carries: bound, terminal, terminating. It lists
+// by the field indexes of state.RegisterFieldIndexes, which must be
+// registered on mgr first.
 func (c *Controller) Register(mgr manager.Manager) error {
-	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("registering nodeclaim podevents: %w", err)
-	}
 	return builder.ControllerManagedBy(mgr).
 		Named("nodeclaim.podevents").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{
