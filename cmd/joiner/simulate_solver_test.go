@@ -31,8 +31,11 @@ func TestSimulateExampleWithSolver(t *testing.T) {
 			Pods     []string `json:"pods"`
 		} `json:"nodes"`
 		Unschedulable []struct {
-			Pod     string            `json:"pod"`
-			Reasons map[string]string `json:"reasons"`
+			Pod     string `json:"pod"`
+			Reasons map[string]struct {
+				Kind    string `json:"kind"`
+				Message string `json:"message"`
+			} `json:"reasons"`
 		} `json:"unschedulable"`
 	}
 	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
@@ -66,7 +69,8 @@ func TestSimulateExampleWithSolver(t *testing.T) {
 	}
 	if len(doc.Unschedulable) == 1 {
 		u := doc.Unschedulable[0]
-		if u.Pod != "batch/too-big" || !strings.Contains(u.Reasons["default"], "no instance type") || !strings.Contains(u.Reasons["gpu"], "taint") {
+		if u.Pod != "batch/too-big" || !strings.Contains(u.Reasons["default"].Message, "no instance type") || !strings.Contains(u.Reasons["gpu"].Message, "taint") ||
+			u.Reasons["default"].Kind != "InsufficientResource" || u.Reasons["gpu"].Kind != "Taint" {
 			t.Errorf("unschedulable = %+v", u)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -24,7 +25,7 @@ func fakeSolve(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 	node := &scheduling.NewNodeClaim{NodePool: pool, InstanceTypes: its[len(its)-1:]}
 	for _, p := range s.Pods {
 		if p.Spec.Containers[0].Resources.Requests.Cpu().Value() >= 64 {
-			plan.Unschedulable = append(plan.Unschedulable, scheduling.PodError{Pod: p, Reasons: map[string]string{pool: "too big"}})
+			plan.Unschedulable = append(plan.Unschedulable, scheduling.PodError{Pod: p, NodePools: map[string]scheduling.Reason{pool: scheduling.InsufficientResource{Requests: p.Spec.Containers[0].Resources.Requests}}})
 			continue
 		}
 		node.Pods = append(node.Pods, p)
@@ -111,7 +112,7 @@ func TestSimulateYAMLExample(t *testing.T) {
 		"10 pods scheduled, 1 unschedulable",
 		"NodePool default: 1 new node",
 		"sim-east-1a,sim-east-1b,sim-east-1c",
-		"1 pod: batch/too-big\n    NodePool default: too big",
+		"1 pod: batch/too-big\n    NodePool default: no instance type satisfied resources {\"cpu\":\"512\"",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -169,17 +170,17 @@ func TestSimulateErrors(t *testing.T) {
 	}
 }
 
-// sharedScenarioPath is a shared scenario file (JOINER_SCENARIOS moves the
-// directory); the test is skipped when it is missing.
+// sharedScenarioPath is a shared scenario file (see scenario.Dir); the test
+// fails, saying where it looked, when it is missing.
 func sharedScenarioPath(t *testing.T, name string) string {
 	t.Helper()
-	dir := os.Getenv("JOINER_SCENARIOS")
-	if dir == "" {
-		dir = "/work/shared/scenarios"
+	dir, err := scenario.Dir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name+".json")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared scenarios not available: %v", err)
+		t.Fatal(err)
 	}
 	return path
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -29,7 +30,6 @@ const (
 	LabelInstanceLocalNVMe    = "karpenter.k8s.aws/instance-local-nvme"
 	LabelInstanceHypervisor   = "karpenter.k8s.aws/instance-hypervisor"
 	LabelInstanceNetBandwidth = "karpenter.k8s.aws/instance-network-bandwidth"
-	LabelCapacityType         = "karpenter.sh/capacity-type"
 
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
@@ -184,7 +184,7 @@ func build(f *family, s *size, zones []string, opts Options) *scheduling.Instanc
 	if !opts.WithoutSpot {
 		capacityTypes = []string{CapacityTypeOnDemand, CapacityTypeSpot}
 	}
-	reqs[LabelCapacityType] = capacityTypes
+	reqs[v1.LabelCapacityType] = capacityTypes
 
 	offerings := make([]scheduling.Offering, 0, len(zones)*len(capacityTypes))
 	for _, ct := range capacityTypes {

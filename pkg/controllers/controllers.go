@@ -1,11 +1,14 @@
 // Package controllers is the one place that builds and lists every joiner
-// controller. It decides which controllers run and with which of the
-// operator's settings; each controller decides its own behaviour.
+// controller. It decides which controllers run and with which settings;
+// each controller decides its own behaviour. The operator hands it plain
+// values through Options: nothing here imports pkg/operator.
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -23,7 +26,6 @@ import (
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -32,10 +34,9 @@ type Controller interface {
 	Register(mgr manager.Manager) error
 }
 
-// Options are the dependencies the controllers share.
+// Options are the dependencies and settings the controllers share.
 type Options struct {
 	Manager       manager.Manager
-	Settings      *options.Options
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.Clock
 	// Solve runs the scheduling simulation for the provisioner.
@@ -46,15 +47,29 @@ type Options struct {
 	// Runnables are extra processes to run in the manager, such as the
 	// simulated cloud's machines.
 	Runnables []manager.Runnable
+
+	// BatchIdleDuration closes a provisioning batch after this long without
+	// a new pending pod; BatchMaxDuration closes it in any case.
+	BatchIdleDuration time.Duration
+	BatchMaxDuration  time.Duration
+	// RegistrationTTL is how long a launched NodeClaim may wait for its
+	// Node before it is deleted.
+	RegistrationTTL time.Duration
+	// InitializationTTL is how long a registered NodeClaim may wait to be
+	// initialized before it is deleted (0: the lifecycle default, 15m).
+	InitializationTTL time.Duration
+	// NodeRepair runs node repair (the NodeRepair feature gate).
+	NodeRepair bool
+	// GCInterval and GCGracePeriod tune garbage collection of orphan
+	// instances (0 keeps the controller's defaults).
+	GCInterval    time.Duration
+	GCGracePeriod time.Duration
 }
 
 func (o *Options) validate() error {
 	var errs []error
 	if o.Manager == nil {
 		errs = append(errs, errors.New("manager is required"))
-	}
-	if o.Settings == nil {
-		errs = append(errs, errors.New("settings are required"))
 	}
 	if o.CloudProvider == nil {
 		errs = append(errs, errors.New("cloud provider is required"))
@@ -86,8 +101,8 @@ func New(o Options) ([]Controller, error) {
 		Recorder:          recorder,
 		Clock:             o.Clock,
 		Solve:             o.Solve,
-		BatchIdleDuration: o.Settings.BatchIdleDuration,
-		BatchMaxDuration:  o.Settings.BatchMaxDuration,
+		BatchIdleDuration: o.BatchIdleDuration,
+		BatchMaxDuration:  o.BatchMaxDuration,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
@@ -97,8 +112,8 @@ func New(o Options) ([]Controller, error) {
 		CloudProvider:     o.CloudProvider,
 		Recorder:          recorder,
 		Clock:             o.Clock,
-		RegistrationTTL:   o.Settings.RegistrationTTL,
-		InitializationTTL: o.Settings.InitializationTTL,
+		RegistrationTTL:   o.RegistrationTTL,
+		InitializationTTL: o.InitializationTTL,
 		Nominations:       cluster,
 	})
 	if err != nil {
@@ -109,8 +124,8 @@ func New(o Options) ([]Controller, error) {
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,
-		Interval:      o.Settings.GCInterval,
-		GracePeriod:   o.Settings.GCGracePeriod,
+		Interval:      o.GCInterval,
+		GracePeriod:   o.GCGracePeriod,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
@@ -173,7 +188,7 @@ func New(o Options) ([]Controller, error) {
 		driftCtrl,
 		expirationCtrl,
 	}
-	if o.Settings.FeatureGates.NodeRepair {
+	if o.NodeRepair {
 		health, err := nodehealth.NewController(nodehealth.Options{
 			Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
 		})
@@ -185,11 +200,14 @@ func New(o Options) ([]Controller, error) {
 	return append(out, o.CloudControllers...), nil
 }
 
-// Register builds every controller and registers it, and the runnables,
-// with the manager.
+// Register builds every controller and registers it, the field indexes
+// they list by, and the runnables with the manager.
 func Register(o Options) error {
 	cs, err := New(o)
 	if err != nil {
+		return err
+	}
+	if err := state.RegisterFieldIndexes(context.Background(), o.Manager.GetFieldIndexer()); err != nil {
 		return err
 	}
 	for _, c := range cs {

@@ -189,13 +189,6 @@ func (cp *ControlPlane) Scheme() *runtime.Scheme { return cp.scheme }
 // KubeconfigPath returns the path of the admin kubeconfig file.
 func (cp *ControlPlane) KubeconfigPath() string { return cp.kubeconfigPath }
 
-// APIServerURL returns kube-apiserver's https URL.
-func (cp *ControlPlane) APIServerURL() string { return cp.apiserverURL }
-
-// RunDir returns the directory that holds the certificates, kubeconfig,
-// etcd data and logs.
-func (cp *ControlPlane) RunDir() string { return cp.runDir }
-
 // LogDir returns the directory of the components' logs.
 func (cp *ControlPlane) LogDir() string { return filepath.Join(cp.runDir, "logs") }
 

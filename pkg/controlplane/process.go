@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -142,5 +141,3 @@ func spawn(cmd *exec.Cmd) error {
 func errAddrInUse(logPath string) bool {
 	return strings.Contains(tail(logPath, 60), "address already in use")
 }
-
-var errNotHealthy = errors.New("not healthy yet")

@@ -5,16 +5,22 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Namespace prefixes every joiner metric (Karpenter's, for compatibility).
+// Namespace prefixes every metric Karpenter also has (Karpenter's, for
+// compatibility).
 const Namespace = "karpenter"
+
+// JoinerNamespace prefixes joiner's own additions, those Karpenter has no
+// metric for.
+const JoinerNamespace = "joiner"
 
 // Label names used across metrics.
 const (
-	LabelNodePool = "nodepool"
-	LabelReason   = "reason"
-	LabelMethod   = "method"
-	LabelError    = "error"
-	LabelPhase    = "phase"
+	LabelNodePool   = "nodepool"
+	LabelReason     = "reason"
+	LabelMethod     = "method"
+	LabelError      = "error"
+	LabelPhase      = "phase"
+	LabelController = "controller"
 	// LabelCapacityType is the capacity type of a node (spot, on-demand,
 	// reserved), Karpenter's capacity_type label.
 	LabelCapacityType = "capacity_type"
@@ -101,6 +107,24 @@ var (
 		Help: "Number of unschedulable pods waiting for capacity, as last seen by the provisioner.",
 	})
 
+	// UnschedulablePodsCount is how many pods the last batch could not
+	// place, by the controller that ran the simulation ("provisioner").
+	UnschedulablePodsCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "unschedulable_pods_count",
+		Help: "The number of unschedulable Pods.",
+	}, []string{LabelController})
+
+	// PodsUnschedulable is how many pods the last batch could not place,
+	// by reason kind (the solver's typed reasons: Taint, Limit,
+	// InsufficientResource, ...). A pod counts once for every distinct kind
+	// among its NodePools' and existing nodes' reasons, so the series sum
+	// to more than UnschedulablePodsCount when pools disagree. Karpenter
+	// has no per-reason metric, hence joiner's own name.
+	PodsUnschedulable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: JoinerNamespace, Subsystem: "pods", Name: "unschedulable",
+		Help: "Number of pods the provisioner's last batch could not place, by reason kind (a pod counts once per distinct kind).",
+	}, []string{LabelReason})
+
 	// SolverDuration is how long one scheduling simulation took.
 	SolverDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Subsystem: "scheduler", Name: "scheduling_duration_seconds",
@@ -142,10 +166,21 @@ func init() {
 		NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsTerminated, NodeClaimsLaunchFailed, NodeClaimsLivenessExpired,
 		NodeClaimsDisrupted, NodeClaimsUnhealthyDisrupted,
-		PodsPending, SolverDuration,
+		PodsPending, SolverDuration, UnschedulablePodsCount, PodsUnschedulable,
 		CloudProviderDuration, CloudProviderCalls,
 		ClusterStateSynced, ClusterStateNodeCount,
 	)
+}
+
+// SetUnschedulable publishes one batch's unschedulable pods for a
+// controller: the total, and per reason kind how many pods have it. Every
+// kind in kinds is set, to zero when no pod has it, so a reason that went
+// away reads 0 instead of its last value.
+func SetUnschedulable(controller string, total int, byKind map[string]int, kinds []string) {
+	UnschedulablePodsCount.WithLabelValues(controller).Set(float64(total))
+	for _, k := range kinds {
+		PodsUnschedulable.WithLabelValues(k).Set(float64(byKind[k]))
+	}
 }
 
 // ObserveCloudProviderCall records one cloud provider call: its duration

@@ -45,3 +45,20 @@ karpenter_pods_pending 0
 		t.Fatal(err)
 	}
 }
+
+func TestSetUnschedulableZeroesKindsThatWentAway(t *testing.T) {
+	kinds := []string{"Limit", "Taint"}
+	SetUnschedulable("provisioner", 3, map[string]int{"Limit": 2, "Taint": 3}, kinds)
+	SetUnschedulable("provisioner", 1, map[string]int{"Taint": 1}, kinds)
+	if err := testutil.CollectAndCompare(PodsUnschedulable, strings.NewReader(`
+# HELP joiner_pods_unschedulable Number of pods the provisioner's last batch could not place, by reason kind (a pod counts once per distinct kind).
+# TYPE joiner_pods_unschedulable gauge
+joiner_pods_unschedulable{reason="Limit"} 0
+joiner_pods_unschedulable{reason="Taint"} 1
+`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(UnschedulablePodsCount.WithLabelValues("provisioner")); got != 1 {
+		t.Fatalf("karpenter_scheduler_unschedulable_pods_count = %v, want 1", got)
+	}
+}

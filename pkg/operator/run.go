@@ -32,13 +32,19 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		return err
 	}
 	if err := controllers.Register(controllers.Options{
-		Manager:          mgr,
-		Settings:         settings,
-		CloudProvider:    cloud.Provider,
-		Clock:            clk,
-		Solve:            Solve,
-		Runnables:        cloud.Runnables,
-		CloudControllers: cloud.Controllers,
+		Manager:           mgr,
+		CloudProvider:     cloud.Provider,
+		Clock:             clk,
+		Solve:             Solve,
+		Runnables:         cloud.Runnables,
+		CloudControllers:  cloud.Controllers,
+		BatchIdleDuration: settings.BatchIdleDuration,
+		BatchMaxDuration:  settings.BatchMaxDuration,
+		RegistrationTTL:   settings.RegistrationTTL,
+		InitializationTTL: settings.InitializationTTL,
+		NodeRepair:        settings.FeatureGates.NodeRepair,
+		GCInterval:        settings.GCInterval,
+		GCGracePeriod:     settings.GCGracePeriod,
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}

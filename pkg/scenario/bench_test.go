@@ -9,9 +9,9 @@ import (
 // diverse-10000 should take well under a second).
 func BenchmarkLoad(b *testing.B) {
 	for _, name := range []string{"diverse-100", "diverse-10000"} {
-		data, err := os.ReadFile(sharedScenario(name))
+		data, err := os.ReadFile(sharedScenario(b, name))
 		if err != nil {
-			b.Skipf("shared scenarios not available: %v", err)
+			b.Fatal(err)
 		}
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

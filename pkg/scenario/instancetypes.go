@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -20,7 +21,6 @@ const (
 	labelArch         = corev1.LabelArchStable
 	labelOS           = corev1.LabelOSStable
 	labelZone         = corev1.LabelTopologyZone
-	labelCapacityType = "karpenter.sh/capacity-type"
 )
 
 // instanceTypeJSON is one entry of a scenario's instanceTypes list.
@@ -209,7 +209,7 @@ func (in *instanceTypeJSON) toSolver() (*scheduling.InstanceType, error) {
 		key    string
 		values []string
 		field  string
-	}{{labelZone, zones, "zone"}, {labelCapacityType, capacityTypes, "capacityType"}} {
+	}{{labelZone, zones, "zone"}, {v1.LabelCapacityType, capacityTypes, "capacityType"}} {
 		allowed, ok := it.Requirements[lk.key]
 		if !ok {
 			slices.Sort(lk.values)
@@ -218,7 +218,7 @@ func (in *instanceTypeJSON) toSolver() (*scheduling.InstanceType, error) {
 		}
 		for j, o := range in.Offerings {
 			v := o.Zone
-			if lk.key == labelCapacityType {
+			if lk.key == v1.LabelCapacityType {
 				v = o.CapacityType
 			}
 			if !slices.Contains(allowed, v) {

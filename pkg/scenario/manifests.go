@@ -36,6 +36,7 @@ type Manifests struct {
 	nodes        []sourced[*corev1.Node]
 	csiNodes     []*storagev1.CSINode
 	volumes      scheduling.VolumeState
+	namespaces   []sourced[*corev1.Namespace]
 	// Ignored lists the objects of kinds joiner does not read, as
 	// "Kind namespace/name" in input order.
 	Ignored []string
@@ -178,6 +179,15 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return fmt.Errorf("metadata.name: must be set")
 		}
 		m.nodes = append(m.nodes, sourced[*corev1.Node]{where, n})
+	case "/Namespace":
+		ns := &corev1.Namespace{}
+		if err := decodeStrict(js, ns); err != nil {
+			return err
+		}
+		if ns.Name == "" {
+			return fmt.Errorf("metadata.name: must be set")
+		}
+		m.namespaces = append(m.namespaces, sourced[*corev1.Namespace]{where, ns})
 	case "storage.k8s.io/CSINode":
 		n := &storagev1.CSINode{}
 		if err := decodeStrict(js, n); err != nil {

@@ -185,9 +185,9 @@ func TestLoadSharedScenarios(t *testing.T) {
 		pods int
 	}{{"diverse-100", 100}, {"generic-5000", 5000}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := LoadFile(sharedScenario(tc.name))
+			s, err := LoadFile(sharedScenario(t, tc.name))
 			if err != nil {
-				t.Skipf("shared scenario: %v", err)
+				t.Fatal(err)
 			}
 			if len(s.Snapshot.Pods) != tc.pods || len(s.Snapshot.InstanceTypes["default"]) != 400 || s.Meta.Name != tc.name {
 				t.Errorf("got %d pods, %d types, meta %q", len(s.Snapshot.Pods), len(s.Snapshot.InstanceTypes["default"]), s.Meta.Name)

@@ -1,16 +1,17 @@
 package scenario
 
 import (
-	"os"
 	"path/filepath"
+	"testing"
 )
 
-// sharedScenario is the path of one of the shared scenario files; the
-// directory can be moved with JOINER_SCENARIOS.
-func sharedScenario(name string) string {
-	dir := os.Getenv("JOINER_SCENARIOS")
-	if dir == "" {
-		dir = "/work/shared/scenarios"
+// sharedScenario is the path of one of the shared scenario files (see Dir);
+// the test fails, saying where it looked, when the directory is missing.
+func sharedScenario(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, err := Dir()
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return filepath.Join(dir, name+".json")
 }

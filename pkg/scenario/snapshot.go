@@ -120,10 +120,52 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 		}
 	}
 
+	namespaces, err := m.snapshotNamespaces(snap)
+	if err != nil {
+		return nil, err
+	}
+	snap.Namespaces = namespaces
+
 	if err := m.offerInstanceTypes(snap, opts); err != nil {
 		return nil, err
 	}
 	return snap, nil
+}
+
+// snapshotNamespaces are the Namespace objects read, so pod affinity's
+// namespaceSelector is evaluated against their labels. Without any, the
+// result is nil and the solver counts every namespace for a selector (the
+// labels are unknown). With some, a namespace the pods use but the input
+// does not define is added with only its name label, which is what the
+// API server gives every namespace.
+func (m *Manifests) snapshotNamespaces(snap *scheduling.Snapshot) ([]*corev1.Namespace, error) {
+	if len(m.namespaces) == 0 {
+		return nil, nil
+	}
+	seen := map[string]string{}
+	var out []*corev1.Namespace
+	for _, ns := range m.namespaces {
+		if prev, dup := seen[ns.obj.Name]; dup {
+			return nil, fmt.Errorf("%s: metadata.name: Namespace %q is also defined at %s", ns.where, ns.obj.Name, prev)
+		}
+		seen[ns.obj.Name] = ns.where
+		out = append(out, ns.obj)
+	}
+	used := func(name string) {
+		if _, ok := seen[name]; !ok {
+			seen[name] = "(used by a pod)"
+			out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}})
+		}
+	}
+	for _, p := range snap.Pods {
+		used(p.Namespace)
+	}
+	for _, n := range snap.Nodes {
+		for _, p := range n.Pods {
+			used(p.Namespace)
+		}
+	}
+	return out, nil
 }
 
 // expand makes the pending pods a workload still lacks.

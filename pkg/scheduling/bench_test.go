@@ -1,7 +1,6 @@
 package scheduling_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,15 +8,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
-
-// sharedScenarios is where the benchmark inputs live (override with
-// JOINER_SCENARIOS).
-func sharedScenarios() string {
-	if d := os.Getenv("JOINER_SCENARIOS"); d != "" {
-		return d
-	}
-	return "/work/shared/scenarios"
-}
 
 // upstream is Karpenter's cost per hour on the shared scenarios (from the
 // scenarios README), for the ratio column.
@@ -33,11 +23,11 @@ var benchScenarios = []string{"diverse-100", "diverse-1000", "diverse-5000", "di
 
 func loadShared(tb testing.TB, name string) *scheduling.Snapshot {
 	tb.Helper()
-	path := filepath.Join(sharedScenarios(), name+".json")
-	if _, err := os.Stat(path); err != nil {
-		tb.Skipf("shared scenario %s not available: %v", name, err)
+	dir, err := scenario.Dir()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	sc, err := scenario.LoadFile(path)
+	sc, err := scenario.LoadFile(filepath.Join(dir, name+".json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,7 +61,7 @@ func BenchmarkSolve(b *testing.B) {
 				b.Fatal(err)
 			}
 			if len(plan.Unschedulable) > 0 {
-				b.Errorf("%d pods unschedulable, first: %v", len(plan.Unschedulable), plan.Unschedulable[0].Reasons)
+				b.Errorf("%d pods unschedulable, first: %v", len(plan.Unschedulable), plan.Unschedulable[0].NodePools)
 			}
 			b.ReportMetric(float64(len(snap.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")

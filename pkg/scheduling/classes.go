@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // classBase is an equivalence class of pending pods: same namespace,
@@ -42,7 +44,7 @@ type classBase struct {
 	shape      *shapeT        // classes with the same requests share it
 	placed     int            // pods of the class placed so far in this run
 	hostPorts  []hostPort     // ports the pods bind on their node
-	err        string         // why these pods can never be placed
+	err        Reason         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
 	variants   []*podClass
 }
@@ -97,15 +99,6 @@ func (cb *classBase) less(o *classBase) bool {
 	return cb.key < o.key
 }
 
-func isDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && (o.Controller == nil || *o.Controller) {
-			return true
-		}
-	}
-	return false
-}
-
 func (sv *solver) buildClasses() error {
 	byKey := map[string]*classBase{}
 	pods := append([]*corev1.Pod(nil), sv.snap.Pods...)
@@ -118,7 +111,7 @@ func (sv *solver) buildClasses() error {
 	var b strings.Builder
 	shapes := map[string]*shapeT{}
 	for _, p := range pods {
-		if isDaemonSetPod(p) {
+		if IsOwnedByDaemonSet(p) {
 			continue
 		}
 		req := sv.ri.vec(podRequests(p))
@@ -139,7 +132,7 @@ func (sv *solver) buildClasses() error {
 			byKey[key] = cb
 			sv.classes = append(sv.classes, cb)
 			if err := sv.describeClass(cb, p); err != nil {
-				cb.err = err.Error()
+				cb.err = classError(err)
 			}
 		}
 		cb.pods = append(cb.pods, p)
@@ -368,10 +361,10 @@ func (sv *solver) buildVariant(cb *classBase, level int, st relaxState) *podClas
 		c.zoneCon = &z
 		delete(b, corev1.LabelTopologyZone)
 	}
-	if ct, ok := b[CapacityTypeLabel]; ok {
+	if ct, ok := b[v1.LabelCapacityType]; ok {
 		c.cts = sv.ctMask(ct)
 		c.ctCon = &ct
-		delete(b, CapacityTypeLabel)
+		delete(b, v1.LabelCapacityType)
 	}
 	c.reqs = sv.intern(b.build())
 	c.own = append(c.own, cb.required...)

@@ -4,7 +4,9 @@
 // pending pods, volumes and the time) goes in, and a Plan comes out: pods
 // placed on existing capacity, new NodeClaims with their narrowed
 // requirements and price-ordered instance-type options, and for every pod
-// that fits nowhere one grouped reason per NodePool.
+// that fits nowhere one typed Reason per NodePool (and one for the existing
+// nodes), produced where the predicate rejects and rendered to text only
+// by Message.
 //
 // What it decides: which pods go where, which instance types a new node may
 // launch as (cheapest first), its zone and capacity type when the pods'

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // plan turns the solver state into a Plan.
@@ -39,7 +41,7 @@ func (sv *solver) plan() *Plan {
 		out.NewNodeClaims = append(out.NewNodeClaims, sv.finalize(n, reservations))
 	}
 	for _, f := range sv.failed {
-		out.Unschedulable = append(out.Unschedulable, PodError{Pod: f.pod, Reasons: sv.failureReasons(f)})
+		out.Unschedulable = append(out.Unschedulable, sv.failureReasons(f))
 	}
 	sort.SliceStable(out.Unschedulable, func(i, j int) bool {
 		a, b := out.Unschedulable[i].Pod, out.Unschedulable[j].Pod
@@ -80,20 +82,93 @@ func (sv *solver) optionPrice(t *typeT, zones uint64, cts uint32, reservations m
 	return o
 }
 
-// finalize chooses a planned node's launch options and requirements.
-func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeClaim {
-	p := n.pool
-	from := p.types[n.natural].capacity
-	var opts []option
-	enough := math.Inf(1) // once MaxInstanceTypes options cost at most this, dearer types cannot make the cut
+// candKey identifies a planned node's launch candidates: its pool, its
+// requirement set (which decides its compatible types) and its zones and
+// capacity types.
+type candKey struct {
+	reqs  int
+	zones uint64
+	cts   uint32
+}
+
+// launchSet is a kept set of options rendered once for every node that
+// keeps exactly those options: the instance types in price order, their
+// names sorted, and the zones and capacity types they are offered in. The
+// slices go into the Plan as they are, shared by those nodes (a Plan is
+// read-only, as the Snapshot is).
+type launchSet struct {
+	zones    uint64
+	cts      uint32
+	idx      []int
+	types    []*InstanceType
+	names    []string
+	offeredZ uint64
+	offeredC uint32
+}
+
+// candidates are the types a node of pool p with n's requirements, zones
+// and capacity types may launch as, with their cheapest offering, cheapest
+// first (ties by name); memoised, as many planned nodes share them. Only
+// for pools without capacity reservations.
+func (sv *solver) candidates(p *poolT, n *nodeState) []option {
+	k := candKey{reqs: n.reqs.id, zones: n.zones, cts: n.cts}
+	if c, ok := p.candMemo[k]; ok {
+		return c
+	}
+	var out []option
 	for i, t := range p.types {
-		if t.minPrice > enough && len(p.minValues) == 0 {
-			break
-		}
-		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) {
+		if !n.types.has(i) || !t.offered(n.zones, n.cts) {
 			continue
 		}
-		if i != n.natural && !p.withinLimits(from, t.capacity) {
+		o := sv.optionPrice(t, n.zones, n.cts, nil)
+		if math.IsInf(o.price, 1) {
+			continue
+		}
+		o.i = i
+		out = append(out, o)
+	}
+	sortOptions(p, out)
+	if p.candMemo == nil {
+		p.candMemo = map[candKey][]option{}
+	}
+	p.candMemo[k] = out
+	return out
+}
+
+func sortOptions(p *poolT, opts []option) {
+	sort.SliceStable(opts, func(a, b int) bool {
+		if opts[a].price != opts[b].price {
+			return opts[a].price < opts[b].price
+		}
+		return p.types[opts[a].i].it.Name < p.types[opts[b].i].it.Name
+	})
+}
+
+// launchOptions are the options node n keeps, cheapest first: every
+// candidate its pods fit, within the pool's limits, then truncated. Without
+// reservations the candidates come memoised and, unless minValues must see
+// them all, the walk stops at the cap.
+func (sv *solver) launchOptions(n *nodeState, from resVec, reservations map[string]int) []option {
+	p := n.pool
+	keep := func(i int) bool {
+		return n.requests.fits(p.effAlloc[i]) && (i == n.natural || p.withinLimits(from, p.types[i].capacity))
+	}
+	opts := sv.optScratch[:0]
+	defer func() { sv.optScratch = opts[:0] }()
+	if !p.reserved {
+		for _, o := range sv.candidates(p, n) {
+			if !keep(o.i) {
+				continue
+			}
+			opts = append(opts, o)
+			if len(p.minValues) == 0 && len(opts) >= sv.opts.MaxInstanceTypes {
+				break
+			}
+		}
+		return opts
+	}
+	for i, t := range p.types {
+		if !n.types.has(i) || !t.offered(n.zones, n.cts) || !keep(i) {
 			continue
 		}
 		o := sv.optionPrice(t, n.zones, n.cts, reservations)
@@ -102,19 +177,16 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		}
 		o.i = i
 		opts = append(opts, o)
-		if len(opts) >= sv.opts.MaxInstanceTypes && math.IsInf(enough, 1) {
-			enough = 0
-			for _, x := range opts {
-				enough = math.Max(enough, x.price)
-			}
-		}
 	}
-	sort.SliceStable(opts, func(a, b int) bool {
-		if opts[a].price != opts[b].price {
-			return opts[a].price < opts[b].price
-		}
-		return p.types[opts[a].i].it.Name < p.types[opts[b].i].it.Name
-	})
+	sortOptions(p, opts)
+	return opts
+}
+
+// finalize chooses a planned node's launch options and requirements.
+func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeClaim {
+	p := n.pool
+	from := p.types[n.natural].capacity
+	opts := sv.launchOptions(n, from, reservations)
 	zones, cts := n.zones, n.cts
 	if len(opts) > 0 && opts[0].reservation != "" {
 		// Launch into the reservation: pin the claim to reserved capacity in
@@ -148,24 +220,9 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		p.account(from, largest)
 	}
 	nc := &NewNodeClaim{NodePool: p.np.Name, Pods: n.pods}
-	var names []string
-	var offeredZ uint64
-	var offeredC uint32
-	for _, o := range opts {
-		t := p.types[o.i]
-		nc.InstanceTypes = append(nc.InstanceTypes, t.it)
-		names = append(names, t.it.Name)
-		for _, of := range t.offers {
-			if zones&(1<<of.zone) == 0 || cts&(1<<of.ct) == 0 {
-				continue
-			}
-			if of.reservation != "" && reservations[of.reservation] <= 0 && of.reservation != opts[0].reservation {
-				continue
-			}
-			offeredZ |= 1 << of.zone
-			offeredC |= 1 << of.ct
-		}
-	}
+	ls := sv.launchSet(p, opts, zones, cts, reservations)
+	nc.InstanceTypes = ls.types
+	names, offeredZ, offeredC := ls.names, ls.offeredZ, ls.offeredC
 	if len(opts) > 0 {
 		nc.Price = opts[0].price
 	}
@@ -179,12 +236,70 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		nc.Requirements = append(nc.Requirements, toRequirements(k, n.reqs.cons[i], p.minValues[k])...)
 	}
 	nc.Requirements = append(nc.Requirements,
-		withMin(Requirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: sortedUnique(names)}, p.minValues[corev1.LabelInstanceTypeStable]),
+		withMin(Requirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names}, p.minValues[corev1.LabelInstanceTypeStable]),
 		withMin(Requirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: sv.zoneNames(offeredZ)}, p.minValues[corev1.LabelTopologyZone]),
-		withMin(Requirement{Key: CapacityTypeLabel, Operator: corev1.NodeSelectorOpIn, Values: sv.ctNames(offeredC)}, p.minValues[CapacityTypeLabel]),
+		withMin(Requirement{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: sv.ctNames(offeredC)}, p.minValues[v1.LabelCapacityType]),
 	)
 	sort.SliceStable(nc.Requirements, func(a, b int) bool { return nc.Requirements[a].Key < nc.Requirements[b].Key })
 	return nc
+}
+
+// launchSet renders the kept options: instance types in price order, their
+// names sorted, and where they are offered within zones × cts. Without
+// reservations a set is rendered once and shared by every node that keeps
+// the same options.
+func (sv *solver) launchSet(p *poolT, opts []option, zones uint64, cts uint32, reservations map[string]int) *launchSet {
+	var h uint64 = 14695981039346656037
+	if !p.reserved {
+		h = (h ^ zones) * 1099511628211
+		h = (h ^ uint64(cts)) * 1099511628211
+		for _, o := range opts {
+			h = (h ^ uint64(o.i)) * 1099511628211
+		}
+		for _, ls := range p.launchMemo[h] {
+			if ls.zones == zones && ls.cts == cts && ls.matches(opts) {
+				return ls
+			}
+		}
+	}
+	ls := &launchSet{zones: zones, cts: cts, idx: make([]int, 0, len(opts)), types: make([]*InstanceType, 0, len(opts))}
+	names := make([]string, 0, len(opts))
+	for _, o := range opts {
+		t := p.types[o.i]
+		ls.idx = append(ls.idx, o.i)
+		ls.types = append(ls.types, t.it)
+		names = append(names, t.it.Name)
+		for _, of := range t.offers {
+			if zones&(1<<of.zone) == 0 || cts&(1<<of.ct) == 0 {
+				continue
+			}
+			if of.reservation != "" && reservations[of.reservation] <= 0 && of.reservation != opts[0].reservation {
+				continue
+			}
+			ls.offeredZ |= 1 << of.zone
+			ls.offeredC |= 1 << of.ct
+		}
+	}
+	ls.names = sortedUnique(names)
+	if !p.reserved {
+		if p.launchMemo == nil {
+			p.launchMemo = map[uint64][]*launchSet{}
+		}
+		p.launchMemo[h] = append(p.launchMemo[h], ls)
+	}
+	return ls
+}
+
+func (ls *launchSet) matches(opts []option) bool {
+	if len(ls.idx) != len(opts) {
+		return false
+	}
+	for i, o := range opts {
+		if ls.idx[i] != o.i {
+			return false
+		}
+	}
+	return true
 }
 
 func withMin(r Requirement, m int) Requirement {
@@ -194,43 +309,66 @@ func withMin(r Requirement, m int) Requirement {
 	return r
 }
 
-// truncate keeps the cheapest MaxInstanceTypes options, plus whatever more
-// the pool's minValues need.
+// truncate caps the price-ordered options at MaxInstanceTypes after
+// minValues is satisfied: first, for each minValues key in name order, the
+// cheapest options that bring a value of the key not yet covered, until
+// the key has its count; then the cheapest of the rest up to the cap. The
+// cap never drops a type minValues needs (those may take the NodeClaim past
+// the cap only when minValues asks for more values than the cap holds).
 func (sv *solver) truncate(p *poolT, opts []option) []option {
-	max := sv.opts.MaxInstanceTypes
-	if len(opts) <= max {
+	limit := sv.opts.MaxInstanceTypes
+	if len(opts) <= limit {
 		return opts
 	}
-	kept := append([]option(nil), opts[:max]...)
-	for key, m := range p.minValues {
+	keep := make([]bool, len(opts))
+	n := 0
+	keys := make([]string, 0, len(p.minValues))
+	for k := range p.minValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
 		seen := map[string]bool{}
-		for _, o := range kept {
-			for _, v := range p.types[o.i].reqs[key] {
-				seen[v] = true
-			}
-		}
-		for _, o := range opts[max:] {
-			if len(seen) >= m {
-				break
-			}
-			fresh := false
-			for _, v := range p.types[o.i].reqs[key] {
-				if !seen[v] {
-					fresh = true
+		for i, o := range opts {
+			if keep[i] {
+				for _, v := range p.types[o.i].reqs[key] {
 					seen[v] = true
 				}
 			}
-			if fresh {
-				kept = append(kept, o)
+		}
+		for i, o := range opts {
+			if len(seen) >= p.minValues[key] {
+				break
+			}
+			if keep[i] {
+				continue
+			}
+			for _, v := range p.types[o.i].reqs[key] {
+				if !seen[v] {
+					seen[v] = true
+					keep[i] = true
+				}
+			}
+			if keep[i] {
+				n++
 			}
 		}
 	}
-	sort.SliceStable(kept, func(a, b int) bool {
-		if kept[a].price != kept[b].price {
-			return kept[a].price < kept[b].price
+	for i := range opts {
+		if n >= limit {
+			break
 		}
-		return p.types[kept[a].i].it.Name < p.types[kept[b].i].it.Name
-	})
+		if !keep[i] {
+			keep[i] = true
+			n++
+		}
+	}
+	kept := make([]option, 0, n)
+	for i, o := range opts {
+		if keep[i] {
+			kept = append(kept, o)
+		}
+	}
 	return kept
 }
 

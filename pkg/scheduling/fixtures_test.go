@@ -59,18 +59,6 @@ func withCapacity(name corev1.ResourceName, q string) itOpt {
 	return func(it *scheduling.InstanceType) { it.Capacity[name] = resource.MustParse(q) }
 }
 
-func onlyOffering(zone, ct string, price float64) itOpt {
-	return func(it *scheduling.InstanceType) {
-		it.Offerings = []scheduling.Offering{{Zone: zone, CapacityType: ct, Price: price, Available: true}}
-		it.Requirements[corev1.LabelTopologyZone] = []string{zone}
-		it.Requirements["karpenter.sh/capacity-type"] = []string{ct}
-	}
-}
-
-func withOffering(o scheduling.Offering) itOpt {
-	return func(it *scheduling.InstanceType) { it.Offerings = append(it.Offerings, o) }
-}
-
 func withOverhead(cpu, mem string) itOpt {
 	return func(it *scheduling.InstanceType) {
 		it.Overhead.KubeReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}

@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // improve is a cheap pass after the greedy one: going through the planned
@@ -81,12 +83,12 @@ func (sv *solver) movable(c *podClass) bool {
 		if g.kind == kindSpread && (g.honorTaints || (g.honorAffinity && g.ownerReqs != nil && (len(g.ownerReqs.keys) > 0 || g.ownerZones != sv.allZones))) {
 			return false // whether the node counts could change as it narrows
 		}
-		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != v1.LabelCapacityType {
 			return false
 		}
 	}
 	for _, g := range c.own {
-		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != CapacityTypeLabel {
+		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != v1.LabelCapacityType {
 			return false
 		}
 	}
@@ -153,7 +155,7 @@ func (sv *solver) shrink(n *nodeState) {
 	tr := trial{reqs: n.reqs, zones: n.zones, cts: n.cts, types: n.types}
 	for i := 0; i < n.natural; i++ {
 		t := p.types[i]
-		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != "" {
+		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != nil {
 			continue
 		}
 		p.account(from, t.capacity)

@@ -200,17 +200,13 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 	}
 	for _, pe := range plan.Unschedulable {
 		seen[pe.Pod]++
-		if len(pe.Reasons) == 0 {
+		if len(pe.NodePools) == 0 && pe.Existing == nil {
 			fail("pod %s unschedulable without reasons", pe.Pod.Name)
 		}
 	}
 	for _, p := range s.Pods {
-		isDS := false
-		for _, o := range p.OwnerReferences {
-			isDS = isDS || o.Kind == "DaemonSet"
-		}
 		want := 1
-		if isDS {
+		if scheduling.IsOwnedByDaemonSet(p) {
 			want = 0
 		}
 		if seen[p] != want {
@@ -457,11 +453,28 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 		for _, ns := range term.Namespaces {
 			nss[ns] = true
 		}
-		if len(nss) == 0 {
+		if len(nss) == 0 && term.NamespaceSelector == nil {
 			nss[p.Namespace] = true
 		}
-		nsOK := func(ns string) bool { return term.NamespaceSelector != nil || nss[ns] }
-		nsKey := fmt.Sprint(term.NamespaceSelector != nil, term.Namespaces, p.Namespace)
+		// A namespaceSelector adds the snapshot's namespaces it matches (with
+		// their kubernetes.io/metadata.name label); every namespace when it
+		// is empty or the snapshot does not list namespaces.
+		all := false
+		if term.NamespaceSelector != nil {
+			nsSel, _ := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+			all = nsSel.Empty() || s.Namespaces == nil
+			for _, ns := range s.Namespaces {
+				l := labels.Set{corev1.LabelMetadataName: ns.Name}
+				for k, v := range ns.Labels {
+					l[k] = v
+				}
+				if nsSel.Matches(l) {
+					nss[ns.Name] = true
+				}
+			}
+		}
+		nsOK := func(ns string) bool { return all || nss[ns] }
+		nsKey := fmt.Sprint(all, term.NamespaceSelector, term.Namespaces, p.Namespace)
 		c := count(term.TopologyKey, sel, nsOK, nsKey)
 		self := 0
 		if nsOK(p.Namespace) && sel.Matches(labels.Set(p.Labels)) {

@@ -10,7 +10,7 @@ import (
 // NodePool, by weight, that can take it.
 func (sv *solver) place(pp pendingPod) bool {
 	cb := pp.class
-	if cb.err != "" {
+	if cb.err != nil {
 		return false
 	}
 	for i := 0; ; i++ {

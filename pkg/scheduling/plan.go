@@ -4,7 +4,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Plan is the solver's answer for one Snapshot.
+// Plan is the solver's answer for one Snapshot. It is read-only: new
+// NodeClaims with the same launch options share their InstanceTypes and
+// instance-type requirement values.
 type Plan struct {
 	// Existing lists pods placed on existing nodes and in-flight NodeClaims,
 	// in the Snapshot's node order.
@@ -41,15 +43,3 @@ type NewNodeClaim struct {
 	// compatible with Requirements, in $/hour.
 	Price float64
 }
-
-// PodError says why a pod could not be placed.
-type PodError struct {
-	Pod *corev1.Pod
-	// Reasons holds one reason per NodePool (and one for existing capacity
-	// under the key ExistingNodesReason when relevant), in Karpenter's
-	// vocabulary; each reason appears once, grouped.
-	Reasons map[string]string
-}
-
-// ExistingNodesReason is the Reasons key for why no existing node fit.
-const ExistingNodesReason = ""

@@ -54,18 +54,29 @@ func planText(p *scheduling.Plan) string {
 	}
 	for _, u := range p.Unschedulable {
 		fmt.Fprintf(&b, "unschedulable %s/%s\n", u.Pod.Namespace, u.Pod.Name)
-		keys := make([]string, 0, len(u.Reasons))
-		for k := range u.Reasons {
+		if u.Existing != nil {
+			fmt.Fprintf(&b, "  %s: %s\n", existingNodes, scheduling.Message(u.Existing))
+		}
+		keys := make([]string, 0, len(u.NodePools))
+		for k := range u.NodePools {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			name := k
-			if k == scheduling.ExistingNodesReason {
-				name = "(existing nodes)"
-			}
-			fmt.Fprintf(&b, "  %s: %s\n", name, u.Reasons[k])
+			fmt.Fprintf(&b, "  %s: %s\n", k, scheduling.Message(u.NodePools[k]))
 		}
 	}
 	return b.String()
+}
+
+// existingNodes stands for the existing capacity where a test names a
+// NodePool whose reason it reads.
+const existingNodes = "(existing nodes)"
+
+// reasonText renders the pod's reason for pool (or existingNodes).
+func reasonText(pe scheduling.PodError, pool string) string {
+	if pool == existingNodes {
+		return scheduling.Message(pe.Existing)
+	}
+	return scheduling.Message(pe.NodePools[pool])
 }

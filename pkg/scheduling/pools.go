@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // poolT is a NodePool prepared for packing: its own requirements interned,
@@ -36,6 +38,15 @@ type poolT struct {
 	definedKeys map[string]bool
 
 	typeMemo map[int]bitset // reqSet id -> compatible types
+	// reserved is set when some offering of the pool is a capacity
+	// reservation: launch options then depend on what earlier nodes
+	// consumed and cannot be memoised.
+	reserved bool
+	// candMemo holds the price-ordered launch candidates per requirement
+	// set, zones and capacity types; launchMemo the rendered options of a
+	// kept set (see finalize).
+	candMemo   map[candKey][]option
+	launchMemo map[uint64][]*launchSet
 	// daemonPorts are the host ports DaemonSet pods bind on the pool's
 	// nodes.
 	daemonPorts []hostPort
@@ -83,15 +94,15 @@ func (sv *solver) buildPools() error {
 		for k, v := range np.Labels {
 			b.add(normalizedKey(k), constraint{vals: []string{v}})
 		}
-		b.add(NodePoolLabel, constraint{vals: []string{np.Name}})
+		b.add(v1.LabelNodePool, constraint{vals: []string{np.Name}})
 		p.zones, p.cts = sv.allZones, sv.allCTs
 		if c, ok := b[corev1.LabelTopologyZone]; ok {
 			p.zones = sv.zoneMask(c)
 			delete(b, corev1.LabelTopologyZone)
 		}
-		if c, ok := b[CapacityTypeLabel]; ok {
+		if c, ok := b[v1.LabelCapacityType]; ok {
 			p.cts = sv.ctMask(c)
-			delete(b, CapacityTypeLabel)
+			delete(b, v1.LabelCapacityType)
 		}
 		for k := range b {
 			p.definedKeys[k] = true
@@ -123,7 +134,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 		// (e.g. a pool limited to arm64).
 		ok := true
 		for k, vals := range t.reqs {
-			if k == corev1.LabelTopologyZone || k == CapacityTypeLabel {
+			if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
 				continue
 			}
 			if c, has := p.base.get(k); has && !c.allowsAny(vals) {
@@ -148,6 +159,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			t.avail[c] |= 1 << z
 			t.minPrice = math.Min(t.minPrice, o.Price)
 			t.offers = append(t.offers, offerT{zone: z, ct: c, price: o.Price, reservation: o.ReservationID})
+			p.reserved = p.reserved || o.ReservationID != ""
 		}
 		if math.IsInf(t.minPrice, 1) {
 			continue // nothing to buy
@@ -315,13 +327,6 @@ func (t *typeT) offeredZones(cts uint32) uint64 {
 	return z
 }
 
-// Well-known labels the solver gives meaning to.
-const (
-	NodePoolLabel     = "karpenter.sh/nodepool"
-	CapacityTypeLabel = "karpenter.sh/capacity-type"
-	UnregisteredTaint = "karpenter.sh/unregistered"
-)
-
 // bitset is a fixed-size set of small integers.
 type bitset []uint64
 
@@ -329,29 +334,3 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
 func (b bitset) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
-
-func (b bitset) and(o bitset) bitset {
-	r := make(bitset, len(b))
-	for i := range b {
-		r[i] = b[i] & o[i]
-	}
-	return r
-}
-
-func (b bitset) empty() bool {
-	for _, w := range b {
-		if w != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (b bitset) equal(o bitset) bool {
-	for i := range b {
-		if b[i] != o[i] {
-			return false
-		}
-	}
-	return true
-}

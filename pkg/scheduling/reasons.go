@@ -1,39 +1,63 @@
 package scheduling
 
 import (
-	"fmt"
+	"errors"
+	"maps"
+	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
-// requirementConflict explains why c's node requirements cannot meet pool
-// p's, in Karpenter's words ("" when they can).
-func (sv *solver) requirementConflict(c *podClass, p *poolT) string {
+// classError turns the error describing a class into its typed reason:
+// volume problems keep their Volume value, anything else makes the pod
+// invalid.
+func classError(err error) Reason {
+	var v Volume
+	if errors.As(err, &v) {
+		return v
+	}
+	return InvalidPod{Message: err.Error()}
+}
+
+// requirementConflict is why c's node requirements cannot meet pool p's
+// (nil when they can).
+func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 	if c.zones&p.zones == 0 {
-		return fmt.Sprintf("incompatible requirements, key %s, %s not in %s", corev1.LabelTopologyZone,
-			ownConstraint(c.zoneCon, sv.zoneNames(c.zones)).format(corev1.LabelTopologyZone),
-			maskConstraint(sv.zoneNames(p.zones)).format(corev1.LabelTopologyZone))
+		return IncompatibleRequirements{Key: corev1.LabelTopologyZone,
+			Pod:      selectorsOf(ownConstraint(c.zoneCon, sv.zoneNames(c.zones))),
+			NodePool: selectorsOf(maskConstraint(sv.zoneNames(p.zones)))}
 	}
 	if c.cts&p.cts == 0 {
-		return fmt.Sprintf("incompatible requirements, key %s, %s not in %s", CapacityTypeLabel,
-			ownConstraint(c.ctCon, sv.ctNames(c.cts)).format(CapacityTypeLabel),
-			maskConstraint(sv.ctNames(p.cts)).format(CapacityTypeLabel))
+		return IncompatibleRequirements{Key: v1.LabelCapacityType,
+			Pod:      selectorsOf(ownConstraint(c.ctCon, sv.ctNames(c.cts))),
+			NodePool: selectorsOf(maskConstraint(sv.ctNames(p.cts)))}
 	}
 	for i, k := range c.reqs.keys {
 		pc := c.reqs.cons[i]
 		if nc, ok := p.base.get(k); ok {
 			if nc.intersect(pc).empty() {
-				return fmt.Sprintf("incompatible requirements, key %s, %s not in %s", k, pc.format(k), nc.format(k))
+				return IncompatibleRequirements{Key: k, Pod: selectorsOf(pc), NodePool: selectorsOf(nc)}
 			}
 			continue
 		}
 		if !p.definedKeys[k] && !pc.absent {
-			return fmt.Sprintf("label %q does not have known values", k)
+			return UndefinedLabel{Key: k}
 		}
 	}
-	return ""
+	return nil
+}
+
+// selectorsOf is a constraint as node selector requirements.
+func selectorsOf(c constraint) []NodeSelector {
+	rs := toRequirements("", c, 0)
+	out := make([]NodeSelector, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, NodeSelector{Operator: r.Operator, Values: r.Values})
+	}
+	return out
 }
 
 func maskConstraint(vals []string) constraint { return constraint{vals: vals} }
@@ -46,8 +70,8 @@ func ownConstraint(c *constraint, vals []string) constraint {
 	return maskConstraint(vals)
 }
 
-// noInstanceTypeReason explains why none of p's types can carry c alone.
-func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, types bitset, zones uint64, cts uint32) string {
+// noInstanceTypeReason is why none of p's types can carry c alone.
+func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, types bitset, zones uint64, cts uint32) Reason {
 	var reqOK, offerOK, bigEnough bool
 	for i, t := range p.types {
 		fitsRes := c.base.req.fits(p.effAlloc[i])
@@ -60,17 +84,6 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 			offerOK = true
 		}
 	}
-	why := "no instance type met the scheduling requirements or had enough resources"
-	switch {
-	case len(p.types) == 0:
-		why = "the nodepool has no instance types with an available offering"
-	case !reqOK && bigEnough:
-		why = "no instance type met the scheduling requirements"
-	case reqOK && !offerOK:
-		why = "no instance type has an available offering for the required zones and capacity types"
-	case reqOK && !bigEnough:
-		why = "no instance type has enough resources"
-	}
 	var rs []string
 	if merged != nil {
 		for i, k := range merged.keys {
@@ -78,92 +91,123 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 		}
 	}
 	rs = append(rs, maskConstraint(sv.zoneNames(zones)).format(corev1.LabelTopologyZone))
-	rs = append(rs, maskConstraint(sv.ctNames(cts)).format(CapacityTypeLabel))
+	rs = append(rs, maskConstraint(sv.ctNames(cts)).format(v1.LabelCapacityType))
 	sort.Strings(rs)
-	return fmt.Sprintf("no instance type satisfied resources %s and requirements %s (%s)", sv.resourcesJSON(c.base.req), strings.Join(rs, ", "), why)
+	requests := sv.ri.list(c.base.req)
+	switch {
+	case len(p.types) == 0:
+		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs}
+	case !reqOK && bigEnough:
+		return NoInstanceType{Cause: NoTypeMatchesRequirements, Requests: requests, Requirements: rs}
+	case reqOK && !offerOK:
+		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs}
+	case reqOK && !bigEnough:
+		// The largest any compatible type offers, resource by resource.
+		largest := make(resVec, len(c.base.req))
+		for i := range p.types {
+			if types.has(i) {
+				for r, q := range p.effAlloc[i] {
+					largest[r] = max(largest[r], q)
+				}
+			}
+		}
+		return InsufficientResource{Shortfalls: sv.shortfalls(c.base.req, largest), Requests: requests, Requirements: rs}
+	}
+	return NoInstanceType{Cause: NoTypeFits, Requests: requests, Requirements: rs}
 }
 
-func (sv *solver) resourcesJSON(v resVec) string {
-	l := sv.ri.list(v)
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
+// shortfalls lists the resources where req asks more than room holds.
+func (sv *solver) shortfalls(req, room resVec) []Shortfall {
+	var out []Shortfall
+	for i := range req {
+		if req[i] > room[i] {
+			out = append(out, Shortfall{Resource: sv.ri.names[i], Requested: sv.ri.quantity(i, req[i]), LargestAllowed: sv.ri.quantity(i, room[i])})
 		}
-		q := l[corev1.ResourceName(k)]
-		fmt.Fprintf(&b, "%q:%q", k, q.String())
-	}
-	b.WriteByte('}')
-	return b.String()
-}
-
-// failureReasons builds the grouped reasons for a pod that fit nowhere:
-// one per NodePool, plus one for existing nodes when there are any.
-func (sv *solver) failureReasons(f podFailure) map[string]string {
-	cb := f.class
-	out := map[string]string{}
-	if cb.err != "" {
-		for _, p := range sv.pools {
-			out[p.np.Name] = cb.err
-		}
-		if len(sv.pools) == 0 {
-			out[ExistingNodesReason] = cb.err
-		}
-		return out
-	}
-	// Report against the most relaxed step tried.
-	c := cb.variants[len(cb.variants)-1]
-	for _, p := range sv.pools {
-		out[p.np.Name] = sv.poolReason(c, p)
-	}
-	if len(sv.existing) > 0 {
-		out[ExistingNodesReason] = sv.existingReason(c)
-	}
-	if len(sv.pools) == 0 && len(sv.existing) == 0 {
-		out[ExistingNodesReason] = "no nodepools or nodes to schedule on"
 	}
 	return out
 }
 
-func (sv *solver) poolReason(c *podClass, p *poolT) string {
-	if r := sv.poolStatic(c, p); r != "" {
+// failureReasons builds the typed reasons for a pod that fit nowhere: one
+// per NodePool, plus one for existing nodes when there are any.
+func (sv *solver) failureReasons(f podFailure) PodError {
+	cb := f.class
+	pe := PodError{Pod: f.pod, NodePools: map[string]Reason{}}
+	if cb.err != nil {
+		for _, p := range sv.pools {
+			pe.NodePools[p.np.Name] = cb.err
+		}
+		if len(sv.pools) == 0 {
+			pe.Existing = cb.err
+		}
+		return pe
+	}
+	// Report against the most relaxed step tried.
+	c := cb.variants[len(cb.variants)-1]
+	for _, p := range sv.pools {
+		pe.NodePools[p.np.Name] = sv.poolReason(c, p)
+	}
+	if len(sv.existing) > 0 {
+		pe.Existing = sv.existingReason(c)
+	}
+	if len(sv.pools) == 0 && len(sv.existing) == 0 {
+		pe.Existing = NoCapacity{}
+	}
+	return pe
+}
+
+func (sv *solver) poolReason(c *podClass, p *poolT) Reason {
+	if r := sv.poolStatic(c, p); r != nil {
 		return r
 	}
-	if r := sv.topologyReason(c); r != "" {
+	if r := sv.topologyReason(c); r != nil {
 		return r
 	}
 	// Compatible and topology allows it: limits are what is left.
 	if p.hasLimits {
-		saved := p.hasLimits
-		p.hasLimits = false
+		hasLimits, nodeLimit := p.hasLimits, p.nodeLimit
+		p.hasLimits, p.nodeLimit = false, -1
 		a := sv.newAttempt(c)
-		_, _, ok := sv.openNode(a, p)
-		p.hasLimits = saved
+		_, tr, ok := sv.openNode(a, p)
+		p.hasLimits, p.nodeLimit = hasLimits, nodeLimit
 		if ok {
-			return "exceeds nodepool limits"
+			return Limit{NodePool: p.np.Name, Resource: sv.limitExceeded(p, tr)}
 		}
 	}
-	return "no instance type could carry the pod alongside its topology constraints"
+	return Topology{Cause: TopologyNoRoom}
+}
+
+// limitExceeded names the limit a new node of tr's type would break: the
+// node count first, then the first resource in name order.
+func (sv *solver) limitExceeded(p *poolT, tr trial) corev1.ResourceName {
+	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
+		return "nodes"
+	}
+	capacity := p.types[tr.natural].capacity
+	var names []corev1.ResourceName
+	for i, l := range p.limits {
+		if l >= 0 && p.used[i]+capacity[i] > l {
+			names = append(names, sv.ri.names[i])
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	if len(names) == 0 {
+		return "nodes"
+	}
+	return names[0]
 }
 
 // topologyReason explains an unsatisfiable topology term of c, if any.
-func (sv *solver) topologyReason(c *podClass) string {
+func (sv *solver) topologyReason(c *podClass) Reason {
 	cb := c.base
 	a := sv.newAttempt(c)
 	for _, g := range c.own {
 		switch {
 		case g.key == corev1.LabelHostname:
 			if g.kind == kindAffinity && g.total > 0 {
-				return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (no node with a matching pod can take it)", g.kind, g.key)
+				return Topology{Cause: TopologyNoNodeWithMatch, Constraint: g.kind.String(), Key: g.key}
 			}
 			if g.kind == kindAffinity && !g.selects(cb.ns, cb.labels) {
-				return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (no matching pods)", g.kind, g.key)
+				return Topology{Cause: TopologyNoMatchingPods, Constraint: g.kind.String(), Key: g.key}
 			}
 		case g.key == corev1.LabelTopologyZone:
 			m := 0
@@ -178,77 +222,82 @@ func (sv *solver) topologyReason(c *podClass) string {
 			}
 			zs := sv.zoneNames(c.zones)
 			if len(intersectSorted(ok, zs)) == 0 {
-				return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (counts = %s, podDomains = %s, nodeDomains = %s)",
-					g.kind, g.key, countsString(g.counts), maskConstraint(zs).format(g.key), maskConstraint(sv.spreadUniverse(g)).format(g.key))
+				return Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
+					Counts: maps.Clone(g.counts), PodDomains: zs, NodeDomains: sv.spreadUniverse(g)}
 			}
 		default:
 			if g.kind == kindAffinity && g.total == 0 && !g.selects(cb.ns, cb.labels) {
-				return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (no matching pods)", g.kind, g.key)
+				return Topology{Cause: TopologyNoMatchingPods, Constraint: g.kind.String(), Key: g.key}
 			}
 		}
 	}
 	if a.allowed == 0 && cb.zoneRelevant {
-		return fmt.Sprintf("unsatisfiable topology constraint, key=%s (no zone is allowed)", corev1.LabelTopologyZone)
+		return Topology{Cause: TopologyNoZone, Key: corev1.LabelTopologyZone}
 	}
-	return ""
-}
-
-func countsString(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("map[")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s:%d", k, m[k])
-	}
-	b.WriteByte(']')
-	return b.String()
+	return nil
 }
 
 // existingReason groups why no existing node took the pod, e.g.
-// "2 nodes did not tolerate taint a=b:NoSchedule; 1 node had insufficient resources".
-func (sv *solver) existingReason(c *podClass) string {
-	counts := map[string]int{}
+// "2 nodes did not tolerate taint a=b:NoSchedule; 1 node had insufficient
+// resources". Nodes are grouped by the text of their reason, each group
+// keeping the first node's typed reason.
+func (sv *solver) existingReason(c *podClass) ExistingNodes {
+	type group struct {
+		NodeGroup
+		key string
+	}
+	byKey := map[string]*group{}
+	var groups []*group
 	a := sv.newAttempt(c)
 	for _, n := range sv.existing {
-		var r string
-		switch {
-		case n.ex.MarkedForDeletion:
-			r = "was marked for deletion"
-		case sv.existingStatic(c, n) != "":
-			r = sv.existingStatic(c, n)
-		case !fitsAdd(n.requests, c.base.req, n.alloc):
-			r = "had insufficient resources"
-		case sv.fitExisting(a, n) != fits:
-			r = "violated topology or volume limits"
-		default:
-			r = "could take it but was not chosen"
+		r := sv.existingWhy(a, n)
+		key := nodeMessage(r)
+		g := byKey[key]
+		if g == nil {
+			g = &group{NodeGroup: NodeGroup{Reason: r}, key: key}
+			byKey[key] = g
+			groups = append(groups, g)
 		}
-		counts[r]++
+		g.Count++
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if counts[keys[i]] != counts[keys[j]] {
-			return counts[keys[i]] > counts[keys[j]]
+	sort.SliceStable(groups, func(i, j int) bool {
+		if groups[i].Count != groups[j].Count {
+			return groups[i].Count > groups[j].Count
 		}
-		return keys[i] < keys[j]
+		return groups[i].key < groups[j].key
 	})
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		noun := "nodes"
-		if counts[k] == 1 {
-			noun = "node"
-		}
-		parts = append(parts, fmt.Sprintf("%d %s %s", counts[k], noun, k))
+	out := ExistingNodes{Groups: make([]NodeGroup, 0, len(groups))}
+	for _, g := range groups {
+		out.Groups = append(out.Groups, g.NodeGroup)
 	}
-	return strings.Join(parts, "; ")
+	return out
+}
+
+// existingWhy is why existing node n does not take a pod of a's class
+// (NotChosen when it could).
+func (sv *solver) existingWhy(a *attempt, n *nodeState) Reason {
+	c := a.c
+	switch {
+	case n.ex.MarkedForDeletion:
+		return MarkedForDeletion{}
+	}
+	if r := sv.existingStatic(c, n); r != nil {
+		return r
+	}
+	if !fitsAdd(n.requests, c.base.req, n.alloc) {
+		free := make(resVec, len(n.alloc))
+		for i := range free {
+			free[i] = max(n.alloc[i]-n.requests[i], 0)
+		}
+		return InsufficientResource{Shortfalls: sv.shortfalls(c.base.req, free)}
+	}
+	for _, d := range slices.Sorted(maps.Keys(c.base.volDrivers)) {
+		if lim, ok := n.ex.VolumeLimits[d]; ok && n.volumes[d]+c.base.volDrivers[d] > lim {
+			return VolumeLimit{Driver: d, Limit: lim}
+		}
+	}
+	if sv.fitExisting(a, n) != fits {
+		return Topology{Cause: TopologyNodeDomain}
+	}
+	return NotChosen{}
 }

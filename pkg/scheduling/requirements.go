@@ -169,21 +169,6 @@ func maxBound(ha bool, a int64, hb bool, b int64, greater bool) int64 {
 	return math.MaxInt64
 }
 
-func (c constraint) equal(o constraint) bool {
-	if c.absent != o.absent || c.comp != o.comp || c.hasGt != o.hasGt || c.hasLt != o.hasLt || len(c.vals) != len(o.vals) {
-		return false
-	}
-	if (c.hasGt && c.gt != o.gt) || (c.hasLt && c.lt != o.lt) {
-		return false
-	}
-	for i := range c.vals {
-		if c.vals[i] != o.vals[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // format renders c the way Karpenter prints requirements, e.g.
 // "topology.kubernetes.io/zone In [us-east-1a us-east-1b]".
 func (c constraint) format(key string) string {

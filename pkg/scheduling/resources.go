@@ -78,17 +78,21 @@ func (ri *resourceIndex) list(v resVec) corev1.ResourceList {
 		if x == 0 && i != resPods {
 			continue
 		}
-		n := ri.names[i]
-		switch {
-		case n == corev1.ResourceCPU:
-			out[n] = *resource.NewMilliQuantity(x, resource.DecimalSI)
-		case n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage || isHugePages(n):
-			out[n] = *resource.NewQuantity(x, resource.BinarySI)
-		default:
-			out[n] = *resource.NewQuantity(x, resource.DecimalSI)
-		}
+		out[ri.names[i]] = ri.quantity(i, x)
 	}
 	return out
+}
+
+// quantity is dimension i's value x as a Quantity in its usual format.
+func (ri *resourceIndex) quantity(i int, x int64) resource.Quantity {
+	switch n := ri.names[i]; {
+	case n == corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(x, resource.DecimalSI)
+	case n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage || isHugePages(n):
+		return *resource.NewQuantity(x, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(x, resource.DecimalSI)
+	}
 }
 
 func isHugePages(n corev1.ResourceName) bool {

@@ -23,7 +23,7 @@ func TestSharedScenarioInvariants(t *testing.T) {
 			}
 			checkPlan(t, snap, plan)
 			if len(plan.Unschedulable) > 0 {
-				t.Errorf("%d pods unschedulable; first: %v", len(plan.Unschedulable), plan.Unschedulable[0].Reasons)
+				t.Errorf("%d pods unschedulable; first: %v", len(plan.Unschedulable), plan.Unschedulable[0].NodePools)
 			}
 			again, err := scheduling.Solve(snap, scheduling.Options{})
 			if err != nil {

@@ -72,7 +72,7 @@ func reqValues(nc *scheduling.NewNodeClaim, key string) []string {
 func reasonFor(p *scheduling.Plan, pod, pool string) string {
 	for _, u := range p.Unschedulable {
 		if u.Pod.Name == pod {
-			return u.Reasons[pool]
+			return reasonText(u, pool)
 		}
 	}
 	return ""
@@ -464,8 +464,11 @@ func TestNodePools(t *testing.T) {
 				if len(p.Unschedulable) == 0 {
 					t.Fatal("expected some pods over the limit")
 				}
-				if r := p.Unschedulable[0].Reasons["default"]; r != "exceeds nodepool limits" {
+				if r := reasonText(p.Unschedulable[0], "default"); r != "exceeds nodepool limits" {
 					t.Errorf("reason %q", r)
+				}
+				if r, ok := p.Unschedulable[0].NodePools["default"].(scheduling.Limit); !ok || r.Resource != corev1.ResourceCPU || r.NodePool != "default" {
+					t.Errorf("typed reason %#v, want Limit{default, cpu}", p.Unschedulable[0].NodePools["default"])
 				}
 			},
 		},
@@ -532,7 +535,7 @@ func TestNodePools(t *testing.T) {
 			name: "options are ordered by price and capped",
 			snap: func() *scheduling.Snapshot {
 				var its []*scheduling.InstanceType
-				for i := int64(1); i <= 100; i++ {
+				for i := int64(1); i <= scheduling.DefaultMaxInstanceTypes+100; i++ {
 					its = append(its, instanceType("t"+resource.NewQuantity(i, resource.DecimalSI).String(), i))
 				}
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "")))
@@ -790,7 +793,7 @@ func TestPodAffinity(t *testing.T) {
 				if len(p.NewNodeClaims) != 3 || len(p.Unschedulable) != 1 {
 					t.Fatalf("%d nodes, %d unschedulable", len(p.NewNodeClaims), len(p.Unschedulable))
 				}
-				if r := p.Unschedulable[0].Reasons["default"]; !strings.Contains(r, "pod anti-affinity") {
+				if r := reasonText(p.Unschedulable[0], "default"); !strings.Contains(r, "pod anti-affinity") {
 					t.Errorf("reason %q", r)
 				}
 			},
@@ -935,7 +938,7 @@ func TestExistingNodes(t *testing.T) {
 				s.Nodes = []*scheduling.ExistingNode{node("n1", "2"), node("n2", "2")}
 				return s
 			},
-			check: wantReason("p", scheduling.ExistingNodesReason, "2 nodes had insufficient resources"),
+			check: wantReason("p", existingNodes, "2 nodes had insufficient resources"),
 		},
 	})
 }

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // Snapshot is everything the solver may look at. Callers build it once and
@@ -30,6 +32,12 @@ type Snapshot struct {
 	Pods []*corev1.Pod
 	// Volumes is the storage view used for volume topology and attach limits.
 	Volumes VolumeState
+	// Namespaces are the cluster's namespaces with their labels, so a pod
+	// (anti-)affinity term's namespaceSelector picks exactly the namespaces
+	// it matches. nil means the caller does not know them: a non-empty
+	// namespaceSelector then counts every namespace (the safe side for
+	// affinity and the cautious side for anti-affinity).
+	Namespaces []*corev1.Namespace
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool: its template
@@ -77,11 +85,25 @@ type Requirement struct {
 	MinValues *int
 }
 
-// Operators Karpenter adds to corev1's node selector operators.
+// Operators Karpenter adds to corev1's node selector operators (the API's,
+// under the solver's shorter names).
 const (
-	OpGte corev1.NodeSelectorOperator = "Gte"
-	OpLte corev1.NodeSelectorOperator = "Lte"
+	OpGte = v1.NodeSelectorOpGte
+	OpLte = v1.NodeSelectorOpLte
 )
+
+// RequirementsAdmit reports whether every requirement of reqs on key admits
+// a node labelled key=value, as v1.RequirementAdmits reads the operators;
+// keys reqs does not mention are unconstrained. Adapters use it to check an
+// offering's zone or capacity type against a new node's requirements.
+func RequirementsAdmit(reqs []Requirement, key, value string) bool {
+	for _, r := range reqs {
+		if r.Key == key && !v1.RequirementAdmits(r.Operator, r.Values, value, true) {
+			return false
+		}
+	}
+	return true
+}
 
 // InstanceType is a launchable machine shape and where and how it can be
 // bought.

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -10,9 +11,10 @@ import (
 // Options are the solver's knobs. The zero value is valid.
 type Options struct {
 	// MaxInstanceTypes caps the launch options kept per new NodeClaim
-	// (cheapest first). Zero means DefaultMaxInstanceTypes. Karpenter keeps
-	// up to 600 internally but a fleet request takes far fewer; 60 keeps
-	// the plan readable while leaving the cloud plenty of fallbacks.
+	// (cheapest first), once the types the NodePool's minValues need are
+	// kept. Zero means DefaultMaxInstanceTypes, Karpenter's 600: the cloud
+	// provider narrows them further for its launch request, and every
+	// option dropped here is a fallback lost when capacity runs out.
 	MaxInstanceTypes int
 	// IgnorePreferences drops every preference up front (Karpenter's
 	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
@@ -25,8 +27,9 @@ type Options struct {
 	IgnoreReservedCapacity bool
 }
 
-// DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero.
-const DefaultMaxInstanceTypes = 60
+// DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero
+// (Karpenter's MaxInstanceTypes).
+const DefaultMaxInstanceTypes = 600
 
 // Solve places the Snapshot's pending pods on existing capacity and the
 // cheapest new NodeClaims it can find, and explains every pod it cannot
@@ -122,6 +125,10 @@ type solver struct {
 	groups  []*topoGroup
 	groupBy map[string]*topoGroup
 
+	// nsLabels are the labels of the snapshot's namespaces (nil when the
+	// snapshot has none, see Snapshot.Namespaces).
+	nsLabels map[string]map[string]string
+
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
 	scs  map[string]*StorageClass
@@ -131,6 +138,7 @@ type solver struct {
 	failed              []podFailure
 	lastGrown           *nodeState
 	scratch             resVec
+	optScratch          []option // finalize's launch options, reused node to node
 	strategy            strategy
 	balanceFrom         int // first tier placed in balancing order
 }
@@ -176,7 +184,10 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	sv.ri = newResourceIndex(lists)
 	sv.scratch = make(resVec, len(sv.ri.names))
 	sv.indexVolumes()
-	sv.internTopologyValues()
+	if err := sv.internTopologyValues(); err != nil {
+		return nil, err
+	}
+	sv.indexNamespaces()
 	if err := sv.buildPools(); err != nil {
 		return nil, err
 	}
@@ -188,9 +199,18 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 	return sv, nil
 }
 
+// MaxZones and MaxCapacityTypes bound the distinct zones and capacity types
+// one Snapshot may mention: the solver handles them as bit masks (uint64,
+// uint32, one bit kept spare). A snapshot over them is refused with an
+// error naming the limit and the values, never silently cut.
+const (
+	MaxZones         = 63
+	MaxCapacityTypes = 31
+)
+
 // internTopologyValues collects every zone and capacity type the snapshot
 // mentions so they can be handled as bit masks.
-func (sv *solver) internTopologyValues() {
+func (sv *solver) internTopologyValues() error {
 	zones := map[string]bool{}
 	cts := map[string]bool{}
 	for _, its := range sv.snap.InstanceTypes {
@@ -210,8 +230,8 @@ func (sv *solver) internTopologyValues() {
 		sv.zones = append(sv.zones, z)
 	}
 	sort.Strings(sv.zones)
-	if len(sv.zones) > 63 {
-		sv.zones = sv.zones[:63]
+	if len(sv.zones) > MaxZones {
+		return fmt.Errorf("the snapshot names %d zones, over the solver's limit of %d: %s", len(sv.zones), MaxZones, strings.Join(sv.zones, ", "))
 	}
 	for i, z := range sv.zones {
 		sv.zoneIdx[z] = i
@@ -221,13 +241,14 @@ func (sv *solver) internTopologyValues() {
 		sv.cts = append(sv.cts, c)
 	}
 	sort.Strings(sv.cts)
-	if len(sv.cts) > 31 {
-		sv.cts = sv.cts[:31]
+	if len(sv.cts) > MaxCapacityTypes {
+		return fmt.Errorf("the snapshot names %d capacity types, over the solver's limit of %d: %s", len(sv.cts), MaxCapacityTypes, strings.Join(sv.cts, ", "))
 	}
 	for i, c := range sv.cts {
 		sv.ctIdx[c] = i
 		sv.allCTs |= 1 << i
 	}
+	return nil
 }
 
 func (sv *solver) zoneMask(c constraint) uint64 {

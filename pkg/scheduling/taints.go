@@ -7,6 +7,8 @@ import (
 	"k8s.io/klog/v2"
 
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // untolerated returns the first taint in taints that tols do not tolerate.
@@ -15,7 +17,7 @@ import (
 func untolerated(taints []corev1.Taint, tols []corev1.Toleration, preferNoScheduleOK bool) (corev1.Taint, bool) {
 	for i := range taints {
 		t := &taints[i]
-		if t.Key == UnregisteredTaint {
+		if t.Key == v1.TaintKeyUnregistered {
 			continue // never a reason: Karpenter removes it at registration
 		}
 		if t.Effect == corev1.TaintEffectPreferNoSchedule && preferNoScheduleOK {
@@ -40,7 +42,7 @@ func taintString(t corev1.Taint) string {
 var ephemeralTaints = map[string]bool{
 	corev1.TaintNodeNotReady:                         true,
 	corev1.TaintNodeUnreachable:                      true,
-	UnregisteredTaint:                                true,
+	v1.TaintKeyUnregistered:                          true,
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
 }
 
@@ -113,7 +115,7 @@ func (sv *solver) daemonFits(p *poolT, t *typeT, r *reqSet) bool {
 				return false
 			}
 			continue
-		case CapacityTypeLabel:
+		case v1.LabelCapacityType:
 			ok := false
 			for ci := range sv.cts {
 				if p.cts&(1<<ci) != 0 && t.avail[ci] != 0 && c.allows(sv.cts[ci]) {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 type topoKind int8
@@ -129,7 +131,11 @@ func (sv *solver) classGroups(cb *classBase, p *corev1.Pod) error {
 			return nil, fmt.Errorf("%s term %s: %w", kind, term.TopologyKey, err)
 		}
 		g := &topoGroup{kind: kind, key: normalizedKey(term.TopologyKey), sel: sel, preferred: preferred, weight: weight}
-		g.namespaces = termNamespaces(term, p.Namespace)
+		ns, err := sv.termNamespaces(term, p.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("%s term %s: %w", kind, term.TopologyKey, err)
+		}
+		g.namespaces = ns
 		nsKeys := make([]string, 0, len(g.namespaces))
 		for n := range g.namespaces {
 			nsKeys = append(nsKeys, n)
@@ -179,20 +185,54 @@ func sortedWeighted(ts []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAff
 	return out
 }
 
-func termNamespaces(t corev1.PodAffinityTerm, own string) map[string]bool {
-	if t.NamespaceSelector != nil {
-		// Namespace labels are not in the snapshot: an empty selector means
-		// every namespace; a non-empty one is approximated the same way.
-		return nil
+// indexNamespaces keeps the snapshot's namespace labels for
+// namespaceSelector, each with the kubernetes.io/metadata.name label the API
+// server sets on every namespace.
+func (sv *solver) indexNamespaces() {
+	if sv.snap.Namespaces == nil {
+		return
 	}
+	sv.nsLabels = make(map[string]map[string]string, len(sv.snap.Namespaces))
+	for _, ns := range sv.snap.Namespaces {
+		l := make(map[string]string, len(ns.Labels)+1)
+		for k, v := range ns.Labels {
+			l[k] = v
+		}
+		l[corev1.LabelMetadataName] = ns.Name
+		sv.nsLabels[ns.Name] = l
+	}
+}
+
+// termNamespaces is the set of namespaces whose pods an affinity term
+// selects (nil: every namespace): the union of the listed namespaces and
+// those namespaceSelector matches; the pod's own namespace when neither is
+// given. An empty namespaceSelector matches every namespace; a non-empty
+// one is evaluated against the snapshot's namespaces, or counts every
+// namespace when the snapshot has none.
+func (sv *solver) termNamespaces(t corev1.PodAffinityTerm, own string) (map[string]bool, error) {
 	m := map[string]bool{}
 	for _, n := range t.Namespaces {
 		m[n] = true
 	}
+	if t.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("namespaceSelector: %w", err)
+		}
+		if sel.Empty() || sv.nsLabels == nil {
+			return nil, nil
+		}
+		for name, l := range sv.nsLabels {
+			if sel.Matches(labels.Set(l)) {
+				m[name] = true
+			}
+		}
+		return m, nil
+	}
 	if len(m) == 0 {
 		m[own] = true
 	}
-	return m
+	return m, nil
 }
 
 func spreadSelector(tsc corev1.TopologySpreadConstraint, podLabels map[string]string) (labels.Selector, error) {
@@ -259,7 +299,11 @@ func (sv *solver) buildExistingGroups() {
 				if err != nil {
 					continue
 				}
-				g := &topoGroup{kind: kindAnti, key: normalizedKey(t.TopologyKey), sel: sel, namespaces: termNamespaces(t, p.Namespace)}
+				ns, err := sv.termNamespaces(t, p.Namespace)
+				if err != nil {
+					continue
+				}
+				g := &topoGroup{kind: kindAnti, key: normalizedKey(t.TopologyKey), sel: sel, namespaces: ns}
 				nsKeys := make([]string, 0, len(g.namespaces))
 				for n := range g.namespaces {
 					nsKeys = append(nsKeys, n)
@@ -284,7 +328,7 @@ func (sv *solver) linkSelectedBy(cb *classBase) {
 			switch g.key {
 			case corev1.LabelTopologyZone:
 				cb.zoneRelevant = true
-			case CapacityTypeLabel:
+			case v1.LabelCapacityType:
 				cb.ctRelevant = true
 			}
 		}
@@ -427,7 +471,7 @@ func (sv *solver) nodeDomain(n *nodeState, key string) (string, bool) {
 			return sv.zones[bits.TrailingZeros64(n.zones)], true
 		}
 		return "", false
-	case CapacityTypeLabel:
+	case v1.LabelCapacityType:
 		if bits.OnesCount32(n.cts) == 1 {
 			return sv.cts[bits.TrailingZeros32(n.cts)], true
 		}
@@ -465,7 +509,7 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 			for _, name := range sv.zoneNames(z) {
 				set[name] = true
 			}
-		case CapacityTypeLabel:
+		case v1.LabelCapacityType:
 			for ci, name := range sv.cts {
 				if p.cts&(1<<ci) == 0 {
 					continue

@@ -1,8 +1,6 @@
 package scheduling
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -115,7 +113,7 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 	drivers := map[string]int{}
 	for _, v := range p.Spec.Volumes {
 		if pl := inTreePlugin(&v.VolumeSource); pl != "" {
-			return nil, nil, fmt.Errorf("volume %q uses the in-tree %s plugin, which joiner does not support; use its CSI driver", v.Name, pl)
+			return nil, nil, Volume{Problem: VolumeInTreePlugin, Volume: v.Name, Plugin: pl}
 		}
 		if v.PersistentVolumeClaim == nil {
 			continue
@@ -123,7 +121,7 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 		name := v.PersistentVolumeClaim.ClaimName
 		pvc := sv.pvcs[p.Namespace+"/"+name]
 		if pvc == nil {
-			return nil, nil, fmt.Errorf("persistentvolumeclaim %q not found", name)
+			return nil, nil, Volume{Problem: VolumeClaimNotFound, Claim: name}
 		}
 		if d := sv.claimDriver(p.Namespace, name); d != "" {
 			drivers[d]++
@@ -131,10 +129,10 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 		if pvc.Spec.VolumeName != "" {
 			pv := sv.pvs[pvc.Spec.VolumeName]
 			if pv == nil {
-				return nil, nil, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, name)
+				return nil, nil, Volume{Problem: VolumeNotFound, PersistentVolume: pvc.Spec.VolumeName, Claim: name}
 			}
 			if pl := inTreePV(&pv.Spec.PersistentVolumeSource); pl != "" {
-				return nil, nil, fmt.Errorf("persistentvolume %q uses the in-tree %s plugin, which joiner does not support; migrate it to CSI", pv.Name, pl)
+				return nil, nil, Volume{Problem: VolumeInTreePersistentVolume, PersistentVolume: pv.Name, Plugin: pl}
 			}
 			if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
 				var terms []reqBuilder
@@ -145,7 +143,7 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 							continue
 						}
 						if err := b.addRequirement(normalizedKey(e.Key), e.Operator, e.Values); err != nil {
-							return nil, nil, fmt.Errorf("persistentvolume %q node affinity: %w", pv.Name, err)
+							return nil, nil, Volume{Problem: VolumeNodeAffinity, PersistentVolume: pv.Name, Detail: err.Error()}
 						}
 					}
 					terms = append(terms, b)
@@ -159,7 +157,7 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 		}
 		sc := sv.scs[*pvc.Spec.StorageClassName]
 		if sc == nil {
-			return nil, nil, fmt.Errorf("storageclass %q of claim %q not found", *pvc.Spec.StorageClassName, name)
+			return nil, nil, Volume{Problem: VolumeStorageClassNotFound, StorageClass: *pvc.Spec.StorageClassName, Claim: name}
 		}
 		if !sc.WaitForFirstConsumer || len(sc.AllowedTopologies) == 0 {
 			continue
@@ -172,7 +170,7 @@ func (sv *solver) volumeRequirements(p *corev1.Pod) ([]reqBuilder, map[string]in
 					continue
 				}
 				if err := b.addRequirement(normalizedKey(e.Key), corev1.NodeSelectorOpIn, e.Values); err != nil {
-					return nil, nil, fmt.Errorf("storageclass %q allowedTopologies: %w", sc.Name, err)
+					return nil, nil, Volume{Problem: VolumeAllowedTopologies, StorageClass: sc.Name, Detail: err.Error()}
 				}
 			}
 			terms = append(terms, b)

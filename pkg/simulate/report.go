@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -130,8 +131,20 @@ type ExistingNode struct {
 // Unschedulable is a pod that fits nowhere, with one reason per NodePool;
 // the key "existingNodes" holds why no existing node fit.
 type Unschedulable struct {
-	Pod     string            `json:"pod"`
-	Reasons map[string]string `json:"reasons"`
+	Pod     string               `json:"pod"`
+	Reasons map[string]Rejection `json:"reasons"`
+}
+
+// Rejection is one of the solver's typed reasons: its kind, its text (as
+// pod events say it) and its detail fields.
+type Rejection struct {
+	Kind    scheduling.ReasonKind `json:"kind"`
+	Message string                `json:"message"`
+	Detail  scheduling.Reason     `json:"detail"`
+}
+
+func rejection(r scheduling.Reason) Rejection {
+	return Rejection{Kind: r.Kind(), Message: scheduling.Message(r), Detail: r}
 }
 
 // ExistingNodesKey is the Reasons key for existing capacity (NodePool names
@@ -179,12 +192,12 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 		r.Summary.PodsOnExistingNodes += len(e.Pods)
 	}
 	for _, pe := range plan.Unschedulable {
-		u := Unschedulable{Pod: podName(pe.Pod), Reasons: map[string]string{}}
-		for pool, reason := range pe.Reasons {
-			if pool == scheduling.ExistingNodesReason {
-				pool = ExistingNodesKey
-			}
-			u.Reasons[pool] = reason
+		u := Unschedulable{Pod: podName(pe.Pod), Reasons: map[string]Rejection{}}
+		for pool, reason := range pe.NodePools {
+			u.Reasons[pool] = rejection(reason)
+		}
+		if pe.Existing != nil {
+			u.Reasons[ExistingNodesKey] = rejection(pe.Existing)
 		}
 		r.Unschedulable = append(r.Unschedulable, u)
 	}
@@ -217,7 +230,7 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 	zones, capacityTypes := []string{}, []string{}
 	for _, it := range n.InstanceTypes {
 		for _, o := range it.Offerings {
-			if !o.Available || !allows(n.Requirements, corev1.LabelTopologyZone, o.Zone) || !allows(n.Requirements, labelCapacityType, o.CapacityType) {
+			if !o.Available || !scheduling.RequirementsAdmit(n.Requirements, corev1.LabelTopologyZone, o.Zone) || !scheduling.RequirementsAdmit(n.Requirements, v1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
 			zones = appendNew(zones, o.Zone)
@@ -227,7 +240,7 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 	slices.Sort(zones)
 	slices.Sort(capacityTypes)
 	out[corev1.LabelTopologyZone] = zones
-	out[labelCapacityType] = capacityTypes
+	out[v1.LabelCapacityType] = capacityTypes
 	for _, r := range n.Requirements {
 		if _, done := out[r.Key]; done {
 			continue
@@ -235,11 +248,11 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 		var values []string
 		if r.Operator == corev1.NodeSelectorOpIn {
 			values = slices.Clone(r.Values)
-			values = slices.DeleteFunc(values, func(v string) bool { return !allows(n.Requirements, r.Key, v) })
+			values = slices.DeleteFunc(values, func(v string) bool { return !scheduling.RequirementsAdmit(n.Requirements, r.Key, v) })
 		} else {
 			for _, it := range n.InstanceTypes {
 				for _, v := range it.Requirements[r.Key] {
-					if allows(n.Requirements, r.Key, v) {
+					if scheduling.RequirementsAdmit(n.Requirements, r.Key, v) {
 						values = appendNew(values, v)
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -66,48 +67,54 @@ func handMadePlan(t *testing.T) (*scheduling.Snapshot, *scheduling.Plan) {
 		},
 		Pods: slices.Concat(web, cache, big, []*corev1.Pod{trainer, odd, placed}),
 	}
-	why := map[string]string{
-		"default": "no instance type satisfied resources {\"cpu\":\"512\",\"pods\":\"1\"} and requirements",
-		"gpu":     "did not tolerate taint nvidia.com/gpu=true:NoSchedule",
+	gpuTaint := scheduling.Taint{Taint: corev1.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	why := map[string]scheduling.Reason{
+		"default": scheduling.InsufficientResource{
+			Shortfalls: []scheduling.Shortfall{{Resource: corev1.ResourceCPU, Requested: resource.MustParse("512"), LargestAllowed: resource.MustParse("3920m")}},
+			Requests:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("512"), corev1.ResourcePods: resource.MustParse("1")},
+		},
+		"gpu": gpuTaint,
 	}
 	plan := &scheduling.Plan{
 		NewNodeClaims: []*scheduling.NewNodeClaim{
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(corev1.LabelTopologyZone, "us-east-1a"), in(catalog.LabelCapacityType, "spot"), in(corev1.LabelInstanceTypeStable, "c6g.xlarge", "m5.xlarge")},
+				Requirements:  []scheduling.Requirement{in(corev1.LabelTopologyZone, "us-east-1a"), in(v1.LabelCapacityType, "spot"), in(corev1.LabelInstanceTypeStable, "c6g.xlarge", "m5.xlarge")},
 				InstanceTypes: get("c6g.xlarge", "m5.xlarge"),
 				Pods:          web,
 				Price:         0.05,
 			},
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
 				InstanceTypes: get("m5.large"),
 				Pods:          cache[:1],
 			},
 			{
 				NodePool:      "default",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), in(corev1.LabelInstanceTypeStable, "m5.large")},
 				InstanceTypes: get("m5.large"),
 				Pods:          cache[1:],
 			},
 			{
 				NodePool:      "gpu",
-				Requirements:  []scheduling.Requirement{in(catalog.LabelCapacityType, "on-demand"), {Key: catalog.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), {Key: catalog.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
 				InstanceTypes: get("g4dn.xlarge"),
 				Pods:          []*corev1.Pod{trainer},
 			},
 		},
 		Existing: []scheduling.ExistingPlacement{{Node: "node-a", Pods: []*corev1.Pod{placed}}},
 		Unschedulable: []scheduling.PodError{
-			{Pod: big[0], Reasons: why},
-			{Pod: big[1], Reasons: why},
-			{Pod: odd, Reasons: map[string]string{
-				scheduling.ExistingNodesReason: "node-a: incompatible requirements, key topology.kubernetes.io/zone",
-				"default":                      "incompatible requirements, key topology.kubernetes.io/zone, topology.kubernetes.io/zone In [us-east-1d] not in topology.kubernetes.io/zone In [us-east-1a us-east-1b us-east-1c]",
-				"gpu":                          "did not tolerate taint nvidia.com/gpu=true:NoSchedule",
-			}},
-			{Pod: big[2], Reasons: why},
+			{Pod: big[0], NodePools: why},
+			{Pod: big[1], NodePools: why},
+			{Pod: odd, Existing: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{{Count: 1, Reason: scheduling.NodeLabels{}}}},
+				NodePools: map[string]scheduling.Reason{
+					"default": scheduling.IncompatibleRequirements{Key: corev1.LabelTopologyZone,
+						Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1d"}}},
+						NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a", "us-east-1b", "us-east-1c"}}}},
+					"gpu": gpuTaint,
+				}},
+			{Pod: big[2], NodePools: why},
 		},
 	}
 	return snap, plan

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -120,7 +122,7 @@ func (r *Report) writeNewNodes(w io.Writer, opts TextOptions) {
 				}
 				fmt.Fprintf(w, "    node %d  %s  %s  %s/hour%s  %s: %s\n", nodeNumber,
 					strings.Join(n.Requirements[corev1.LabelTopologyZone], ","),
-					strings.Join(n.Requirements[labelCapacityType], ","),
+					strings.Join(n.Requirements[v1.LabelCapacityType], ","),
 					dollars(n.Price), options, plural(len(n.Pods), "pod"), listPods(n.Pods, opts.MaxPods))
 			}
 		}
@@ -176,7 +178,7 @@ func (r *Report) writeUnschedulable(w io.Writer, opts TextOptions) {
 			if k == ExistingNodesKey {
 				where = "existing nodes"
 			}
-			lines = append(lines, where+": "+u.Reasons[k])
+			lines = append(lines, where+": "+u.Reasons[k].Message)
 		}
 		id := strings.Join(lines, "\n")
 		b := blocks[id]

@@ -37,7 +37,17 @@ type Options struct {
 	// before Synced lists from the API server again (default
 	// DefaultSyncedRecheckInterval).
 	SyncedRecheckInterval time.Duration
+	// CreatedTTL is how long a NodeClaim recorded by NodeClaimCreated is
+	// kept while no informer event has confirmed it (default
+	// DefaultCreatedTTL).
+	CreatedTTL time.Duration
 }
+
+// DefaultCreatedTTL is how long the model keeps a NodeClaim its creator
+// recorded (NodeClaimCreated) without the informer confirming it: far
+// longer than an informer round trip, short enough that a NodeClaim
+// deleted before its first event reached the model does not linger.
+const DefaultCreatedTTL = 30 * time.Second
 
 // DefaultSyncedRecheckInterval is how long Synced trusts a positive check
 // when Options leaves it unset: between checks the informers keep the model
@@ -63,6 +73,12 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncedRecheckInterval == 0 {
 		o.SyncedRecheckInterval = DefaultSyncedRecheckInterval
+	}
+	if o.CreatedTTL < 0 {
+		return errors.New("state: Options.CreatedTTL must not be negative")
+	}
+	if o.CreatedTTL == 0 {
+		o.CreatedTTL = DefaultCreatedTTL
 	}
 	return nil
 }
@@ -95,6 +111,9 @@ type Cluster struct {
 	volumeLimits map[string]map[string]int
 	// marked are provider IDs marked for deletion by a consumer.
 	marked map[string]bool
+	// created are NodeClaims recorded by NodeClaimCreated that no informer
+	// event has confirmed yet, by name, with when they were recorded.
+	created map[string]time.Time
 	// generation counts mutations.
 	generation uint64
 
@@ -133,6 +152,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
 		volumeLimits:  map[string]map[string]int{},
 		marked:        map[string]bool{},
+		created:       map[string]time.Time{},
 	}, nil
 }
 
@@ -190,13 +210,52 @@ func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 	}
 	c.entryLocked(key).nodeClaim = nc
 	c.nodeClaimKeys[nc.Name] = key
+	delete(c.created, nc.Name)
 	c.changedLocked()
+}
+
+// NodeClaimCreated records a NodeClaim its creator (the provisioner) has
+// just written, so the next batch counts it and the pods nominated to it
+// before the informer delivers it: there is one model of in-flight
+// capacity, this one. A NodeClaim the model already holds is left as it
+// is (what the informer delivered is at least as new). Until an informer
+// event confirms it, the NodeClaim is dropped after Options.CreatedTTL, so
+// one deleted before its first event reached the model cannot linger.
+func (c *Cluster) NodeClaimCreated(nc *v1.NodeClaim) {
+	nc = nc.DeepCopy()
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireCreatedLocked(now)
+	if _, ok := c.nodeClaimKeys[nc.Name]; ok {
+		return
+	}
+	key := nodeClaimKey(nc)
+	c.entryLocked(key).nodeClaim = nc
+	c.nodeClaimKeys[nc.Name] = key
+	c.created[nc.Name] = now
+	c.changedLocked()
+}
+
+// expireCreatedLocked forgets the NodeClaims NodeClaimCreated recorded
+// that no informer event confirmed within Options.CreatedTTL.
+func (c *Cluster) expireCreatedLocked(now time.Time) {
+	for name, at := range c.created {
+		if now.Sub(at) > c.opts.CreatedTTL {
+			c.deleteNodeClaimLocked(name)
+		}
+	}
 }
 
 // DeleteNodeClaim forgets a NodeClaim and the nominations to it.
 func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deleteNodeClaimLocked(name)
+}
+
+func (c *Cluster) deleteNodeClaimLocked(name string) {
+	delete(c.created, name)
 	if key, ok := c.nodeClaimKeys[name]; ok {
 		c.detachLocked(key, func(e *entry) { e.nodeClaim = nil })
 		delete(c.nodeClaimKeys, name)
@@ -361,6 +420,9 @@ func (c *Cluster) Nodes() []*StateNode {
 	c.mu.RLock()
 	out := make([]*StateNode, 0, len(c.entries))
 	for key, e := range c.entries {
+		if c.expiredLocked(e, now) {
+			continue
+		}
 		out = append(out, c.stateNodeLocked(key, e, now))
 	}
 	c.mu.RUnlock()
@@ -381,7 +443,7 @@ func (c *Cluster) NodeByName(name string) (*StateNode, bool) {
 	defer c.mu.RUnlock()
 	key, ok := c.nodeKeys[name]
 	if !ok {
-		if key, ok = c.nodeClaimKeys[name]; !ok {
+		if key, ok = c.nodeClaimKeys[name]; !ok || c.expiredLocked(c.entries[key], now) {
 			return nil, false
 		}
 	}
@@ -415,6 +477,17 @@ func (c *Cluster) DaemonSetPods() []*corev1.Pod {
 	}
 	c.mu.RUnlock()
 	return out
+}
+
+// expiredLocked reports whether e is only a NodeClaim recorded by
+// NodeClaimCreated that its informer did not confirm in time (dropped at
+// the next write; readers skip it already).
+func (c *Cluster) expiredLocked(e *entry, now time.Time) bool {
+	if e.node != nil || e.nodeClaim == nil {
+		return false
+	}
+	at, ok := c.created[e.nodeClaim.Name]
+	return ok && now.Sub(at) > c.opts.CreatedTTL
 }
 
 // entryLocked returns the entry for key, creating it.

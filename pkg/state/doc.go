@@ -7,7 +7,9 @@
 //
 // A Node and its NodeClaim are joined by provider ID into one StateNode; a
 // NodeClaim that has not launched yet is a StateNode of its own, keyed by
-// name, until its provider ID is known.
+// name, until its provider ID is known. The provisioner records each
+// NodeClaim it creates (NodeClaimCreated) so the next batch sees it before
+// the informer does; the model is the only record of in-flight capacity.
 //
 // What it decides: nothing. It answers questions about what is, and it
 // knows whether it has seen everything the API server has (Synced);

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,8 +10,8 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
-// Field indexes joiner's controllers list by. Register them with
-// EnsureFieldIndexes before the manager starts.
+// Field indexes joiner's controllers list by. RegisterFieldIndexes adds them
+// to a manager's cache once, before any controller is registered.
 const (
 	// IndexNodeProviderID indexes Nodes by spec.providerID.
 	IndexNodeProviderID = "spec.providerID"
@@ -22,20 +21,12 @@ const (
 	IndexPodNodeName = "spec.nodeName"
 )
 
-var (
-	indexedMu sync.Mutex
-	indexed   = map[client.FieldIndexer]bool{}
-)
-
-// EnsureFieldIndexes registers the field indexes above on indexer (the
-// manager's GetFieldIndexer()). It is idempotent per indexer, so every
-// controller that needs an index may call it from Register.
-func EnsureFieldIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	indexedMu.Lock()
-	defer indexedMu.Unlock()
-	if indexed[indexer] {
-		return nil
-	}
+// RegisterFieldIndexes registers the field indexes above on indexer (the
+// manager's GetFieldIndexer()). It is the one place indexes are registered:
+// controllers.Register calls it for the operator and test.NewManager for the
+// controller tests; a controller that lists by an index never registers it
+// itself, so an index cannot be registered twice (the cache refuses that).
+func RegisterFieldIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Node{}, IndexNodeProviderID, func(o client.Object) []string {
 		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
 			return []string{id}
@@ -60,6 +51,5 @@ func EnsureFieldIndexes(ctx context.Context, indexer client.FieldIndexer) error 
 	}); err != nil {
 		return fmt.Errorf("indexing pods by %s: %w", IndexPodNodeName, err)
 	}
-	indexed[indexer] = true
 	return nil
 }

@@ -30,9 +30,6 @@ import (
 // version and records it, or forgets it when it is gone: the order of
 // events never matters.
 func (c *Cluster) Register(mgr manager.Manager) error {
-	if err := EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	kube := mgr.GetClient()
 	opts := func(workers int) controller.Options {
 		return controller.Options{MaxConcurrentReconciles: workers, NeedLeaderElection: ptr.To(false)}

@@ -178,7 +178,7 @@ func (n *StateNode) PodRequests() corev1.ResourceList {
 func (n *StateNode) DaemonSetRequests() corev1.ResourceList {
 	var ds []*corev1.Pod
 	for _, p := range n.Pods {
-		if IsDaemonSetPod(p) {
+		if scheduling.IsOwnedByDaemonSet(p) {
 			ds = append(ds, p)
 		}
 	}
@@ -223,16 +223,6 @@ func (n *StateNode) ExistingNode() *scheduling.ExistingNode {
 		en.NodeClaim = n.NodeClaim.Name
 	}
 	return en
-}
-
-// IsDaemonSetPod reports whether a DaemonSet controls p.
-func IsDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 func sumRequests(pods []*corev1.Pod) corev1.ResourceList {

@@ -7,9 +7,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // Scheme is client-go's built-in types plus every joiner API group: what
@@ -38,4 +42,25 @@ func StartManager(t testing.TB, mgr manager.Manager) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+}
+
+// NewManager returns a manager for t against the package's control plane,
+// as the operator would build it for the controllers: joiner's Scheme, the
+// field indexes of state.RegisterFieldIndexes, no metrics endpoint, and no
+// check that controller names are unique (each test runs its own manager,
+// and names repeat across tests). Start it with StartManager.
+func (e *Environment) NewManager(t testing.TB) manager.Manager {
+	t.Helper()
+	mgr, err := manager.New(e.Config, manager.Options{
+		Scheme:     Scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	if err := state.RegisterFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatalf("registering field indexes: %v", err)
+	}
+	return mgr
 }

@@ -254,29 +254,18 @@ func (c *CloudProvider) Create(_ context.Context, nodeClaim *v1.NodeClaim) (*v1.
 	return created.DeepCopy(), nil
 }
 
+// allowed reports whether every requirement of nc on key admits value.
 func allowed(nc *v1.NodeClaim, key, value string) bool {
 	for _, r := range nc.Spec.Requirements {
-		if v1.NormalizeLabel(r.Key) != key {
-			continue
-		}
-		switch r.Operator {
-		case corev1.NodeSelectorOpIn:
-			if !slices.Contains(r.Values, value) {
-				return false
-			}
-		case corev1.NodeSelectorOpNotIn:
-			if slices.Contains(r.Values, value) {
-				return false
-			}
-		case corev1.NodeSelectorOpDoesNotExist:
+		if v1.NormalizeLabel(r.Key) == key && !v1.RequirementAdmits(r.Operator, r.Values, value, true) {
 			return false
 		}
 	}
 	return true
 }
 
-// allowedType checks In/NotIn requirements on the type's single-valued
-// labels (arch, os, ...).
+// allowedType checks the requirements on the type's single-valued labels
+// (arch, os, ...).
 func allowedType(nc *v1.NodeClaim, it *scheduling.InstanceType) bool {
 	for k, v := range it.Requirements {
 		if len(v) == 1 && k != v1.LabelTopologyZone && k != v1.LabelCapacityType && !allowed(nc, k, v[0]) {

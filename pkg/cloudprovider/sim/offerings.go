@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,7 +203,7 @@ func typeSatisfies(it *scheduling.InstanceType, reqs []v1.NodeSelectorRequiremen
 		if !defined {
 			continue
 		}
-		if !requirementAllowsAny(r.Operator, r.Values, values) {
+		if !v1.RequirementAdmitsAny(r.Operator, r.Values, values) {
 			return false
 		}
 	}
@@ -215,61 +214,16 @@ func offeringSatisfies(o scheduling.Offering, reqs []v1.NodeSelectorRequirementW
 	for _, r := range reqs {
 		switch v1.NormalizeLabel(r.Key) {
 		case v1.LabelTopologyZone:
-			if !requirementAllowsAny(r.Operator, r.Values, []string{o.Zone}) {
+			if !v1.RequirementAdmitsAny(r.Operator, r.Values, []string{o.Zone}) {
 				return false
 			}
 		case v1.LabelCapacityType:
-			if !requirementAllowsAny(r.Operator, r.Values, []string{o.CapacityType}) {
+			if !v1.RequirementAdmitsAny(r.Operator, r.Values, []string{o.CapacityType}) {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-// requirementAllowsAny reports whether a node could carry one of have (the
-// values the instance can take; empty means it has no such label) under
-// the requirement.
-func requirementAllowsAny(op corev1.NodeSelectorOperator, want, have []string) bool {
-	switch op {
-	case corev1.NodeSelectorOpExists:
-		return len(have) > 0
-	case corev1.NodeSelectorOpDoesNotExist:
-		return len(have) == 0
-	case corev1.NodeSelectorOpNotIn:
-		if len(have) == 0 {
-			return true
-		}
-		return slices.ContainsFunc(have, func(v string) bool { return !slices.Contains(want, v) })
-	}
-	return slices.ContainsFunc(have, func(v string) bool { return valueAllowed(op, want, v) })
-}
-
-func valueAllowed(op corev1.NodeSelectorOperator, want []string, v string) bool {
-	switch op {
-	case corev1.NodeSelectorOpIn:
-		return slices.Contains(want, v)
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, scheduling.OpGte, scheduling.OpLte:
-		if len(want) != 1 {
-			return false
-		}
-		bound, err1 := strconv.ParseInt(want[0], 10, 64)
-		n, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		switch op {
-		case corev1.NodeSelectorOpGt:
-			return n > bound
-		case corev1.NodeSelectorOpLt:
-			return n < bound
-		case scheduling.OpGte:
-			return n >= bound
-		default:
-			return n <= bound
-		}
-	}
-	return false
 }
 
 // instanceLabels are the labels an instance of it bought through o
@@ -301,7 +255,7 @@ func instanceLabels(it *scheduling.InstanceType, o scheduling.Offering, region s
 
 func requirementsAllow(reqs []v1.NodeSelectorRequirementWithMinValues, key, value string) bool {
 	for _, r := range reqs {
-		if v1.NormalizeLabel(r.Key) == key && !requirementAllowsAny(r.Operator, r.Values, []string{value}) {
+		if v1.NormalizeLabel(r.Key) == key && !v1.RequirementAdmits(r.Operator, r.Values, value, true) {
 			return false
 		}
 	}

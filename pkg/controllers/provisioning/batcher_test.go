@@ -3,122 +3,115 @@ package provisioning
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/clock"
 )
 
-// waitAsync runs b.Wait in the background and returns a channel that gets
-// its result.
-func waitAsync(ctx context.Context, b *Batcher) <-chan bool {
-	done := make(chan bool, 1)
-	go func() { done <- b.Wait(ctx) }()
-	return done
+// The batcher tests run in a synctest bubble: the batcher keeps its real
+// clock, time in the bubble moves only when every goroutine is blocked, and
+// synctest.Wait returns once Wait has reacted to what the test just did. No
+// test sleeps in wall time or guesses how long a goroutine needs.
+
+// waiter runs b.Wait in the background.
+type waiter struct{ done chan bool }
+
+func waitAsync(ctx context.Context, b *Batcher) *waiter {
+	w := &waiter{done: make(chan bool, 1)}
+	go func() { w.done <- b.Wait(ctx) }()
+	return w
 }
 
-// stepUntilWaiters advances the fake clock by d once the batcher has armed
-// both of its timers.
-func step(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
+func (w *waiter) expectOpen(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !clk.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("batcher never armed its timers")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	clk.Step(d)
-}
-
-func expectOpen(t *testing.T, done <-chan bool) {
-	t.Helper()
+	synctest.Wait()
 	select {
-	case v := <-done:
+	case v := <-w.done:
 		t.Fatalf("window closed early (%v)", v)
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 }
 
-func expectClosed(t *testing.T, done <-chan bool) {
+// expectReturned checks that Wait has returned, with want.
+func (w *waiter) expectReturned(t *testing.T, want bool) {
 	t.Helper()
+	synctest.Wait()
 	select {
-	case v := <-done:
-		if !v {
-			t.Fatal("Wait returned false")
+	case v := <-w.done:
+		if v != want {
+			t.Fatalf("Wait returned %v, want %v", v, want)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("window never closed")
+	default:
+		t.Fatal("Wait has not returned")
 	}
 }
 
 func TestBatcherClosesAfterIdle(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, 10*time.Second)
-	done := waitAsync(t.Context(), b)
-	b.Trigger("a")
-	step(t, clk, 500*time.Millisecond)
-	expectOpen(t, done)
-	clk.Step(500 * time.Millisecond)
-	expectClosed(t, done)
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBatcher(clock.RealClock{}, time.Second, 10*time.Second)
+		w := waitAsync(t.Context(), b)
+		b.Trigger("a")
+		time.Sleep(500 * time.Millisecond)
+		w.expectOpen(t)
+		time.Sleep(500 * time.Millisecond)
+		w.expectReturned(t, true)
+	})
 }
 
 func TestBatcherNewPodExtendsWindow(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, 10*time.Second)
-	done := waitAsync(t.Context(), b)
-	b.Trigger("a")
-	step(t, clk, 900*time.Millisecond)
-	b.Trigger("b")
-	time.Sleep(20 * time.Millisecond) // let Wait re-arm the idle timer
-	clk.Step(900 * time.Millisecond)
-	expectOpen(t, done)
-	clk.Step(100 * time.Millisecond)
-	expectClosed(t, done)
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBatcher(clock.RealClock{}, time.Second, 10*time.Second)
+		w := waitAsync(t.Context(), b)
+		b.Trigger("a")
+		time.Sleep(900 * time.Millisecond)
+		b.Trigger("b")
+		time.Sleep(900 * time.Millisecond)
+		w.expectOpen(t)
+		time.Sleep(100 * time.Millisecond)
+		w.expectReturned(t, true)
+	})
 }
 
 func TestBatcherSamePodDoesNotExtend(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, 10*time.Second)
-	done := waitAsync(t.Context(), b)
-	b.Trigger("a")
-	step(t, clk, 900*time.Millisecond)
-	b.Trigger("a")
-	time.Sleep(20 * time.Millisecond)
-	clk.Step(100 * time.Millisecond)
-	expectClosed(t, done)
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBatcher(clock.RealClock{}, time.Second, 10*time.Second)
+		w := waitAsync(t.Context(), b)
+		b.Trigger("a")
+		time.Sleep(900 * time.Millisecond)
+		b.Trigger("a")
+		time.Sleep(100 * time.Millisecond)
+		w.expectReturned(t, true)
+	})
 }
 
 func TestBatcherMaxDurationBoundsWindow(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, 3*time.Second)
-	done := waitAsync(t.Context(), b)
-	b.Trigger("p0")
-	step(t, clk, 0)
-	for i := 1; i <= 6; i++ {
-		time.Sleep(10 * time.Millisecond)
-		clk.Step(500 * time.Millisecond)
-		if i < 6 {
-			expectOpen(t, done)
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBatcher(clock.RealClock{}, time.Second, 3*time.Second)
+		w := waitAsync(t.Context(), b)
+		b.Trigger("p0")
+		// A new pod every half second would hold the window open forever
+		// without the max duration.
+		for i := 1; i <= 6; i++ {
+			time.Sleep(500 * time.Millisecond)
+			if i < 6 {
+				w.expectOpen(t)
+			}
+			b.Trigger(types.UID("p" + string(rune('0'+i))))
 		}
-		b.Trigger(types.UID("p" + string(rune('0'+i))))
-	}
-	expectClosed(t, done)
+		w.expectReturned(t, true)
+	})
 }
 
 func TestBatcherContextCancelled(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, 10*time.Second)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan bool, 1)
-	go func() { done <- b.Wait(ctx) }()
-	cancel()
-	select {
-	case v := <-done:
-		if v {
-			t.Fatal("Wait returned true after cancel")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not return after cancel")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBatcher(clock.RealClock{}, time.Second, 10*time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		w := waitAsync(ctx, b)
+		b.Trigger("a")
+		w.expectOpen(t)
+		cancel()
+		w.expectReturned(t, false)
+	})
 }

@@ -6,8 +6,10 @@
 // leader-elected singleton, then waits for the cluster state to be synced,
 // snapshots NodePools (with their instance types from the cloud provider),
 // Nodes and in-flight NodeClaims with their pods, DaemonSets and volumes,
-// calls the solver, applies NodePool limits against live usage, and creates
-// one NodeClaim per planned node. NodeClaim names derive from the pods they
+// calls the solver and creates one NodeClaim per planned node, as planned:
+// NodePool limits (against the usage of existing and in-flight NodeClaims,
+// given to the solver as InUse) and the instance-type cap are the solver's
+// to apply. NodeClaim names derive from the pods they
 // carry, so a retried batch or a second replica cannot create a duplicate.
 // Every placed pod gets a Nominated event; every pod that fits nowhere gets
 // one FailedScheduling event with its reasons grouped per NodePool, and the

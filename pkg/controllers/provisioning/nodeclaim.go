@@ -10,16 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
-
-// MaxInstanceTypes caps the instance-type options a NodeClaim carries; the
-// plan orders them cheapest first, so the cap drops the dearest.
-const MaxInstanceTypes = 60
 
 // NodeClaimName is the deterministic name of the NodeClaim that carries
 // pods for nodePool: the NodePool's name and a short hash of the sorted
@@ -57,9 +52,9 @@ func NodeClassLabelKey(ref *v1.NodeClassReference) string {
 // and node class labels, an
 // owner reference to the NodePool, the template's taints, startup taints,
 // expiry, termination grace period and node class, the plan's narrowed
-// requirements with its instance types (cheapest first, at most
-// MaxInstanceTypes) and the plan's resource requests.
-func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim, instanceTypes []*scheduling.InstanceType) *v1.NodeClaim {
+// requirements with its instance types (cheapest first, as many as the
+// solver kept) and the plan's resource requests.
+func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim) *v1.NodeClaim {
 	tmpl := nodePool.Spec.Template
 	labels := maps.Clone(tmpl.ObjectMeta.Labels)
 	if labels == nil {
@@ -95,7 +90,7 @@ func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim, insta
 		Spec: v1.NodeClaimSpec{
 			Taints:                 slices.Clone(tmpl.Spec.Taints),
 			StartupTaints:          slices.Clone(tmpl.Spec.StartupTaints),
-			Requirements:           requirements(planned.Requirements, instanceTypes),
+			Requirements:           requirements(planned.Requirements, planned.InstanceTypes),
 			Resources:              v1.ResourceRequirements{Requests: planned.Requests.DeepCopy()},
 			ExpireAfter:            tmpl.Spec.ExpireAfter,
 			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
@@ -135,14 +130,5 @@ func requirements(planned []scheduling.Requirement, instanceTypes []*scheduling.
 		Values:    names,
 		MinValues: instanceTypeMinValues,
 	})
-	return out
-}
-
-// podKeys is the set of pod UIDs a NodeClaim was planned for, for logs.
-func podUIDs(pods []*corev1.Pod) []types.UID {
-	out := make([]types.UID, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.UID)
-	}
 	return out
 }

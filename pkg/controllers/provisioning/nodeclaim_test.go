@@ -71,7 +71,7 @@ func TestNewNodeClaim(t *testing.T) {
 		Pods:          []*corev1.Pod{testPod("1")},
 		Requests:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 	}
-	nc := NewNodeClaim(np, planned, its)
+	nc := NewNodeClaim(np, planned)
 
 	if nc.Name != NodeClaimName("default", planned.Pods) {
 		t.Errorf("name %q", nc.Name)
@@ -121,95 +121,24 @@ func TestNewNodeClaim(t *testing.T) {
 	}
 }
 
-func TestFitLimits(t *testing.T) {
-	small := testInstanceType("small", "2", "8Gi")
-	large := testInstanceType("large", "8", "32Gi")
-	plannedFor := func(uids ...string) *scheduling.NewNodeClaim {
-		var pods []*corev1.Pod
-		for _, u := range uids {
-			pods = append(pods, testPod(u))
-		}
-		return &scheduling.NewNodeClaim{NodePool: "default", InstanceTypes: []*scheduling.InstanceType{small, large}, Pods: pods}
-	}
-	tests := []struct {
-		name         string
-		limits       corev1.ResourceList
-		inUse        corev1.ResourceList
-		planned      []*scheduling.NewNodeClaim
-		wantClaims   int
-		wantTypes    [][]string
-		wantRejected int
-	}{
-		{
-			name:       "no limits keeps every option",
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
-			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
-		},
-		{
-			name:       "limit drops the options that would exceed it",
-			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1")},
-			wantClaims: 1, wantTypes: [][]string{{"small"}},
-		},
-		{
-			name:       "usage counts against the limit, pessimistically per claim",
-			limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
-			inUse:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1"), plannedFor("2"), plannedFor("3"), plannedFor("4")},
-			wantClaims: 3, wantTypes: [][]string{{"small"}, {"small"}, {"small"}},
-			wantRejected: 1,
-		},
-		{
-			name:       "node count limit",
-			limits:     corev1.ResourceList{ResourceNodes: resource.MustParse("1")},
-			planned:    []*scheduling.NewNodeClaim{plannedFor("1", "2"), plannedFor("3")},
-			wantClaims: 1, wantTypes: [][]string{{"small", "large"}},
-			wantRejected: 1,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			np := testNodePool()
-			np.Spec.Limits = v1.Limits(tt.limits)
-			v := &view{nodePools: map[string]*v1.NodePool{"default": np}, inUse: map[string]corev1.ResourceList{}}
-			if tt.inUse != nil {
-				v.inUse["default"] = tt.inUse.DeepCopy()
-			}
-			claims, rejected := (&Provisioner{}).fitLimits(v, tt.planned)
-			if len(claims) != tt.wantClaims {
-				t.Fatalf("got %d claims, want %d", len(claims), tt.wantClaims)
-			}
-			for i, c := range claims {
-				var names []string
-				for _, it := range c.instanceTypes {
-					names = append(names, it.Name)
-				}
-				if len(names) != len(tt.wantTypes[i]) {
-					t.Errorf("claim %d types %v, want %v", i, names, tt.wantTypes[i])
-				}
-			}
-			if len(rejected) != tt.wantRejected {
-				t.Fatalf("got %d rejected pods, want %d", len(rejected), tt.wantRejected)
-			}
-			for _, r := range rejected {
-				if r.Reasons["default"] == "" {
-					t.Errorf("rejected pod without a reason: %+v", r)
-				}
-			}
-		})
-	}
-}
-
 func TestDescribeReasons(t *testing.T) {
 	got := describeReasons(
-		map[string]string{"b": "no instance type has enough memory", scheduling.ExistingNodesReason: "all nodes are full", "a": "incompatible requirements"},
+		scheduling.PodError{
+			Existing: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{{Count: 2, Reason: scheduling.InsufficientResource{}}}},
+			NodePools: map[string]scheduling.Reason{
+				"b": scheduling.Taint{Taint: corev1.Taint{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+				"a": scheduling.IncompatibleRequirements{Key: "zone",
+					Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}},
+					NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z2", "z3"}}}},
+			},
+		},
 		map[string]string{"c": "it is not ready (NodeClassNotReady: ...)", "a": "ignored because a reason exists"},
 	)
-	want := `existing nodes: all nodes are full; nodepool "a": incompatible requirements; nodepool "b": no instance type has enough memory; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
+	want := `existing nodes: 2 nodes had insufficient resources; nodepool "a": incompatible requirements, key zone, zone In [z1] not in zone In [z2 z3]; nodepool "b": did not tolerate taint gpu=true:NoSchedule; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := describeReasons(nil, nil); got == "" {
+	if got := describeReasons(scheduling.PodError{}, nil); got == "" {
 		t.Error("no reason and no nodepool must still say something")
 	}
 }

@@ -2,9 +2,9 @@ package provisioning
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // IsProvisionable reports whether pod is one the provisioner should find
@@ -25,7 +25,7 @@ func IsProvisionable(pod *corev1.Pod) bool {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return false
 	}
-	if IsOwnedByDaemonSet(pod) {
+	if scheduling.IsOwnedByDaemonSet(pod) {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
@@ -61,12 +61,6 @@ func avoidsManagedNodes(pod *corev1.Pod) bool {
 		}
 	}
 	return true
-}
-
-// IsOwnedByDaemonSet reports whether a DaemonSet controls pod.
-func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.Kind == "DaemonSet"
 }
 
 // unsupportedVolume returns the name of the first volume the provisioner

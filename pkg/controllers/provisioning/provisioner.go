@@ -44,6 +44,10 @@ type ClusterState interface {
 	Nodes() []*state.StateNode
 	// DaemonSetPods holds one pod per DaemonSet.
 	DaemonSetPods() []*corev1.Pod
+	// NodeClaimCreated records a NodeClaim this provisioner just created,
+	// so the next batch counts it (and the pods nominated to it) even
+	// before the informer delivers it.
+	NodeClaimCreated(nc *v1.NodeClaim)
 	// Nominate records that pod will run on the NodeClaim, so the next
 	// batch counts it there instead of planning for it again.
 	Nominate(pod *corev1.Pod, nodeClaimName string)
@@ -95,9 +99,8 @@ func (o *Options) validate() error {
 // Provisioner turns batches of unschedulable pods into NodeClaims. It is a
 // leader-elected singleton: one loop, one batch at a time.
 type Provisioner struct {
-	opts     Options
-	batcher  *Batcher
-	inflight inflight
+	opts    Options
+	batcher *Batcher
 
 	// reported remembers the last event given to each pending pod, so a pod
 	// that stays pending does not get the same event every batch.
@@ -175,6 +178,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
+		publishUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
@@ -190,7 +194,10 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		logger.Info("computed new nodeclaims to fit pods", "nodeclaims", len(plan.NewNodeClaims), "pods", countPods(plan.NewNodeClaims), "duration", p.opts.Clock.Since(start).String())
 	}
 
-	claims, limited := p.fitLimits(v, plan.NewNodeClaims)
+	claims, err := p.claimsFor(v, plan.NewNodeClaims)
+	if err != nil {
+		return nil, err
+	}
 	created, err := p.createAll(ctx, claims)
 	for _, nc := range created {
 		if nc != nil {
@@ -198,16 +205,39 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		}
 	}
 	seen := p.nominate(v, plan, claims, created)
-	res.Unschedulable = append(append(res.Unschedulable, plan.Unschedulable...), limited...)
+	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
-		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe.Reasons, v.skipped)))
+		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
+	publishUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
+}
+
+// plannedClaim is a NodeClaim the plan asked for, with its NodePool.
+type plannedClaim struct {
+	nodePool *v1.NodePool
+	planned  *scheduling.NewNodeClaim
+}
+
+// claimsFor pairs each planned NodeClaim with its NodePool. The plan is
+// launched as it is: the solver already kept NodePool limits (with the
+// in-flight NodeClaims counted in the snapshot's InUse), the instance-type
+// cap and minValues.
+func (p *Provisioner) claimsFor(v *view, planned []*scheduling.NewNodeClaim) ([]plannedClaim, error) {
+	out := make([]plannedClaim, 0, len(planned))
+	for _, nc := range planned {
+		np, ok := v.nodePools[nc.NodePool]
+		if !ok {
+			return nil, fmt.Errorf("the plan names nodepool %s, which was not in the snapshot", nc.NodePool)
+		}
+		out = append(out, plannedClaim{nodePool: np, planned: nc})
+	}
+	return out, nil
 }
 
 // createAll creates the planned NodeClaims in parallel; created[i] is nil
@@ -249,9 +279,6 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 			}
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: %s", describeTarget(target, placement.Node)))
 		}
-		if target != nil && target.NodeClaim != "" {
-			p.inflight.nominate(target.NodeClaim, placement.Pods)
-		}
 	}
 	return seen
 }
@@ -281,7 +308,7 @@ const maxNameAttempts = 5
 func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim, error) {
 	logger := log.FromContext(ctx)
 	for attempt := range maxNameAttempts {
-		nc := NewNodeClaim(c.nodePool, c.planned, c.instanceTypes)
+		nc := NewNodeClaim(c.nodePool, c.planned)
 		nc.Name = NodeClaimNameAttempt(c.nodePool.Name, c.planned.Pods, attempt)
 		err := p.opts.Client.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {
@@ -291,6 +318,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			}
 			if sameIntent(existing, c.nodePool.Name) {
 				logger.V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
+				p.opts.State.NodeClaimCreated(existing)
 				return existing, nil
 			}
 			continue
@@ -298,10 +326,10 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 		if err != nil {
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
-		p.inflight.add(nc, c.planned.Pods, p.opts.Clock.Now())
+		p.opts.State.NodeClaimCreated(nc)
 		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
 		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
-			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.instanceTypes), "requests", formatResources(c.planned.Requests))
+			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}
 	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(c.planned.Pods), maxNameAttempts)

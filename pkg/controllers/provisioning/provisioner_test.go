@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -79,6 +81,15 @@ func TestProvisionDoesNotDuplicate(t *testing.T) {
 	// NodeClaims.
 	if res := r.provision(); len(res.Created) != 0 || res.Pending != 0 {
 		t.Fatalf("second pass: %d pending, %d created; want none", res.Pending, len(res.Created))
+	}
+	// Even when its informers never deliver the NodeClaims, a replica's
+	// second pass plans nothing: the first recorded the NodeClaims it made
+	// (here: found under the same names) in the cluster state.
+	lagging := f.replica()
+	lagging.staleClaims = true
+	lagging.provision()
+	if res := lagging.provision(); len(res.Created) != 0 || res.Pending != 0 {
+		t.Fatalf("second pass with lagging informers: %d pending, %d created; want none", res.Pending, len(res.Created))
 	}
 	if got := len(f.nodeClaims()); got != want {
 		t.Fatalf("second pass: %d NodeClaims, want %d", got, want)
@@ -164,10 +175,10 @@ func TestProvisionHoldsNodePoolLimits(t *testing.T) {
 	if len(res.Unschedulable) == 0 {
 		t.Fatal("20 cpu of pods fit under an 8 cpu limit")
 	}
-	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].Reasons)
+	t.Logf("%d NodeClaims, %s cpu at most; %d pods over the limit, e.g. %v", len(f.nodeClaims()), total.String(), len(res.Unschedulable), res.Unschedulable[0].NodePools)
 	for _, pe := range res.Unschedulable {
-		if !strings.Contains(pe.Reasons[f.nodePool.Name], "limit") {
-			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.Reasons)
+		if !strings.Contains(scheduling.Message(pe.NodePools[f.nodePool.Name]), "limit") {
+			t.Errorf("pod %s: reasons %v do not mention the limit", pe.Pod.Name, pe.NodePools)
 		}
 	}
 }
@@ -213,5 +224,52 @@ func TestProvisionIgnoresPodsItMustNotPlace(t *testing.T) {
 	if res.Pending != 0 || len(res.Created) != 0 {
 		t.Fatalf("a DaemonSet pod was provisioned for: pending %d, created %d", res.Pending, len(res.Created))
 	}
-	_ = provisioning.MaxInstanceTypes
+}
+
+// TestProvisionEvaluatesNamespaceSelectors checks that the snapshot carries
+// the namespaces with their labels, so a pod anti-affinity term's
+// namespaceSelector counts only pods in the namespaces it matches: two
+// pods that repel pods of team=x namespaces share a node unless their own
+// namespace is labelled team=x.
+func TestProvisionEvaluatesNamespaceSelectors(t *testing.T) {
+	tests := []struct {
+		name       string
+		label      bool
+		wantClaims int
+	}{
+		{name: "own namespace not selected", wantClaims: 1},
+		{name: "own namespace selected", label: true, wantClaims: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tt.label {
+				ns := &corev1.Namespace{}
+				if err := f.env.Client.Get(t.Context(), client.ObjectKey{Name: f.ns}, ns); err != nil {
+					t.Fatal(err)
+				}
+				if ns.Labels == nil {
+					ns.Labels = map[string]string{}
+				}
+				ns.Labels["team"] = "x"
+				if err := f.env.Client.Update(t.Context(), ns); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.createNodePool(nil)
+			f.pendingPods(2, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+						TopologyKey:       corev1.LabelHostname,
+						LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "test"}},
+						NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
+					}},
+				}}
+			})
+			res := f.replica().provision()
+			if len(res.Created) != tt.wantClaims || len(res.Unschedulable) != 0 {
+				t.Fatalf("created %d NodeClaims (want %d), %d unschedulable", len(res.Created), tt.wantClaims, len(res.Unschedulable))
+			}
+		})
+	}
 }

@@ -9,28 +9,26 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // maxExamplePods bounds the pod names one log line lists per reason.
 const maxExamplePods = 3
 
-// describeReasons renders a pod's reasons, one clause per NodePool in name
-// order (existing capacity first), plus the NodePools the provisioner could
-// not use at all, so the message says everything once.
-func describeReasons(reasons map[string]string, skipped map[string]string) string {
+// describeReasons renders a pod's typed reasons, one clause per NodePool
+// in name order (existing capacity first), plus the NodePools the
+// provisioner could not use at all, so the message says everything once.
+func describeReasons(pe scheduling.PodError, skipped map[string]string) string {
 	var clauses []string
-	if r, ok := reasons[scheduling.ExistingNodesReason]; ok {
-		clauses = append(clauses, "existing nodes: "+r)
+	if pe.Existing != nil {
+		clauses = append(clauses, "existing nodes: "+scheduling.Message(pe.Existing))
 	}
-	for _, name := range slices.Sorted(maps.Keys(reasons)) {
-		if name == scheduling.ExistingNodesReason {
-			continue
-		}
-		clauses = append(clauses, fmt.Sprintf("nodepool %q: %s", name, reasons[name]))
+	for _, name := range slices.Sorted(maps.Keys(pe.NodePools)) {
+		clauses = append(clauses, fmt.Sprintf("nodepool %q: %s", name, scheduling.Message(pe.NodePools[name])))
 	}
 	for _, name := range slices.Sorted(maps.Keys(skipped)) {
-		if _, ok := reasons[name]; ok {
+		if _, ok := pe.NodePools[name]; ok {
 			continue
 		}
 		clauses = append(clauses, fmt.Sprintf("nodepool %q skipped: %s", name, skipped[name]))
@@ -39,6 +37,20 @@ func describeReasons(reasons map[string]string, skipped map[string]string) strin
 		return "no nodepool can launch capacity (create a NodePool whose node class is ready)"
 	}
 	return strings.Join(clauses, "; ")
+}
+
+// publishUnschedulable sets the unschedulable-pod gauges from one batch:
+// the total and the count per reason kind.
+func publishUnschedulable(errs []scheduling.PodError) {
+	byKind := map[string]int{}
+	for kind, n := range scheduling.CountByKind(errs) {
+		byKind[string(kind)] = n
+	}
+	kinds := make([]string, 0, len(scheduling.ReasonKinds))
+	for _, k := range scheduling.ReasonKinds {
+		kinds = append(kinds, string(k))
+	}
+	metrics.SetUnschedulable("provisioner", len(errs), byKind, kinds)
 }
 
 // logUnschedulable writes one log line for a whole batch of pods that fit
@@ -51,7 +63,7 @@ func logUnschedulable(logger logr.Logger, errs []scheduling.PodError, skipped ma
 	}
 	groups := map[string]*group{}
 	for _, pe := range errs {
-		msg := describeReasons(pe.Reasons, skipped)
+		msg := describeReasons(pe, skipped)
 		g := groups[msg]
 		if g == nil {
 			g = &group{}

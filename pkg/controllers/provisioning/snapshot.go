@@ -35,9 +35,11 @@ type view struct {
 	skipped map[string]string
 }
 
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // buildView assembles the Snapshot from the cluster state (nodes,
 // in-flight NodeClaims with their bound and nominated pods, DaemonSets) and
-// the cache (NodePools, pending pods, volumes).
+// the cache (NodePools, pending pods, volumes, namespaces).
 func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	c := p.opts.Client
 	var (
@@ -46,6 +48,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		pvcs         corev1.PersistentVolumeClaimList
 		pvs          corev1.PersistentVolumeList
 		storageClass storagev1.StorageClassList
+		namespaces   corev1.NamespaceList
 	)
 	lists := []struct {
 		what string
@@ -53,6 +56,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}{
 		{"nodepools", &nodePools}, {"pods", &pods},
 		{"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs}, {"storageclasses", &storageClass},
+		{"namespaces", &namespaces},
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.obj); err != nil {
@@ -93,7 +97,6 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 
 	daemons := p.opts.State.DaemonSetPods()
-	seenClaims := map[string]bool{}
 	// liveClaims can still take the pods nominated to them; a pod nominated
 	// to a NodeClaim that is going away is pending again.
 	liveClaims := map[string]bool{}
@@ -103,7 +106,6 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 			en.Pods = sn.Pods
 		}
 		if sn.NodeClaim != nil {
-			seenClaims[sn.NodeClaim.Name] = true
 			if !sn.MarkedForDeletion {
 				liveClaims[sn.NodeClaim.Name] = true
 			}
@@ -118,16 +120,6 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		} else if en.NodePool != "" {
 			v.addInUse(en.NodePool, sn.Node.Status.Capacity)
 		}
-		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
-	}
-	// NodeClaims this provisioner created that the state has not seen yet.
-	for _, c := range p.inflight.unseen(seenClaims, p.opts.Clock.Now()) {
-		pool := c.claim.Labels[v1.LabelNodePool]
-		its := optionsOf(c.claim, allTypes[pool])
-		v.addInUse(pool, claimCapacity(c.claim, nil, its))
-		en := inflightNode(c.claim, its)
-		en.Pods = append(c.pods, daemonPodsFor(daemons, en.Labels, c.claim.Spec.Taints)...)
-		liveClaims[c.claim.Name] = true
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
@@ -156,6 +148,12 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 	for i := range storageClass.Items {
 		v.snapshot.Volumes.StorageClasses = append(v.snapshot.Volumes.StorageClasses, schedulingStorageClass(&storageClass.Items[i]))
+	}
+	// Never nil: the solver evaluates namespaceSelector against exactly
+	// these.
+	v.snapshot.Namespaces = make([]*corev1.Namespace, 0, len(namespaces.Items))
+	for i := range namespaces.Items {
+		v.snapshot.Namespaces = append(v.snapshot.Namespaces, &namespaces.Items[i])
 	}
 	return v, nil
 }
@@ -271,36 +269,6 @@ func minAllocatable(its []*scheduling.InstanceType) corev1.ResourceList {
 		}
 	}
 	return out
-}
-
-// inflightNode is a NodeClaim whose Node has not registered: its labels are
-// what its requirements guarantee, its room what every option surely has.
-func inflightNode(nc *v1.NodeClaim, its []*scheduling.InstanceType) *scheduling.ExistingNode {
-	labels := map[string]string{}
-	for _, r := range nc.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
-	}
-	for k, val := range nc.Labels {
-		labels[k] = val
-	}
-	labels[v1.LabelHostname] = nc.Name
-	alloc := nc.Status.Allocatable
-	if len(alloc) == 0 {
-		alloc = minAllocatable(optionsOf(nc, its))
-	}
-	taints := append(slices.Clone(nc.Spec.Taints), nc.Spec.StartupTaints...)
-	return &scheduling.ExistingNode{
-		Name:              nc.Name,
-		NodeClaim:         nc.Name,
-		NodePool:          nc.Labels[v1.LabelNodePool],
-		Labels:            labels,
-		Taints:            taints,
-		StartupTaints:     nc.Spec.StartupTaints,
-		Allocatable:       alloc,
-		MarkedForDeletion: nc.DeletionTimestamp != nil,
-	}
 }
 
 func schedulingStorageClass(sc *storagev1.StorageClass) *scheduling.StorageClass {

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // distinctNodes is the size of the largest group of pending pods that must
@@ -25,7 +27,7 @@ func distinctNodes(pods []*corev1.Pod) int {
 	groups := map[string]*group{}
 	var order []string
 	for _, p := range pods {
-		if ownedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+		if scheduling.IsOwnedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 			continue
 		}
 		seen := map[string]bool{} // a pod counts once per group

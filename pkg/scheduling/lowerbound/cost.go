@@ -6,13 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-const (
-	labelZone         = corev1.LabelTopologyZone
-	labelCapacityType = "karpenter.sh/capacity-type"
-)
+const labelZone = corev1.LabelTopologyZone
 
 // PlanCost is what a plan's new nodes cost per hour: for each new node, the
 // cheapest available offering among the instance types it may still launch
@@ -48,7 +46,7 @@ func NodeCost(n *scheduling.NewNodeClaim) (float64, bool) {
 func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) (float64, bool) {
 	best, found := 0.0, false
 	for _, o := range it.Offerings {
-		if !o.Available || !allows(reqs, labelZone, o.Zone) || !allows(reqs, labelCapacityType, o.CapacityType) {
+		if !o.Available || !scheduling.RequirementsAdmit(reqs, labelZone, o.Zone) || !scheduling.RequirementsAdmit(reqs, v1.LabelCapacityType, o.CapacityType) {
 			continue
 		}
 		if !found || o.Price < best {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -54,7 +55,7 @@ func TestPlanCost(t *testing.T) {
 			name: "zone and capacity type narrow the offerings",
 			nodes: []*scheduling.NewNodeClaim{{
 				InstanceTypes: []*scheduling.InstanceType{small, large},
-				Requirements:  []scheduling.Requirement{in(labelZone, "b"), in(labelCapacityType, "on-demand")},
+				Requirements:  []scheduling.Requirement{in(labelZone, "b"), in(v1.LabelCapacityType, "on-demand")},
 			}},
 			want: 0.09,
 		},
@@ -62,7 +63,7 @@ func TestPlanCost(t *testing.T) {
 			name: "NotIn excludes",
 			nodes: []*scheduling.NewNodeClaim{{
 				InstanceTypes: []*scheduling.InstanceType{large},
-				Requirements:  []scheduling.Requirement{{Key: labelCapacityType, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"spot"}}},
+				Requirements:  []scheduling.Requirement{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"spot"}}},
 			}},
 			want: 0.20,
 		},

@@ -167,7 +167,7 @@ func podDemand(s *scheduling.Snapshot) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	count := int64(0)
 	for _, p := range s.Pods {
-		if ownedByDaemonSet(p) {
+		if scheduling.IsOwnedByDaemonSet(p) {
 			continue
 		}
 		count++
@@ -236,13 +236,4 @@ func quantityValue(name corev1.ResourceName, q resource.Quantity) float64 {
 		return q.AsApproximateFloat64() / (1 << 30)
 	}
 	return q.AsApproximateFloat64()
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
 }

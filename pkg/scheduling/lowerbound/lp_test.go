@@ -2,7 +2,6 @@ package lowerbound_test
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,14 +11,11 @@ import (
 
 func sharedScenario(t testing.TB, name string) *scenario.Scenario {
 	t.Helper()
-	dir := os.Getenv("JOINER_SCENARIOS")
-	if dir == "" {
-		dir = "/work/shared/scenarios"
+	dir, err := scenario.Dir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	s, err := scenario.LoadFile(filepath.Join(dir, name+".json"))
-	if os.IsNotExist(err) {
-		t.Skipf("shared scenarios not available: %v", err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,11 +94,9 @@ func NewController(opts Options) (*Controller, error) {
 }
 
 // Register adds the controller to mgr. Only Nodes carrying joiner's
-// termination finalizer are watched.
+// termination finalizer are watched. It lists by the field indexes of
+// state.RegisterFieldIndexes, which must be registered on mgr first.
 func (c *Controller) Register(mgr manager.Manager) error {
-	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("registering node termination: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("node.termination").
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // Drain groups, in the order pods leave a node. A group is evicted only once
@@ -122,7 +123,7 @@ func needsDrain(p *corev1.Pod) bool {
 
 func drainGroup(p *corev1.Pod) int {
 	critical := p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
-	daemon := isDaemonPod(p)
+	daemon := scheduling.IsOwnedByDaemonSet(p)
 	switch {
 	case critical && daemon:
 		return groupCriticalDaemon
@@ -133,15 +134,6 @@ func drainGroup(p *corev1.Pod) int {
 	default:
 		return groupWorkload
 	}
-}
-
-func isDaemonPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // doNotDisrupt reports whether the pod asks not to be evicted. Any non-empty

@@ -7,11 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
@@ -49,15 +46,7 @@ type harness struct {
 func start(t *testing.T) *harness {
 	t.Helper()
 	env := test.Env(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  test.Scheme(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Each test runs its own manager; names repeat across tests.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
+	mgr := env.NewManager(t)
 	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
 	nodeCtrl, err := termination.NewController(termination.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: h.recorder,

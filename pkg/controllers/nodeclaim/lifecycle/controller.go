@@ -113,7 +113,6 @@ type Controller struct {
 	// nodeClasses are the node class kinds the cloud provider serves;
 	// NodeClaims referencing other kinds are not ours.
 	nodeClasses cloudprovider.NodeClassKinds
-	launches    *launchCache
 }
 
 // NewController validates opts and returns the controller.
@@ -125,15 +124,14 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, nodeClasses: kinds, launches: newLaunchCache(opts.Clock)}, nil
+	return &Controller{opts: opts, nodeClasses: kinds}, nil
 }
 
 // Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
 // NodeClaim too; node termination does that, for the Nodes joiner owns.)
+// It lists by the field indexes of state.RegisterFieldIndexes, which must be
+// registered on mgr first.
 func (c *Controller) Register(mgr manager.Manager) error {
-	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	err := builder.ControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		For(&v1.NodeClaim{}).
@@ -198,12 +196,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nc.DeletionTimestamp != nil {
 		// Termination owns a deleting NodeClaim, but it cannot terminate an
 		// instance whose provider ID was never recorded.
-		if nc.Status.ProviderID == "" {
-			if created, ok := c.launches.get(nc.UID); ok {
-				return reconcile.Result{}, c.releaseUnrecorded(ctx, nc, created)
-			}
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, c.releaseDeleting(ctx, nc)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[v1.LabelNodePool]))
 

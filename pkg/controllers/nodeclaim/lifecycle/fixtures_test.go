@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,7 +156,9 @@ func contains(t *testing.T, s string, subs ...string) {
 
 func testNodeClaim(name string) *v1.NodeClaim {
 	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default", "team": "web"}},
+		// The API server gives every object a UID (the fake client does
+		// not); the UID is the cloud's client token for the launch.
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{v1.LabelNodePool: "default", "team": "web"}},
 		Spec: v1.NodeClaimSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{
 				{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},

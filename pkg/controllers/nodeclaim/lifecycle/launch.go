@@ -3,13 +3,10 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -23,31 +20,26 @@ import (
 const ReasonLaunchFailed = "LaunchFailed"
 
 // launch asks the cloud for the NodeClaim's instance and records what it
-// returned. Create is not idempotent, so a launched NodeClaim (one with a
-// provider ID) is never launched again, and a launch whose status patch has
-// not landed yet is remembered by UID in launchCache.
+// returned. A launched NodeClaim (one with a provider ID) is never launched
+// again. One whose status patch has not landed yet needs no memory here:
+// its UID is Create's client token, so calling Create again returns the
+// instance already launched for it (cloudprovider.CloudProvider.Create).
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	if nc.Status.ProviderID != "" {
-		c.launches.forget(nc.UID)
 		if !conds.IsTrue(v1.ConditionTypeLaunched) {
 			conds.SetTrue(v1.ConditionTypeLaunched)
 		}
 		return stepResult{}, nil
 	}
-	created, ok := c.launches.get(nc.UID)
-	if !ok {
-		var err error
-		created, err = c.opts.CloudProvider.Create(ctx, nc)
-		if err != nil {
-			return c.launchFailed(ctx, nc, err)
-		}
-		c.launches.put(nc.UID, created)
-		metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
-		log.FromContext(ctx).Info("launched nodeclaim", "provider-id", created.Status.ProviderID,
-			"instance-type", created.Labels[v1.LabelInstanceType], "zone", created.Labels[v1.LabelTopologyZone],
-			"capacity-type", created.Labels[v1.LabelCapacityType])
+	created, err := c.opts.CloudProvider.Create(ctx, nc)
+	if err != nil {
+		return c.launchFailed(ctx, nc, err)
 	}
+	metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	log.FromContext(ctx).Info("launched nodeclaim", "provider-id", created.Status.ProviderID,
+		"instance-type", created.Labels[v1.LabelInstanceType], "zone", created.Labels[v1.LabelTopologyZone],
+		"capacity-type", created.Labels[v1.LabelCapacityType])
 	hydrate(nc, created)
 	conds.SetTrue(v1.ConditionTypeLaunched)
 	return stepResult{}, nil
@@ -64,10 +56,6 @@ func (c *Controller) releaseIfGone(ctx context.Context, stored, nc *v1.NodeClaim
 	if stored.Status.ProviderID != "" || nc.Status.ProviderID == "" {
 		return false, nil
 	}
-	created, ok := c.launches.get(nc.UID)
-	if !ok {
-		return false, nil
-	}
 	if !apierrors.IsNotFound(patchErr) {
 		current := &v1.NodeClaim{}
 		err := c.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), current)
@@ -80,7 +68,28 @@ func (c *Controller) releaseIfGone(ctx context.Context, stored, nc *v1.NodeClaim
 			return false, nil
 		}
 	}
-	return true, c.releaseUnrecorded(ctx, nc, created)
+	return true, c.releaseUnrecorded(ctx, nc, nc)
+}
+
+// releaseDeleting handles a deleting NodeClaim without a provider ID that
+// this controller may have launched (it carries the termination finalizer,
+// which is added before launching): termination cannot see an instance
+// whose provider ID was never recorded, so the cloud's own list is asked
+// for the instance launched with the NodeClaim's UID, which is deleted.
+func (c *Controller) releaseDeleting(ctx context.Context, nc *v1.NodeClaim) error {
+	if nc.Status.ProviderID != "" || nc.UID == "" || !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return nil
+	}
+	instances, err := c.opts.CloudProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances for deleting nodeclaim %s: %w", nc.Name, err)
+	}
+	for _, inst := range instances {
+		if inst.UID == nc.UID {
+			return c.releaseUnrecorded(ctx, nc, inst)
+		}
+	}
+	return nil
 }
 
 // releaseUnrecorded deletes created, the instance launched for nc, which is
@@ -91,7 +100,6 @@ func (c *Controller) releaseUnrecorded(ctx context.Context, nc, created *v1.Node
 	if err := c.opts.CloudProvider.Delete(ctx, created); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 		return fmt.Errorf("deleting instance %s launched for deleted nodeclaim %s: %w", created.Status.ProviderID, nc.Name, err)
 	}
-	c.launches.forget(nc.UID)
 	return nil
 }
 
@@ -162,55 +170,4 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 	nc.StatusConditions().WithClock(c.opts.Clock).SetUnknownWithReason(v1.ConditionTypeLaunched, reason, message)
 	c.opts.Recorder.Publish(events.Warning(nc, events.LaunchFailed, "Launch", "NodeClaim %s failed to launch (%s): %s", nc.Name, reason, message))
 	return stepResult{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
-}
-
-// launchCacheTTL bounds how long a launch result waits for its status patch
-// to be observed.
-const launchCacheTTL = time.Hour
-
-// launchCache remembers instances launched for NodeClaims whose status
-// does not show the provider ID yet (the patch failed or the cache lags),
-// so a retry does not launch a second instance. mu guards entries.
-type launchCache struct {
-	clock   clock.PassiveClock
-	mu      sync.Mutex
-	entries map[types.UID]launchEntry
-}
-
-type launchEntry struct {
-	nodeClaim *v1.NodeClaim
-	at        time.Time
-}
-
-func newLaunchCache(clk clock.PassiveClock) *launchCache {
-	return &launchCache{clock: clk, entries: map[types.UID]launchEntry{}}
-}
-
-func (l *launchCache) get(uid types.UID) (*v1.NodeClaim, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.entries[uid]
-	if !ok || l.clock.Since(e.at) > launchCacheTTL {
-		delete(l.entries, uid)
-		return nil, false
-	}
-	return e.nodeClaim.DeepCopy(), true
-}
-
-func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	for k, e := range l.entries {
-		if now.Sub(e.at) > launchCacheTTL {
-			delete(l.entries, k)
-		}
-	}
-	l.entries[uid] = launchEntry{nodeClaim: nc.DeepCopy(), at: now}
-}
-
-func (l *launchCache) forget(uid types.UID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.entries, uid)
 }

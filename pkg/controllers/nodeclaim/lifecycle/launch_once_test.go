@@ -12,9 +12,10 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
-// TestLaunchIsNotRepeatedWhenTheStatusPatchFails: Create is not
-// idempotent; when the status patch recording the instance fails, the next
-// reconcile reuses the launched instance instead of launching another.
+// TestLaunchIsNotRepeatedWhenTheStatusPatchFails: when the status patch
+// recording the instance fails, the next reconcile gets the launched
+// instance back instead of launching another: the NodeClaim's UID is
+// Create's client token, so asking again returns the same instance.
 func TestLaunchIsNotRepeatedWhenTheStatusPatchFails(t *testing.T) {
 	failed := false
 	u := newUnitWith(t, interceptor.Funcs{
@@ -31,8 +32,8 @@ func TestLaunchIsNotRepeatedWhenTheStatusPatchFails(t *testing.T) {
 		t.Fatalf("the failed status patch is reported")
 	}
 	u.reconcile("launch-once")
-	if n := len(u.cloud.CreateCalls); n != 1 {
-		t.Fatalf("Create called %d times, want 1", n)
+	if n := len(u.cloud.CreateCalls); n != 2 || u.cloud.CreateCalls[0].UID != u.cloud.CreateCalls[1].UID {
+		t.Fatalf("Create called %d times, want twice with the same client token", n)
 	}
 	nc := u.nodeClaim("launch-once")
 	requireCondition(t, nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "")

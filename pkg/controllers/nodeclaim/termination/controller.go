@@ -74,11 +74,10 @@ func NewController(opts Options) (*Controller, error) {
 }
 
 // Register adds the controller to mgr. It wakes on NodeClaims being deleted
-// and on their Nodes going away (through the Node's owner reference).
+// and on their Nodes going away (through the Node's owner reference). It
+// lists by the field indexes of state.RegisterFieldIndexes, which must be
+// registered on mgr first.
 func (c *Controller) Register(mgr manager.Manager) error {
-	if err := state.EnsureFieldIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("registering nodeclaim termination: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.termination").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).

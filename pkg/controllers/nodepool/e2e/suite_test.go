@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
@@ -34,14 +31,7 @@ func TestMain(m *testing.M) {
 func start(t *testing.T) {
 	t.Helper()
 	env := test.Env(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     test.Scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t)
 	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader()})
 	if err != nil {
 		t.Fatal(err)

@@ -17,15 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
@@ -43,13 +37,6 @@ const kwokLabel = "joiner.test/kwok"
 
 const startupTaintKey = "example.com/agent-not-ready"
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
-
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	// kube-controller-manager's node lifecycle controller removes the
@@ -59,7 +46,7 @@ func TestMain(m *testing.M) {
 		Kwok:              true,
 		KwokNodeSelector:  kwokLabel + "=true",
 		CRDDirectories:    []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:            scheme(),
+		Scheme:            test.Scheme(),
 	})
 }
 
@@ -129,14 +116,7 @@ func start(t *testing.T, o options) *harness {
 		t.Fatal(err)
 	}
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t)
 	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), nil)
 	lc, err := lifecycle.NewController(lifecycle.Options{
 		Client: mgr.GetClient(), CloudProvider: ownPool{h.cloud, h.pool}, Recorder: recorder, RegistrationTTL: o.registrationTTL,

@@ -1,0 +1,137 @@
+package scheduling
+
+// Existing nodes and in-flight NodeClaims: their state built from the
+// snapshot, whether a pod fits one, and committing it there.
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+func (sv *solver) buildExisting() {
+	nodes := append([]*ExistingNode(nil), sv.snap.Nodes...)
+	// Initialized nodes first, then by name, as Karpenter prefers nodes
+	// that are already serving.
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if nodes[i].Initialized != nodes[j].Initialized {
+			return nodes[i].Initialized
+		}
+		return nodes[i].Name < nodes[j].Name
+	})
+	for _, en := range nodes {
+		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.ri.vec(en.Allocatable), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
+		n.requests = make(resVec, len(sv.ri.names))
+		for _, p := range en.Pods {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			n.requests.add(sv.ri.vec(podRequests(p)))
+			n.ports = append(n.ports, podHostPorts(p)...)
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim == nil {
+					continue
+				}
+				key := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+				if n.volClaims[key] {
+					continue
+				}
+				n.volClaims[key] = true
+				if d := sv.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
+					n.volumes[d]++
+				}
+			}
+		}
+		sv.existing = append(sv.existing, n)
+	}
+}
+
+// fitExisting checks a pod of class c against existing node n.
+func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
+	c := a.c
+	if n.ex.MarkedForDeletion {
+		return rejectPerm
+	}
+	switch c.exOK[n.idx] {
+	case -1:
+		return rejectPerm
+	case 0:
+		if sv.existingStatic(c, n) != nil {
+			c.exOK[n.idx] = -1
+			return rejectPerm
+		}
+		c.exOK[n.idx] = 1
+	}
+	if !fitsAdd(n.requests, c.base.req, n.alloc) {
+		return rejectPerm
+	}
+	if v := sv.hostnameOK(c, n); v != fits {
+		return v
+	}
+	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok && c.base.zoneRelevant {
+		if zi, ok := sv.zoneIdx[z]; ok && a.allowed&(1<<zi) == 0 {
+			return rejectTemp
+		}
+	}
+	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok && c.base.ctRelevant {
+		if ci, ok := sv.ctIdx[ct]; ok && a.ctAllowed&(1<<ci) == 0 {
+			return rejectTemp
+		}
+	}
+	if v := sv.otherKeysOK(c, n); v != fits {
+		return v
+	}
+	for d, k := range c.base.volDrivers {
+		if lim, ok := n.ex.VolumeLimits[d]; ok && n.volumes[d]+k > lim {
+			return rejectPerm
+		}
+	}
+	return fits
+}
+
+// existingStatic is why c can never land on n (nil when it may).
+func (sv *solver) existingStatic(c *podClass, n *nodeState) Reason {
+	if t, ok := c.tolerates(n.exTaints); !ok {
+		return Taint{Taint: t}
+	}
+	incompatible := NodeLabels{}
+	if !labelsSatisfy(n.ex.Labels, c.reqs) {
+		return incompatible
+	}
+	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok {
+		if zi, ok := sv.zoneIdx[z]; ok && c.zones&(1<<zi) == 0 {
+			return incompatible
+		}
+	} else if c.zones != sv.allZones {
+		return incompatible
+	}
+	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok {
+		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
+			return incompatible
+		}
+	} else if c.cts != sv.allCTs {
+		return incompatible
+	}
+	return nil
+}
+
+func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
+	c.base.placed++
+	n.requests.add(c.base.req)
+	n.pods = append(n.pods, p)
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		key := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+		if !n.volClaims[key] {
+			n.volClaims[key] = true
+			if d := sv.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
+				n.volumes[d]++
+			}
+		}
+	}
+	sv.recordPlacement(c, n)
+}

@@ -1,0 +1,228 @@
+package scheduling_test
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// TestTypedReasons checks that each predicate that rejects a pod reports a
+// typed value with its detail, and that the one renderer gives the text.
+func TestTypedReasons(t *testing.T) {
+	existing := func(name, cpu string, opts ...func(*scheduling.ExistingNode)) *scheduling.ExistingNode {
+		n := &scheduling.ExistingNode{Name: name, Initialized: true, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: "zone-a"}, Allocatable: list("cpu", cpu, "memory", "8Gi", "pods", "20")}
+		for _, o := range opts {
+			o(n)
+		}
+		return n
+	}
+	tests := []struct {
+		name string
+		snap func() *scheduling.Snapshot
+		// pool is the NodePool whose reason is checked (existingNodes for
+		// the existing capacity).
+		pool     string
+		want     scheduling.Reason
+		wantText string
+	}{
+		{
+			name: "taint",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolTaint("gpu", "true", corev1.TaintEffectNoSchedule))}, catalog(), one(pod("p", "1", "")))
+			},
+			pool:     "default",
+			want:     scheduling.Taint{Taint: corev1.Taint{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+			wantText: "did not tolerate taint gpu=true:NoSchedule",
+		},
+		{
+			name: "incompatible requirement",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolReq(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))}, catalog(),
+					one(pod("p", "1", "", nodeSelector(corev1.LabelArchStable, "arm64"))))
+			},
+			pool: "default",
+			want: scheduling.IncompatibleRequirements{Key: corev1.LabelArchStable,
+				Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+				NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}},
+			wantText: "incompatible requirements, key kubernetes.io/arch, kubernetes.io/arch In [arm64] not in kubernetes.io/arch In [amd64]",
+		},
+		{
+			name: "undefined label",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", nodeSelector("example.com/team", "a"))))
+			},
+			pool:     "default",
+			want:     scheduling.UndefinedLabel{Key: "example.com/team"},
+			wantText: `label "example.com/team" does not have known values`,
+		},
+		{
+			name: "insufficient resource names the resource and the largest type",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "20", "")))
+			},
+			pool: "default",
+			want: scheduling.InsufficientResource{
+				Shortfalls: []scheduling.Shortfall{{Resource: corev1.ResourceCPU, Requested: resource.MustParse("20"), LargestAllowed: resource.MustParse("16")}},
+			},
+		},
+		{
+			name: "minValues",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolMinValues(corev1.LabelInstanceTypeStable, 3))}, catalog(), one(pod("p", "10", "")))
+			},
+			pool:     "default",
+			want:     scheduling.MinValues{Key: corev1.LabelInstanceTypeStable, Required: 3, Available: 1},
+			wantText: `minValues requirement is not met for label "node.kubernetes.io/instance-type" (requires 3, only 1 values are available)`,
+		},
+		{
+			name: "limit names the resource",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolLimit(corev1.ResourceMemory, "1Gi"))}, catalog(), one(pod("p", "1", "")))
+			},
+			pool:     "default",
+			want:     scheduling.Limit{NodePool: "default", Resource: corev1.ResourceMemory},
+			wantText: "exceeds nodepool limits",
+		},
+		{
+			name: "node count limit",
+			snap: func() *scheduling.Snapshot {
+				np := nodePool("default", poolLimit("nodes", "1"))
+				np.InUse = list("nodes", "1")
+				return snapshot([]*scheduling.NodePool{np}, catalog(), one(pod("p", "1", "")))
+			},
+			pool: "default",
+			want: scheduling.Limit{NodePool: "default", Resource: "nodes"},
+		},
+		{
+			name: "missing claim",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", pvc("data"))))
+			},
+			pool:     "default",
+			want:     scheduling.Volume{Problem: scheduling.VolumeClaimNotFound, Claim: "data"},
+			wantText: `persistentvolumeclaim "data" not found`,
+		},
+		{
+			name: "required affinity to no pod",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", requiredAffinity(corev1.LabelHostname, map[string]string{"app": "db"}))))
+			},
+			pool:     "default",
+			want:     scheduling.Topology{Cause: scheduling.TopologyNoMatchingPods, Constraint: "pod affinity", Key: corev1.LabelHostname},
+			wantText: "unsatisfiable topology constraint for pod affinity, key=kubernetes.io/hostname (no matching pods)",
+		},
+		{
+			name: "existing nodes are grouped by typed reason",
+			snap: func() *scheduling.Snapshot {
+				s := snapshot(nil, nil, one(pod("p", "8", "")))
+				s.Nodes = []*scheduling.ExistingNode{
+					existing("n1", "2"), existing("n2", "2"),
+					existing("gone", "16", func(n *scheduling.ExistingNode) { n.MarkedForDeletion = true }),
+				}
+				return s
+			},
+			pool: existingNodes,
+			want: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{
+				{Count: 2, Reason: scheduling.InsufficientResource{Shortfalls: []scheduling.Shortfall{{Resource: corev1.ResourceCPU, Requested: resource.MustParse("8"), LargestAllowed: resource.MustParse("2")}}}},
+				{Count: 1, Reason: scheduling.MarkedForDeletion{}},
+			}},
+			wantText: "2 nodes had insufficient resources; 1 node was marked for deletion",
+		},
+		{
+			name:     "nothing to schedule on",
+			snap:     func() *scheduling.Snapshot { return snapshot(nil, nil, one(pod("p", "1", ""))) },
+			pool:     existingNodes,
+			want:     scheduling.NoCapacity{},
+			wantText: "no nodepools or nodes to schedule on",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := scheduling.Solve(tt.snap(), scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Unschedulable) != 1 {
+				t.Fatalf("%d unschedulable pods, want 1:\n%s", len(plan.Unschedulable), planText(plan))
+			}
+			pe := plan.Unschedulable[0]
+			got := pe.Existing
+			if tt.pool != existingNodes {
+				got = pe.NodePools[tt.pool]
+			}
+			if got == nil || got.Kind() != tt.want.Kind() {
+				t.Fatalf("reason %#v, want kind %s", got, tt.want.Kind())
+			}
+			if !sameReason(got, tt.want) {
+				t.Errorf("reason\n%#v\nwant\n%#v", got, tt.want)
+			}
+			if tt.wantText != "" && scheduling.Message(got) != tt.wantText {
+				t.Errorf("text %q, want %q", scheduling.Message(got), tt.wantText)
+			}
+			if got.String() != scheduling.Message(got) {
+				t.Errorf("String %q differs from Message %q", got.String(), scheduling.Message(got))
+			}
+			if kinds := pe.Kinds(); len(kinds) == 0 {
+				t.Error("no kinds")
+			}
+		})
+	}
+}
+
+// sameReason compares the detail fields a test sets: quantities by value,
+// and Requests/Requirements only when the wanted reason sets them.
+func sameReason(got, want scheduling.Reason) bool {
+	switch w := want.(type) {
+	case scheduling.InsufficientResource:
+		g, ok := got.(scheduling.InsufficientResource)
+		return ok && sameShortfalls(g.Shortfalls, w.Shortfalls)
+	case scheduling.ExistingNodes:
+		g, ok := got.(scheduling.ExistingNodes)
+		if !ok || len(g.Groups) != len(w.Groups) {
+			return false
+		}
+		for i := range w.Groups {
+			if g.Groups[i].Count != w.Groups[i].Count || !sameReason(g.Groups[i].Reason, w.Groups[i].Reason) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+func sameShortfalls(a, b []scheduling.Shortfall) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Resource != b[i].Resource || a[i].Requested.Cmp(b[i].Requested) != 0 || a[i].LargestAllowed.Cmp(b[i].LargestAllowed) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCountByKind(t *testing.T) {
+	taint := scheduling.Taint{Taint: corev1.Taint{Key: "a", Effect: corev1.TaintEffectNoSchedule}}
+	errs := []scheduling.PodError{
+		{NodePools: map[string]scheduling.Reason{"a": taint, "b": taint}},
+		{NodePools: map[string]scheduling.Reason{"a": taint, "b": scheduling.Limit{NodePool: "b", Resource: "cpu"}},
+			Existing: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{{Count: 3, Reason: scheduling.MarkedForDeletion{}}}}},
+	}
+	want := map[scheduling.ReasonKind]int{scheduling.KindTaint: 2, scheduling.KindLimit: 1, scheduling.KindMarkedForDeletion: 1}
+	if got := scheduling.CountByKind(errs); !reflect.DeepEqual(got, want) {
+		t.Errorf("CountByKind = %v, want %v", got, want)
+	}
+	wantPools := map[string]map[scheduling.ReasonKind]int{
+		"a": {scheduling.KindTaint: 2},
+		"b": {scheduling.KindTaint: 1, scheduling.KindLimit: 1},
+	}
+	if got := scheduling.CountByNodePool(errs); !reflect.DeepEqual(got, wantPools) {
+		t.Errorf("CountByNodePool = %v, want %v", got, wantPools)
+	}
+}
