@@ -141,7 +141,6 @@ func New(o Options) ([]Controller, error) {
 	}
 	nodeTermination, err := nodetermination.NewController(nodetermination.Options{
 		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,

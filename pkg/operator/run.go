@@ -48,10 +48,10 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
-	logger.Info("starting joiner", "clusterName", settings.ClusterName, "cloudProvider", settings.CloudProvider,
-		"batchIdleDuration", settings.BatchIdleDuration.String(), "batchMaxDuration", settings.BatchMaxDuration.String(),
-		"registrationTTL", settings.RegistrationTTL.String(), "initializationTTL", settings.InitializationTTL.String(),
-		"featureGates", settings.FeatureGatesFlag, "leaderElection", !settings.DisableLeaderElection)
+	logger.Info("starting joiner", "cluster-name", settings.ClusterName, "cloud-provider", settings.CloudProvider,
+		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
+		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(),
+		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

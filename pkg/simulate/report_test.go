@@ -16,17 +16,13 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func testPod(ns, name, cpu string) *corev1.Pod {
-	p := &corev1.Pod{}
-	p.Namespace, p.Name = ns, name
-	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-	}}}
-	return p
+	return test.Pod(test.PodOptions{Namespace: ns, Name: name, CPU: cpu})
 }
 
 func in(key string, values ...string) scheduling.Requirement {

@@ -1,7 +1,9 @@
 // Package test holds what joiner's tests share: the harness that runs one
 // real control plane (etcd, kube-apiserver and, on request, kube-scheduler,
-// kube-controller-manager and kwok) per test package, unique names and
-// namespaces per test, and polling assertions.
+// kube-controller-manager and kwok) per test package, a manager wired as the
+// operator wires it (NewManager), unique names and namespaces per test,
+// polling assertions, and builders for the objects tests make (Pod,
+// NodeClaim, NodePool).
 //
 // A test package that talks to the API server starts its control plane in
 // TestMain with Main and reaches it with Env:

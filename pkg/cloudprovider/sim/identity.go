@@ -85,6 +85,6 @@ func (r *namesakeReporter) report(ctx context.Context, self identity, insts []*I
 		}
 		r.seen[other] = true
 		log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct --cluster-name values or tooling that trusts the name (IAM conditions, cost reports, older controllers) will mix them up",
-			"clusterName", self.name, "clusterID", self.id, "otherClusterID", other, "exampleInstance", inst.ID)
+			"cluster-name", self.name, "cluster-id", self.id, "other-cluster-id", other, "instance", inst.ID)
 	}
 }

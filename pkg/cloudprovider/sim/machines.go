@@ -264,7 +264,7 @@ func (m *Machines) registerNode(ctx context.Context, inst *Instance) error {
 		}
 	}
 	logr.FromContextOrDiscard(ctx).Info("machine registered its node", "instance", inst.ID, "node", node.Name,
-		"instanceType", inst.Type, "zone", inst.Zone, "providerID", inst.ProviderID())
+		"instance-type", inst.Type, "zone", inst.Zone, "provider-id", inst.ProviderID())
 	return nil
 }
 

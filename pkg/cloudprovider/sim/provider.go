@@ -207,7 +207,7 @@ func (p *Provider) instanceTypes(nc *simv1alpha1.SimNodeClass) ([]*scheduling.In
 func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error) {
 	nc, err := p.nodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
 	if err != nil {
-		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", nodePool.Name, err)
+		return nil, err
 	}
 	return p.instanceTypes(nc)
 }
@@ -216,17 +216,17 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) 
 func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
-		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+		return nil, err
 	}
 	if existing, err := p.launchedFor(nodeClaim); err != nil || existing != nil {
 		if err != nil {
-			return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+			return nil, err
 		}
 		return existing, nil
 	}
 	catalog, err := p.opts.Catalog(nc)
 	if err != nil {
-		return nil, fmt.Errorf("launching nodeclaim %s: resolving catalog %q: %w", nodeClaim.Name, nc.Spec.Catalog.Name, err)
+		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
 	var cands, recentlyFailed []candidate
 	for _, c := range candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
@@ -239,11 +239,11 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if len(cands) == 0 {
 		if len(recentlyFailed) > 0 {
 			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-				"launching nodeclaim %s: every offering it allows failed to launch in the last %s", nodeClaim.Name, p.opts.UnavailableOfferingsTTL),
+				"every offering it allows failed to launch in the last %s", p.opts.UnavailableOfferingsTTL),
 				describeOfferings(recentlyFailed)...)
 		}
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-			"launching nodeclaim %s: no offering of SimNodeClass %s satisfies its requirements and requests", nodeClaim.Name, nc.Name))
+			"no offering of SimNodeClass %s satisfies its requirements and requests", nc.Name))
 	}
 	if len(cands) > maxLaunchAttempts {
 		cands = cands[:maxLaunchAttempts]
@@ -262,7 +262,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		}
 		inst, err := p.launch(nodeClaim, nc, c)
 		if err != nil {
-			return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+			return nil, fmt.Errorf("launching %s: %w", c, err)
 		}
 		return p.hydrate(inst), nil
 	}
@@ -273,14 +273,14 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 			"or allow other zones in the NodePool; joiner skips the zone for %s",
 			strings.Join(zones, ", "), nc.Name, p.opts.UnavailableOfferingsTTL)
 		return nil, cloudprovider.NewCreateError(
-			fmt.Errorf("launching nodeclaim %s: %s: %s", nodeClaim.Name, ReasonInsufficientFreeAddressesInSubnet, msg),
+			fmt.Errorf("%s: %s", ReasonInsufficientFreeAddressesInSubnet, msg),
 			ReasonInsufficientFreeAddressesInSubnet, msg)
 	}
 	failed := append(iced, exhausted...)
 	return nil, cloudprovider.NewInsufficientCapacityError(
-		fmt.Errorf("launching nodeclaim %s: InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
+		fmt.Errorf("InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
 			"(SimNodeClass %s, spec.faults.insufficientCapacity); they are skipped for %s so another type, zone or capacity type is chosen",
-			nodeClaim.Name, nc.Name, p.opts.UnavailableOfferingsTTL), describeOfferings(failed)...)
+			nc.Name, p.opts.UnavailableOfferingsTTL), describeOfferings(failed)...)
 }
 
 func offeringsOf(cs []candidate) []scheduling.Offering {
@@ -519,7 +519,7 @@ func (p *Provider) Get(_ context.Context, pid string) (*v1.NodeClaim, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("getting instance %s: %w", pid, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -566,10 +566,7 @@ func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
 		inst.TerminatedAt = &now
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("terminating instance %s of nodeclaim %s: %w", pid, nodeClaim.Name, err)
-	}
-	return nil
+	return err
 }
 
 // RepairPolicies implements cloudprovider.RepairPolicyProvider with the
@@ -592,7 +589,7 @@ func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
 func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
-		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
+		return "", err
 	}
 	var inst *Instance
 	err = p.opts.Store.View(func(st *StoreState) error {
@@ -605,7 +602,7 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
+		return "", err
 	}
 	if !slices.Contains(nc.Spec.Zones, inst.Zone) {
 		return DriftZone, nil

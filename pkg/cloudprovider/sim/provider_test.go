@@ -631,3 +631,36 @@ func TestCreateIsIdempotentPerNodeClaimUID(t *testing.T) {
 		t.Errorf("cluster c has %d live instances, want 1", len(list))
 	}
 }
+
+// The provider's errors say what went wrong inside the cloud, never what
+// its caller was doing: the lifecycle controller wraps a Create error with
+// "launching nodeclaim <name>" and node termination a Delete error with
+// "terminating instance <id>", once each.
+func TestErrorsDoNotRepeatTheCallersContext(t *testing.T) {
+	e := newEnv(t, nodeClass("default", withFaults(simv1alpha1.Faults{SubnetIPExhaustedZones: []string{"sim-east-1a"}})))
+	p := e.provider("c")
+	ctx := context.Background()
+	var errs []error
+	_, err := p.Create(ctx, newNodeClaim("nc-missing", "missing"))
+	errs = append(errs, err)
+	_, err = p.Create(ctx, newNodeClaim("nc-pinned", "default", req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "sim-east-1a")))
+	errs = append(errs, err)
+	_, err = p.Create(ctx, newNodeClaim("nc-nothing", "default", req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "no-such-type")))
+	errs = append(errs, err)
+	gone := newNodeClaim("nc-gone", "default")
+	gone.Status.ProviderID = "sim://c/i-0000000000"
+	errs = append(errs, p.Delete(ctx, gone))
+	_, err = p.Get(ctx, gone.Status.ProviderID)
+	errs = append(errs, err)
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("call %d: no error", i)
+			continue
+		}
+		for _, callers := range []string{"launching nodeclaim", "nc-", "terminating instance", "getting instance"} {
+			if strings.Contains(err.Error(), callers) {
+				t.Errorf("call %d: error %q repeats its caller's context %q", i, err, callers)
+			}
+		}
+	}
+}

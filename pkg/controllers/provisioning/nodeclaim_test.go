@@ -12,10 +12,11 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 func testPod(uid string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + uid, Namespace: "default", UID: types.UID(uid)}}
+	return test.Pod(test.PodOptions{Name: "pod-" + uid, UID: types.UID(uid)})
 }
 
 func testNodePool() *v1.NodePool {

@@ -317,7 +317,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 				return nil, fmt.Errorf("getting existing nodeclaim %s: %w", nc.Name, err)
 			}
 			if sameIntent(existing, c.nodePool.Name) {
-				logger.V(1).Info("nodeclaim already exists", "NodeClaim", nc.Name)
+				logger.V(1).Info("nodeclaim already exists", "nodeclaim", nc.Name)
 				p.opts.State.NodeClaimCreated(existing)
 				return existing, nil
 			}
@@ -328,8 +328,8 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 		}
 		p.opts.State.NodeClaimCreated(nc)
 		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
-		logger.Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", c.nodePool.Name,
-			"pods", len(c.planned.Pods), "instanceTypes", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
+		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name,
+			"pods", len(c.planned.Pods), "instance-types", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}
 	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(c.planned.Pods), maxNameAttempts)

@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -52,10 +53,9 @@ const labelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balanc
 // Options are the controller's dependencies.
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
+	// Every read of a pass (pods, NodeClaims, claims, volume attachments)
+	// is a cached one: a drain polls every second.
 	Client client.Client
-	// APIReader reads straight from the API server, for the rare reads
-	// that must not be stale (the claims behind volumes of pods that stay).
-	APIReader client.Reader
 	// CloudProvider terminates the node's instance.
 	CloudProvider cloudprovider.CloudProvider
 	// Recorder publishes events; Clock is injected for tests.
@@ -76,8 +76,6 @@ func NewController(opts Options) (*Controller, error) {
 	switch {
 	case opts.Client == nil:
 		return nil, errors.New("node termination: Client is required")
-	case opts.APIReader == nil:
-		return nil, errors.New("node termination: APIReader is required")
 	case opts.CloudProvider == nil:
 		return nil, errors.New("node termination: CloudProvider is required")
 	case opts.Recorder == nil:
@@ -124,7 +122,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", node.Name))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name))
 
 	nodeClaims, err := c.nodeClaimsFor(ctx, node)
 	if err != nil {
@@ -161,15 +159,22 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	drained, err := c.drain(ctx, node, nodeClaims, deadline)
+	pods, err := c.podsOn(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	drained, err := c.drain(ctx, node, pods, nodeClaims, deadline)
 	if err != nil || !drained {
 		return reconcile.Result{RequeueAfter: drainPollInterval}, err
 	}
-	detached, err := c.volumesDetached(ctx, node, nodeClaims, deadline)
+	detached, err := c.volumesDetached(ctx, node, pods, nodeClaims, deadline)
 	if err != nil || !detached {
 		return reconcile.Result{RequeueAfter: drainPollInterval}, err
 	}
-	gone, err := c.terminateInstance(ctx, node, nodeClaims)
+	gone, err := nodeclaimtermination.TerminateInstance(ctx, c.opts.CloudProvider, c.opts.Recorder, instanceOf(node, nodeClaims), node)
+	if err == nil && !gone {
+		err = c.setCondition(ctx, nodeClaims, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "")
+	}
 	if err != nil || !gone {
 		return reconcile.Result{RequeueAfter: instancePollInterval}, err
 	}
@@ -287,13 +292,9 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 
 // drain evicts or deletes the node's pods as planDrain says, and reports
 // whether the node is empty of pods that must leave.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
-	ptrs, err := c.podsOn(ctx, node)
-	if err != nil {
-		return false, err
-	}
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
 	now := c.opts.Clock.Now()
-	plan := planDrain(ptrs, now, deadline)
+	plan := planDrain(pods, now, deadline)
 	if plan.Done() {
 		if now.Sub(node.DeletionTimestamp.Time) < minDrainWindow {
 			return false, nil
@@ -364,12 +365,12 @@ func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
 // volumesDetached waits for the node's volume attachments to go, so volumes
 // are not torn away from a still-running instance; past the deadline it
 // stops waiting.
-func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
+func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, nodeClaims []*v1.NodeClaim, deadline time.Time) (bool, error) {
 	list := &storagev1.VolumeAttachmentList{}
 	if err := c.opts.Client.List(ctx, list); err != nil {
 		return false, fmt.Errorf("listing volume attachments: %w", err)
 	}
-	staying, err := c.volumesOfStayingPods(ctx, node)
+	staying, err := c.volumesOfStayingPods(ctx, pods)
 	if err != nil {
 		return false, err
 	}
@@ -407,12 +408,9 @@ func (c *Controller) podsOn(ctx context.Context, node *corev1.Node) ([]*corev1.P
 // volumesOfStayingPods returns the persistent volumes used by pods the
 // drain leaves in place (they tolerate the disrupted taint, or are static):
 // their attachments only go with the instance, so waiting for them would
-// never end.
-func (c *Controller) volumesOfStayingPods(ctx context.Context, node *corev1.Node) (sets.Set[string], error) {
-	pods, err := c.podsOn(ctx, node)
-	if err != nil {
-		return nil, err
-	}
+// never end. The claims are read from the cache: a claim's volumeName is
+// set once, when it binds, long before its pod ran on this node.
+func (c *Controller) volumesOfStayingPods(ctx context.Context, pods []*corev1.Pod) (sets.Set[string], error) {
 	out := sets.New[string]()
 	for _, p := range pods {
 		if needsDrain(p) {
@@ -423,7 +421,7 @@ func (c *Controller) volumesOfStayingPods(ctx context.Context, node *corev1.Node
 				continue
 			}
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := c.opts.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: vol.PersistentVolumeClaim.ClaimName}, pvc); err != nil {
+			if err := c.opts.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: vol.PersistentVolumeClaim.ClaimName}, pvc); err != nil {
 				if client.IgnoreNotFound(err) == nil {
 					continue
 				}
@@ -437,34 +435,27 @@ func (c *Controller) volumesOfStayingPods(ctx context.Context, node *corev1.Node
 	return out, nil
 }
 
-// terminateInstance asks the cloud to terminate the node's instance and
-// reports whether it is gone. The provider only acts on instances this
-// cluster provably owns, so a foreign instance reads as gone and is left
-// alone.
-func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, nodeClaims []*v1.NodeClaim) (bool, error) {
-	if node.Spec.ProviderID == "" {
-		return true, nil
-	}
+// instanceOf is the NodeClaim the cloud terminates node's instance through:
+// its NodeClaim, or for a node whose NodeClaim is gone one that names only
+// the node's provider ID.
+func instanceOf(node *corev1.Node, nodeClaims []*v1.NodeClaim) *v1.NodeClaim {
 	target := &v1.NodeClaim{}
 	if len(nodeClaims) > 0 {
 		target = nodeClaims[0].DeepCopy()
 	}
 	target.Status.ProviderID = node.Spec.ProviderID
-	err := c.opts.CloudProvider.Delete(ctx, target)
-	if cloudprovider.IsNodeClaimNotFoundError(err) {
-		return true, nil
-	}
-	if err != nil {
-		c.opts.Recorder.Publish(events.Warning(node, events.FailedTermination, "Terminate", "Terminating instance %s failed: %v", node.Spec.ProviderID, err))
-		return false, fmt.Errorf("terminating instance %s: %w", node.Spec.ProviderID, err)
-	}
-	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "")
+	return target
 }
 
 // setCondition records a termination phase on the node's NodeClaims so
 // `kubectl get nodeclaim -o yaml` shows where the termination stands.
 func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClaim, condType string, st metav1.ConditionStatus, reason, message string) error {
 	for _, nc := range nodeClaims {
+		if nc.DeletionTimestamp == nil {
+			// Deleted by this pass: the copy in hand is a version behind,
+			// so the write would only conflict. The next pass records it.
+			continue
+		}
 		stored := nc.DeepCopy()
 		conds := nc.StatusConditions().WithClock(c.opts.Clock)
 		var changed bool

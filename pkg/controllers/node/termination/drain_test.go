@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 type podOpt func(*corev1.Pod)
@@ -35,7 +36,7 @@ func toleratesAll(p *corev1.Pod) {
 }
 
 func pod(name string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	p := test.Pod(test.PodOptions{Namespace: "ns", Name: name, Phase: corev1.PodRunning})
 	for _, o := range opts {
 		o(p)
 	}

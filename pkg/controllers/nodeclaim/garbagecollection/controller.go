@@ -186,7 +186,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 // its Node if one registered.
 func (c *Controller) terminateOrphan(ctx context.Context, inst *v1.NodeClaim) error {
 	pid := inst.Status.ProviderID
-	logger := log.FromContext(ctx).WithValues("providerID", pid, "nodeClaimTag", inst.Name, "nodePool", inst.Labels[v1.LabelNodePool])
+	logger := log.FromContext(ctx).WithValues("provider-id", pid, "nodeclaim", inst.Name, "nodepool", inst.Labels[v1.LabelNodePool])
 	if err := c.opts.CloudProvider.Delete(ctx, inst); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
 		return fmt.Errorf("terminating orphan instance %s: %w", pid, err)
 	}
@@ -241,7 +241,7 @@ func (c *Controller) deleteNodeClaimOfGoneInstance(ctx context.Context, nc *v1.N
 	if err := c.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting nodeclaim %s whose instance %s is gone: %w", nc.Name, pid, err)
 	}
-	log.FromContext(ctx).Info("deleted nodeclaim whose instance is gone", "nodeClaim", nc.Name, "providerID", pid)
+	log.FromContext(ctx).Info("deleted nodeclaim whose instance is gone", "nodeclaim", nc.Name, "provider-id", pid)
 	c.opts.Recorder.Publish(events.Warning(nc, ReasonInstanceGone, "GarbageCollect",
 		"Deleted NodeClaim: its instance %s no longer exists in the cloud (terminated outside joiner?); the provisioner replaces its capacity if pods need it", pid))
 	return nil

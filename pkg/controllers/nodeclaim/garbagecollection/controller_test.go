@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
@@ -45,11 +46,7 @@ func instance(pid, claimTag string, launched time.Time) *v1.NodeClaim {
 }
 
 func nodeClaim(name, pid string) *v1.NodeClaim {
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}},
-		Status:     v1.NodeClaimStatus{ProviderID: pid},
-	}
+	return test.NodeClaim(test.NodeClaimOptions{Name: name, ProviderID: pid})
 }
 
 func TestCollect(t *testing.T) {

@@ -162,7 +162,7 @@ func (c *Controller) nodeClaimsForNode(ctx context.Context, o client.Object) []r
 	}
 	list := &v1.NodeClaimList{}
 	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		log.FromContext(ctx).Error(err, "listing nodeclaims for node", "Node", node.Name)
+		log.FromContext(ctx).Error(err, "listing nodeclaims for node", "node", node.Name)
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -198,7 +198,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// instance whose provider ID was never recorded.
 		return reconcile.Result{}, c.releaseDeleting(ctx, nc)
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[v1.LabelNodePool]))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.Labels[v1.LabelNodePool]))
 
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		before := nc.DeepCopy()

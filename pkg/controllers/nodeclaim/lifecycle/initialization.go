@@ -74,7 +74,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResu
 		}
 	}
 	conds.SetTrue(v1.ConditionTypeInitialized)
-	log.FromContext(ctx).Info("initialized nodeclaim", "Node", node.Name)
+	log.FromContext(ctx).Info("initialized nodeclaim", "node", node.Name)
 	return stepResult{}, nil
 }
 

@@ -75,7 +75,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
-	log.FromContext(ctx).Info("registered nodeclaim", "Node", node.Name, "provider-id", nc.Status.ProviderID)
+	log.FromContext(ctx).Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID)
 	return stepResult{}, nil
 }
 

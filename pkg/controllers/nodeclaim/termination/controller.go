@@ -116,7 +116,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Another controller's NodeClaim (Karpenter, during a migration).
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", nc.Name))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
 
 	if err := c.recordDeadline(ctx, nc); err != nil {
 		return reconcile.Result{}, err
@@ -130,7 +130,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// the owner-reference watch. The requeue covers Nodes that lost it.
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	gone, err := c.terminateInstance(ctx, nc)
+	gone, err := TerminateInstance(ctx, c.opts.CloudProvider, c.opts.Recorder, nc, nc)
+	if err == nil && !gone {
+		err = c.recordInstanceTerminating(ctx, nc)
+	}
 	if err != nil || !gone {
 		return reconcile.Result{RequeueAfter: instancePollInterval}, err
 	}
@@ -140,7 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
-	log.FromContext(ctx).Info("deleted nodeclaim", "providerID", nc.Status.ProviderID)
+	log.FromContext(ctx).Info("deleted nodeclaim", "provider-id", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
 
@@ -185,25 +188,39 @@ func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, e
 	return left, nil
 }
 
-// terminateInstance calls Delete until the cloud reports the instance gone.
-func (c *Controller) terminateInstance(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+// TerminateInstance is the one way joiner terminates an instance, for both
+// termination controllers: it asks the cloud to delete nc's instance and
+// reports whether it is gone (the cloud no longer finds it). Callers repeat
+// it until it is. The provider only acts on instances this cluster provably
+// owns, so a foreign instance reads as gone and is left alone. A failure is
+// published as a FailedTermination event on subject (the NodeClaim or the
+// Node being terminated) and returned; recording InstanceTerminating is the
+// caller's, on the objects it writes.
+func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, recorder events.Recorder, nc *v1.NodeClaim, subject client.Object) (bool, error) {
 	if nc.Status.ProviderID == "" {
 		return true, nil
 	}
-	err := c.opts.CloudProvider.Delete(ctx, nc)
+	err := cloud.Delete(ctx, nc)
 	if cloudprovider.IsNodeClaimNotFoundError(err) {
 		return true, nil
 	}
 	if err != nil {
-		c.opts.Recorder.Publish(events.Warning(nc, events.FailedTermination, "Terminate", "Terminating instance %s failed: %v", nc.Status.ProviderID, err))
+		recorder.Publish(events.Warning(subject, events.FailedTermination, "Terminate", "Terminating instance %s failed: %v", nc.Status.ProviderID, err))
 		return false, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
 	}
-	stored := nc.DeepCopy()
-	if nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating) {
-		err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return false, fmt.Errorf("recording instance termination: %w", err)
-		}
-	}
 	return false, nil
+}
+
+// recordInstanceTerminating sets InstanceTerminating on nc once; a conflict
+// is a quiet retry on the next pass.
+func (c *Controller) recordInstanceTerminating(ctx context.Context, nc *v1.NodeClaim) error {
+	stored := nc.DeepCopy()
+	if !nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating) {
+		return nil
+	}
+	err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("recording instance termination: %w", err)
+	}
+	return nil
 }

@@ -17,16 +17,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
-func nodePool(name, class string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: class},
-		}}},
-	}
-}
-
 func waitCondition(t *testing.T, name, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	test.Eventually(t, 0, func(ctx context.Context) error {
@@ -48,7 +38,7 @@ func TestNodePoolReadyFollowsItsNodeClass(t *testing.T) {
 	env := test.Env(t)
 	start(t)
 	class := test.Name(t, "simnc")
-	np := nodePool(test.Name(t, "pool"), class)
+	np := test.NodePool(test.NodePoolOptions{Name: test.Name(t, "pool"), NodeClassRef: test.SimNodeClassRef(class)})
 	env.Create(t, np)
 	waitCondition(t, np.Name, v1.ConditionTypeNodeClassReady, metav1.ConditionFalse, readiness.ReasonNodeClassNotFound)
 	waitCondition(t, np.Name, v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "")
@@ -70,7 +60,7 @@ func TestNodePoolReadyFollowsItsNodeClass(t *testing.T) {
 func TestNodePoolCountsItsNodeClaims(t *testing.T) {
 	env := test.Env(t)
 	start(t)
-	np := nodePool(test.Name(t, "pool"), "default")
+	np := test.NodePool(test.NodePoolOptions{Name: test.Name(t, "pool")})
 	env.Create(t, np)
 	for i, cpu := range []string{"2", "4"} {
 		nc := &v1.NodeClaim{

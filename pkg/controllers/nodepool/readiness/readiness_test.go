@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,20 +16,13 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
+// nodePool uses the node class kind of that name: a SimNodeClass, or a kind
+// no provider serves.
 func nodePool(name, kind, class string) *v1.NodePool {
-	group := "sim.joiner.dev"
-	if kind == "EC2NodeClass" {
-		group = "karpenter.k8s.aws"
-	}
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: group, Kind: kind, Name: class},
-		}}},
-	}
+	return test.NodePool(test.NodePoolOptions{Name: name, NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: kind, Name: class}})
 }
 
 func simClass(name string, ready *metav1.Condition) *simv1alpha1.SimNodeClass {
