@@ -146,6 +146,11 @@ const (
 	// in time (JSON: see InitializationFailure), so that repeated failures
 	// of the same instance type and image can be recognised.
 	AnnotationLastInitializationFailure = "joiner.dev/last-initialization-failure"
+	// AnnotationStartupTaintsMissing records, on a NodeClaim, the startup
+	// taints its Node registered without (joiner added them at
+	// registration), so an initialization timeout can say the node's
+	// bootstrap explains why they were never removed.
+	AnnotationStartupTaintsMissing = "joiner.dev/startup-taints-missing-at-registration"
 	// AnnotationNodeClaimMinValuesRelaxed is "true" when minValues were
 	// relaxed to launch the NodeClaim.
 	AnnotationNodeClaimMinValuesRelaxed = LabelDomain + "/nodeclaim-min-values-relaxed"

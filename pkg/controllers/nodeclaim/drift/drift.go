@@ -133,7 +133,10 @@ func formatRequirement(r v1.NodeSelectorRequirementWithMinValues) string {
 // instanceTypeDrift reports InstanceTypeNotFound when the NodeClaim's
 // instance type is not among the NodePool's instance types any more, or
 // is offered no longer in its zone and capacity type. Availability is not
-// judged: a type out of capacity for now is not drift.
+// judged: a type out of capacity for now is not drift. A reserved instance
+// whose reservation is no longer offered still matches an on-demand
+// offering in its zone, as Karpenter treats it: it keeps running as
+// on-demand capacity.
 func instanceTypeDrift(its []*scheduling.InstanceType, nc *v1.NodeClaim) (cloudprovider.DriftReason, string) {
 	name := nc.Labels[v1.LabelInstanceType]
 	if name == "" {
@@ -145,7 +148,9 @@ func instanceTypeDrift(its []*scheduling.InstanceType, nc *v1.NodeClaim) (cloudp
 	}
 	zone, capacityType := nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
 	offered := slices.ContainsFunc(its[i].Offerings, func(o scheduling.Offering) bool {
-		return (zone == "" || o.Zone == zone) && (capacityType == "" || o.CapacityType == capacityType)
+		sameType := capacityType == "" || o.CapacityType == capacityType ||
+			(capacityType == v1.CapacityTypeReserved && o.CapacityType == v1.CapacityTypeOnDemand)
+		return (zone == "" || o.Zone == zone) && sameType
 	})
 	if !offered {
 		return ReasonInstanceTypeNotFound, fmt.Sprintf("instance type %s is no longer offered as %s in zone %s", name, orAny(capacityType), orAny(zone))

@@ -153,6 +153,8 @@ func TestInstanceTypeDrift(t *testing.T) {
 		{name: "zone gone", labels: map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelTopologyZone: "sim-east-1c", v1.LabelCapacityType: "spot"}, want: ReasonInstanceTypeNotFound},
 		{name: "capacity type gone", labels: map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelTopologyZone: "sim-east-1b", v1.LabelCapacityType: "spot"}, want: ReasonInstanceTypeNotFound},
 		{name: "not launched yet", labels: map[string]string{}},
+		{name: "reservation gone, on-demand still offered", labels: map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelTopologyZone: "sim-east-1b", v1.LabelCapacityType: "reserved"}},
+		{name: "reservation gone, no on-demand in its zone", labels: map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelTopologyZone: "sim-east-1a", v1.LabelCapacityType: "reserved"}, want: ReasonInstanceTypeNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}

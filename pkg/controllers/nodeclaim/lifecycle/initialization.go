@@ -190,12 +190,6 @@ func isExtendedResource(name corev1.ResourceName) bool {
 	return !strings.HasPrefix(s, corev1.ResourceDefaultNamespacePrefix) && !strings.HasPrefix(s, "requests.")
 }
 
-// annotationStartupTaintsMissing records, on a NodeClaim, the startup
-// taints its Node registered without (joiner added them at registration),
-// so that an initialization timeout can say the bootstrap explains why
-// they were never removed.
-const annotationStartupTaintsMissing = "joiner.dev/startup-taints-missing-at-registration"
-
 // Nominations names the pods the provisioner nominated to a NodeClaim
 // (state.Cluster implements it).
 type Nominations interface {
@@ -262,7 +256,7 @@ func initializationTimeoutMessage(nc *v1.NodeClaim, init metav1.Condition, ttl t
 	case ReasonStartupTaintsExist, ReasonLegacyUninitializedTaint, ReasonKnownEphemeralTaintsExist:
 		reason = ReasonStartupTaintsExist
 		msg = fmt.Sprintf("%s: taints that keep pods off were never removed (%s)%s", head, init.Message, tail)
-		if missing := nc.Annotations[annotationStartupTaintsMissing]; missing != "" {
+		if missing := nc.Annotations[v1.AnnotationStartupTaintsMissing]; missing != "" {
 			msg += fmt.Sprintf(" The Node registered without the startup taint(s) %s, so joiner added them afterwards: the agent that removes them had likely already started and will not remove them again. Fix the node bootstrap's --register-with-taints (the node class userData).", missing)
 		}
 		if init.Reason == ReasonLegacyUninitializedTaint {

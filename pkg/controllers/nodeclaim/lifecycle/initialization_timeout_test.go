@@ -24,7 +24,7 @@ func TestInitializationTimeoutMessage(t *testing.T) {
 		{name: "startup taint left", init: metav1.Condition{Reason: ReasonStartupTaintsExist, Message: "waiting for startup taint(s) example.com/agent-not-ready:NoSchedule to be removed"},
 			wantReason: ReasonStartupTaintsExist, mentions: []string{"example.com/agent-not-ready:NoSchedule", "DaemonSet that owns each taint"}, absent: []string{"registered without", "legacy"}},
 		{name: "startup taint the bootstrap dropped", init: metav1.Condition{Reason: ReasonStartupTaintsExist, Message: "waiting for startup taint(s) example.com/agent-not-ready:NoSchedule"},
-			annotations: map[string]string{annotationStartupTaintsMissing: "example.com/agent-not-ready:NoSchedule"},
+			annotations: map[string]string{v1.AnnotationStartupTaintsMissing: "example.com/agent-not-ready:NoSchedule"},
 			wantReason:  ReasonStartupTaintsExist, mentions: []string{"registered without the startup taint(s) example.com/agent-not-ready:NoSchedule", "--register-with-taints"}},
 		{name: "legacy taint", init: metav1.Condition{Reason: ReasonLegacyUninitializedTaint, Message: "Node n1 carries the legacy taint karpenter.sh/uninitialized"},
 			wantReason: ReasonStartupTaintsExist, mentions: []string{"legacy taint karpenter.sh/uninitialized", "karpenter.sh/unregistered:NoExecute"}},

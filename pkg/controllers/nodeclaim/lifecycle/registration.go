@@ -157,7 +157,7 @@ func (c *Controller) reportBootstrapTaints(nc *v1.NodeClaim, node *corev1.Node, 
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	nc.Annotations[annotationStartupTaintsMissing] = strings.Join(missing, ", ")
+	nc.Annotations[v1.AnnotationStartupTaintsMissing] = strings.Join(missing, ", ")
 	var msg string
 	if doNotSyncTaints {
 		msg = fmt.Sprintf("Node %s registered without the NodePool's startup taint(s) %s, and it is labelled %s=true so joiner does not add them: "+
