@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run bench controlplane clean
+.PHONY: all build generate verify test test-unit run run-aws bench controlplane clean
 
 all: build
 
@@ -40,6 +40,10 @@ test: controlplane
 ## run: the main job on the embedded default (local control plane + simulated cloud).
 run: controlplane
 	$(GO) run ./cmd/joiner run
+
+## run-aws: the same demo with the AWS provider against a local EC2 (moto_server, `pip install 'moto[server]'`).
+run-aws: controlplane
+	$(GO) run ./cmd/joiner run --cloud-provider=aws --local-ec2
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
@@ -35,7 +36,9 @@ type runOptions struct {
 	keepRunDir bool
 	// timeout bounds each step of the demo.
 	timeout time.Duration
-	out     io.Writer
+	// localEC2 runs the AWS provider against a local EC2 (moto_server).
+	localEC2 bool
+	out      io.Writer
 }
 
 // newRunCommand is `make run`: the main job on the embedded default.
@@ -80,6 +83,7 @@ printed so you can kubectl into it.`,
 	cmd.Flags().BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "Exit once the scale-down is done instead of waiting for Ctrl-C")
 	cmd.Flags().BoolVar(&o.keepRunDir, "keep-run-dir", false, "Keep the run directory (logs, etcd data) on exit")
 	cmd.Flags().DurationVar(&o.timeout, "step-timeout", 5*time.Minute, "How long each step of the demo may take")
+	cmd.Flags().BoolVar(&o.localEC2, "local-ec2", false, "With --cloud-provider=aws: start a local EC2 (moto_server), seed it like an EKS account and boot its instances into kwok Nodes")
 	return cmd
 }
 
@@ -88,6 +92,13 @@ printed so you can kubectl into it.`,
 func runDemo(ctx context.Context, o *runOptions) (err error) {
 	if err := o.settings.Validate(); err != nil {
 		return err
+	}
+	aws := o.settings.CloudProvider == options.CloudProviderAWS
+	if aws != o.localEC2 {
+		if aws {
+			return errAWSNeedsLocalEC2
+		}
+		return errors.New("--local-ec2 needs --cloud-provider=aws")
 	}
 	runDir, err := filepath.Abs(o.runDir)
 	if err != nil {
@@ -162,6 +173,29 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 	if settings.SimStorePath == "" {
 		settings.SimStorePath = filepath.Join(runDir, "sim-instances.json")
 	}
+	nodeClass, nodeClassRef := demoSimNodeClass()
+	provider := "the simulated cloud"
+	var interrupt func(ctx context.Context, nc *v1.NodeClaim) (string, error)
+	if o.localEC2 {
+		local, err := startLocalAWS(ctx, s, runDir, &settings, cp.Client(), cp.Config().Host)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if stopErr := local.stop(); stopErr != nil {
+				s.sayf("stopping the local EC2: %v", stopErr)
+			}
+		}()
+		machinesCtx, stopMachines := context.WithCancel(ctx)
+		machinesDone := make(chan struct{})
+		go func() { defer close(machinesDone); local.run(machinesCtx, logger) }()
+		defer func() { stopMachines(); <-machinesDone }()
+		nodeClass, nodeClassRef = local.nodeClass(settings.ClusterName)
+		interrupt = func(ctx context.Context, nc *v1.NodeClaim) (string, error) {
+			return local.interrupt(ctx, settings.InterruptionQueue, nc)
+		}
+		provider = "the AWS provider on the local EC2 at " + local.server.Endpoint
+	}
 	opCtx, stopOperator := context.WithCancel(ctx)
 	operatorDone := make(chan error, 1)
 	go func() { operatorDone <- operator.Run(opCtx, cp.Config(), &settings, logger) }()
@@ -171,12 +205,15 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 			s.sayf("joiner stopped with an error: %v", opErr)
 		}
 	}()
-	s.sayf("joiner running with the simulated cloud (cluster %q, logs: %s)", settings.ClusterName, logPath)
+	s.sayf("joiner running with %s (cluster %q, logs: %s)", provider, settings.ClusterName, logPath)
 
 	d := &demo{
 		story:        s,
 		client:       cp.Client(),
 		replicas:     o.replicas,
+		nodeClass:    nodeClass,
+		nodeClassRef: nodeClassRef,
+		interrupt:    interrupt,
 		timeout:      o.timeout,
 		operatorDone: operatorDone,
 	}

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -30,18 +31,23 @@ type demo struct {
 	story        *story
 	client       client.Client
 	replicas     int32
+	nodeClass    client.Object
+	nodeClassRef *v1.NodeClassReference
+	// interrupt, when set, sends an interruption warning for the
+	// NodeClaim's instance; the demo then watches it being replaced.
+	interrupt    func(ctx context.Context, nc *v1.NodeClaim) (string, error)
 	timeout      time.Duration
 	operatorDone chan error
 }
 
 func (d *demo) run(ctx context.Context) error {
-	for _, obj := range demoObjects(d.replicas) {
+	for _, obj := range demoObjects(d.replicas, d.nodeClass, d.nodeClassRef) {
 		if err := d.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	d.story.startClock()
-	d.story.sayf("applied SimNodeClass/%s, NodePool/%s and Deployment/%s (%d replicas, 1 cpu and 1Gi each)", demoNodeClass, demoNodePool, demoName, d.replicas)
+	d.story.sayf("applied %s/%s, NodePool/%s and Deployment/%s (%d replicas, 1 cpu and 1Gi each)", d.nodeClassRef.Kind, demoNodeClass, demoNodePool, demoName, d.replicas)
 
 	start := time.Now()
 	var firstClaims time.Duration
@@ -59,6 +65,12 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.story.sayf("all %d pods running on %d node(s), %.1fs after the Deployment was applied (first NodeClaim after %.1fs)",
 		d.replicas, obs.nodes, time.Since(start).Seconds(), firstClaims.Seconds())
+
+	if d.interrupt != nil {
+		if err := d.interruptOne(ctx); err != nil {
+			return err
+		}
+	}
 
 	// Scale down.
 	deploy := &appsv1.Deployment{}
@@ -93,6 +105,34 @@ func (d *demo) run(ctx context.Context) error {
 	return nil
 }
 
+// interruptOne sends an interruption warning for one NodeClaim's instance
+// and waits until the NodeClaim is gone and every pod runs again.
+func (d *demo) interruptOne(ctx context.Context) error {
+	var claims v1.NodeClaimList
+	if err := d.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: demoNodePool}); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	if len(claims.Items) == 0 {
+		return fmt.Errorf("no nodeclaim to interrupt")
+	}
+	victim := &claims.Items[0]
+	what, err := d.interrupt(ctx, victim)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	d.story.sayf("sent %s for NodeClaim %s to the interruption queue", what, victim.Name)
+	if err := d.waitFor(ctx, "the interrupted NodeClaim replaced and all pods running", func(o *observation) bool {
+		err := d.client.Get(ctx, client.ObjectKeyFromObject(victim), &v1.NodeClaim{})
+		return apierrors.IsNotFound(err) && o.pods == int(d.replicas) && o.running == int(d.replicas)
+	}); err != nil {
+		return err
+	}
+	d.story.sayf("interruption handled %.1fs after the warning (EC2 gives two minutes): NodeClaim %s cordoned, drained and deleted, its pods running on a replacement",
+		time.Since(start).Seconds(), victim.Name)
+	return nil
+}
+
 // waitFor observes the cluster until done says so, the step times out,
 // joiner stops or ctx ends.
 func (d *demo) waitFor(ctx context.Context, what string, done func(*observation) bool) error {
@@ -116,17 +156,20 @@ func (d *demo) waitFor(ctx context.Context, what string, done func(*observation)
 	}
 }
 
-// demoObjects are the example SimNodeClass, NodePool and Deployment.
-func demoObjects(replicas int32) []client.Object {
-	nodeClass := &simv1alpha1.SimNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass},
-	}
+// demoSimNodeClass is the example node class of the simulated cloud.
+func demoSimNodeClass() (client.Object, *v1.NodeClassReference) {
+	return &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass}},
+		&v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoNodeClass}
+}
+
+// demoObjects are the example node class, NodePool and Deployment.
+func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeClassReference) []client.Object {
 	nodePool := &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: demoNodePool},
 		Spec: v1.NodePoolSpec{
 			Template: v1.NodeClaimTemplate{
 				Spec: v1.NodeClaimTemplateSpec{
-					NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoNodeClass},
+					NodeClassRef: nodeClassRef,
 					Requirements: []v1.NodeSelectorRequirementWithMinValues{
 						{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}},
 						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},

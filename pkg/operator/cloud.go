@@ -1,15 +1,20 @@
 package operator
 
 import (
-	"errors"
+	"context"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/interruption"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controllers"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 )
 
@@ -40,7 +45,35 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			Runnables:   []manager.Runnable{sc.Machines},
 		}, nil
 	case options.CloudProviderAWS:
-		return nil, errors.New("the aws cloud provider is not available yet; use --cloud-provider=sim")
+		ac, err := aws.Build(context.Background(), mgr, aws.SetupOptions{
+			ClusterName:             settings.ClusterName,
+			ClusterEndpoint:         settings.ClusterEndpoint,
+			CABundle:                settings.ClusterCABundle,
+			SSMParameterRoot:        settings.SSMParameterRoot,
+			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
+			ReservedENIs:            settings.ReservedENIs,
+			IsolatedVPC:             settings.IsolatedVPC,
+			Clock:                   clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		runnables := []manager.Runnable{ac.Pricing}
+		if settings.InterruptionQueue != "" {
+			ic, err := interruption.New(interruption.Options{
+				Client: mgr.GetClient(), SQS: sqs.NewFromConfig(ac.Config), QueueName: settings.InterruptionQueue,
+				Offerings: ac.Provider, Recorder: events.NewRecorder(mgr.GetEventRecorder("joiner"), clk),
+			})
+			if err != nil {
+				return nil, err
+			}
+			runnables = append(runnables, ic)
+		}
+		return &Cloud{
+			Provider:    cloudprovider.Instrument(ac.Provider, clk),
+			Controllers: []controllers.Controller{ac.NodeClasses},
+			Runnables:   runnables,
+		}, nil
 	default:
 		return nil, fmt.Errorf("unknown cloud provider %q", settings.CloudProvider)
 	}

@@ -3,7 +3,8 @@ package operator
 // The permissions joiner needs beyond what each controller declares beside
 // its own code: leader election, the provisioner's inputs and outputs, and
 // the simulated cloud (its node class status and the cluster identity it
-// reads from kube-system). `make generate` folds these markers and the
+// reads from kube-system), and the AWS provider (EC2NodeClass status, hash
+// annotation and termination finalizer). `make generate` folds these markers and the
 // controllers' into config/rbac/role.yaml.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
@@ -17,4 +18,5 @@ package operator
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sim.joiner.dev,resources=simnodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sim.joiner.dev,resources=simnodeclasses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses/status,verbs=get;update;patch

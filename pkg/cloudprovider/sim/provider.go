@@ -24,6 +24,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -228,9 +229,9 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
-	var cands, recentlyFailed []candidate
-	for _, c := range candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
-		if p.unavailable.isUnavailable(c.it.Name, c.offering.Zone, c.offering.CapacityType) {
+	var cands, recentlyFailed []offering.Candidate
+	for _, c := range offering.Candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+		if p.unavailable.isUnavailable(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
 			recentlyFailed = append(recentlyFailed, c)
 			continue
 		}
@@ -240,7 +241,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		if len(recentlyFailed) > 0 {
 			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
 				"every offering it allows failed to launch in the last %s", p.opts.UnavailableOfferingsTTL),
-				describeOfferings(recentlyFailed)...)
+				offering.Describe(recentlyFailed)...)
 		}
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
 			"no offering of SimNodeClass %s satisfies its requirements and requests", nc.Name))
@@ -248,15 +249,15 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if len(cands) > maxLaunchAttempts {
 		cands = cands[:maxLaunchAttempts]
 	}
-	var iced, exhausted []candidate
+	var iced, exhausted []offering.Candidate
 	for _, c := range cands {
 		switch {
-		case nc.SubnetIPExhausted(c.offering.Zone):
-			p.unavailable.markZone(c.offering.Zone)
+		case nc.SubnetIPExhausted(c.Offering.Zone):
+			p.unavailable.markZone(c.Offering.Zone)
 			exhausted = append(exhausted, c)
 			continue
-		case nc.InsufficientCapacity(c.it.Name, c.offering.Zone, c.offering.CapacityType):
-			p.unavailable.markOffering(c.it.Name, c.offering.Zone, c.offering.CapacityType)
+		case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
+			p.unavailable.markOffering(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
 			iced = append(iced, c)
 			continue
 		}
@@ -280,23 +281,23 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	return nil, cloudprovider.NewInsufficientCapacityError(
 		fmt.Errorf("InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
 			"(SimNodeClass %s, spec.faults.insufficientCapacity); they are skipped for %s so another type, zone or capacity type is chosen",
-			nc.Name, p.opts.UnavailableOfferingsTTL), describeOfferings(failed)...)
+			nc.Name, p.opts.UnavailableOfferingsTTL), offering.Describe(failed)...)
 }
 
-func offeringsOf(cs []candidate) []scheduling.Offering {
+func offeringsOf(cs []offering.Candidate) []scheduling.Offering {
 	out := make([]scheduling.Offering, len(cs))
 	for i, c := range cs {
-		out[i] = c.offering
+		out[i] = c.Offering
 	}
 	return out
 }
 
 // launch records a new instance of c for nodeClaim in the store, with the
 // Node its machine will register as.
-func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass, c candidate) (*Instance, error) {
+func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass, c offering.Candidate) (*Instance, error) {
 	now := p.opts.Clock.Now().UTC().Truncate(time.Second)
 	faults := nc.FaultsOrEmpty()
-	labels := instanceLabels(c.it, c.offering, nc.Spec.Region, nodeClaim.Spec.Requirements)
+	labels := offering.InstanceLabels(c.InstanceType, c.Offering, nc.Spec.Region, nodeClaim.Spec.Requirements)
 	arch := labels[v1.LabelArch]
 	os := labels[v1.LabelOS]
 	tags := map[string]string{}
@@ -351,11 +352,11 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 		regLabels[v1.LabelHostname] = nodeName
 		inst = &Instance{
 			ID:           id,
-			Type:         c.it.Name,
-			Zone:         c.offering.Zone,
+			Type:         c.InstanceType.Name,
+			Zone:         c.Offering.Zone,
 			Region:       nc.Spec.Region,
-			CapacityType: c.offering.CapacityType,
-			Price:        c.offering.Price,
+			CapacityType: c.Offering.CapacityType,
+			Price:        c.Offering.Price,
 			ImageID:      imageID(nc, labels[v1.LabelArch]),
 			State:        StatePending,
 			LaunchTime:   now,
@@ -368,8 +369,8 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 				Taints:       taints,
 				Architecture: arch,
 				OS:           os,
-				Capacity:     c.it.Capacity.DeepCopy(),
-				Allocatable:  c.it.Allocatable(),
+				Capacity:     c.InstanceType.Capacity.DeepCopy(),
+				Allocatable:  c.InstanceType.Allocatable(),
 				After:        now.Add(nc.Spec.LaunchDelay.Duration + nc.Spec.RegistrationDelay.Duration),
 				Never:        faults.NeverRegister,
 				// The device plugin that would advertise them never runs.

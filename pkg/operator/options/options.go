@@ -7,6 +7,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -54,6 +55,29 @@ type Options struct {
 	// LogLevel is debug, info or error.
 	LogLevel string
 
+	// AWS provider settings, named as Karpenter's.
+	//
+	// ClusterEndpoint is the API server URL nodes join; empty asks EKS
+	// DescribeCluster.
+	ClusterEndpoint string
+	// ClusterCABundle is the base64 PEM CA nodes trust; empty uses EKS's,
+	// else joiner's own.
+	ClusterCABundle string
+	// IsolatedVPC skips the Pricing API (no route to it).
+	IsolatedVPC bool
+	// VMMemoryOverheadPercent is subtracted from each instance type's memory.
+	VMMemoryOverheadPercent float64
+	// ReservedENIs are kept out of the ENI-limited pod count.
+	ReservedENIs int
+	// SSMParameterRoot replaces /aws/service in AMI alias parameter names,
+	// so a local endpoint (which reserves /aws/) can serve them.
+	SSMParameterRoot string
+	// InterruptionQueue names the SQS queue EventBridge forwards spot
+	// interruptions, rebalance recommendations, scheduled changes, state
+	// changes and capacity reservation interruptions to; empty disables
+	// interruption handling.
+	InterruptionQueue string
+
 	// GCInterval and GCGracePeriod tune garbage collection of orphan
 	// instances (0 keeps the controller's defaults). They are hidden flags,
 	// for tests that cannot wait minutes.
@@ -88,6 +112,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", o.envInt("KUBE_CLIENT_QPS", 200), "Queries per second to the API server [KUBE_CLIENT_QPS]")
 	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", o.envInt("KUBE_CLIENT_BURST", 300), "Burst of queries to the API server [KUBE_CLIENT_BURST]")
 	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "aws: API server URL nodes join; empty asks EKS DescribeCluster [CLUSTER_ENDPOINT]")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "aws: base64 PEM CA bundle nodes trust; empty uses EKS's or joiner's own [CLUSTER_CA_BUNDLE]")
+	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", o.envBool("ISOLATED_VPC", false), "aws: the VPC has no route to the Pricing API; use the built-in prices [ISOLATED_VPC]")
+	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", o.envFloat("VM_MEMORY_OVERHEAD_PERCENT", 0.075), "aws: share of each instance type's memory the hypervisor keeps [VM_MEMORY_OVERHEAD_PERCENT]")
+	fs.IntVar(&o.ReservedENIs, "reserved-enis", o.envInt("RESERVED_ENIS", 0), "aws: network interfaces kept out of the pod density computation [RESERVED_ENIS]")
+	fs.StringVar(&o.SSMParameterRoot, "ssm-parameter-root", env("SSM_PARAMETER_ROOT", "/aws/service"), "aws: root of the public SSM parameters behind AMI aliases [SSM_PARAMETER_ROOT]")
+	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "aws: SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling [INTERRUPTION_QUEUE]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
 	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false, comma separated [FEATURE_GATES]")
@@ -142,6 +173,20 @@ func (o *Options) Validate() error {
 	if !o.DisableLeaderElection && (o.LeaderElectionName == "" || o.LeaderElectionNamespace == "") {
 		errs = append(errs, errors.New("leader election needs a leader-election-name and a leader-election-namespace"))
 	}
+	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
+		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent %v must be in [0, 1)", o.VMMemoryOverheadPercent))
+	}
+	if o.ReservedENIs < 0 {
+		errs = append(errs, fmt.Errorf("reserved-enis %d must not be negative", o.ReservedENIs))
+	}
+	if o.ClusterEndpoint != "" {
+		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("cluster-endpoint %q is not a URL such as https://ABC.gr7.us-east-1.eks.amazonaws.com", o.ClusterEndpoint))
+		}
+	}
+	if o.SSMParameterRoot == "" || o.SSMParameterRoot[0] != '/' {
+		errs = append(errs, fmt.Errorf("ssm-parameter-root %q must be an absolute parameter path such as /aws/service", o.SSMParameterRoot))
+	}
 	switch o.LogLevel {
 	case "debug", "info", "error":
 	default:
@@ -184,6 +229,19 @@ func (o *Options) envInt(key string, def int) int {
 		return def
 	}
 	return i
+}
+
+func (o *Options) envFloat(key string, def float64) float64 {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a number", key, v))
+		return def
+	}
+	return f
 }
 
 func (o *Options) envBool(key string, def bool) bool {

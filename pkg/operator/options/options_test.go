@@ -34,6 +34,18 @@ func TestOptions(t *testing.T) {
 		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
 		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},
 		{name: "initialization ttl not positive", args: []string{"--initialization-ttl=0s"}, wantErr: "initialization-ttl 0s must be positive"},
+		{name: "aws defaults are Karpenter's", check: func(o *Options) bool {
+			return o.VMMemoryOverheadPercent == 0.075 && o.ReservedENIs == 0 && !o.IsolatedVPC && o.SSMParameterRoot == "/aws/service" && o.ClusterEndpoint == ""
+		}},
+		{name: "aws settings from env", env: map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "1", "ISOLATED_VPC": "true", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "SSM_PARAMETER_ROOT": "/joiner-local/service"},
+			check: func(o *Options) bool {
+				return o.VMMemoryOverheadPercent == 0.1 && o.ReservedENIs == 1 && o.IsolatedVPC && o.ClusterEndpoint == "https://example.eks.amazonaws.com" && o.SSMParameterRoot == "/joiner-local/service"
+			}},
+		{name: "overhead out of range", args: []string{"--vm-memory-overhead-percent=1.5"}, wantErr: "vm-memory-overhead-percent 1.5 must be in [0, 1)"},
+		{name: "malformed overhead env", env: map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "lots"}, wantErr: `VM_MEMORY_OVERHEAD_PERCENT="lots" is not a number`},
+		{name: "negative reserved ENIs", args: []string{"--reserved-enis=-1"}, wantErr: "reserved-enis -1 must not be negative"},
+		{name: "endpoint not a URL", args: []string{"--cluster-endpoint=eks-cluster"}, wantErr: `cluster-endpoint "eks-cluster" is not a URL`},
+		{name: "relative parameter root", args: []string{"--ssm-parameter-root=aws/service"}, wantErr: `ssm-parameter-root "aws/service" must be an absolute parameter path`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/joiner-dev/joiner/pkg/apis/status"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
@@ -60,7 +61,7 @@ func registrationTimeoutMessage(nc *v1.NodeClaim, registered metav1.Condition, t
 			"joiner is deleting the NodeClaim instead of waiting forever. Check admission webhooks that validate or mutate Nodes (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) "+
 			"and that joiner's service account may patch nodes (kubectl auth can-i patch nodes --as=system:serviceaccount:<namespace>:<joiner service account>).",
 			instance, ttl, registered.Message)
-	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered:
+	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered, status.ReasonAwaitingReconciliation:
 		return fmt.Sprintf("%s but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. "+
 			"The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); "+
 			"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); "+

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+)
+
+// localAWS is the local EC2 of `joiner run --cloud-provider=aws
+// --local-ec2`: moto_server seeded like an EKS user's account, the SDK
+// pointed at it, and the emulated machines that boot its instances into
+// kwok Nodes.
+type localAWS struct {
+	server  *localec2.Server
+	cluster *localec2.Cluster
+	nodes   *bootstrap.Nodes
+}
+
+// startLocalAWS starts and seeds the local EC2 and points the settings and
+// the process's AWS SDK configuration at it (AWS_ENDPOINT_URL, AWS_REGION
+// and static credentials, as a user would set them).
+func startLocalAWS(ctx context.Context, s *story, runDir string, settings *options.Options, kube client.Client, apiServer string) (*localAWS, error) {
+	srv, err := localec2.Start(ctx, localec2.StartOptions{LogPath: filepath.Join(runDir, "moto_server.log")})
+	if err != nil {
+		return nil, err
+	}
+	l := &localAWS{server: srv}
+	if err := l.seed(ctx, settings, kube, apiServer); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	s.sayf("local EC2 (moto_server) at %s: VPC %s, %d subnets and security group %s tagged %s=%s, node role %s mapped in kube-system/aws-auth, interruption queue %s (log: %s)",
+		srv.Endpoint, l.cluster.VPCID, len(l.cluster.Subnets), l.cluster.SecurityGroupID, localec2.TagDiscovery, settings.ClusterName,
+		l.cluster.RoleName, settings.InterruptionQueue, srv.LogPath())
+	return l, nil
+}
+
+func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube client.Client, apiServer string) error {
+	cfg := l.server.Config()
+	cl, err := localec2.Seed(ctx, cfg, localec2.SeedOptions{ClusterName: settings.ClusterName})
+	if err != nil {
+		return err
+	}
+	l.cluster = cl
+	role, err := iam.NewFromConfig(cfg).GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(cl.RoleName)})
+	if err != nil {
+		return fmt.Errorf("reading node role %s: %w", cl.RoleName, err)
+	}
+	if err := bootstrap.MapNodeRole(ctx, kube, aws.ToString(role.Role.Arn)); err != nil {
+		return err
+	}
+	if settings.InterruptionQueue == "" {
+		settings.InterruptionQueue = settings.ClusterName + "-interruptions"
+	}
+	if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(settings.InterruptionQueue)}); err != nil {
+		return fmt.Errorf("creating interruption queue %s: %w", settings.InterruptionQueue, err)
+	}
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": l.server.Endpoint, "AWS_REGION": localec2.Region,
+		"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return fmt.Errorf("pointing the AWS SDK at the local EC2: %w", err)
+		}
+	}
+	settings.ClusterEndpoint = apiServer
+	settings.SSMParameterRoot = cl.ParameterRoot
+	// moto has no Pricing API: use the built-in price table.
+	settings.IsolatedVPC = true
+	l.nodes, err = bootstrap.New(bootstrap.Options{
+		Client: kube, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg),
+		ClusterName: settings.ClusterName, Region: localec2.Region,
+	})
+	return err
+}
+
+// run plays the machines until ctx ends.
+func (l *localAWS) run(ctx context.Context, logger logr.Logger) {
+	_ = l.nodes.Start(log.IntoContext(ctx, logger.WithName("local-ec2")))
+}
+
+func (l *localAWS) stop() error {
+	return l.server.Stop()
+}
+
+// interrupt sends an EC2 Spot Instance Interruption Warning for nc's
+// instance to the interruption queue, as EventBridge would.
+func (l *localAWS) interrupt(ctx context.Context, queue string, nc *v1.NodeClaim) (string, error) {
+	id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+	body, err := json.Marshal(map[string]any{
+		"version": "0", "id": string(nc.UID), "source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
+		"time": time.Now().UTC().Format(time.RFC3339), "region": localec2.Region, "resources": []string{"arn:aws:ec2:" + localec2.Region + ":instance/" + id},
+		"detail": map[string]string{"instance-id": id, "instance-action": "terminate"},
+	})
+	if err != nil {
+		return "", err
+	}
+	client := sqs.NewFromConfig(l.server.Config())
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+	if err != nil {
+		return "", fmt.Errorf("finding interruption queue %s: %w", queue, err)
+	}
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(string(body))}); err != nil {
+		return "", fmt.Errorf("sending the interruption warning: %w", err)
+	}
+	return "an EC2 Spot Instance Interruption Warning (instance " + id + ")", nil
+}
+
+// nodeClass is the demo's EC2NodeClass: AL2023 by alias, the seeded
+// subnets and security group by their discovery tag, the seeded node role.
+func (l *localAWS) nodeClass(cluster string) (client.Object, *v1.NodeClassReference) {
+	discovery := map[string]string{localec2.TagDiscovery: cluster}
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: discovery}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: discovery}},
+			Role:                       l.cluster.RoleName,
+		},
+	}
+	return nc, &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: demoNodeClass}
+}
+
+// errAWSNeedsLocalEC2 explains why `joiner run` cannot use a real account.
+var errAWSNeedsLocalEC2 = errors.New("joiner run --cloud-provider=aws needs --local-ec2: instances of a real AWS account cannot join the local control plane (use `joiner controller` against an EKS cluster instead)")

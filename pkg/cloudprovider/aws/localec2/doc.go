@@ -1,0 +1,16 @@
+// Package localec2 runs a local AWS for joiner: it starts moto_server (the
+// Python moto 5.x server, which speaks the real EC2, IAM, SSM, SQS and EKS
+// wire protocols) on a free loopback port, hands out an aws.Config that
+// points aws-sdk-go-v2 at it, and seeds the AWS side of a cluster the way
+// an EKS user's account looks: a VPC, three subnets in three zones and a
+// security group tagged karpenter.sh/discovery=<cluster>, a node IAM role,
+// and AL2023, AL2 and Bottlerocket images for x86_64 and arm64 published
+// under SSM parameters shaped like the public EKS ones.
+//
+// moto reserves the /aws/ parameter namespace, so the images are published
+// under a configurable root (DefaultParameterRoot) and the provider's SSM
+// parameter root setting must name it.
+//
+// The package never decides anything about nodes; it only stands up the
+// cloud the provider talks to. Tests and `joiner run --local-ec2` use it.
+package localec2
