@@ -52,8 +52,9 @@ kube-controller-manager and kwok), install joiner's CRDs, run joiner in this
 process against the simulated cloud, apply an example SimNodeClass, NodePool
 and Deployment, and print what happens as it happens: pods pending, NodeClaims
 created, launched, registered and initialised, pods running; then scale the
-Deployment to zero, delete the emptied NodeClaims and watch the nodes drain
-and go away. The cluster keeps running until Ctrl-C; its kubeconfig path is
+Deployment to zero and watch joiner's consolidation give the emptied nodes
+back: each deleted NodeClaim shows the reason joiner recorded, then the node
+drains and goes away. The cluster keeps running until Ctrl-C; its kubeconfig path is
 printed so you can kubectl into it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

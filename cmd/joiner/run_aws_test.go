@@ -61,7 +61,7 @@ func TestRunDemoAWS(t *testing.T) {
 		"all 8 pods running",
 		"sent an EC2 Spot Instance Interruption Warning (instance i-",
 		"interruption handled",
-		"deletes the",
+		"deleting (reason ",
 		"gone: instance",
 		"scale-down done",
 	} {

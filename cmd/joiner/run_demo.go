@@ -23,10 +23,13 @@ const (
 	demoNamespace = "default"
 	demoNodePool  = "default"
 	demoNodeClass = "default"
+	// demoConsolidateAfter is short so the demo shows consolidation
+	// without a long wait (Karpenter's examples use 30s to minutes).
+	demoConsolidateAfter = "10s"
 )
 
 // demo is the scripted part of `joiner run`: apply the example, watch the
-// scale-up, scale down, delete the emptied NodeClaims, watch them go.
+// scale-up, scale down, watch joiner give the emptied nodes back.
 type demo struct {
 	story        *story
 	client       client.Client
@@ -87,17 +90,10 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	// Consolidation arrives in a later issue: delete the empty NodeClaims.
-	var claims v1.NodeClaimList
-	if err := d.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: demoNodePool}); err != nil {
-		return fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	d.story.sayf("consolidation comes in a later issue, so the demo deletes the %d emptied NodeClaim(s) by hand", len(claims.Items))
-	for i := range claims.Items {
-		if err := d.client.Delete(ctx, &claims.Items[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting nodeclaim %s: %w", claims.Items[i].Name, err)
-		}
-	}
+	// Nothing more to do: consolidation notices the empty nodes once they
+	// have been quiet for the NodePool's consolidateAfter, and the story
+	// prints the reason joiner recorded on each NodeClaim it deletes.
+	d.story.sayf("waiting for joiner to give the empty nodes back (consolidateAfter %s, then a 15s validation)", demoConsolidateAfter)
 	if err := d.waitFor(ctx, "every NodeClaim and node gone", func(o *observation) bool { return o.claims == 0 && o.nodes == 0 }); err != nil {
 		return err
 	}
@@ -179,7 +175,10 @@ func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeC
 			},
 			Disruption: v1.Disruption{
 				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-				ConsolidateAfter:    v1.MustParseNillableDuration("Never"),
+				ConsolidateAfter:    v1.MustParseNillableDuration(demoConsolidateAfter),
+				// Every empty node may go at once (the default budget,
+				// 10%, would let them go one command at a time).
+				Budgets: []v1.Budget{{Nodes: "100%"}},
 			},
 			Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("1000")},
 		},

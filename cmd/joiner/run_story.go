@@ -32,7 +32,7 @@ type story struct {
 
 // claimSeen is which transitions of a NodeClaim were printed.
 type claimSeen struct {
-	launched, launchFailed, registered, initialized, deleting bool
+	launched, launchFailed, registered, initialized, disrupting, deleting bool
 }
 
 type nodeSeen struct {
@@ -192,6 +192,7 @@ const (
 	claimLaunchFailed = "launch failed"
 	claimRegistered   = "registered"
 	claimInitialized  = "initialized"
+	claimDisrupting   = "disrupting"
 	claimDeleting     = "deleting"
 	claimGone         = "gone"
 	nodeDraining      = "node draining"
@@ -230,6 +231,11 @@ func (s *story) observeClaims(claims []v1.NodeClaim, obs *observation) {
 				tr.addClaim(claimInitialized, nc)
 			}
 		}
+		reason := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
+		if !seen.disrupting && !seen.deleting && nc.DeletionTimestamp == nil && reason != nil && reason.Status == "True" {
+			seen.disrupting = true
+			tr.addClaim(claimDisrupting, nc)
+		}
 		if !seen.deleting && nc.DeletionTimestamp != nil {
 			seen.deleting = true
 			tr.addClaim(claimDeleting, nc)
@@ -263,6 +269,18 @@ func (s *story) printTransitions(tr *transitions) {
 		}
 		ncs := tr.claims[kind]
 		nc := ncs[0]
+		if kind == claimDeleting || kind == claimDisrupting {
+			// One line per disruption reason joiner recorded, so nodes
+			// going for different reasons say so separately.
+			for _, group := range byDisruption(ncs) {
+				if len(group) == 1 {
+					s.printf("nodeclaim  %s %s", group[0].Name, describeClaim(kind, group[0]))
+				} else {
+					s.printf("nodeclaims %d %s", len(group), describeClaims(kind, group, group[0]))
+				}
+			}
+			continue
+		}
 		if len(ncs) == 1 || kind == claimLaunchFailed {
 			for _, nc := range ncs {
 				s.printf("nodeclaim  %s %s", nc.Name, describeClaim(kind, nc))
@@ -286,11 +304,51 @@ func describeClaim(kind string, nc *v1.NodeClaim) string {
 		return fmt.Sprintf("registered: node %s joined", nc.Status.NodeName)
 	case claimInitialized:
 		return fmt.Sprintf("initialized: node %s ready for pods", nc.Status.NodeName)
+	case claimDisrupting:
+		return fmt.Sprintf("disrupting (%s): node tainted %s", disruptionOf(nc), v1.TaintKeyDisrupted)
 	case claimDeleting:
+		if why := disruptionOf(nc); why != "" {
+			return fmt.Sprintf("deleting (%s): draining and terminating its instance", why)
+		}
 		return "deleting: draining and terminating its instance"
 	default:
 		return "gone: instance terminated"
 	}
+}
+
+// disruptionOf is the reason joiner recorded on a NodeClaim it disrupts
+// (the DisruptionReason condition), e.g. "reason Empty: emptiness: delete
+// 2 node(s)", or "" when joiner is not disrupting it.
+func disruptionOf(nc *v1.NodeClaim) string {
+	c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
+	if c == nil || c.Status != "True" {
+		return ""
+	}
+	if c.Message == "" {
+		return "reason " + c.Reason
+	}
+	return fmt.Sprintf("reason %s: %s", c.Reason, c.Message)
+}
+
+// byDisruption groups NodeClaims by their recorded disruption, in first
+// appearance order.
+func byDisruption(ncs []*v1.NodeClaim) [][]*v1.NodeClaim {
+	var (
+		order  []string
+		groups = map[string][]*v1.NodeClaim{}
+	)
+	for _, nc := range ncs {
+		key := disruptionOf(nc)
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], nc)
+	}
+	out := make([][]*v1.NodeClaim, 0, len(order))
+	for _, key := range order {
+		out = append(out, groups[key])
+	}
+	return out
 }
 
 func describeClaims(kind string, ncs []*v1.NodeClaim, first *v1.NodeClaim) string {
@@ -311,7 +369,12 @@ func describeClaims(kind string, ncs []*v1.NodeClaim, first *v1.NodeClaim) strin
 		return "registered: their nodes joined"
 	case claimInitialized:
 		return "initialized: their nodes are ready for pods"
+	case claimDisrupting:
+		return fmt.Sprintf("disrupting (%s): nodes tainted %s", disruptionOf(first), v1.TaintKeyDisrupted)
 	case claimDeleting:
+		if why := disruptionOf(first); why != "" {
+			return fmt.Sprintf("deleting (%s): draining and terminating their instances", why)
+		}
 		return "deleting: draining and terminating their instances"
 	default:
 		return "gone: instances terminated"

@@ -11,7 +11,8 @@ import (
 
 // TestRunDemo runs `joiner run --exit-after-demo` from start to end: the
 // control plane, joiner with the simulated cloud, the scale-up of the
-// example Deployment and the scale-down with its NodeClaims deleted.
+// example Deployment, and the scale-down after which joiner itself
+// deletes the emptied NodeClaims, saying why.
 func TestRunDemo(t *testing.T) {
 	settings := options.Default()
 	settings.DisableLeaderElection = true
@@ -38,7 +39,7 @@ func TestRunDemo(t *testing.T) {
 		"registered:",
 		"initialized:",
 		"all 20 pods running",
-		"deletes the",
+		"deleting (reason Empty: emptiness",
 		"gone: instance",
 		"scale-down done",
 	} {

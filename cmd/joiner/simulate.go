@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
@@ -30,6 +30,12 @@ type simulateOptions struct {
 	lowerBound    bool
 	zones         []string
 	families      []string
+	// Disruption dry run.
+	disruption bool
+	cluster    string
+	rounds     int
+	minSavings float64
+	spotToSpot bool
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -46,10 +52,21 @@ Input is either a scenario JSON file (--scenario) or Kubernetes YAML (-f,
 repeatable, "-" for stdin): NodePools, Pods, Deployments, ReplicaSets,
 StatefulSets, Jobs, DaemonSets, Nodes, PVCs, PVs, StorageClasses and node
 classes, as written by hand or dumped by kubectl get -o yaml. Without
---instance-types, NodePools get joiner's built-in AWS-like catalog.`,
+--instance-types, NodePools get joiner's built-in AWS-like catalog.
+
+With --disruption, simulate is a dry run of voluntary disruption instead:
+the commands emptiness, drift and consolidation would issue now (the
+nodes they remove, the replacements they launch first, the pods that
+would move and the $/hour saved), and for every managed node why it is
+or is not a candidate, in Karpenter's words. Input is a kubectl dump
+(-f: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, ...) or a
+scenario with a consolidation cluster file (--scenario with --cluster);
+the latter can replay several rounds (--rounds).`,
 		Example: `  joiner simulate -f examples/simulate/cluster.yaml
   kubectl get nodepools,nodes,pods,deployments -A -o yaml | joiner simulate -f -
-  joiner simulate --scenario diverse-1000.json -o json`,
+  joiner simulate --scenario diverse-1000.json -o json
+  kubectl get nodepools,nodeclaims,nodes,pods,pdb -A -o yaml | joiner simulate --disruption -f -
+  joiner simulate --disruption --scenario diverse-1000.json --cluster diverse-1000.half.cluster.json --rounds 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(o, cmd.InOrStdin(), cmd.OutOrStdout())
@@ -64,6 +81,11 @@ classes, as written by hand or dumped by kubectl get -o yaml. Without
 	f.BoolVar(&o.brief, "brief", false, "text output: node groups only, without a line per node")
 	f.BoolVar(&o.lowerBound, "lower-bound", true, "also compute the LP lower bound on the new nodes' cost")
 	f.StringSliceVar(&o.zones, "zones", nil, "zones of the built-in catalog when no node class or Node names them")
+	f.BoolVar(&o.disruption, "disruption", false, "dry-run voluntary disruption (emptiness, drift, consolidation) instead of provisioning")
+	f.StringVar(&o.cluster, "cluster", "", "with --disruption and --scenario: a consolidation cluster file (nodes and the pods bound to them)")
+	f.IntVar(&o.rounds, "rounds", 1, "with --disruption --cluster: decisions to make, applying each command before the next; 0 until none is left")
+	f.Float64Var(&o.minSavings, "min-savings", disruption.DefaultMinSavingsFraction, "with --disruption: least share of the candidates' price a replacement must save")
+	f.BoolVar(&o.spotToSpot, "spot-to-spot", false, "with --disruption: allow spot-to-spot consolidation (the SpotToSpotConsolidation feature gate)")
 	f.StringSliceVar(&o.families, "instance-families", nil, "limit the built-in catalog to these families (e.g. m5,c6g); known: "+strings.Join(catalog.Families(), ","))
 	return cmd
 }
@@ -74,6 +96,12 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 	}
 	if (o.scenario == "") == (len(o.files) == 0) {
 		return errors.New("give either --scenario FILE or -f FILE (one or more)")
+	}
+	if o.disruption {
+		return runDisruption(o, stdin, stdout)
+	}
+	if o.cluster != "" {
+		return errors.New("--cluster: only with --disruption")
 	}
 	snap, notes, err := loadSimulation(o, stdin)
 	if err != nil {
@@ -110,22 +138,9 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 		}
 		return s.Snapshot, nil, nil
 	}
-	m := &scenario.Manifests{}
-	for _, path := range o.files {
-		var data []byte
-		var err error
-		if path == "-" {
-			data, err = io.ReadAll(stdin)
-			path = "stdin"
-		} else {
-			data, err = os.ReadFile(path)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading manifests: %w", err)
-		}
-		if err := m.Read(path, data); err != nil {
-			return nil, nil, err
-		}
+	m, err := readManifests(o.files, stdin)
+	if err != nil {
+		return nil, nil, err
 	}
 	snap, err := m.Snapshot(scenario.SnapshotOptions{
 		InstanceTypes: its,

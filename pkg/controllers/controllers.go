@@ -14,11 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/disruption"
+	nodehealth "github.com/joiner-dev/joiner/pkg/controllers/node/health"
 	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/consolidation"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/drift"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/expiration"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
+	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -51,6 +58,21 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its
 	// Node before it is deleted.
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long a registered NodeClaim may wait to be
+	// initialized before it is deleted (0: the lifecycle default, 15m).
+	InitializationTTL time.Duration
+	// NodeRepair runs node repair (the NodeRepair feature gate).
+	NodeRepair bool
+	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
+	// spot (the SpotToSpotConsolidation feature gate).
+	SpotToSpotConsolidation bool
+	// ConsolidationMinSavings is the least share of the replaced nodes'
+	// price a consolidation replacement must save (0: any cheaper one).
+	ConsolidationMinSavings float64
+	// DisruptionPollInterval and DisruptionValidationPeriod tune the
+	// disruption loop (0 keeps Karpenter's 10 s and 15 s).
+	DisruptionPollInterval     time.Duration
+	DisruptionValidationPeriod time.Duration
 	// GCInterval and GCGracePeriod tune garbage collection of orphan
 	// instances (0 keeps the controller's defaults).
 	GCInterval    time.Duration
@@ -99,11 +121,13 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
 	lc, err := lifecycle.NewController(lifecycle.Options{
-		Client:          mgr.GetClient(),
-		CloudProvider:   o.CloudProvider,
-		Recorder:        recorder,
-		Clock:           o.Clock,
-		RegistrationTTL: o.RegistrationTTL,
+		Client:            mgr.GetClient(),
+		CloudProvider:     o.CloudProvider,
+		Recorder:          recorder,
+		Clock:             o.Clock,
+		RegistrationTTL:   o.RegistrationTTL,
+		InitializationTTL: o.InitializationTTL,
+		Nominations:       cluster,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
@@ -149,6 +173,43 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building nodepool readiness: %w", err)
 	}
+	hash, err := nodepoolhash.NewController(nodepoolhash.Options{Client: mgr.GetClient()})
+	if err != nil {
+		return nil, fmt.Errorf("building nodepool hash: %w", err)
+	}
+	driftCtrl, err := drift.NewController(drift.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim drift: %w", err)
+	}
+	expirationCtrl, err := expiration.NewController(expiration.Options{
+		Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim expiration: %w", err)
+	}
+	podEvents, err := podevents.NewController(podevents.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim podevents: %w", err)
+	}
+	consolidatable, err := consolidation.NewController(consolidation.Options{Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim consolidation: %w", err)
+	}
+	disrupt, err := disruption.NewController(disruption.Options{
+		Client:             mgr.GetClient(),
+		CloudProvider:      o.CloudProvider,
+		State:              cluster,
+		Provisioner:        prov.Provisioner,
+		Recorder:           recorder,
+		Clock:              o.Clock,
+		SpotToSpot:         o.SpotToSpotConsolidation,
+		MinSavingsFraction: minSavings(o.ConsolidationMinSavings),
+		PollInterval:       o.DisruptionPollInterval,
+		ValidationPeriod:   o.DisruptionValidationPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building disruption: %w", err)
+	}
 	out := []Controller{
 		cluster,
 		prov,
@@ -158,8 +219,32 @@ func New(o Options) ([]Controller, error) {
 		gc,
 		counter,
 		readiness,
+		hash,
+		driftCtrl,
+		expirationCtrl,
+		podEvents,
+		consolidatable,
+		disrupt,
+	}
+	if o.NodeRepair {
+		health, err := nodehealth.NewController(nodehealth.Options{
+			Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building node health: %w", err)
+		}
+		out = append(out, health)
 	}
 	return append(out, o.CloudControllers...), nil
+}
+
+// minSavings maps the setting to the engine's convention: 0 there means
+// its default, so a setting of 0 (any cheaper replacement) is negative.
+func minSavings(setting float64) float64 {
+	if setting == 0 {
+		return -1
+	}
+	return setting
 }
 
 // Register builds every controller and registers it, the field indexes

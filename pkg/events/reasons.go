@@ -37,6 +37,25 @@ const (
 	Evicted           = "Evicted"
 	Disrupted         = "Disrupted"
 
+	// NodeClaim initialization timeout (joiner's: Karpenter deletes the
+	// NodeClaim silently).
+	InitializationTimeout = "InitializationTimeout"
+
+	// Forceful disruption: expiration and node repair.
+	Expired           = "Expired"
+	Unhealthy         = "Unhealthy"
+	NodeRepairBlocked = "NodeRepairBlocked"
+
+	// Voluntary disruption (emptiness, drift, consolidation).
+	DisruptionBlocked          = "DisruptionBlocked"
+	Unconsolidatable           = "Unconsolidatable"
+	DisruptionLaunching        = "DisruptionLaunching"
+	DisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	DisruptionTerminating      = "DisruptionTerminating"
+	// DriftHalted: replacements of a drifted NodePool failed to initialise,
+	// so drift stopped for it (joiner's).
+	DriftHalted = "DriftHalted"
+
 	// NodePool.
 	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )

@@ -21,6 +21,18 @@ const (
 	LabelError      = "error"
 	LabelPhase      = "phase"
 	LabelController = "controller"
+	// LabelCapacityType is the capacity type of a node (spot, on-demand,
+	// reserved), Karpenter's capacity_type label.
+	LabelCapacityType = "capacity_type"
+	// LabelCondition is the node condition a repair acted on.
+	LabelCondition = "condition"
+)
+
+// Values of LabelReason on NodeClaimsDisrupted for the forceful methods
+// (voluntary disruption adds its own: empty, underutilized, drifted).
+const (
+	DisruptionReasonExpired   = "expired"
+	DisruptionReasonUnhealthy = "unhealthy"
 )
 
 var (
@@ -65,11 +77,28 @@ var (
 	}, []string{LabelNodePool, LabelReason})
 
 	// NodeClaimsLivenessExpired counts NodeClaims deleted because they did
-	// not launch or register in time; phase is "launch" or "registration".
+	// not launch, register or initialize in time; phase is "launch",
+	// "registration" or "initialization".
 	NodeClaimsLivenessExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "nodeclaims", Name: "liveness_expired_total",
-		Help: "Number of NodeClaims deleted because they did not launch or register within their TTL, by NodePool and phase.",
+		Help: "Number of NodeClaims deleted because they did not launch, register or initialize within their TTL, by NodePool and phase.",
 	}, []string{LabelNodePool, LabelPhase})
+
+	// NodeClaimsDisrupted counts NodeClaims joiner deleted to disrupt
+	// them, by reason, NodePool and capacity type (Karpenter's
+	// karpenter_nodeclaims_disrupted_total).
+	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "disrupted_total",
+		Help: "Number of NodeClaims disrupted, by reason, NodePool and capacity type.",
+	}, []string{LabelReason, LabelNodePool, LabelCapacityType})
+
+	// NodeClaimsUnhealthyDisrupted counts NodeClaims node repair deleted,
+	// by the node condition that was bad, NodePool and capacity type
+	// (Karpenter's karpenter_nodeclaims_unhealthy_disrupted_total).
+	NodeClaimsUnhealthyDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "unhealthy_disrupted_total",
+		Help: "Number of NodeClaims deleted by node repair, by node condition, NodePool and capacity type.",
+	}, []string{LabelCondition, LabelNodePool, LabelCapacityType})
 
 	// PodsPending is the number of pending (unschedulable) pods the
 	// provisioner last saw.
@@ -136,6 +165,7 @@ func init() {
 	crmetrics.Registry.MustRegister(
 		NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsTerminated, NodeClaimsLaunchFailed, NodeClaimsLivenessExpired,
+		NodeClaimsDisrupted, NodeClaimsUnhealthyDisrupted,
 		PodsPending, SolverDuration, UnschedulablePodsCount, PodsUnschedulable,
 		CloudProviderDuration, CloudProviderCalls,
 		ClusterStateSynced, ClusterStateNodeCount,

@@ -48,6 +48,16 @@ func FromNodePool(np *v1.NodePool) *scheduling.NodePool {
 // Errors name the field relative to the object, for example
 // `spec.template.spec.requirements[1]: operator: unknown operator "Inn"`.
 func Decode(data []byte) (*scheduling.NodePool, error) {
+	np, err := DecodeAPI(data)
+	if err != nil {
+		return nil, err
+	}
+	return FromNodePool(np), nil
+}
+
+// DecodeAPI is Decode returning the API object itself, for callers that
+// need more than the solver's view (disruption reads spec.disruption).
+func DecodeAPI(data []byte) (*v1.NodePool, error) {
 	np := &v1.NodePool{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -63,7 +73,7 @@ func Decode(data []byte) (*scheduling.NodePool, error) {
 	if err := Validate(np); err != nil {
 		return nil, err
 	}
-	return FromNodePool(np), nil
+	return np, nil
 }
 
 // Validate checks what the solver relies on, then the API's own runtime

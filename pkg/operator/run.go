@@ -32,23 +32,30 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		return err
 	}
 	if err := controllers.Register(controllers.Options{
-		Manager:           mgr,
-		CloudProvider:     cloud.Provider,
-		Clock:             clk,
-		Solve:             Solve,
-		Runnables:         cloud.Runnables,
-		CloudControllers:  cloud.Controllers,
-		BatchIdleDuration: settings.BatchIdleDuration,
-		BatchMaxDuration:  settings.BatchMaxDuration,
-		RegistrationTTL:   settings.RegistrationTTL,
-		GCInterval:        settings.GCInterval,
-		GCGracePeriod:     settings.GCGracePeriod,
+		Manager:                    mgr,
+		CloudProvider:              cloud.Provider,
+		Clock:                      clk,
+		Solve:                      Solve,
+		Runnables:                  cloud.Runnables,
+		CloudControllers:           cloud.Controllers,
+		BatchIdleDuration:          settings.BatchIdleDuration,
+		BatchMaxDuration:           settings.BatchMaxDuration,
+		RegistrationTTL:            settings.RegistrationTTL,
+		InitializationTTL:          settings.InitializationTTL,
+		NodeRepair:                 settings.FeatureGates.NodeRepair,
+		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
+		ConsolidationMinSavings:    settings.ConsolidationMinSavings,
+		DisruptionPollInterval:     settings.DisruptionPollInterval,
+		DisruptionValidationPeriod: settings.DisruptionValidationPeriod,
+		GCInterval:                 settings.GCInterval,
+		GCGracePeriod:              settings.GCGracePeriod,
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
 	logger.Info("starting joiner", "cluster-name", settings.ClusterName, "cloud-provider", settings.CloudProvider,
 		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
-		"registration-ttl", settings.RegistrationTTL.String(), "leader-election", !settings.DisableLeaderElection)
+		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(),
+		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -14,12 +14,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -37,6 +39,11 @@ type Manifests struct {
 	csiNodes     []*storagev1.CSINode
 	volumes      scheduling.VolumeState
 	namespaces   []sourced[*corev1.Namespace]
+	// The objects only disruption reads: NodePools as the API has them
+	// (their disruption spec), NodeClaims and PodDisruptionBudgets.
+	apiNodePools []*v1.NodePool
+	nodeClaims   []sourced[*v1.NodeClaim]
+	pdbs         []*policyv1.PodDisruptionBudget
 	// Ignored lists the objects of kinds joiner does not read, as
 	// "Kind namespace/name" in input order.
 	Ignored []string
@@ -135,11 +142,30 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 	}
 	switch group + "/" + kind {
 	case "karpenter.sh/NodePool":
-		np, err := nodepool.Decode(js)
+		np, err := nodepool.DecodeAPI(js)
 		if err != nil {
 			return err
 		}
-		m.nodePools = append(m.nodePools, sourced[*scheduling.NodePool]{where, np})
+		m.nodePools = append(m.nodePools, sourced[*scheduling.NodePool]{where, nodepool.FromNodePool(np)})
+		m.apiNodePools = append(m.apiNodePools, np)
+	case "karpenter.sh/NodeClaim":
+		nc := &v1.NodeClaim{}
+		if err := decodeStrict(js, nc); err != nil {
+			return err
+		}
+		if nc.Name == "" {
+			return fmt.Errorf("metadata.name: must be set")
+		}
+		m.nodeClaims = append(m.nodeClaims, sourced[*v1.NodeClaim]{where, nc})
+	case "policy/PodDisruptionBudget":
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := decodeStrict(js, pdb); err != nil {
+			return err
+		}
+		if pdb.Namespace == "" {
+			pdb.Namespace = metav1.NamespaceDefault
+		}
+		m.pdbs = append(m.pdbs, pdb)
 	case "karpenter.k8s.aws/EC2NodeClass", "sim.joiner.dev/SimNodeClass":
 		nc, err := decodeNodeClass(kind, js)
 		if err != nil {

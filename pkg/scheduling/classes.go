@@ -328,6 +328,8 @@ func (sv *solver) nextRelax(cb *classBase, st relaxState) (relaxState, bool) {
 	switch {
 	case st.term < len(cb.terms)-1:
 		st.term++
+	case sv.opts.RequirePreferences:
+		return st, false
 	case st.prefAff < len(cb.prefAff):
 		st.prefAff++
 	case st.prefAnti < len(cb.prefAnti):

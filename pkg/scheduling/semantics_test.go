@@ -634,6 +634,33 @@ func TestIgnorePreferences(t *testing.T) {
 	}
 }
 
+// TestRequirePreferences: consolidation's simulation keeps preferences
+// as requirements, so a pod whose preference no node can meet fails
+// instead of landing against its preference; without the option the
+// preference is relaxed.
+func TestRequirePreferences(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    scheduling.Options
+		wantErr bool
+	}{
+		{name: "relaxed by default", opts: scheduling.Options{}},
+		{name: "kept when required", opts: scheduling.Options{RequirePreferences: true}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", preferredTerm(10, expr(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")))))
+			p, err := scheduling.Solve(s, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlan(t, s, p)
+			if got := len(p.Unschedulable) == 1; got != tc.wantErr {
+				t.Errorf("unschedulable %v, want %v (plan %d new nodes)", p.Unschedulable, tc.wantErr, len(p.NewNodeClaims))
+			}
+		})
+	}
+}
+
 func TestIgnoreReservedCapacity(t *testing.T) {
 	its := catalog()
 	its[2].Offerings = append(its[2].Offerings, scheduling.Offering{Zone: "zone-a", CapacityType: "reserved", Price: 0.001, Available: true, ReservationID: "cr-1", ReservationCapacity: 5})

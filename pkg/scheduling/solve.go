@@ -19,6 +19,13 @@ type Options struct {
 	// IgnorePreferences drops every preference up front (Karpenter's
 	// PREFERENCE_POLICY=Ignore) instead of relaxing them one at a time.
 	IgnorePreferences bool
+	// RequirePreferences never relaxes a preference: preferred (anti-)
+	// affinity and node affinity, ScheduleAnyway spread and PreferNoSchedule
+	// taints hold as if required; only the alternatives of a required node
+	// affinity are tried in turn. Consolidation simulates this way, as
+	// Karpenter does, so that moving pods never breaks a preference they
+	// were placed with.
+	RequirePreferences bool
 	// IgnoreReservedCapacity treats capacity-reservation offerings as
 	// unavailable (Karpenter's ReservedCapacity feature gate off). By
 	// default a reserved offering is preferred while its reservation has

@@ -427,6 +427,24 @@ func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, o
 	return n.nodeClaim, true
 }
 
+// PodsNominatedTo returns the pending pods last nominated to the NodeClaim
+// nodeClaimName, sorted, including nominations that have expired: a pod
+// keeps its last nomination until it binds, goes away or is nominated
+// elsewhere, so the NodeClaim's failure can still be told to the pods that
+// waited for it.
+func (c *Cluster) PodsNominatedTo(nodeClaimName string) []types.NamespacedName {
+	c.mu.RLock()
+	var out []types.NamespacedName
+	for key, n := range c.nominations {
+		if n.nodeClaim == nodeClaimName {
+			out = append(out, key)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
 // Generation increases on every change to the model; consumers can compare
 // two readings to tell whether anything changed in between.
 func (c *Cluster) Generation() uint64 {

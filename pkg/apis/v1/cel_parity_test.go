@@ -2,13 +2,16 @@ package v1_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -128,5 +131,45 @@ func TestNodeClaimAllowsNodePoolRequirement(t *testing.T) {
 	}
 	if errs := celErrors(v, obj); len(errs) > 0 {
 		t.Fatalf("NodeClaim requirement on %s rejected: %v", v1.LabelNodePool, errs.ToAggregate())
+	}
+}
+
+// TestBudgetScheduleCELMatchesRuntime: a schedule the CRD admits is one the
+// disruption budgets can parse, and the reverse, so a NodePool never fails
+// closed at run time for a schedule the API server accepted.
+func TestBudgetScheduleCELMatchesRuntime(t *testing.T) {
+	v := celValidator(t, "nodepools.karpenter.sh")
+	for _, schedule := range []string{
+		"@daily", "@hourly", "@weekly", "@monthly", "@yearly", "@annually", "@midnight",
+		"0 9 * * 1-5", "0 9 * * mon-fri", "0 9 * * MON-FRI", "*/15 * * * *", "5-10/2 * * * *", "0 0 1,15 * *",
+		"0 9 * jan,jul *", "00 09 * * *", "? ? * * ?", "30 23 31 12 6",
+		"60 * * * *", "0 24 * * *", "0 0 0 * *", "0 0 32 * *", "0 0 * 13 *", "0 0 * * 7", "*/0 * * * *",
+		"1-60 * * * *", "a b c d e", "0 9 * * * *", "TZ=UTC 0 9 * *", "0 9 * * funday", "@reboot", "@every 1h",
+	} {
+		t.Run(schedule, func(t *testing.T) {
+			np := nodePoolWith("example.com/ok", nil)
+			np["spec"].(map[string]any)["disruption"] = map[string]any{
+				"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+				"budgets": []any{map[string]any{"nodes": "1", "schedule": schedule, "duration": "1h"}},
+			}
+			var celErrs []string
+			for _, e := range celErrors(v, np) {
+				celErrs = append(celErrs, e.Error())
+			}
+			b := v1.Budget{Nodes: "1", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}}
+			_, runtimeErr := b.IsActive(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+			if schedule == "@every 1h" {
+				// robfig accepts it; Karpenter's CRD pattern does not.
+				runtimeErr = errors.New("not a Karpenter schedule")
+			}
+			if celRejects := len(celErrs) > 0; celRejects != (runtimeErr != nil) {
+				t.Fatalf("CEL rejects=%v %v, runtime error=%v", celRejects, celErrs, runtimeErr)
+			}
+			for _, e := range celErrs {
+				if !strings.Contains(e, "spec.disruption.budgets[0].schedule") || !strings.Contains(e, schedule) {
+					t.Errorf("message does not name the field and the schedule: %s", e)
+				}
+			}
+		})
 	}
 }

@@ -141,6 +141,16 @@ const (
 	// AnnotationNodeClaimTerminationTimestamp is the RFC3339 deadline after
 	// which a terminating NodeClaim's pods are deleted regardless of PDBs.
 	AnnotationNodeClaimTerminationTimestamp = LabelDomain + "/nodeclaim-termination-timestamp"
+	// AnnotationLastInitializationFailure is joiner's record, on a
+	// NodePool, of the last NodeClaim deleted because it did not initialize
+	// in time (JSON: see InitializationFailure), so that repeated failures
+	// of the same instance type and image can be recognised.
+	AnnotationLastInitializationFailure = "joiner.dev/last-initialization-failure"
+	// AnnotationStartupTaintsMissing records, on a NodeClaim, the startup
+	// taints its Node registered without (joiner added them at
+	// registration), so an initialization timeout can say the node's
+	// bootstrap explains why they were never removed.
+	AnnotationStartupTaintsMissing = "joiner.dev/startup-taints-missing-at-registration"
 	// AnnotationNodeClaimMinValuesRelaxed is "true" when minValues were
 	// relaxed to launch the NodeClaim.
 	AnnotationNodeClaimMinValuesRelaxed = LabelDomain + "/nodeclaim-min-values-relaxed"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -195,6 +196,15 @@ func (inst *Instance) Node() *corev1.Node {
 	}
 	if allocatable == nil {
 		allocatable = corev1.ResourceList{}
+	}
+	if r.WithoutExtendedResources {
+		for _, rl := range []corev1.ResourceList{capacity, allocatable} {
+			for name := range rl {
+				if strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), corev1.ResourceDefaultNamespacePrefix) {
+					delete(rl, name)
+				}
+			}
+		}
 	}
 	if _, ok := capacity[corev1.ResourcePods]; !ok {
 		capacity[corev1.ResourcePods] = resource.MustParse("110")

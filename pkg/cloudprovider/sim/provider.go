@@ -52,6 +52,7 @@ const (
 // Drift reasons.
 const (
 	DriftZone      cloudprovider.DriftReason = "ZoneDrifted"
+	DriftImage     cloudprovider.DriftReason = "ImageDrifted"
 	DriftNodeClass cloudprovider.DriftReason = "NodeClassDrifted"
 )
 
@@ -372,6 +373,8 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 				Allocatable:  c.InstanceType.Allocatable(),
 				After:        now.Add(nc.Spec.LaunchDelay.Duration + nc.Spec.RegistrationDelay.Duration),
 				Never:        faults.NeverRegister,
+				// The device plugin that would advertise them never runs.
+				WithoutExtendedResources: faults.ExtendedResourcesMissing,
 			},
 		}
 		st.Instances[id] = inst
@@ -426,8 +429,15 @@ func otherArch(arch string) string {
 	return "arm64"
 }
 
+// imageID is the image an instance of arch launched from nc boots: one per
+// region, catalog, architecture and, when the node class pins one, image
+// version. IsDrifted compares it with the image a launch would use now.
 func imageID(nc *simv1alpha1.SimNodeClass, arch string) string {
-	return fmt.Sprintf("sim-image-%s-%s-%s", nc.Spec.Region, nc.Spec.Catalog.Name, arch)
+	id := fmt.Sprintf("sim-image-%s-%s-%s", nc.Spec.Region, nc.Spec.Catalog.Name, arch)
+	if v := nc.Spec.ImageVersion; v != "" {
+		id += "-" + v
+	}
+	return id
 }
 
 // nodeClassHash hashes what shapes an instance launched from nc (region,
@@ -560,9 +570,23 @@ func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
 	return err
 }
 
+// RepairPolicies implements cloudprovider.RepairPolicyProvider with the
+// policy every Kubernetes node has: a Node whose Ready condition is False
+// or Unknown for 30 minutes is replaced (AWS's default, without its
+// accelerator and storage agents' conditions, which simulated nodes never
+// report).
+func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+	}
+}
+
 // IsDrifted implements cloudprovider.CloudProvider: an instance drifts
-// when its zone left the node class's zones, or when the node class's
-// region, catalog or tags changed since launch.
+// when its zone left the node class's zones, when it booted another image
+// than a launch would use now (spec.imageVersion changed, as an AMI does on
+// AWS), or when the node class's region, catalog or tags changed since
+// launch.
 func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
@@ -583,6 +607,9 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 	}
 	if !slices.Contains(nc.Spec.Zones, inst.Zone) {
 		return DriftZone, nil
+	}
+	if inst.ImageID != imageID(nc, inst.Labels[v1.LabelArch]) {
+		return DriftImage, nil
 	}
 	if inst.Tags[AnnotationNodeClassHash] != nodeClassHash(nc) {
 		return DriftNodeClass, nil

@@ -453,6 +453,14 @@ func TestIsDrifted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.ImageVersion = "v2" })
+	if r, _ := p.IsDrifted(ctx, claim); r != DriftImage {
+		t.Errorf("after an image version change drift = %q, want %q", r, DriftImage)
+	}
+	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.ImageVersion = "" })
+	if r, _ := p.IsDrifted(ctx, claim); r != "" {
+		t.Errorf("after rolling the image back drift = %q, want none", r)
+	}
 	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Tags = map[string]string{"team": "b"} })
 	if r, _ := p.IsDrifted(ctx, claim); r != DriftNodeClass {
 		t.Errorf("after a tag change drift = %q, want %q", r, DriftNodeClass)
@@ -460,6 +468,42 @@ func TestIsDrifted(t *testing.T) {
 	update(func(nc *simv1alpha1.SimNodeClass) { nc.Spec.Zones = []string{"sim-east-1b"} })
 	if r, _ := p.IsDrifted(ctx, claim); r != DriftZone {
 		t.Errorf("after removing the zone drift = %q, want %q", r, DriftZone)
+	}
+}
+
+// TestExtendedResourcesMissingFault: the registered Node lacks the GPU the
+// instance type has, while the NodeClaim's capacity still promises it.
+func TestExtendedResourcesMissingFault(t *testing.T) {
+	nc := nodeClass("gpu")
+	nc.Spec.Catalog.InstanceFamilies = []string{"g5"}
+	nc.Spec.Faults = &simv1alpha1.Faults{ExtendedResourcesMissing: true}
+	e := newEnv(t, nc)
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: "c", Catalog: DefaultCatalog, Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := p.Create(context.Background(), newNodeClaim("nc", "gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := created.Status.Capacity["nvidia.com/gpu"]; q.IsZero() {
+		t.Fatalf("the NodeClaim's capacity should promise a GPU: %v", created.Status.Capacity)
+	}
+	var inst *Instance
+	_ = e.store.View(func(st *StoreState) error {
+		for _, i := range st.Instances {
+			inst = i
+		}
+		return nil
+	})
+	node := inst.Node()
+	for _, rl := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		if _, ok := rl["nvidia.com/gpu"]; ok {
+			t.Errorf("the Node advertises nvidia.com/gpu: %v", rl)
+		}
+		if _, ok := rl[corev1.ResourceCPU]; !ok {
+			t.Errorf("the Node lost its cpu: %v", rl)
+		}
 	}
 }
 

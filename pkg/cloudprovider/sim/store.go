@@ -89,6 +89,10 @@ type Registration struct {
 	// Never is set by the neverRegister fault: the machine runs but its
 	// kubelet never joins.
 	Never bool `json:"never,omitempty"`
+	// WithoutExtendedResources is set by the extendedResourcesMissing
+	// fault: the Node advertises no extended resources (nvidia.com/gpu,
+	// ...), as when their device plugin never starts.
+	WithoutExtendedResources bool `json:"withoutExtendedResources,omitempty"`
 	// Registered is set once the machine has created its Node.
 	Registered bool `json:"registered,omitempty"`
 	// NodeGone is set once the Node of a terminated instance was removed.

@@ -48,7 +48,8 @@ func NodeClassLabelKey(ref *v1.NodeClassReference) string {
 }
 
 // NewNodeClaim builds the NodeClaim that launches planned for nodePool:
-// template labels and annotations, the NodePool and node class labels, an
+// template labels and annotations, the NodePool's drift hash, the NodePool
+// and node class labels, an
 // owner reference to the NodePool, the template's taints, startup taints,
 // expiry, termination grace period and node class, the plan's narrowed
 // requirements with its instance types (cheapest first, as many as the
@@ -64,13 +65,14 @@ func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim) *v1.N
 		labels[NodeClassLabelKey(ref)] = ref.Name
 	}
 	annotations := maps.Clone(tmpl.ObjectMeta.Annotations)
-	if hash, ok := nodePool.Annotations[v1.AnnotationNodePoolHash]; ok {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[v1.AnnotationNodePoolHash] = hash
-		annotations[v1.AnnotationNodePoolHashVersion] = nodePool.Annotations[v1.AnnotationNodePoolHashVersion]
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
+	// The hash of the template this NodeClaim is built from, computed here
+	// rather than copied from the NodePool's annotation, which the hash
+	// controller may not have refreshed yet after a template change.
+	annotations[v1.AnnotationNodePoolHash] = nodePool.Hash()
+	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
 
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{

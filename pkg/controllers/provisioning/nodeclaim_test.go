@@ -89,6 +89,9 @@ func TestNewNodeClaim(t *testing.T) {
 	if nc.Annotations["note"] != "x" {
 		t.Errorf("annotations %v", nc.Annotations)
 	}
+	if nc.Annotations[v1.AnnotationNodePoolHash] != np.Hash() || nc.Annotations[v1.AnnotationNodePoolHashVersion] != v1.NodePoolHashVersion {
+		t.Errorf("drift hash annotations %v, want hash %s version %s", nc.Annotations, np.Hash(), v1.NodePoolHashVersion)
+	}
 	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Kind != "NodePool" || nc.OwnerReferences[0].UID != "np-uid" {
 		t.Errorf("owner references %+v", nc.OwnerReferences)
 	}

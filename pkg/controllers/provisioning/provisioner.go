@@ -236,6 +236,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 type plannedClaim struct {
 	nodePool *v1.NodePool
 	planned  *scheduling.NewNodeClaim
+	// reason labels the created NodeClaim in karpenter_nodeclaims_created_total
+	// ("" is "provisioning"; disruption's replacements carry theirs).
+	reason string
 }
 
 // claimsFor pairs each planned NodeClaim with its NodePool. The plan is
@@ -369,8 +372,12 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
 		p.opts.State.NodeClaimCreated(nc)
-		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, "provisioning").Inc()
-		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name,
+		reason := c.reason
+		if reason == "" {
+			reason = "provisioning"
+		}
+		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, reason).Inc()
+		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name, "reason", reason,
 			"pods", len(c.planned.Pods), "instance-types", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil
 	}

@@ -33,6 +33,9 @@ type view struct {
 	// skipped explains NodePools left out of the snapshot (not ready,
 	// deleting, no instance types), for the unschedulable pods' report.
 	skipped map[string]string
+	// allTypes are the instance types of every NodePool that has any,
+	// skipped ones included: existing nodes are priced from them.
+	allTypes map[string][]*scheduling.InstanceType
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -76,6 +79,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 
 	// Instance types come first: in-flight NodeClaims are sized from them.
 	allTypes := map[string][]*scheduling.InstanceType{}
+	v.allTypes = allTypes
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
 		if reason := nodePoolUnusable(np); reason != "" {

@@ -37,6 +37,10 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
 	// before it is deleted with an explanatory event.
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long a registered NodeClaim may wait to be
+	// initialized (Ready, startup taints gone, extended resources
+	// registered) before it is deleted with an explanatory event.
+	InitializationTTL time.Duration
 
 	MetricsPort     int
 	HealthProbePort int
@@ -80,6 +84,21 @@ type Options struct {
 	GCInterval    time.Duration
 	GCGracePeriod time.Duration
 
+	// FeatureGatesFlag is Karpenter's --feature-gates / FEATURE_GATES
+	// ("SpotToSpotConsolidation=true,NodeRepair=false"); Validate parses
+	// it into FeatureGates.
+	FeatureGatesFlag string
+	FeatureGates     FeatureGates
+	// ConsolidationMinSavings is the least share of the replaced nodes'
+	// price a consolidation replacement must save to be worth its
+	// evictions (joiner's; 0.05 by default).
+	ConsolidationMinSavings float64
+	// DisruptionPollInterval and DisruptionValidationPeriod tune the
+	// disruption loop (0 keeps Karpenter's 10 s and 15 s). They are hidden
+	// flags, for tests that cannot wait.
+	DisruptionPollInterval     time.Duration
+	DisruptionValidationPeriod time.Duration
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -93,6 +112,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
+	fs.DurationVar(&o.InitializationTTL, "initialization-ttl", o.envDuration("INITIALIZATION_TTL", 15*time.Minute), "A registered NodeClaim not initialized after this long is deleted, naming the check that failed [INITIALIZATION_TTL]")
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
 	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", o.envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with a single replica) [DISABLE_LEADER_ELECTION]")
@@ -110,8 +130,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "aws: SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling [INTERRUPTION_QUEUE]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
+	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false, comma separated [FEATURE_GATES]")
+	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
+	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
+	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
+	_ = fs.MarkHidden("disruption-poll-interval")
+	_ = fs.MarkHidden("disruption-validation-period")
 }
 
 // Default returns the options as they are with no flag and no environment.
@@ -142,8 +168,22 @@ func (o *Options) Validate() error {
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
 	}
+	if o.InitializationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("initialization-ttl %s must be positive", o.InitializationTTL))
+	}
 	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
 		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))
+	}
+	if gates, err := parseFeatureGates(o.FeatureGatesFlag); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.FeatureGates = gates
+	}
+	if o.ConsolidationMinSavings < 0 || o.ConsolidationMinSavings >= 1 {
+		errs = append(errs, fmt.Errorf("consolidation-min-savings %g must be at least 0 and below 1 (0.05 asks a replacement to save 5%%)", o.ConsolidationMinSavings))
+	}
+	if o.DisruptionPollInterval < 0 || o.DisruptionValidationPeriod < 0 {
+		errs = append(errs, errors.New("disruption-poll-interval and disruption-validation-period must not be negative"))
 	}
 	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
 		if port < 0 || port > 65535 {

@@ -26,6 +26,19 @@ func TestOptions(t *testing.T) {
 		{name: "max shorter than idle", args: []string{"--batch-max-duration=500ms"}, wantErr: "must not be shorter"},
 		{name: "unknown cloud", args: []string{"--cloud-provider=gcp"}, wantErr: `cloud-provider "gcp"`},
 		{name: "unknown log level", args: []string{"--log-level=warn"}, wantErr: `log-level "warn"`},
+		{name: "feature gates default off", check: func(o *Options) bool {
+			return !o.FeatureGates.SpotToSpotConsolidation && !o.FeatureGates.NodeRepair && o.ConsolidationMinSavings == 0.05 && o.InitializationTTL == 15*time.Minute
+		}},
+		{name: "feature gates from env", env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=true"}, check: func(o *Options) bool {
+			return o.FeatureGates.SpotToSpotConsolidation && !o.FeatureGates.NodeRepair
+		}},
+		{name: "unknown feature gate", args: []string{"--feature-gates=Drift=true"}, wantErr: "unrecognized feature gate: Drift"},
+		{name: "min savings out of range", env: map[string]string{"CONSOLIDATION_MIN_SAVINGS": "1.5"}, wantErr: "consolidation-min-savings 1.5"},
+		{name: "node repair from env", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,SpotToSpotConsolidation=false"},
+			check: func(o *Options) bool { return o.FeatureGates.NodeRepair && !o.FeatureGates.SpotToSpotConsolidation }},
+		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
+		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},
+		{name: "initialization ttl not positive", args: []string{"--initialization-ttl=0s"}, wantErr: "initialization-ttl 0s must be positive"},
 		{name: "aws defaults are Karpenter's", check: func(o *Options) bool {
 			return o.VMMemoryOverheadPercent == 0.075 && o.ReservedENIs == 0 && !o.IsolatedVPC && o.SSMParameterRoot == "/aws/service" && o.ClusterEndpoint == ""
 		}},

@@ -104,6 +104,18 @@ type SimNodeClassSpec struct {
 	// +optional
 	RegistrationDelay metav1.Duration `json:"registrationDelay,omitempty"`
 
+	// ImageVersion is the version of the machine image new instances boot
+	// from, like an EC2NodeClass's AMI selector pinned to a release: it
+	// becomes part of each instance's status.imageID. Changing it makes the
+	// instances launched from the old image drift (reason ImageDrifted), so
+	// joiner replaces them, as it does nodes whose AMI changed on AWS.
+	// Empty means the catalog's default image.
+	//
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$')",messageExpression="'spec.imageVersion: \"' + self + '\" is not a valid image version: use letters, digits, \"-\", \"_\" and \".\", starting and ending with a letter or digit, for example v1.2.3'"
+	// +optional
+	ImageVersion string `json:"imageVersion,omitempty"`
+
 	// Tags are applied to every simulated instance, next to the ownership
 	// tags joiner writes itself.
 	//
@@ -178,6 +190,15 @@ type Faults struct {
 	//
 	// +optional
 	WrongArchitecture bool `json:"wrongArchitecture,omitempty"`
+
+	// ExtendedResourcesMissing registers Nodes whose capacity and
+	// allocatable lack the instance type's extended resources (such as
+	// nvidia.com/gpu), as when the device plugin DaemonSet never runs on
+	// the node. The NodeClaim is never initialized, and joiner deletes it
+	// after the initialization TTL naming the missing resource.
+	//
+	// +optional
+	ExtendedResourcesMissing bool `json:"extendedResourcesMissing,omitempty"`
 
 	// InsufficientCapacity makes matching launches fail with an
 	// insufficient-capacity error (EC2's InsufficientInstanceCapacity), so

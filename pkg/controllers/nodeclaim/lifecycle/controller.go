@@ -32,6 +32,7 @@ import (
 // Defaults for Options.
 const (
 	DefaultRegistrationTTL         = 15 * time.Minute
+	DefaultInitializationTTL       = 15 * time.Minute
 	DefaultLaunchTTL               = 5 * time.Minute
 	DefaultMaxConcurrentReconciles = 50
 )
@@ -56,6 +57,12 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its
 	// Node before it is deleted (default DefaultRegistrationTTL).
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long a registered NodeClaim may wait to be
+	// initialized before it is deleted (default DefaultInitializationTTL).
+	InitializationTTL time.Duration
+	// Nominations names the pods the provisioner nominated to a NodeClaim,
+	// told when it is deleted for not initializing (optional).
+	Nominations Nominations
 	// LaunchTTL is how long a NodeClaim may fail to launch before it is
 	// deleted (default DefaultLaunchTTL).
 	LaunchTTL time.Duration
@@ -76,8 +83,8 @@ func (o *Options) Validate() error {
 	if o.Recorder == nil {
 		errs = append(errs, errors.New("Recorder is required"))
 	}
-	if o.RegistrationTTL < 0 || o.LaunchTTL < 0 || o.MaxConcurrentReconciles < 0 {
-		errs = append(errs, errors.New("RegistrationTTL, LaunchTTL and MaxConcurrentReconciles must not be negative"))
+	if o.RegistrationTTL < 0 || o.InitializationTTL < 0 || o.LaunchTTL < 0 || o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, errors.New("RegistrationTTL, InitializationTTL, LaunchTTL and MaxConcurrentReconciles must not be negative"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("lifecycle options: %w", errors.Join(errs...))
@@ -87,6 +94,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL == 0 {
 		o.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if o.InitializationTTL == 0 {
+		o.InitializationTTL = DefaultInitializationTTL
 	}
 	if o.LaunchTTL == 0 {
 		o.LaunchTTL = DefaultLaunchTTL

@@ -2,18 +2,23 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // Initialized condition reasons.
@@ -183,4 +188,133 @@ func isExtendedResource(name corev1.ResourceName) bool {
 		return false
 	}
 	return !strings.HasPrefix(s, corev1.ResourceDefaultNamespacePrefix) && !strings.HasPrefix(s, "requests.")
+}
+
+// Nominations names the pods the provisioner nominated to a NodeClaim
+// (state.Cluster implements it).
+type Nominations interface {
+	PodsNominatedTo(nodeClaimName string) []types.NamespacedName
+}
+
+// initializationLiveness deletes a registered NodeClaim that did not
+// initialize within InitializationTTL of registering, with an
+// Initialized=False condition and events (on the NodeClaim, its Node, its
+// NodePool and the pods nominated to it) that name the check that failed.
+// The NodePool keeps a record of the failure (AnnotationLastInitializationFailure).
+func (c *Controller) initializationLiveness(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+	conds := nc.StatusConditions().WithClock(c.opts.Clock)
+	if conds.IsTrue(v1.ConditionTypeInitialized) {
+		return stepResult{}, nil
+	}
+	registered := conds.Get(v1.ConditionTypeRegistered)
+	left := c.opts.InitializationTTL - c.opts.Clock.Since(registered.LastTransitionTime.Time)
+	if left > 0 {
+		return stepResult{requeueAfter: left}, nil
+	}
+	init := conds.Get(v1.ConditionTypeInitialized)
+	reason, msg := initializationTimeoutMessage(nc, *init, c.opts.InitializationTTL)
+
+	base := nc.DeepCopy()
+	conds.SetFalse(v1.ConditionTypeInitialized, reason, msg)
+	if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return stepResult{}, fmt.Errorf("recording the initialization timeout of nodeclaim %s: %w", nc.Name, err)
+	}
+	evts := []events.Event{events.Warning(nc, events.InitializationTimeout, "Delete", "%s", msg)}
+	if nc.Status.NodeName != "" {
+		evts = append(evts, events.Warning(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Status.NodeName}}, events.InitializationTimeout, "Delete", "%s", msg))
+	}
+	evts = append(evts, c.nominatedPodEvents(ctx, nc, reason)...)
+	pool := nc.Labels[v1.LabelNodePool]
+	np := &v1.NodePool{}
+	if pool != "" && c.opts.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
+		evts = append(evts, events.Warning(np, events.InitializationTimeout, "Delete", "%s", msg))
+		if err := c.recordFailure(ctx, np, nc, reason); err != nil {
+			log.FromContext(ctx).Error(err, "recording initialization failure on nodepool", "nodepool", pool)
+		}
+	}
+	c.opts.Recorder.Publish(evts...)
+	log.FromContext(ctx).Info("deleting nodeclaim: initialization timeout", "reason", reason, "node", nc.Status.NodeName)
+	if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		return stepResult{}, err
+	}
+	metrics.NodeClaimsLivenessExpired.WithLabelValues(pool, "initialization").Inc()
+	return stepResult{deleted: true}, nil
+}
+
+// initializationTimeoutMessage names the check that kept nc from being
+// initialized, from its Initialized condition, and what to look at.
+func initializationTimeoutMessage(nc *v1.NodeClaim, init metav1.Condition, ttl time.Duration) (reason, msg string) {
+	node := nc.Status.NodeName
+	head := fmt.Sprintf("NodeClaim %s (%s, %s, image %s) registered Node %s but it was not initialized within %s",
+		nc.Name, orUnknown(nc.Labels[v1.LabelInstanceType]), orUnknown(nc.Labels[v1.LabelTopologyZone]), orUnknown(nc.Status.ImageID), node, ttl)
+	tail := "; joiner is deleting it so its pods can get another node."
+	reason = init.Reason
+	switch init.Reason {
+	case ReasonNodeNotReady:
+		msg = fmt.Sprintf("%s: the Node never became Ready (%s)%s Check the kubelet on the instance (journalctl -u kubelet), its container runtime and CNI plugin (for example the aws-node or cilium pods on the node), and that its security groups let it reach the API server.",
+			head, init.Message, tail)
+	case ReasonStartupTaintsExist, ReasonLegacyUninitializedTaint, ReasonKnownEphemeralTaintsExist:
+		reason = ReasonStartupTaintsExist
+		msg = fmt.Sprintf("%s: taints that keep pods off were never removed (%s)%s", head, init.Message, tail)
+		if missing := nc.Annotations[v1.AnnotationStartupTaintsMissing]; missing != "" {
+			msg += fmt.Sprintf(" The Node registered without the startup taint(s) %s, so joiner added them afterwards: the agent that removes them had likely already started and will not remove them again. Fix the node bootstrap's --register-with-taints (the node class userData).", missing)
+		}
+		if init.Reason == ReasonLegacyUninitializedTaint {
+			msg += fmt.Sprintf(" The Node carries the legacy taint %s, which nothing removes: change the bootstrap's --register-with-taints to %s:NoExecute.", v1.TaintKeyUninitializedLegacy, v1.TaintKeyUnregistered)
+		} else {
+			msg += " The DaemonSet that owns each taint (a CNI, CSI or GPU agent) must run on the node, tolerate the taint and remove it when ready: check it is scheduled there (kubectl get pods -A -o wide --field-selector spec.nodeName=" + node + ")."
+		}
+	case ReasonResourceNotRegistered:
+		msg = fmt.Sprintf("%s: expected resources never appeared (%s)%s Extended resources such as nvidia.com/gpu are advertised by a device plugin DaemonSet (for example the NVIDIA device plugin): check that it runs on the node and that the image has the driver.",
+			head, init.Message, tail)
+	case ReasonArchitectureMismatch:
+		msg = fmt.Sprintf("%s: %s%s", head, init.Message, tail)
+	default:
+		msg = fmt.Sprintf("%s (%s: %s)%s", head, init.Reason, init.Message, tail)
+	}
+	return reason, msg
+}
+
+// nominatedPodEvents tells each pod nominated to nc, still pending, that
+// the node it waited for was given up.
+func (c *Controller) nominatedPodEvents(ctx context.Context, nc *v1.NodeClaim, reason string) []events.Event {
+	if c.opts.Nominations == nil {
+		return nil
+	}
+	var out []events.Event
+	for _, key := range c.opts.Nominations.PodsNominatedTo(nc.Name) {
+		pod := &corev1.Pod{}
+		if err := c.opts.Client.Get(ctx, key, pod); err != nil || pod.Spec.NodeName != "" {
+			continue
+		}
+		out = append(out, events.Warning(pod, events.InitializationTimeout, "Provision",
+			"Pod was nominated to nodeclaim/%s, which did not initialize in time (%s) and is being deleted; joiner will provision capacity for the pod again (kubectl describe nodeclaim %s).",
+			nc.Name, reason, nc.Name))
+	}
+	return out
+}
+
+// recordFailure writes AnnotationLastInitializationFailure on np.
+func (c *Controller) recordFailure(ctx context.Context, np *v1.NodePool, nc *v1.NodeClaim, reason string) error {
+	b, err := json.Marshal(v1.InitializationFailure{
+		NodeClaim:    nc.Name,
+		InstanceType: nc.Labels[v1.LabelInstanceType],
+		Zone:         nc.Labels[v1.LabelTopologyZone],
+		CapacityType: nc.Labels[v1.LabelCapacityType],
+		ImageID:      nc.Status.ImageID,
+		Reason:       reason,
+		Time:         metav1.NewTime(c.opts.Clock.Now().UTC().Truncate(time.Second)),
+	})
+	if err != nil {
+		return fmt.Errorf("encoding initialization failure: %w", err)
+	}
+	stored := np.DeepCopy()
+	if np.Annotations == nil {
+		np.Annotations = map[string]string{}
+	}
+	np.Annotations[v1.AnnotationLastInitializationFailure] = string(b)
+	if err := c.opts.Client.Patch(ctx, np, client.MergeFrom(stored)); err != nil {
+		return fmt.Errorf("annotating nodepool %s: %w", np.Name, err)
+	}
+	return nil
 }

@@ -15,14 +15,15 @@ import (
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
-// liveness deletes a NodeClaim that did not launch within LaunchTTL, or
-// whose Node did not register within RegistrationTTL, and says why. Both
-// clocks start at their condition's last transition (Launched and
-// Registered start Unknown when the NodeClaim is first reconciled).
+// liveness deletes a NodeClaim that did not launch within LaunchTTL, whose
+// Node did not register within RegistrationTTL, or that did not initialize
+// within InitializationTTL of registering, and says why. The clocks start
+// at their condition's last transition (Launched and Registered start
+// Unknown when the NodeClaim is first reconciled).
 func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	if conds.IsTrue(v1.ConditionTypeRegistered) {
-		return stepResult{}, nil
+		return c.initializationLiveness(ctx, nc)
 	}
 	if !conds.IsTrue(v1.ConditionTypeLaunched) {
 		launched := conds.Get(v1.ConditionTypeLaunched)

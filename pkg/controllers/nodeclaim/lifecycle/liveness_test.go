@@ -1,11 +1,14 @@
 package lifecycle
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -54,15 +57,73 @@ func TestLivenessDeletesANodeClaimThatNeverRegisters(t *testing.T) {
 	}
 }
 
-func TestLivenessLeavesRegisteredNodeClaimsAlone(t *testing.T) {
-	u := newUnit(t)
+type nominations map[string][]types.NamespacedName
+
+func (n nominations) PodsNominatedTo(nodeClaim string) []types.NamespacedName { return n[nodeClaim] }
+
+// TestInitializationTimeout: a registered NodeClaim whose startup taint is
+// never removed is left alone for InitializationTTL, then deleted with
+// Initialized=False naming the taint, events on the NodeClaim, its Node,
+// its NodePool and the pending pod nominated to it, and a record of the
+// failure on the NodePool.
+func TestInitializationTimeout(t *testing.T) {
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"}}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "elsewhere"}}
+	u := newUnit(t, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, pending, bound)
+	u.ctrl.opts.Nominations = nominations{"live-reg": {client.ObjectKeyFromObject(pending), client.ObjectKeyFromObject(bound)}}
 	nc := u.launch(testNodeClaim("live-reg"))
 	u.create(registeringNode("node-live-reg", nc.Status.ProviderID, "amd64", corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}))
 	u.reconcile("live-reg")
-	u.clock.Step(time.Hour)
-	u.reconcile("live-reg")
+	requireCondition(t, u.nodeClaim("live-reg"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+
+	u.clock.Step(14 * time.Minute)
+	res := u.reconcile("live-reg")
 	if u.deleted("live-reg") {
-		t.Fatalf("a registered NodeClaim (still initializing) is not deleted by liveness")
+		t.Fatalf("a registered NodeClaim is not deleted within the initialization TTL")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+		t.Errorf("requeue when the initialization TTL runs out: got %s, want at most 1m", res.RequeueAfter)
+	}
+
+	u.clock.Step(time.Minute)
+	u.reconcile("live-reg")
+	if !u.deleted("live-reg") {
+		t.Fatalf("a NodeClaim not initialized within 15m of registering is deleted")
+	}
+	c := requireCondition(t, u.nodeClaim("live-reg"), v1.ConditionTypeInitialized, metav1.ConditionFalse, ReasonStartupTaintsExist)
+	contains(t, c.Message, "example.com/agent-not-ready:NoSchedule", "15m0s")
+	regarding := map[string]bool{}
+	for _, e := range u.events.Events() {
+		if e.Reason != events.InitializationTimeout {
+			continue
+		}
+		switch o := e.Regarding.(type) {
+		case *v1.NodeClaim, *v1.NodePool, *corev1.Node:
+			contains(t, e.Message, "example.com/agent-not-ready:NoSchedule")
+			regarding[fmt.Sprintf("%T", o)] = true
+		case *corev1.Pod:
+			if o.Name != pending.Name {
+				t.Errorf("event on pod %s, which is bound elsewhere", o.Name)
+			}
+			contains(t, e.Message, "nodeclaim/live-reg")
+			regarding["pod"] = true
+		}
+	}
+	for _, want := range []string{"*v1.NodeClaim", "*v1.NodePool", "*v1.Node", "pod"} {
+		if !regarding[want] {
+			t.Errorf("no InitializationTimeout event on the %s; got %v", want, regarding)
+		}
+	}
+	np := &v1.NodePool{}
+	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	var failure v1.InitializationFailure
+	if err := json.Unmarshal([]byte(np.Annotations[v1.AnnotationLastInitializationFailure]), &failure); err != nil {
+		t.Fatalf("no failure record on the NodePool: %v (%v)", err, np.Annotations)
+	}
+	if failure.NodeClaim != "live-reg" || failure.Reason != ReasonStartupTaintsExist || failure.InstanceType == "" {
+		t.Errorf("failure record %+v", failure)
 	}
 }
 

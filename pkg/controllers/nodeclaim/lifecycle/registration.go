@@ -152,6 +152,12 @@ func (c *Controller) reportBootstrapTaints(nc *v1.NodeClaim, node *corev1.Node, 
 	if len(missing) == 0 {
 		return
 	}
+	// Remembered so that an initialization timeout can say why the taints
+	// stayed (see initializationTimeoutMessage).
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.AnnotationStartupTaintsMissing] = strings.Join(missing, ", ")
 	var msg string
 	if doNotSyncTaints {
 		msg = fmt.Sprintf("Node %s registered without the NodePool's startup taint(s) %s, and it is labelled %s=true so joiner does not add them: "+

@@ -56,6 +56,7 @@ func TestSimNodeClassRejected(t *testing.T) {
 		want []string
 	}{
 		{name: "no zones", spec: "zones: []", want: []string{"spec.zones: at least one zone is required"}},
+		{name: "image version with a space", spec: "imageVersion: v1 beta", want: []string{`spec.imageVersion: "v1 beta" is not a valid image version`}},
 		{name: "duplicate zones", spec: "zones: [sim-east-1a, sim-east-1a]", want: []string{"spec.zones: zones must be unique"}},
 		{
 			name: "zone outside the region",

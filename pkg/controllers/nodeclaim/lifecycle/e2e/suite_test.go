@@ -60,8 +60,17 @@ type harness struct {
 }
 
 type options struct {
-	faults          *simv1alpha1.Faults
-	registrationTTL time.Duration
+	faults            *simv1alpha1.Faults
+	imageVersion      string
+	registrationTTL   time.Duration
+	initializationTTL time.Duration
+	// nominations feeds the lifecycle controller's nominated pods.
+	nominations lifecycle.Nominations
+	// disruption also runs the controllers that feed disruption: NodePool
+	// hash, drift and expiration.
+	disruption bool
+	// repair runs node repair (the NodeRepair feature gate).
+	repair bool
 }
 
 // The tests share one API server and each runs its own manager, whose
@@ -79,6 +88,7 @@ func start(t *testing.T, o options) *harness {
 			LaunchDelay:       metav1.Duration{Duration: 100 * time.Millisecond},
 			RegistrationDelay: metav1.Duration{Duration: 200 * time.Millisecond},
 			Catalog:           simv1alpha1.Catalog{InstanceFamilies: []string{"m5", "m6g", "g5"}},
+			ImageVersion:      o.imageVersion,
 			Faults:            o.faults,
 		},
 	}
@@ -110,6 +120,7 @@ func start(t *testing.T, o options) *harness {
 	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), nil)
 	lc, err := lifecycle.NewController(lifecycle.Options{
 		Client: mgr.GetClient(), CloudProvider: ownPool{h.cloud, h.pool}, Recorder: recorder, RegistrationTTL: o.registrationTTL,
+		InitializationTTL: o.initializationTTL, Nominations: o.nominations,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +144,12 @@ func start(t *testing.T, o options) *harness {
 	}
 	if err := nodeTerm.Register(mgr); err != nil {
 		t.Fatal(err)
+	}
+	if o.disruption {
+		h.registerDisruption(t, mgr, recorder)
+	}
+	if o.repair {
+		h.registerRepair(t, mgr, recorder)
 	}
 	if err := mgr.Add(machines); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,337 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// Defaults for Options (Karpenter's values where it has one).
+const (
+	DefaultPollInterval       = 10 * time.Second
+	DefaultValidationPeriod   = 15 * time.Second
+	DefaultReplacementTimeout = 10 * time.Minute
+	DefaultDriftHaltDuration  = time.Hour
+	// queueTick is how often in-flight commands are checked: replacement
+	// initialisation raises no event the queue could wait on cheaply.
+	queueTick = time.Second
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// ClusterState is the part of pkg/state the controller uses.
+type ClusterState interface {
+	// Synced reports whether the state has seen every Node and NodeClaim;
+	// disrupting on a partial picture could remove needed capacity.
+	Synced(ctx context.Context) bool
+	// Nodes are the tracked nodes with their pods.
+	Nodes() []*state.StateNode
+	// Generation changes whenever the state does: an unchanged cluster
+	// need not be decided on again.
+	Generation() uint64
+	// MarkForDeletion keeps the provisioner from planning pods onto the
+	// candidates of a command in flight; UnmarkForDeletion undoes it.
+	MarkForDeletion(providerIDs ...string)
+	UnmarkForDeletion(providerIDs ...string)
+}
+
+// Provisioner is what disruption borrows from the provisioner: its
+// snapshot (so consolidation simulates on exactly what provisioning would
+// see) and its way of creating NodeClaims.
+type Provisioner interface {
+	Snapshot(ctx context.Context) (*provisioning.Snapshot, error)
+	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error)
+}
+
+// Options configure the controller.
+type Options struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// CloudProvider names the node class kinds joiner serves: NodeClaims
+	// of other kinds (Karpenter's own, during a migration) are never
+	// disrupted.
+	CloudProvider cloudprovider.CloudProvider
+	State         ClusterState
+	Provisioner   Provisioner
+	Recorder      events.Recorder
+	// Clock paces the loop, the validation wait and the queue's timeouts.
+	Clock clock.Clock
+
+	// SpotToSpot is the SpotToSpotConsolidation feature gate.
+	SpotToSpot bool
+	// MinSavingsFraction is the least share of the candidates' price a
+	// replacement must save (0: the engine's default, 5%).
+	MinSavingsFraction float64
+
+	// PollInterval is the time between two decisions (default 10 s).
+	PollInterval time.Duration
+	// ValidationPeriod is how long emptiness and consolidation commands
+	// wait before they are re-checked and carried out (default 15 s).
+	ValidationPeriod time.Duration
+	// ReplacementTimeout bounds how long a command waits for its
+	// replacements to initialise before it is rolled back (default 10 min).
+	ReplacementTimeout time.Duration
+	// DriftHaltDuration is how long drift stays halted for a NodePool whose
+	// replacements failed to initialise, unless the NodePool changes first
+	// (default 1 h).
+	DriftHaltDuration time.Duration
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if o.State == nil {
+		errs = append(errs, errors.New("cluster state is required"))
+	}
+	if o.CloudProvider == nil {
+		errs = append(errs, errors.New("cloud provider is required"))
+	}
+	if o.Provisioner == nil {
+		errs = append(errs, errors.New("provisioner is required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("event recorder is required"))
+	}
+	if o.PollInterval < 0 || o.ValidationPeriod < 0 || o.ReplacementTimeout < 0 || o.DriftHaltDuration < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.ValidationPeriod == 0 {
+		o.ValidationPeriod = DefaultValidationPeriod
+	}
+	if o.ReplacementTimeout == 0 {
+		o.ReplacementTimeout = DefaultReplacementTimeout
+	}
+	if o.DriftHaltDuration == 0 {
+		o.DriftHaltDuration = DefaultDriftHaltDuration
+	}
+	return errors.Join(errs...)
+}
+
+// Controller decides and starts disruption commands; its Queue finishes
+// them. Both are leader-elected runnables.
+type Controller struct {
+	opts        Options
+	queue       *Queue
+	nodeClasses cloudprovider.NodeClassKinds
+
+	// memo remembers the last decision that found nothing to do, so an
+	// unchanged cluster is not simulated again every pass (Karpenter's
+	// consolidated-state memo).
+	memo struct {
+		key string
+		at  time.Time
+	}
+
+	// decide and validate are the engine (swapped only by this package's
+	// tests, to drive the executor with a chosen command).
+	decide   func(*disruption.Input) (*disruption.Decision, error)
+	validate func(*disruption.Command, *disruption.Input) error
+}
+
+// NewController validates opts and builds the controller and its queue.
+func NewController(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("disruption options: %w", err)
+	}
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("disruption: %w", err)
+	}
+	c := &Controller{opts: opts, nodeClasses: kinds, decide: disruption.Decide, validate: disruption.Validate}
+	c.queue = newQueue(&c.opts)
+	return c, nil
+}
+
+// Register adds the decision loop and the queue to mgr.
+func (c *Controller) Register(mgr manager.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("adding disruption controller: %w", err)
+	}
+	if err := mgr.Add(c.queue); err != nil {
+		return fmt.Errorf("adding disruption queue: %w", err)
+	}
+	return nil
+}
+
+// Queue returns the controller's queue of commands in flight.
+func (c *Controller) Queue() *Queue { return c.queue }
+
+// Start runs a decision every PollInterval until ctx ends. It implements
+// manager.Runnable; the manager runs it only on the elected leader.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("disruption")
+	ctx = log.IntoContext(ctx, logger)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.opts.Clock.After(c.opts.PollInterval):
+		}
+		if _, err := c.Disrupt(ctx); err != nil {
+			logger.Error(err, "disruption pass failed")
+		}
+	}
+}
+
+// Disrupt runs one pass: clean up what an interrupted earlier command
+// left, decide, validate after ValidationPeriod (emptiness and
+// consolidation), and start the command. It returns the command started,
+// or nil.
+func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
+	logger := log.FromContext(ctx)
+	if !c.opts.State.Synced(ctx) {
+		logger.V(1).Info("waiting for cluster state to sync before disrupting")
+		return nil, nil
+	}
+	if err := c.cleanUp(ctx); err != nil {
+		return nil, err
+	}
+	generation := c.opts.State.Generation()
+	in, err := c.buildInput(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := memoKey(generation, in, c.queue.Len())
+	if key == c.memo.key && c.opts.Clock.Since(c.memo.at) < memoTTL {
+		return nil, nil
+	}
+	start := c.opts.Clock.Now()
+	dec, err := c.decide(in)
+	decisionDuration.Observe(c.opts.Clock.Since(start).Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("deciding: %w", err)
+	}
+	c.report(in, dec)
+	cmd := dec.Command
+	if cmd == nil {
+		if c.memo.key != key {
+			c.memo.key, c.memo.at = key, start
+		}
+		return nil, nil
+	}
+	c.memo.key = ""
+	logger.Info("disruption command decided", "method", cmd.Method, "reason", cmd.Reason, "decision", decision(cmd),
+		"candidates", strings.Join(cmd.Candidates, ","), "replacements", len(cmd.Replacements), "savingsPerHour", cmd.SavingsPerHour, "pods", cmd.PodsMoved)
+
+	if cmd.Method != disruption.MethodDrift {
+		// Karpenter waits before an emptiness or consolidation command: a
+		// node that just went quiet may be about to take pods again, and
+		// the pods' controllers may still be reacting to the last change.
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-c.opts.Clock.After(c.opts.ValidationPeriod):
+		}
+		if !c.opts.State.Synced(ctx) {
+			return nil, nil
+		}
+		fresh, err := c.buildInput(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.validate(cmd, fresh); err != nil {
+			failedValidations.With(commandLabels(cmd)).Inc()
+			logger.Info("disruption command failed validation", "method", cmd.Method, "candidates", strings.Join(cmd.Candidates, ","), "error", err.Error())
+			return nil, nil
+		}
+		in = fresh
+	}
+	if err := c.queue.Execute(ctx, cmd, in); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// memoTTL bounds how long an unchanged cluster is not decided on again:
+// time alone changes some answers (budget schedules, do-not-disrupt
+// durations), so the memo expires (Karpenter's 5 minutes).
+const memoTTL = 5 * time.Minute
+
+// memoKey identifies what a decision looks at: the state's generation,
+// the NodePools' and PDBs' versions, and the commands in flight.
+func memoKey(generation uint64, in *disruption.Input, inFlight int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d", generation, inFlight)
+	names := make([]string, 0, len(in.NodePools))
+	for name := range in.NodePools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "/%s@%s", name, in.NodePools[name].ResourceVersion)
+	}
+	for _, pdb := range in.PDBs {
+		fmt.Fprintf(&b, "/%s/%s@%s", pdb.Namespace, pdb.Name, pdb.ResourceVersion)
+	}
+	return b.String()
+}
+
+// cleanUp removes what no command in flight accounts for: a
+// karpenter.sh/disrupted taint or a DisruptionReason condition left by a
+// command that was interrupted (a restart, a lost leadership), on nodes
+// that are not being deleted. Karpenter does the same at the start of
+// every pass.
+func (c *Controller) cleanUp(ctx context.Context) error {
+	var errs []error
+	for _, sn := range c.opts.State.Nodes() {
+		if sn.NodeClaim == nil || !c.nodeClasses.Manages(sn.NodeClaim.Spec.NodeClassRef) || c.queue.Has(sn.Name()) {
+			continue
+		}
+		if sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil) {
+			continue
+		}
+		if sn.Node != nil && hasDisruptedTaint(sn.Node) {
+			log.FromContext(ctx).Info("removing a disrupted taint no command accounts for", "node", sn.Node.Name)
+			if err := untaint(ctx, c.opts.Client, sn.Node.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if sn.NodeClaim.StatusConditions().Get(v1.ConditionTypeDisruptionReason) != nil {
+			if err := clearDisruptionReason(ctx, c.opts.Client, sn.NodeClaim.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hasDisruptedTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+			return true
+		}
+	}
+	return false
+}

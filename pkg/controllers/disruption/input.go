@@ -1,0 +1,119 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// buildInput assembles the engine's Input: the provisioner's snapshot of
+// the cluster, every managed node the snapshot holds (priced from its
+// NodePool's instance types), every NodePool and PodDisruptionBudget.
+// NodePools whose drift is halted are named in PausedDrift.
+func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) {
+	snap, err := c.opts.Provisioner.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		pools v1.NodePoolList
+		pdbs  policyv1.PodDisruptionBudgetList
+	)
+	if err := c.opts.Client.List(ctx, &pools); err != nil {
+		return nil, fmt.Errorf("listing nodepools: %w", err)
+	}
+	if err := c.opts.Client.List(ctx, &pdbs); err != nil {
+		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	now := c.opts.Clock.Now()
+	in := &disruption.Input{
+		Now:       now,
+		Cluster:   snap.Cluster,
+		NodePools: map[string]*v1.NodePool{},
+		Options:   disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction},
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if why, err := c.driftHalted(ctx, np, now); err != nil {
+			return nil, err
+		} else if why != "" {
+			if in.PausedDrift == nil {
+				in.PausedDrift = map[string]string{}
+			}
+			in.PausedDrift[np.Name] = why
+		}
+		in.NodePools[np.Name] = np
+	}
+	for i := range pdbs.Items {
+		in.PDBs = append(in.PDBs, &pdbs.Items[i])
+	}
+	// The engine matches Nodes to the snapshot by name; the state may have
+	// moved on since the snapshot was taken, so only nodes in both count.
+	// NodeClaims of node classes joiner does not serve stay in the
+	// snapshot (their pods still count) but are never candidates.
+	inSnapshot := map[string]bool{}
+	for _, en := range snap.Cluster.Nodes {
+		inSnapshot[en.Name] = true
+	}
+	for _, sn := range c.opts.State.Nodes() {
+		if sn.NodeClaim == nil || !inSnapshot[sn.Name()] || !c.nodeClasses.Manages(sn.NodeClaim.Spec.NodeClassRef) {
+			continue
+		}
+		in.Nodes = append(in.Nodes, c.node(sn, snap.InstanceTypes[sn.NodePool()]))
+	}
+	return in, nil
+}
+
+// node is the engine's view of one managed node.
+func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) disruption.Node {
+	labels := sn.Labels()
+	n := disruption.Node{
+		Name:         sn.Name(),
+		Node:         sn.Node,
+		NodeClaim:    sn.NodeClaim,
+		NodePool:     sn.NodePool(),
+		Pods:         sn.Pods,
+		InstanceType: labels[v1.LabelInstanceType],
+		Zone:         labels[v1.LabelTopologyZone],
+		CapacityType: labels[v1.LabelCapacityType],
+		Initialized:  sn.Initialized(),
+		Deleting:     sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil),
+		Nominated:    len(sn.NominatedPods) > 0,
+		NotReady:     sn.Node != nil && !nodeReady(sn.Node),
+		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && hasDisruptedTaint(sn.Node)),
+	}
+	n.Price = offeringPrice(its, n.InstanceType, n.Zone, n.CapacityType)
+	return n
+}
+
+// offeringPrice is the price of the offering a node runs on, or 0 when
+// its NodePool no longer offers it (the engine then says Unconsolidatable).
+func offeringPrice(its []*scheduling.InstanceType, typ, zone, capacityType string) float64 {
+	for _, it := range its {
+		if it.Name != typ {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == capacityType {
+				return o.Price
+			}
+		}
+	}
+	return 0
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

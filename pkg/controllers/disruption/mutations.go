@@ -1,0 +1,174 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/events"
+)
+
+// Every write here reads the object, changes it and patches it under
+// optimistic locking, retrying on conflict: taints and conditions are
+// lists, and a plain merge patch would drop another writer's entries.
+
+// taint adds karpenter.sh/disrupted:NoSchedule to the node, so nothing
+// new lands on a candidate while its command is in flight.
+func taint(ctx context.Context, c client.Client, name string) error {
+	return patchNode(ctx, c, name, func(n *corev1.Node) bool {
+		if n.DeletionTimestamp != nil || hasDisruptedTaint(n) {
+			return false
+		}
+		n.Spec.Taints = append(n.Spec.Taints, v1.DisruptedNoScheduleTaint)
+		return true
+	})
+}
+
+// untaint removes the disrupted taint from a node that is not being
+// deleted (node termination owns the taint of a deleting node).
+func untaint(ctx context.Context, c client.Client, name string) error {
+	return patchNode(ctx, c, name, func(n *corev1.Node) bool {
+		if n.DeletionTimestamp != nil {
+			return false
+		}
+		kept := n.Spec.Taints[:0:0]
+		for _, t := range n.Spec.Taints {
+			if !t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(n.Spec.Taints) {
+			return false
+		}
+		n.Spec.Taints = kept
+		return true
+	})
+}
+
+func patchNode(ctx context.Context, c client.Client, name string, mutate func(*corev1.Node) bool) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+			return err
+		}
+		stored := n.DeepCopy()
+		if !mutate(n) {
+			return nil
+		}
+		return c.Patch(ctx, n, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("updating taints of node %s: %w", name, err)
+	}
+	return nil
+}
+
+// setDisruptionReason records on a candidate's NodeClaim why it is being
+// disrupted (Karpenter's DisruptionReason condition).
+func setDisruptionReason(ctx context.Context, c client.Client, name string, cmd *disruption.Command, now time.Time) error {
+	return patchNodeClaimStatus(ctx, c, name, func(nc *v1.NodeClaim) bool {
+		return nc.StatusConditions().WithClock(fixedClock(now)).SetTrueWithReason(v1.ConditionTypeDisruptionReason, string(cmd.Reason), describe(cmd))
+	})
+}
+
+// clearDisruptionReason removes the condition when a command is abandoned.
+func clearDisruptionReason(ctx context.Context, c client.Client, name string) error {
+	return patchNodeClaimStatus(ctx, c, name, func(nc *v1.NodeClaim) bool {
+		if nc.DeletionTimestamp != nil {
+			return false
+		}
+		return nc.StatusConditions().Clear(v1.ConditionTypeDisruptionReason)
+	})
+}
+
+func patchNodeClaimStatus(ctx context.Context, c client.Client, name string, mutate func(*v1.NodeClaim) bool) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		nc := &v1.NodeClaim{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
+			return err
+		}
+		stored := nc.DeepCopy()
+		if !mutate(nc) {
+			return nil
+		}
+		return c.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("updating %s of nodeclaim %s: %w", v1.ConditionTypeDisruptionReason, name, err)
+	}
+	return nil
+}
+
+// fixedClock stamps condition transitions with the controller's clock.
+type fixedClock time.Time
+
+func (f fixedClock) Now() time.Time                  { return time.Time(f) }
+func (f fixedClock) Since(t time.Time) time.Duration { return time.Time(f).Sub(t) }
+
+// ConditionTypeDriftHalted is joiner's NodePool condition for safe drift:
+// True while drift is stopped for the pool because the replacements of a
+// drifted node failed to initialise.
+const ConditionTypeDriftHalted = "DriftHalted"
+
+// ReasonReplacementFailed is the DriftHalted reason.
+const ReasonReplacementFailed = "ReplacementFailed"
+
+// haltDrift sets DriftHalted on the NodePool and says so in an event.
+func haltDrift(ctx context.Context, opts *Options, pool, why string) error {
+	now := opts.Clock.Now()
+	msg := fmt.Sprintf("drift stopped: %s; the drifted nodes keep running. Drift resumes when the NodePool changes (fix the template or node class) or after %s", why, opts.DriftHaltDuration)
+	var updated *v1.NodePool
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		np := &v1.NodePool{}
+		if err := opts.Client.Get(ctx, types.NamespacedName{Name: pool}, np); err != nil {
+			return err
+		}
+		stored := np.DeepCopy()
+		if !np.StatusConditions().WithClock(fixedClock(now)).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg) {
+			updated = np
+			return nil
+		}
+		updated = np
+		return opts.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("setting %s on nodepool %s: %w", ConditionTypeDriftHalted, pool, err)
+	}
+	opts.Recorder.Publish(events.Warning(updated, events.DriftHalted, "Drift", "%s", msg))
+	return nil
+}
+
+// driftHalted says why drift is halted for np now ("" when it is not),
+// and lifts the halt once the NodePool changed since it was set or
+// DriftHaltDuration passed.
+func (c *Controller) driftHalted(ctx context.Context, np *v1.NodePool, now time.Time) (string, error) {
+	cond := np.StatusConditions().Get(ConditionTypeDriftHalted)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return "", nil
+	}
+	if cond.ObservedGeneration == np.Generation && now.Sub(cond.LastTransitionTime.Time) < c.opts.DriftHaltDuration {
+		return cond.Message, nil
+	}
+	stored := np.DeepCopy()
+	np.StatusConditions().Clear(ConditionTypeDriftHalted)
+	if err := c.opts.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Still halted until the next pass re-reads it.
+			return cond.Message, nil
+		}
+		return "", fmt.Errorf("resuming drift for nodepool %s: %w", np.Name, err)
+	}
+	return "", nil
+}

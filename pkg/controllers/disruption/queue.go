@@ -1,0 +1,474 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// unseenGrace is how long a replacement the queue created may stay
+// invisible in the cache before its absence means it was deleted.
+const unseenGrace = 30 * time.Second
+
+// finishedMemory is how long candidates of a finished command still count
+// as in flight: until the cache shows their NodeClaims deleting, the
+// clean-up must not mistake their taint for a stale one.
+const finishedMemory = 2 * time.Minute
+
+// writeParallelism bounds the API writes one command makes at once (a
+// 100-node emptiness command taints and deletes side by side).
+const writeParallelism = 20
+
+// Queue carries out commands: it taints the candidates, launches the
+// replacements, waits for them to initialise and then deletes the
+// candidates, or rolls the command back. It is a leader-elected runnable
+// that checks the commands in flight every second.
+type Queue struct {
+	opts *Options
+
+	mu    sync.Mutex
+	items []*item
+	// finished maps candidates of finished commands to when they stop
+	// counting as in flight.
+	finished map[string]time.Time
+	// evictions are the pods evicted per finished command, for the
+	// trailing-hour gauge.
+	evictions []eviction
+}
+
+type eviction struct {
+	at   time.Time
+	pods int
+}
+
+// item is one command in flight.
+type item struct {
+	cmd        *disruption.Command
+	candidates []candidate
+	// replacements are the names of the NodeClaims created for the command.
+	replacements []string
+	seen         map[string]bool
+	// launched is set (under Queue.mu) once Execute created every
+	// replacement: before that, Process must not look at the item, or a
+	// command without its replacements yet would look finished.
+	launched bool
+	started  time.Time
+	deadline time.Time
+}
+
+// candidate is what the queue needs of a candidate once the Input is gone.
+type candidate struct {
+	name         string
+	node         string // "" when no Node registered
+	nodeClaim    string
+	nodeClaimUID types.UID
+	providerID   string
+	nodePool     string
+	capacityType string
+	pods         int // reschedulable pods the deletion evicts
+	// nodeObj and claimObj are the objects events are about.
+	nodeObj  *corev1.Node
+	claimObj *v1.NodeClaim
+}
+
+func newQueue(opts *Options) *Queue {
+	return &Queue{opts: opts, finished: map[string]time.Time{}}
+}
+
+// Has reports whether the named node is a candidate of a command in flight
+// (or of one that just finished).
+func (q *Queue) Has(name string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if until, ok := q.finished[name]; ok && q.opts.Clock.Now().Before(until) {
+		return true
+	}
+	for _, it := range q.items {
+		for _, c := range it.candidates {
+			if c.name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Len is the number of commands in flight.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// Start checks the commands in flight every second until ctx ends.
+func (q *Queue) Start(ctx context.Context) error {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption.queue"))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-q.opts.Clock.After(queueTick):
+		}
+		q.Process(ctx)
+	}
+}
+
+// Execute starts cmd, whose candidates are Input nodes: taint them, mark
+// them in the state, record why on their NodeClaims, and launch the
+// replacements. A delete (no replacement) finishes at once; a replace is
+// left in the queue until its replacements initialise. Any failure rolls
+// the command back.
+func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disruption.Input) error {
+	it, err := q.newItem(cmd, in)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	decisionsTotal.With(commandLabels(cmd)).Inc()
+
+	var ids []string
+	for _, c := range it.candidates {
+		if c.providerID != "" {
+			ids = append(ids, c.providerID)
+		}
+	}
+	q.opts.State.MarkForDeletion(ids...)
+	errs := make([]error, len(it.candidates))
+	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
+		c := it.candidates[i]
+		if c.node != "" {
+			if err := taint(ctx, q.opts.Client, c.node); err != nil {
+				errs[i] = err
+				return
+			}
+		}
+		errs[i] = setDisruptionReason(ctx, q.opts.Client, c.nodeClaim, cmd, q.opts.Clock.Now())
+	})
+	if err := errors.Join(errs...); err != nil {
+		q.rollBack(ctx, it, fmt.Sprintf("marking the candidates failed: %v", err), false)
+		return fmt.Errorf("starting %s command: %w", cmd.Method, err)
+	}
+	if len(cmd.Replacements) == 0 {
+		q.finish(ctx, it)
+		return nil
+	}
+
+	created, err := q.opts.Provisioner.CreateReplacements(ctx, in.NodePools, cmd.Replacements, metricReason(cmd.Reason))
+	for _, nc := range created {
+		if nc != nil {
+			it.replacements = append(it.replacements, nc.Name)
+		}
+	}
+	if err == nil && len(it.replacements) < len(cmd.Replacements) {
+		err = fmt.Errorf("%d of %d replacements were not created", len(cmd.Replacements)-len(it.replacements), len(cmd.Replacements))
+	}
+	if err != nil {
+		// A command whose replacements cannot all launch cannot happen;
+		// the ones that were created would only run empty.
+		q.deleteReplacements(ctx, it)
+		q.rollBack(ctx, it, fmt.Sprintf("creating replacement nodeclaims failed: %v", err), false)
+		return fmt.Errorf("launching replacements: %w", err)
+	}
+	for _, nc := range created {
+		q.opts.Recorder.Publish(
+			events.Normal(nc, events.DisruptionLaunching, "Launch", "Launching NodeClaim: %s", decisionText(cmd)),
+			events.Normal(nc, events.DisruptionWaitingReadiness, "Wait", "Waiting on readiness to continue disruption"),
+		)
+	}
+	q.mu.Lock()
+	it.launched = true
+	q.mu.Unlock()
+	log.FromContext(ctx).Info("launched replacements, waiting for them to initialize", "nodeclaims", strings.Join(it.replacements, ","), "deadline", it.deadline.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, error) {
+	byName := make(map[string]*disruption.Node, len(in.Nodes))
+	for i := range in.Nodes {
+		byName[in.Nodes[i].Name] = &in.Nodes[i]
+	}
+	now := q.opts.Clock.Now()
+	it := &item{cmd: cmd, seen: map[string]bool{}, started: now, deadline: now.Add(q.opts.ReplacementTimeout)}
+	for _, name := range cmd.Candidates {
+		n, ok := byName[name]
+		if !ok || n.NodeClaim == nil {
+			return nil, fmt.Errorf("command candidate %q is not a managed node of the input", name)
+		}
+		c := candidate{
+			name:         name,
+			nodeClaim:    n.NodeClaim.Name,
+			nodeClaimUID: n.NodeClaim.UID,
+			providerID:   n.NodeClaim.Status.ProviderID,
+			nodePool:     n.NodePool,
+			capacityType: n.CapacityType,
+			pods:         reschedulable(n.Pods),
+			claimObj:     n.NodeClaim,
+		}
+		if n.Node != nil {
+			c.node = n.Node.Name
+			c.nodeObj = n.Node
+			if n.Node.Spec.ProviderID != "" {
+				c.providerID = n.Node.Spec.ProviderID
+			}
+		}
+		it.candidates = append(it.candidates, c)
+	}
+	return it, nil
+}
+
+// Process moves every command in flight along: finish those whose
+// replacements all initialised, roll back those whose replacements failed
+// or timed out.
+func (q *Queue) Process(ctx context.Context) {
+	q.mu.Lock()
+	var items []*item
+	for _, it := range q.items {
+		if it.launched {
+			items = append(items, it)
+		}
+	}
+	q.mu.Unlock()
+	for _, it := range items {
+		q.process(ctx, it)
+	}
+	q.updateEvictionGauge()
+}
+
+func (q *Queue) process(ctx context.Context, it *item) {
+	now := q.opts.Clock.Now()
+	var waiting []string
+	for _, name := range it.replacements {
+		nc := &v1.NodeClaim{}
+		err := q.opts.Client.Get(ctx, types.NamespacedName{Name: name}, nc)
+		switch {
+		case apierrors.IsNotFound(err):
+			if it.seen[name] || now.Sub(it.started) > unseenGrace {
+				q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it initialized", name), true)
+				return
+			}
+			waiting = append(waiting, name+" (not created yet)")
+			continue
+		case err != nil:
+			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", "nodeclaim", name)
+			return
+		}
+		it.seen[name] = true
+		if nc.DeletionTimestamp != nil {
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s is being deleted before it initialized%s", name, lastCondition(nc)), true)
+			return
+		}
+		if !nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
+			waiting = append(waiting, name+lastCondition(nc))
+		}
+	}
+	if len(waiting) == 0 {
+		q.finish(ctx, it)
+		return
+	}
+	if !now.Before(it.deadline) {
+		q.rollBack(ctx, it, fmt.Sprintf("replacements did not initialize within %s: %s", q.opts.ReplacementTimeout, strings.Join(waiting, "; ")), true)
+	}
+}
+
+// lastCondition says where a replacement stands, for messages.
+func lastCondition(nc *v1.NodeClaim) string {
+	for _, t := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		c := nc.StatusConditions().Get(t)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			if c == nil {
+				return fmt.Sprintf(" (not %s)", strings.ToLower(t))
+			}
+			msg := c.Reason
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			return fmt.Sprintf(" (%s %s: %s)", t, c.Status, msg)
+		}
+	}
+	return ""
+}
+
+// finish deletes the candidates' NodeClaims: the termination controllers
+// drain them (PDBs, terminationGracePeriod) and terminate the instances.
+func (q *Queue) finish(ctx context.Context, it *item) {
+	logger := log.FromContext(ctx)
+	now := q.opts.Clock.Now()
+	deleted := make([]bool, len(it.candidates))
+	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
+		c := it.candidates[i]
+		err := q.opts.Client.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.nodeClaim}}, client.Preconditions{UID: &c.nodeClaimUID})
+		if client.IgnoreNotFound(err) != nil {
+			logger.Error(err, "deleting disrupted nodeclaim", "nodeclaim", c.nodeClaim)
+			return
+		}
+		deleted[i] = true
+	})
+	pods := 0
+	msg := fmt.Sprintf("Disrupting Node: %s", decisionText(it.cmd))
+	for i, c := range it.candidates {
+		if !deleted[i] {
+			continue
+		}
+		pods += c.pods
+		metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(it.cmd.Reason), c.nodePool, c.capacityType).Inc()
+		evictionsTotal.WithLabelValues(c.nodePool, metricReason(it.cmd.Reason)).Add(float64(c.pods))
+		q.opts.Recorder.Publish(events.Normal(c.claimObj, events.DisruptionTerminating, "Disrupt", "%s", msg))
+		if c.nodeObj != nil {
+			q.opts.Recorder.Publish(events.Normal(c.nodeObj, events.DisruptionTerminating, "Disrupt", "%s", msg))
+		}
+		logger.Info("disrupting node", "node", c.node, "nodeclaim", c.nodeClaim, "nodepool", c.nodePool, "reason", it.cmd.Reason, "decision", decision(it.cmd))
+	}
+	q.mu.Lock()
+	q.remove(it)
+	for _, c := range it.candidates {
+		q.finished[c.name] = now.Add(finishedMemory)
+	}
+	for name, until := range q.finished {
+		if !now.Before(until) {
+			delete(q.finished, name)
+		}
+	}
+	q.evictions = append(q.evictions, eviction{at: now, pods: pods})
+	q.mu.Unlock()
+	q.updateEvictionGauge()
+}
+
+// rollBack undoes a command: the candidates lose the taint, the
+// DisruptionReason and the state's mark, and say why. replacementFailed
+// is true when a replacement failed to initialise, which halts drift for
+// the NodePool of a drift command.
+func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementFailed bool) {
+	logger := log.FromContext(ctx)
+	logger.Info("rolling back disruption command", "method", it.cmd.Method, "candidates", strings.Join(it.cmd.Candidates, ","), "reason", why)
+	queueFailures.With(commandLabels(it.cmd)).Inc()
+	var ids []string
+	for _, c := range it.candidates {
+		if c.providerID != "" {
+			ids = append(ids, c.providerID)
+		}
+		if c.node != "" {
+			if err := untaint(ctx, q.opts.Client, c.node); err != nil {
+				logger.Error(err, "removing disrupted taint during rollback", "node", c.node)
+			}
+		}
+		about := []runtime.Object{c.claimObj}
+		if c.nodeObj != nil {
+			about = append(about, c.nodeObj)
+		}
+		for _, obj := range about {
+			q.opts.Recorder.Publish(events.Warning(obj, events.DisruptionBlocked, "RollBack",
+				"Disruption (%s) rolled back, the node keeps running: %s", decisionText(it.cmd), why))
+		}
+		if err := clearDisruptionReason(ctx, q.opts.Client, c.nodeClaim); err != nil {
+			logger.Error(err, "clearing DisruptionReason during rollback", "nodeclaim", c.nodeClaim)
+		}
+	}
+	q.opts.State.UnmarkForDeletion(ids...)
+	q.mu.Lock()
+	q.remove(it)
+	q.mu.Unlock()
+	if replacementFailed && it.cmd.Reason == disruption.ReasonDrifted {
+		pools := map[string]bool{}
+		for _, c := range it.candidates {
+			pools[c.nodePool] = true
+		}
+		names := make([]string, 0, len(pools))
+		for p := range pools {
+			names = append(names, p)
+		}
+		sort.Strings(names)
+		for _, p := range names {
+			if err := haltDrift(ctx, q.opts, p, why); err != nil {
+				logger.Error(err, "halting drift", "nodepool", p)
+			}
+		}
+	}
+}
+
+// deleteReplacements deletes the replacements a failed command created.
+func (q *Queue) deleteReplacements(ctx context.Context, it *item) {
+	for _, name := range it.replacements {
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := q.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			log.FromContext(ctx).Error(err, "deleting replacement of a failed command", "nodeclaim", name)
+		}
+	}
+}
+
+// remove drops it from the queue; q.mu must be held.
+func (q *Queue) remove(it *item) {
+	for i, x := range q.items {
+		if x == it {
+			q.items = append(q.items[:i], q.items[i+1:]...)
+			return
+		}
+	}
+}
+
+func (q *Queue) updateEvictionGauge() {
+	now := q.opts.Clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	kept := q.evictions[:0]
+	total := 0
+	for _, e := range q.evictions {
+		if now.Sub(e.at) < time.Hour {
+			kept = append(kept, e)
+			total += e.pods
+		}
+	}
+	q.evictions = kept
+	evictionsLastHour.Set(float64(total))
+}
+
+// EvictionsLastHour is the number of workload pods the commands finished
+// in the trailing hour evicted.
+func (q *Queue) EvictionsLastHour() int {
+	q.updateEvictionGauge()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	total := 0
+	for _, e := range q.evictions {
+		total += e.pods
+	}
+	return total
+}
+
+// reschedulable counts the pods a node's deletion evicts and that must
+// land elsewhere: not DaemonSet, mirror or finished pods.
+func reschedulable(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+			continue
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,159 @@
+package podevents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// DedupeWindow is how long after one recorded pod event the next is not
+// written (Karpenter's value).
+const DedupeWindow = 10 * time.Second
+
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
+
+// Options are the controller's dependencies.
+type Options struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// CloudProvider names the node class kinds joiner serves; NodeClaims of
+	// other kinds are left alone.
+	CloudProvider cloudprovider.CloudProvider
+	// Clock stamps the events (default: the real clock).
+	Clock clock.PassiveClock
+}
+
+// Controller is nodeclaim.podevents.
+type Controller struct {
+	opts        Options
+	nodeClasses cloudprovider.NodeClassKinds
+}
+
+// NewController validates opts and builds the controller.
+func NewController(opts Options) (*Controller, error) {
+	switch {
+	case opts.Client == nil:
+		return nil, errors.New("nodeclaim podevents: Client is required")
+	case opts.CloudProvider == nil:
+		return nil, errors.New("nodeclaim podevents: CloudProvider is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	kinds, err := cloudprovider.SupportedNodeClassKinds(opts.CloudProvider, opts.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim podevents: %w", err)
+	}
+	return &Controller{opts: opts, nodeClasses: kinds}, nil
+}
+
+// Register adds the controller to mgr. It wakes on the pod transitions
+// that change what a node carries: bound, terminal, terminating. It lists
+// by the field indexes of state.RegisterFieldIndexes, which must be
+// registered on mgr first.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("nodeclaim.podevents").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(e event.CreateEvent) bool { return false },
+			DeleteFunc:  func(e event.DeleteEvent) bool { return false },
+			GenericFunc: func(e event.GenericEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, ok1 := e.ObjectOld.(*corev1.Pod)
+				cur, ok2 := e.ObjectNew.(*corev1.Pod)
+				return ok1 && ok2 && Changed(old, cur)
+			},
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(c)
+}
+
+// Changed reports whether the update from old to cur is a pod event that
+// counts for its node: the pod was bound, went terminal or began
+// terminating, and it is a workload pod.
+func Changed(old, cur *corev1.Pod) bool {
+	if cur.Spec.NodeName == "" || !counts(cur) {
+		return false
+	}
+	bound := old.Spec.NodeName == ""
+	terminal := !isTerminal(old) && isTerminal(cur)
+	terminating := old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil
+	return bound || terminal || terminating
+}
+
+// counts reports whether p is a workload pod: not a DaemonSet's, not a
+// mirror pod.
+func counts(p *corev1.Pod) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	ref := metav1.GetControllerOf(p)
+	return ref == nil || ref.Kind != "DaemonSet"
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// Reconcile stamps the pod's node's NodeClaim with the current time,
+// unless it was stamped within DedupeWindow.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if pod.Spec.NodeName == "" || !counts(pod) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, c.Record(ctx, pod.Spec.NodeName)
+}
+
+// Record stamps lastPodEventTime on the NodeClaim of the named node.
+func (c *Controller) Record(ctx context.Context, nodeName string) error {
+	node := &corev1.Node{}
+	if err := c.opts.Client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	list := &v1.NodeClaimList{}
+	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return fmt.Errorf("listing nodeclaims of node %s: %w", nodeName, err)
+	}
+	now := c.opts.Clock.Now()
+	for i := range list.Items {
+		nc := &list.Items[i]
+		if !c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
+			continue
+		}
+		if last := nc.Status.LastPodEventTime.Time; !last.IsZero() && now.Sub(last) < DedupeWindow {
+			continue
+		}
+		stored := nc.DeepCopy()
+		nc.Status.LastPodEventTime = metav1.NewTime(now)
+		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("recording last pod event on nodeclaim %s: %w", nc.Name, err)
+		}
+	}
+	return nil
+}

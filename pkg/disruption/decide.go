@@ -1,0 +1,166 @@
+package disruption
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// engine is one Decide or Validate pass over an Input.
+type engine struct {
+	in       *Input
+	verdicts []Verdict
+	cands    []*candidate
+	allowed  map[string]map[Reason]int
+	sim      *simulator
+	est      *estimator
+}
+
+func newEngine(in *Input) (*engine, error) {
+	if in == nil || in.Cluster == nil {
+		return nil, errors.New("disruption input has no cluster snapshot")
+	}
+	e := &engine{in: in, allowed: allowedDisruptions(in), sim: newSimulator(in)}
+	e.verdicts, e.cands = classify(in)
+	return e, nil
+}
+
+func (e *engine) capacity() *capacity { return e.sim.capacity() }
+
+// Decide runs the methods in Karpenter's order (emptiness, drift, multi-node
+// consolidation, single-node consolidation); the first that yields a
+// command wins. Every managed node gets a Verdict either way.
+func Decide(in *Input) (*Decision, error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decision{Verdicts: e.verdicts, Allowed: e.allowed}
+	for _, method := range []func() (*Command, error){e.emptiness, e.drift, e.multiNode, e.singleNode} {
+		cmd, err := method()
+		if err != nil {
+			return nil, err
+		}
+		if cmd != nil {
+			d.Command = cmd
+			break
+		}
+	}
+	if d.Command != nil {
+		for i := range d.Verdicts {
+			if slices.Contains(d.Command.Candidates, d.Verdicts[i].Node) {
+				d.Verdicts[i].Command = d.Command.Method
+			}
+		}
+	}
+	return d, nil
+}
+
+// Validate re-checks a command against a fresh Input (Karpenter waits 15 s
+// first): the candidates are still valid and within budget, and the
+// re-simulation still supports the command (a delete still needs no new
+// node; a replacement's instance types are among the new simulation's).
+// Call it before tainting the candidates: a tainted node is already being
+// disrupted and no longer a candidate.
+func Validate(cmd *Command, in *Input) error {
+	if cmd == nil || len(cmd.Candidates) == 0 {
+		return errors.New("command has no candidates")
+	}
+	e, err := newEngine(in)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*candidate{}
+	for _, c := range e.cands {
+		byName[c.node.Name] = c
+	}
+	verdict := map[string]*Verdict{}
+	for i := range e.verdicts {
+		verdict[e.verdicts[i].Node] = &e.verdicts[i]
+	}
+	budget := newBudgetLeft(e.allowed, cmd.Reason)
+	cands := make([]*candidate, 0, len(cmd.Candidates))
+	for _, name := range cmd.Candidates {
+		c := byName[name]
+		ok := c != nil && (c.consolidatable || (cmd.Method == MethodDrift && c.drift))
+		if !ok {
+			why := "it is no longer a managed node"
+			if v := verdict[name]; v != nil {
+				why = firstNonEmpty(v.Blocked, v.Unconsolidatable, v.Drift, "it is no longer a candidate")
+			}
+			return fmt.Errorf("candidate %q is no longer valid: %s", name, why)
+		}
+		if !budget.take(c.node.NodePool) {
+			return fmt.Errorf("candidate %q: no disruption budget left for reason %s in NodePool %q", name, cmd.Reason, c.node.NodePool)
+		}
+		if cmd.Method == MethodEmptiness && !c.empty() {
+			return fmt.Errorf("candidate %q is no longer empty: %d pods would need another node", name, len(c.pods))
+		}
+		cands = append(cands, c)
+	}
+	if cmd.Method == MethodEmptiness || (cmd.Method == MethodDrift && len(cmd.Replacements) == 0 && allEmpty(cands)) {
+		return nil
+	}
+	r, err := e.sim.run(cands)
+	if err != nil {
+		return err
+	}
+	now, why := e.sim.command(r, cmd.Method, cmd.Reason)
+	if now == nil {
+		return fmt.Errorf("re-simulation no longer supports the command: %s", why)
+	}
+	if len(now.Replacements) != len(cmd.Replacements) {
+		return fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
+	}
+	// Each replacement of the command must still be offered, with all of
+	// its instance types, by a distinct replacement of the new simulation
+	// (the solver may list them in another order).
+	used := make([]bool, len(now.Replacements))
+	for i, want := range cmd.Replacements {
+		found := false
+		for j, have := range now.Replacements {
+			if !used[j] && offersAll(have, want) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name)
+		}
+	}
+	return nil
+}
+
+// offersAll reports whether have's launch options include all of want's.
+func offersAll(have, want *scheduling.NewNodeClaim) bool {
+	names := make(map[string]bool, len(have.InstanceTypes))
+	for _, it := range have.InstanceTypes {
+		names[it.Name] = true
+	}
+	for _, it := range want.InstanceTypes {
+		if !names[it.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+func allEmpty(cands []*candidate) bool {
+	for _, c := range cands {
+		if !c.empty() {
+			return false
+		}
+	}
+	return true
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

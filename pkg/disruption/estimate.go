@@ -1,0 +1,132 @@
+package disruption
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// estimator guesses, without the solver, what removing one candidate
+// would save: its pods go, largest first, into the free room of other
+// nodes (first fit over the roomiest, a pod with hostname anti-affinity
+// only where no pod it repels runs), and whatever is left needs the
+// cheapest instance type that holds it. The guess ignores most topology
+// and every label, so it only orders the searches: the solver decides.
+type estimator struct {
+	capa   *capacity
+	shapes shapeIndex
+	// spares are the schedulable nodes' free room, roomiest cpu first.
+	spares []spareNode
+	// repelled caches, per hostname anti-affinity selector, the nodes
+	// running a pod it selects.
+	repelled map[string]map[string]bool
+	nodes    []nodePods
+}
+
+type spareNode struct {
+	name string
+	free vec
+}
+
+type nodePods struct {
+	name string
+	pods []*corev1.Pod
+}
+
+func (e *engine) estimator() *estimator {
+	if e.est != nil {
+		return e.est
+	}
+	capa := e.capacity()
+	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[string]map[string]bool{}}
+	for _, n := range e.sim.base.Nodes {
+		est.nodes = append(est.nodes, nodePods{n.Name, n.Pods})
+		if free, ok := capa.spare[n.Name]; ok && free[2] > 0 {
+			est.spares = append(est.spares, spareNode{n.Name, free})
+		}
+	}
+	sort.SliceStable(est.spares, func(i, j int) bool { return est.spares[i].free[0] > est.spares[j].free[0] })
+	e.est = est
+	return est
+}
+
+// hostnameAnti is the selector of p's required hostname anti-affinity
+// terms, "" when it has none.
+func hostnameAnti(p *corev1.Pod) []*metav1.LabelSelector {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []*metav1.LabelSelector
+	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey == corev1.LabelHostname && t.LabelSelector != nil {
+			out = append(out, t.LabelSelector)
+		}
+	}
+	return out
+}
+
+func (est *estimator) repels(ls *metav1.LabelSelector) map[string]bool {
+	key := metav1.FormatLabelSelector(ls)
+	if m, ok := est.repelled[key]; ok {
+		return m
+	}
+	sel := parse(ls)
+	m := map[string]bool{}
+	for _, n := range est.nodes {
+		for _, q := range n.pods {
+			if sel.Matches(labels.Set(q.Labels)) {
+				m[n.name] = true
+				break
+			}
+		}
+	}
+	est.repelled[key] = m
+	return m
+}
+
+// savings is the estimated $/h removing c alone would save (0 when
+// nothing cheaper seems to hold its pods).
+func (est *estimator) savings(c *candidate) float64 {
+	pods := append([]*corev1.Pod(nil), c.pods...)
+	sort.SliceStable(pods, func(i, j int) bool { return est.capa.request(pods[i])[0] > est.capa.request(pods[j])[0] })
+	used := map[string]vec{}
+	left := vec{}
+	for _, p := range pods {
+		req := est.capa.request(p)
+		var repelled []map[string]bool
+		for _, ls := range hostnameAnti(p) {
+			repelled = append(repelled, est.repels(ls))
+		}
+		placed := false
+		for _, s := range est.spares {
+			if s.free[0] < req[0] {
+				break
+			}
+			if s.name == c.node.Name || !req.add(used[s.name]).fits(s.free) {
+				continue
+			}
+			ok := true
+			for _, m := range repelled {
+				ok = ok && !m[s.name]
+			}
+			if ok {
+				used[s.name] = used[s.name].add(req)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			left = left.add(req)
+		}
+	}
+	if left == (vec{}) {
+		return c.node.Price
+	}
+	p, ok := est.shapes.cheapestFit(c, left)
+	if !ok || p >= c.node.Price {
+		return 0
+	}
+	return c.node.Price - p
+}

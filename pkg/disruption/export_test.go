@@ -1,0 +1,70 @@
+package disruption
+
+import "fmt"
+
+// SimulateEach simulates removing each consolidation candidate alone, on
+// the reduced snapshot or the whole one, and says per node what the
+// simulation found: "delete", "replace N" or "fail".
+func SimulateEach(in *Input, full bool) (map[string]string, error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return nil, err
+	}
+	e.sim.full = full
+	out := map[string]string{}
+	for _, c := range e.consolidationCandidates() {
+		r, err := e.sim.run([]*candidate{c})
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case r.reason != "":
+			out[c.node.Name] = "fail"
+		case len(r.replacements) == 0:
+			out[c.node.Name] = "delete"
+		default:
+			out[c.node.Name] = fmt.Sprintf("replace %d", len(r.replacements))
+		}
+	}
+	return out, nil
+}
+
+// BestCommand simulates every non-empty subset of the consolidation
+// candidates (at most 10 of them) and returns the largest saving any
+// consolidation command could have, as an oracle for the searches.
+func BestCommand(in *Input) (float64, error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return 0, err
+	}
+	var cands []*candidate
+	for _, c := range e.cands {
+		if c.consolidatable {
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) > 10 {
+		return 0, fmt.Errorf("%d candidates: too many to enumerate", len(cands))
+	}
+	best := 0.0
+	for mask := 1; mask < 1<<len(cands); mask++ {
+		var set []*candidate
+		for i, c := range cands {
+			if mask&(1<<i) != 0 {
+				set = append(set, c)
+			}
+		}
+		method := MethodMultiNode
+		if len(set) == 1 {
+			method = MethodSingleNode
+		}
+		r, err := e.sim.run(set)
+		if err != nil {
+			return 0, err
+		}
+		if cmd, _ := e.sim.command(r, method, ReasonUnderutilized); cmd != nil {
+			best = max(best, cmd.SavingsPerHour)
+		}
+	}
+	return best, nil
+}

@@ -1,0 +1,445 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// simulator answers "what if these candidates went away": it solves the
+// cluster without them, their pods pending beside the cluster's own pending
+// pods, with the same solver provisioning uses.
+type simulator struct {
+	in         *Input
+	solve      func(*scheduling.Snapshot, scheduling.Options) (*scheduling.Plan, error)
+	minSavings float64
+	// initialized is each snapshot node's state, by name: a pod moved onto
+	// a node that has not initialised yet may never run there.
+	initialized map[string]bool
+	// solves counts simulations, for the benchmark and the search budget.
+	solves int
+	capa   *capacity
+	red    *reducer
+	// base is the cluster the simulations start from (see withLeaving).
+	base *scheduling.Snapshot
+	// totals feed the Balanced policy's score.
+	totals poolTotals
+	// full turns reduce off (tests compare both).
+	full bool
+}
+
+// capacity is built on first use: emptiness and drift never need it.
+func (s *simulator) capacity() *capacity {
+	if s.capa == nil {
+		s.capa = newCapacity(s.base)
+	}
+	return s.capa
+}
+
+func newSimulator(in *Input) *simulator {
+	s := &simulator{in: in, solve: in.Options.Solve, minSavings: in.Options.MinSavingsFraction}
+	if s.solve == nil {
+		s.solve = scheduling.Solve
+	}
+	switch {
+	case s.minSavings == 0:
+		s.minSavings = DefaultMinSavingsFraction
+	case s.minSavings < 0:
+		s.minSavings = 0
+	}
+	s.base = withLeaving(in)
+	s.totals = newPoolTotals(in)
+	s.initialized = make(map[string]bool, len(s.base.Nodes))
+	for _, n := range s.base.Nodes {
+		s.initialized[n.Name] = n.Initialized
+	}
+	return s
+}
+
+// withLeaving is the cluster as simulations see it: the pods of nodes
+// already deleting or being disrupted are pending (they need room too, as
+// Karpenter's simulation assumes) and those nodes take no new pods.
+func withLeaving(in *Input) *scheduling.Snapshot {
+	leaving := map[string]bool{}
+	for i := range in.Nodes {
+		if n := &in.Nodes[i]; n.Deleting || n.Disrupting {
+			leaving[n.Name] = true
+		}
+	}
+	if len(leaving) == 0 {
+		return in.Cluster
+	}
+	snap := *in.Cluster
+	snap.Pods = slices.Clip(in.Cluster.Pods)
+	snap.Nodes = make([]*scheduling.ExistingNode, 0, len(in.Cluster.Nodes))
+	for _, n := range in.Cluster.Nodes {
+		if !leaving[n.Name] {
+			snap.Nodes = append(snap.Nodes, n)
+			continue
+		}
+		c := *n
+		c.MarkedForDeletion, c.Pods = true, nil
+		for _, p := range n.Pods {
+			if isReschedulable(p) {
+				snap.Pods = append(snap.Pods, p)
+			} else {
+				c.Pods = append(c.Pods, p)
+			}
+		}
+		snap.Nodes = append(snap.Nodes, &c)
+	}
+	return &snap
+}
+
+// result is one simulation of removing a set of candidates.
+type result struct {
+	cands []*candidate
+	// reason is why the candidates cannot all go (Karpenter's wording),
+	// "" when every pod of theirs found a place; failed names the
+	// candidates whose pods did not.
+	reason string
+	failed map[string]bool
+	// replacements are the new nodes that carry candidates' pods, and
+	// attributed each candidate's share of their price (by the cpu its
+	// pods take on them), so a search can drop the candidates that do not
+	// pay for themselves.
+	replacements []*scheduling.NewNodeClaim
+	attributed   map[string]float64
+	moves        []Move
+	price        float64 // the candidates' $/h
+}
+
+// run simulates removing cands.
+func (s *simulator) run(cands []*candidate) (*result, error) {
+	base := s.base
+	gone := make(map[string]bool, len(cands))
+	from := map[*corev1.Pod]string{}
+	r := &result{cands: cands, failed: map[string]bool{}, attributed: map[string]float64{}}
+	snap := *base
+	snap.Pods = slices.Clip(base.Pods)
+	for _, c := range cands {
+		gone[c.node.Name] = true
+		r.price += c.node.Price
+		for _, p := range c.pods {
+			from[p] = c.node.Name
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	snap.Nodes = make([]*scheduling.ExistingNode, 0, len(base.Nodes))
+	for _, n := range base.Nodes {
+		if !gone[n.Name] {
+			snap.Nodes = append(snap.Nodes, n)
+		}
+	}
+	if !s.full {
+		if s.red == nil {
+			s.red = newReducer(s.capacity(), base)
+		}
+		snap.Nodes = s.red.reduce(snap.Nodes, snap.Pods)
+	}
+	s.solves++
+	plan, err := s.solve(&snap, scheduling.Options{RequirePreferences: true})
+	if err != nil {
+		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)
+	}
+	fail := func(c string, why string) {
+		r.failed[c] = true
+		if r.reason == "" {
+			r.reason = why
+		}
+	}
+	for _, pe := range plan.Unschedulable {
+		if c, ok := from[pe.Pod]; ok {
+			fail(c, fmt.Sprintf("not all pods would schedule, pod %q: %s", podKey(pe.Pod), firstReason(pe)))
+		}
+	}
+	for _, e := range plan.Existing {
+		for _, p := range e.Pods {
+			c, ok := from[p]
+			if !ok {
+				continue
+			}
+			if !s.initialized[e.Node] {
+				fail(c, fmt.Sprintf("would schedule against uninitialized node %q", e.Node))
+			}
+			r.moves = append(r.moves, Move{Pod: p, From: c, To: e.Node, Replacement: -1})
+		}
+	}
+	capa := s.capacity()
+	for _, nc := range plan.NewNodeClaims {
+		share := map[string]float64{}
+		total := 0.0
+		for _, p := range nc.Pods {
+			w := float64(capa.request(p)[0]) + 1 // +1: pods without cpu still weigh
+			total += w
+			if c, ok := from[p]; ok {
+				share[c] += w
+				r.moves = append(r.moves, Move{Pod: p, From: c, Replacement: len(r.replacements)})
+			}
+		}
+		if len(share) == 0 {
+			continue
+		}
+		for c, w := range share {
+			r.attributed[c] += nc.Price * w / total
+		}
+		r.replacements = append(r.replacements, nc)
+	}
+	return r, nil
+}
+
+// firstReason is the solver's reason for a pod: why no existing node took
+// it, else the first NodePool's by name, so messages are deterministic.
+func firstReason(pe scheduling.PodError) string {
+	if pe.Existing != nil {
+		return pe.Existing.String()
+	}
+	keys := make([]string, 0, len(pe.NodePools))
+	for k := range pe.NodePools {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return "no reason given"
+	}
+	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.NodePools[keys[0]])
+}
+
+// command turns a simulation into a command of method, or says why it
+// is not worth one. Consolidation deletes when no new node is needed and
+// otherwise replaces the candidates by at most as many new nodes (one for
+// single-node consolidation) that together cost at most (1 − minSavings)
+// of the candidates' price and strictly less, never 1→1 with the same
+// instance type; drift takes whatever replacements the simulation needs.
+func (s *simulator) command(r *result, method Method, reason Reason) (*Command, string) {
+	if r.reason != "" {
+		return nil, r.reason
+	}
+	cmd := &Command{Method: method, Reason: reason, Moves: r.moves, PodsMoved: len(r.moves)}
+	for _, c := range r.cands {
+		cmd.Candidates = append(cmd.Candidates, c.node.Name)
+	}
+	if method != MethodDrift {
+		if why := s.balanced(r.cands, r.attributed); why != "" {
+			return nil, why
+		}
+	}
+	if method == MethodDrift || len(r.replacements) == 0 {
+		cmd.Replacements = r.replacements
+		cmd.SavingsPerHour = r.price
+		for _, nc := range r.replacements {
+			cmd.SavingsPerHour -= nc.Price
+		}
+		return cmd, ""
+	}
+	if most := len(r.cands); len(r.replacements) > most || (method == MethodSingleNode && len(r.replacements) > 1) {
+		return nil, fmt.Sprintf("can't remove without creating %d nodes", len(r.replacements))
+	}
+	repl, why := s.cheaperReplacements(r.replacements, r.cands, r.price)
+	if repl == nil {
+		return nil, why
+	}
+	cmd.Replacements = repl
+	cmd.SavingsPerHour = r.price
+	for _, nc := range repl {
+		cmd.SavingsPerHour -= nc.Price
+	}
+	return cmd, ""
+}
+
+// spotToSpotMinTypes is how many cheaper spot types single-node spot-to-spot
+// consolidation needs, so the replacement is not the next spot interruption
+// waiting to happen (Karpenter's rule).
+const spotToSpotMinTypes = 15
+
+// cheaperReplacements narrows the solver's new nodes to launch options
+// such that, whichever option the cloud picks for each, together they cost
+// at most (1 − minSavings) × price and strictly less than price: each node
+// gets an allowance in proportion to its cheapest option. nil with
+// Karpenter's reason when that is impossible.
+func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []*candidate, price float64) ([]*scheduling.NewNodeClaim, string) {
+	limit := min(price*(1-s.minSavings), math.Nextafter(price, 0))
+	allSpot := true
+	for _, c := range cands {
+		allSpot = allSpot && c.node.CapacityType == v1.CapacityTypeSpot
+	}
+	reqs := make([][]scheduling.Requirement, len(ncs))
+	cheapest := make([]float64, len(ncs))
+	sum := 0.0
+	for i, nc := range ncs {
+		reqs[i] = slices.Clone(nc.Requirements)
+		spot, od := admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot), admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeOnDemand)
+		if allSpot && spot && !s.in.Options.SpotToSpot {
+			return nil, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+		}
+		if spot && od {
+			// Options are priced at their spot offering below: pin the
+			// replacement to spot so a spot shortage cannot fall back to
+			// a dearer on-demand node (Karpenter does the same).
+			reqs[i] = setRequirement(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot)
+		}
+		cheapest[i] = math.Inf(1)
+		for _, it := range nc.InstanceTypes {
+			if p, ok := offeringPrice(it, reqs[i]); ok {
+				cheapest[i] = min(cheapest[i], p)
+			}
+		}
+		sum += cheapest[i]
+	}
+	if sum > limit {
+		return nil, "can't replace with a cheaper node"
+	}
+	out := make([]*scheduling.NewNodeClaim, len(ncs))
+	for i, nc := range ncs {
+		exclude := ""
+		if len(cands) == 1 && len(ncs) == 1 {
+			exclude = cands[0].node.InstanceType // never churn a node into another of its own type
+		}
+		repl, why := narrow(nc, reqs[i], cheapest[i]*limit/sum, exclude, allSpot && len(cands) == 1 && len(ncs) == 1)
+		if repl == nil {
+			return nil, why
+		}
+		out[i] = repl
+	}
+	return out, ""
+}
+
+// narrow keeps nc's launch options priced at most allowance (other than
+// exclude), cheapest first; spotToSpot applies Karpenter's single-node
+// spot-to-spot rule (at least 15 cheaper types, launch with the 15
+// cheapest).
+func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot bool) (*scheduling.NewNodeClaim, string) {
+	type priced struct {
+		it    *scheduling.InstanceType
+		price float64
+	}
+	var keep []priced
+	for _, it := range nc.InstanceTypes {
+		if it.Name == exclude {
+			continue
+		}
+		// Filter on the dearest offering the requirements allow (the cloud
+		// may pick any of them), price on the cheapest.
+		if p, ok := offeringPrice(it, reqs); ok && dearestOffering(it, reqs) <= allowance {
+			keep = append(keep, priced{it, p})
+		}
+	}
+	sort.SliceStable(keep, func(i, j int) bool { return keep[i].price < keep[j].price })
+	if len(keep) == 0 {
+		return nil, "can't replace with a cheaper node"
+	}
+	if spotToSpot {
+		if len(keep) < spotToSpotMinTypes {
+			return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", spotToSpotMinTypes, len(keep))
+		}
+		keep = keep[:spotToSpotMinTypes]
+	}
+	out := *nc
+	out.InstanceTypes = make([]*scheduling.InstanceType, len(keep))
+	names := make([]string, len(keep))
+	for i, k := range keep {
+		out.InstanceTypes[i], names[i] = k.it, k.it.Name
+	}
+	out.Requirements = setRequirement(reqs, v1.LabelInstanceType, names...)
+	for _, r := range out.Requirements {
+		if r.Key == v1.LabelInstanceType && r.MinValues != nil && len(names) < *r.MinValues {
+			return nil, fmt.Sprintf("minValues requirement is not met for %q (%d cheaper instance types, want %d)", r.Key, len(names), *r.MinValues)
+		}
+	}
+	out.Price = keep[0].price
+	return &out, ""
+}
+
+// setRequirement replaces every requirement on key by `key In values`,
+// keeping minValues.
+func setRequirement(reqs []scheduling.Requirement, key string, values ...string) []scheduling.Requirement {
+	out := make([]scheduling.Requirement, 0, len(reqs)+1)
+	var minValues *int
+	for _, r := range reqs {
+		if r.Key == key {
+			if r.MinValues != nil {
+				minValues = r.MinValues
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	out = append(out, scheduling.Requirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values, MinValues: minValues})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// admits reports whether every requirement on key allows value.
+func admits(reqs []scheduling.Requirement, key, value string) bool {
+	for _, r := range reqs {
+		if r.Key != key {
+			continue
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn:
+			if !slices.Contains(r.Values, value) {
+				return false
+			}
+		case corev1.NodeSelectorOpNotIn:
+			if slices.Contains(r.Values, value) {
+				return false
+			}
+		case corev1.NodeSelectorOpDoesNotExist:
+			return false
+		}
+	}
+	return true
+}
+
+// offeringPrice is the cheapest available offering of it whose zone and
+// capacity type reqs allow.
+func offeringPrice(it *scheduling.InstanceType, reqs []scheduling.Requirement) (float64, bool) {
+	_, p, ok := cheapestOffering(it, reqs)
+	return p, ok
+}
+
+func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) (scheduling.Offering, float64, bool) {
+	var best scheduling.Offering
+	found := false
+	for _, o := range it.Offerings {
+		if !o.Available || !admits(reqs, v1.LabelTopologyZone, o.Zone) || !admits(reqs, v1.LabelCapacityType, o.CapacityType) {
+			continue
+		}
+		if !found || o.Price < best.Price {
+			best, found = o, true
+		}
+	}
+	return best, best.Price, found
+}
+
+// dearestOffering is the highest price among it's available offerings
+// that reqs allow.
+func dearestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) float64 {
+	worst := 0.0
+	for _, o := range it.Offerings {
+		if o.Available && admits(reqs, v1.LabelTopologyZone, o.Zone) && admits(reqs, v1.LabelCapacityType, o.CapacityType) {
+			worst = max(worst, o.Price)
+		}
+	}
+	return worst
+}
+
+// Launch is the instance a replacement most likely becomes: its cheapest
+// launch option at its cheapest allowed offering (the benchmark and the
+// dry run apply commands with it).
+func Launch(nc *scheduling.NewNodeClaim) (*scheduling.InstanceType, scheduling.Offering, bool) {
+	var bestIT *scheduling.InstanceType
+	var best scheduling.Offering
+	for _, it := range nc.InstanceTypes {
+		if o, p, ok := cheapestOffering(it, nc.Requirements); ok && (bestIT == nil || p < best.Price) {
+			bestIT, best = it, o
+		}
+	}
+	return bestIT, best, bestIT != nil
+}
