@@ -48,5 +48,12 @@ run-aws: controlplane
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
 
+## bench-latency: pending → Running per pod on the local control plane and the
+## simulated cloud (Karpenter's example workloads, a 500-pod burst; LATENCY=all
+## adds a 5,000-pod burst). Figures: docs/performance.md.
+LATENCY ?= 1
+bench-latency: controlplane
+	JOINER_BENCH_LATENCY=$(LATENCY) $(GO) test ./pkg/operator -run '^TestLatency$$' -v -count=1 -timeout 40m
+
 clean:
 	rm -rf bin .run

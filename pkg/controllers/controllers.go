@@ -90,7 +90,7 @@ func New(o Options) ([]Controller, error) {
 	}
 	mgr := o.Manager
 	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), o.Clock)
-	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock})
+	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock, NominationTTL: state.NominationWindow(o.BatchMaxDuration)})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster state: %w", err)
 	}

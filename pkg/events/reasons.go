@@ -6,6 +6,9 @@ const (
 	// Pod events.
 	Nominated        = "Nominated"
 	FailedScheduling = "FailedScheduling"
+	// NominationEnded: the NodeClaim a pod was planned for filled up,
+	// failed or went away before the pod bound; the pod is planned again.
+	NominationEnded = "NominationEnded"
 
 	// NodeClaim launch.
 	Launched                  = "Launched"

@@ -17,10 +17,20 @@ import (
 )
 
 // DefaultNominationTTL is how long a nomination holds when Options leaves it
-// unset: long enough for a launched node to register and the kube-scheduler
-// to bind the pod, short enough that a pod the node did not take is
-// reconsidered.
-const DefaultNominationTTL = 2 * time.Minute
+// unset: Karpenter's nomination window for its default 10 s batch
+// (NominationWindow). A nomination usually ends sooner: when the pod binds,
+// or when the node planned for it initialised and kube-scheduler still
+// rejected the pod (see Cluster.Nominate).
+const DefaultNominationTTL = 20 * time.Second
+
+// NominationWindow is Karpenter's nomination window for a batch of at most
+// batchMaxDuration: max(2 × batchMaxDuration, 10 s). Within it a pod planned
+// onto an in-flight NodeClaim is not planned again; past it the next batch
+// reconsiders the pod (and, if the NodeClaim still has room, places it
+// there again).
+func NominationWindow(batchMaxDuration time.Duration) time.Duration {
+	return max(2*batchMaxDuration, 10*time.Second)
+}
 
 // Options configure a Cluster.
 type Options struct {
@@ -103,7 +113,15 @@ type Cluster struct {
 	podNode    map[types.NamespacedName]string
 	// nominations are pods the provisioner nominated to in-flight
 	// NodeClaims, by pod.
-	nominations map[types.NamespacedName]nomination
+	nominations map[types.NamespacedName]*nomination
+	// ended are the nominations that ended early (their node filled up,
+	// their NodeClaim failed or went away), in order, until TakeEnded
+	// hands them to the provisioner to tell the pods.
+	ended []EndedNomination
+	// nominatedNodeNames are the pods whose status.nominatedNodeName
+	// joiner wrote, with the node name it wrote: joiner owns the field for
+	// these pods only.
+	nominatedNodeNames map[types.NamespacedName]string
 	// daemonSets holds one pod per DaemonSet, built from its template.
 	daemonSets map[types.NamespacedName]*corev1.Pod
 	// volumeLimits is each node's CSI attach limit per driver, from its
@@ -132,8 +150,15 @@ type entry struct {
 
 type nomination struct {
 	nodeClaim string
-	pod       *corev1.Pod
-	until     time.Time
+	// pod is the latest version of the pod the model saw.
+	pod   *corev1.Pod
+	until time.Time
+	// initialized is set once the NodeClaim's node initialised, with the
+	// pod's PodScheduled condition at that moment: a rejection by
+	// kube-scheduler after it (a changed condition) means the node did not
+	// take the pod.
+	initialized bool
+	scheduled   corev1.PodCondition
 }
 
 // NewCluster validates opts and returns an empty model.
@@ -142,17 +167,18 @@ func NewCluster(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{
-		opts:          opts,
-		entries:       map[string]*entry{},
-		nodeKeys:      map[string]string{},
-		nodeClaimKeys: map[string]string{},
-		podsByNode:    map[string]map[types.NamespacedName]*corev1.Pod{},
-		podNode:       map[types.NamespacedName]string{},
-		nominations:   map[types.NamespacedName]nomination{},
-		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
-		volumeLimits:  map[string]map[string]int{},
-		marked:        map[string]bool{},
-		created:       map[string]time.Time{},
+		opts:               opts,
+		entries:            map[string]*entry{},
+		nodeKeys:           map[string]string{},
+		nodeClaimKeys:      map[string]string{},
+		podsByNode:         map[string]map[types.NamespacedName]*corev1.Pod{},
+		podNode:            map[types.NamespacedName]string{},
+		nominations:        map[types.NamespacedName]*nomination{},
+		nominatedNodeNames: map[types.NamespacedName]string{},
+		daemonSets:         map[types.NamespacedName]*corev1.Pod{},
+		volumeLimits:       map[string]map[string]int{},
+		marked:             map[string]bool{},
+		created:            map[string]time.Time{},
 	}, nil
 }
 
@@ -211,6 +237,7 @@ func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 	c.entryLocked(key).nodeClaim = nc
 	c.nodeClaimKeys[nc.Name] = key
 	delete(c.created, nc.Name)
+	c.nodeClaimChangedLocked(nc)
 	c.changedLocked()
 }
 
@@ -262,7 +289,7 @@ func (c *Cluster) deleteNodeClaimLocked(name string) {
 	}
 	for pod, n := range c.nominations {
 		if n.nodeClaim == name {
-			delete(c.nominations, pod)
+			c.endLocked(pod, n, EndedNodeClaimGone, "")
 		}
 	}
 	c.changedLocked()
@@ -282,6 +309,11 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	c.unbindLocked(key)
 	if p.Spec.NodeName != "" || terminal {
 		delete(c.nominations, key)
+	} else if n, ok := c.nominations[key]; ok {
+		n.pod = p.DeepCopy()
+		if n.initialized && rejectedSince(p, n.scheduled) {
+			c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(n.nodeClaim))
+		}
 	}
 	if stored != nil {
 		pods := c.podsByNode[stored.Spec.NodeName]
@@ -301,6 +333,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	defer c.mu.Unlock()
 	c.unbindLocked(key)
 	delete(c.nominations, key)
+	delete(c.nominatedNodeNames, key)
 	c.changedLocked()
 }
 
@@ -361,17 +394,23 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 // NodeClaim nodeClaimName. Until the nomination expires (Options.
 // NominationTTL), the pod counts against that NodeClaim in StateNode.
 // NominatedPods and IsNominated reports it, so a consumer can leave it out
-// of the pods it places. Binding or deleting the pod, or deleting the
-// NodeClaim, ends the nomination.
+// of the pods it places. Binding or deleting the pod ends the nomination;
+// so do, early and reported by TakeEnded, the NodeClaim failing or going
+// away, and kube-scheduler rejecting the pod after the NodeClaim's node
+// initialised (others took the room: waiting out the window would only
+// delay the pod).
 func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	n := nomination{nodeClaim: nodeClaimName, pod: pod.DeepCopy(), until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
+	n := &nomination{nodeClaim: nodeClaimName, pod: pod.DeepCopy(), until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, bound := c.podNode[key]; bound {
 		return
 	}
 	c.nominations[key] = n
+	if e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]; ok && e.nodeClaim != nil {
+		c.nodeClaimChangedLocked(e.nodeClaim)
+	}
 	c.changedLocked()
 }
 

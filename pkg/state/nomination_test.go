@@ -4,7 +4,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
@@ -56,5 +60,122 @@ func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	c.Nominate(pod("ns", "a", "", "1"), "nc-1")
 	if _, ok := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
 		t.Errorf("a pod already bound cannot be nominated")
+	}
+}
+
+func TestNominationWindowIsKarpenters(t *testing.T) {
+	for _, tc := range []struct{ batchMax, want time.Duration }{
+		{10 * time.Second, 20 * time.Second},
+		{time.Second, 10 * time.Second},
+		{30 * time.Second, time.Minute},
+	} {
+		if got := NominationWindow(tc.batchMax); got != tc.want {
+			t.Errorf("NominationWindow(%s) = %s, want %s", tc.batchMax, got, tc.want)
+		}
+	}
+}
+
+// unschedulable is a pending pod as kube-scheduler leaves it after a
+// failed attempt: PodScheduled=False, reason Unschedulable, with message.
+func unschedulable(name, message string) *corev1.Pod {
+	p := pod("ns", name, "", "1")
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: message, LastTransitionTime: metav1.NewTime(epoch),
+	}}
+	return p
+}
+
+func initialized(nc *v1.NodeClaim) *v1.NodeClaim {
+	nc = nc.DeepCopy()
+	nc.Status.NodeName = "node-1"
+	nc.StatusConditions().SetTrue(v1.ConditionTypeLaunched)
+	nc.StatusConditions().SetTrue(v1.ConditionTypeRegistered)
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	return nc
+}
+
+func TestNominationEndsEarly(t *testing.T) {
+	const before, after = "0/3 nodes are available: 3 Insufficient cpu.", "0/4 nodes are available: 4 Insufficient cpu."
+	deleting := nodeClaim("nc-1", "default", "")
+	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+	deleting.Finalizers = []string{v1.TerminationFinalizer}
+	for _, tc := range []struct {
+		name string
+		// steps run after the pod (rejected with message before) is
+		// nominated to the launching nc-1.
+		steps  func(c *Cluster)
+		reason string // "" : the nomination still holds
+	}{
+		{name: "a rejection after the node initialised ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster) {
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+			c.UpdatePod(unschedulable("web", after))
+		}},
+		{name: "the same rejection seen again after initialisation does not", steps: func(c *Cluster) {
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+			c.UpdatePod(unschedulable("web", before))
+		}},
+		{name: "a rejection before the node initialised does not", steps: func(c *Cluster) {
+			c.UpdatePod(unschedulable("web", after))
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+		}},
+		{name: "the NodeClaim being deleted ends it", reason: EndedNodeClaimFailed, steps: func(c *Cluster) {
+			c.UpdateNodeClaim(deleting)
+		}},
+		{name: "the NodeClaim gone ends it", reason: EndedNodeClaimGone, steps: func(c *Cluster) {
+			c.DeleteNodeClaim("nc-1")
+		}},
+		{name: "binding ends it silently", steps: func(c *Cluster) {
+			c.UpdatePod(pod("ns", "web", "node-1", "1"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := newTestCluster(t)
+			c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+			c.UpdatePod(unschedulable("web", before))
+			c.Nominate(unschedulable("web", before), "nc-1")
+			tc.steps(c)
+			_, nominated := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "web"})
+			ended := c.TakeEnded()
+			bound := tc.name == "binding ends it silently"
+			switch {
+			case tc.reason == "" && !bound:
+				if !nominated || len(ended) != 0 {
+					t.Fatalf("nominated = %v, ended = %+v; want the nomination to hold", nominated, ended)
+				}
+			case tc.reason == "":
+				if nominated || len(ended) != 0 {
+					t.Fatalf("nominated = %v, ended = %+v; want it over without a report", nominated, ended)
+				}
+			default:
+				if nominated || len(ended) != 1 || ended[0].Reason != tc.reason || ended[0].NodeClaim != "nc-1" || ended[0].Pod.Name != "web" {
+					t.Fatalf("nominated = %v, ended = %+v; want it ended with %s", nominated, ended, tc.reason)
+				}
+				if tc.reason == EndedNodeFilledUp && ended[0].Node != "node-1" {
+					t.Errorf("the report names node %q, want node-1", ended[0].Node)
+				}
+				if again := c.TakeEnded(); len(again) != 0 {
+					t.Errorf("TakeEnded hands each ended nomination out once: %+v", again)
+				}
+			}
+		})
+	}
+}
+
+func TestUnnominateForgetsWithoutAReport(t *testing.T) {
+	c, _, _ := newTestCluster(t)
+	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+	c.Nominate(pod("ns", "web", "", "1"), "nc-1")
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	c.Unnominate(key)
+	if _, ok := c.Nomination(key); ok {
+		t.Fatalf("the nomination must be gone")
+	}
+	if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
+		t.Fatalf("an unnominated pod no longer counts on the NodeClaim")
+	}
+	if ended := c.TakeEnded(); len(ended) != 0 {
+		t.Fatalf("Unnominate reports nothing: %+v", ended)
 	}
 }

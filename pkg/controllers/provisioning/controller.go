@@ -66,6 +66,10 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioner pod trigger: %w", err)
 	}
+	writer := NewNominationWriter(c.opts.Client, c.opts.State)
+	if err := writer.Register(mgr); err != nil {
+		return err
+	}
 	if err := mgr.Add(c.Provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
@@ -79,7 +83,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsProvisionable(pod) {
+	if !c.provisionable(pod) {
 		return reconcile.Result{}, nil
 	}
 	c.Trigger(pod.UID)

@@ -53,6 +53,18 @@ type ClusterState interface {
 	Nominate(pod *corev1.Pod, nodeClaimName string)
 	// IsNominated reports a live nomination.
 	IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool)
+	// Unnominate forgets a pod's nomination past its window when planning
+	// again found no place for the pod.
+	Unnominate(pod types.NamespacedName)
+	// TakeEnded returns the nominations that ended before their window
+	// (the node filled up, the NodeClaim failed or went away) since the
+	// last call.
+	TakeEnded() []state.EndedNomination
+	// NominationState keeps the pods' nominations for the
+	// NominationWriter; its NominatedNodeName tells the provisioner that a
+	// pod's status.nominatedNodeName is joiner's own, so the pod is still
+	// joiner's to plan.
+	NominationState
 }
 
 // Options configure the provisioner.
@@ -171,6 +183,7 @@ type Result struct {
 // Provision runs one pass: snapshot, solve, create NodeClaims, report.
 func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	logger := log.FromContext(ctx)
+	p.reportEnded()
 	v, err := p.buildView(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
@@ -208,6 +221,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
+		p.opts.State.Unnominate(types.NamespacedName{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name})
 		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
@@ -281,6 +295,34 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 		}
 	}
 	return seen
+}
+
+// reportEnded tells each pod whose nomination ended early that it is being
+// planned again, and why.
+func (p *Provisioner) reportEnded() {
+	for _, e := range p.opts.State.TakeEnded() {
+		switch e.Reason {
+		case state.EndedNodeFilledUp:
+			p.report(events.Normal(e.Pod, events.NominationEnded, "Provision", "Pod was planned for node/%s (nodeclaim/%s), which filled up; planning again", e.Node, e.NodeClaim))
+		case state.EndedNodeClaimFailed:
+			p.report(events.Normal(e.Pod, events.NominationEnded, "Provision", "Pod was planned for nodeclaim/%s, which failed; planning again", e.NodeClaim))
+		default:
+			p.report(events.Normal(e.Pod, events.NominationEnded, "Provision", "Pod was planned for nodeclaim/%s, which was deleted; planning again", e.NodeClaim))
+		}
+	}
+}
+
+// provisionable is IsProvisionable, except that a status.nominatedNodeName
+// joiner itself wrote does not mean kube-scheduler is preempting for the
+// pod: the pod is still joiner's to plan once its nomination ends.
+func (p *Provisioner) provisionable(pod *corev1.Pod) bool {
+	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+		if own, ok := p.opts.State.NominatedNodeName(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); ok && own == nnn {
+			pod = pod.DeepCopy()
+			pod.Status.NominatedNodeName = ""
+		}
+	}
+	return IsProvisionable(pod)
 }
 
 // describeTarget names an existing placement for a Nominated event.

@@ -125,7 +125,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !IsProvisionable(pod) || unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
+		if !p.provisionable(pod) || unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
 			continue
 		}
 		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {

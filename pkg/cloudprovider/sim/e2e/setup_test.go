@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
@@ -24,15 +22,7 @@ import (
 // machines register launched instances.
 func TestSetupWiresTheCloudIntoAManager(t *testing.T) {
 	env := test.Env(t)
-	mgr, err := manager.New(env.Config, manager.Options{
-		Scheme:                 env.ControlPlane.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t)
 	storePath := filepath.Join(t.TempDir(), "instances.json")
 	provider, err := sim.Setup(mgr, sim.SetupOptions{
 		StorePath:   storePath,

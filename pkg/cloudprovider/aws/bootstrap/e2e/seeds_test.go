@@ -11,11 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -113,13 +109,9 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			kube := test.Env(t).Client
 			cloud := newLauncher()
 			nodes := emulator(t)
-			mgr, err := ctrl.NewManager(test.Env(t).Config, ctrl.Options{
-				Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-				Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The shared manager registers the field indexes the lifecycle
+			// controller lists by (a Node by its providerID).
+			mgr := test.Env(t).NewManager(t)
 			lc, err := lifecycle.NewController(lifecycle.Options{
 				Client: mgr.GetClient(), CloudProvider: cloud, Recorder: events.NewRecorder(mgr.GetEventRecorder("joiner"), nil),
 				RegistrationTTL: 4 * time.Second,
@@ -133,15 +125,7 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			if err := mgr.Add(nodes); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				if err := mgr.Start(ctx); err != nil {
-					t.Errorf("manager: %v", err)
-				}
-			}()
-			t.Cleanup(func() { cancel(); <-done })
+			test.StartManager(t, mgr)
 
 			nc := &v1.NodeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc"), Labels: map[string]string{v1.LabelNodePool: "seeds", kwokLabel: "true"}},

@@ -21,12 +21,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -59,13 +56,6 @@ var local struct {
 	bootstrapperOnlyProfile, bootstrapperOnlyRoleARN string
 }
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
-
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	os.Exit(run(m))
@@ -88,7 +78,7 @@ func run(m *testing.M) int {
 		Kwok:              true,
 		KwokNodeSelector:  kwokLabel + "=true",
 		CRDDirectories:    []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:            scheme(),
+		Scheme:            test.Scheme(),
 	})
 }
 

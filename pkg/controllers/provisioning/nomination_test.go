@@ -1,0 +1,155 @@
+package provisioning_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/state"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestNominationWriter drives the writer on a real API server: it names
+// the planned node once the NodeClaim has one, moves the value it owns,
+// clears it when the nomination ends or the pod binds elsewhere, and
+// leaves a value it did not write alone.
+func TestNominationWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// act runs after the pod was nominated to a NodeClaim registered
+		// as node "planned" and the writer reconciled once.
+		act  func(t *testing.T, f *writerFixture)
+		want string
+	}{
+		{name: "names the registered node", act: func(*testing.T, *writerFixture) {}, want: "planned"},
+		{name: "moves it when the plan changes", want: "moved", act: func(t *testing.T, f *writerFixture) {
+			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+		}},
+		{name: "clears it when the NodeClaim goes away", want: "", act: func(t *testing.T, f *writerFixture) {
+			f.cluster.DeleteNodeClaim(f.claim.Name)
+		}},
+		{name: "clears it when the pod binds elsewhere", want: "", act: func(t *testing.T, f *writerFixture) {
+			binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: f.pod.Name, Namespace: f.pod.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: "elsewhere"}}
+			if err := f.env.Client.SubResource("binding").Create(t.Context(), f.pod, binding); err != nil {
+				t.Fatal(err)
+			}
+			f.refresh(t)
+			f.cluster.UpdatePod(f.pod)
+		}},
+		{name: "sets it again after kube-scheduler cleared it", want: "planned", act: func(t *testing.T, f *writerFixture) {
+			f.setNominatedNodeName(t, "")
+		}},
+		{name: "leaves a value it did not write", want: "preemptor", act: func(t *testing.T, f *writerFixture) {
+			f.setNominatedNodeName(t, "preemptor")
+			f.cluster.SetNominatedNodeName(client.ObjectKeyFromObject(f.pod), "")
+			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newWriterFixture(t)
+			f.claim = f.nodeClaim(t, "")
+			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.reconcile(t)
+			if got := f.refresh(t).Status.NominatedNodeName; got != "" {
+				t.Fatalf("nominatedNodeName = %q before the NodeClaim has a node", got)
+			}
+			f.register(t, f.claim, "planned")
+			f.reconcile(t)
+			if got := f.refresh(t).Status.NominatedNodeName; got != "planned" {
+				t.Fatalf("nominatedNodeName = %q, want the registered node", got)
+			}
+			tc.act(t, f)
+			f.reconcile(t)
+			if got := f.refresh(t).Status.NominatedNodeName; got != tc.want {
+				t.Fatalf("nominatedNodeName = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+type writerFixture struct {
+	env     *test.Environment
+	ns      string
+	cluster *state.Cluster
+	writer  *provisioning.NominationWriter
+	pod     *corev1.Pod
+	claim   *v1.NodeClaim
+}
+
+func newWriterFixture(t *testing.T) *writerFixture {
+	env := test.Env(t)
+	cluster, err := state.NewCluster(state.Options{Reader: env.Client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &writerFixture{env: env, ns: env.Namespace(t), cluster: cluster}
+	f.writer = provisioning.NewNominationWriter(env.Client, cluster)
+	f.pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}}}},
+	}
+	env.Create(t, f.pod)
+	return f
+}
+
+// nodeClaim creates a NodeClaim, registered as node when node is set.
+func (f *writerFixture) nodeClaim(t *testing.T, node string) *v1.NodeClaim {
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: "default"},
+		},
+	}
+	if node != "" {
+		nc.Name += "-" + node
+	}
+	f.env.Create(t, nc)
+	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), nc) })
+	f.cluster.UpdateNodeClaim(nc)
+	if node != "" {
+		f.register(t, nc, node)
+	}
+	return nc
+}
+
+func (f *writerFixture) register(t *testing.T, nc *v1.NodeClaim, node string) {
+	base := nc.DeepCopy()
+	nc.Status.NodeName = node
+	if err := f.env.Client.Status().Patch(t.Context(), nc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.UpdateNodeClaim(nc)
+}
+
+func (f *writerFixture) setNominatedNodeName(t *testing.T, node string) {
+	base := f.pod.DeepCopy()
+	f.pod.Status.NominatedNodeName = node
+	if err := f.env.Client.Status().Patch(t.Context(), f.pod, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *writerFixture) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.pod.Namespace, Name: f.pod.Name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *writerFixture) refresh(t *testing.T) *corev1.Pod {
+	t.Helper()
+	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(f.pod), f.pod); err != nil {
+		t.Fatal(err)
+	}
+	return f.pod
+}

@@ -1,0 +1,237 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// TestLatency is the provisioning latency benchmark (issue 13): the time
+// from each pod's creation to its Running, per pod, on the simulated cloud
+// with its default launch and registration delays. It runs only with
+// JOINER_BENCH_LATENCY set (make bench-latency): "1" runs Karpenter's
+// example workloads and a 500-pod burst, "all" adds a 5,000-pod burst.
+// docs/performance.md has the figures.
+func TestLatency(t *testing.T) {
+	mode := os.Getenv("JOINER_BENCH_LATENCY")
+	if mode == "" {
+		t.Skip("set JOINER_BENCH_LATENCY=1 (or all) to run the latency benchmark: make bench-latency")
+	}
+	t.Run("examples", func(t *testing.T) { latencyRun(t, exampleWorkloads, 5*time.Minute) })
+	t.Run("burst-500", func(t *testing.T) { latencyRun(t, burst(500), 5*time.Minute) })
+	if mode == "all" {
+		t.Run("burst-5000", func(t *testing.T) { latencyRun(t, burst(5000), 15*time.Minute) })
+	}
+}
+
+// workload creates one group of pods in the scenario and returns how many.
+type workload struct {
+	name  string
+	apply func(s *scenario, name string) int32
+}
+
+// plainDeployment is n pods of 1 CPU and 1 GiB, as Karpenter's inflate.
+func plainDeployment(n int32, mutate func(*corev1.PodSpec)) func(*scenario, string) int32 {
+	return func(s *scenario, name string) int32 {
+		s.deployment(name, n, "1", "1Gi", mutate)
+		return n
+	}
+}
+
+func burst(n int32) []workload {
+	return []workload{{name: "inflate", apply: plainDeployment(n, nil)}}
+}
+
+func spreadOver(name string, keys ...string) func(*corev1.PodSpec) {
+	return func(spec *corev1.PodSpec) {
+		for _, k := range keys {
+			spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+				MaxSkew: 1, TopologyKey: k, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			})
+		}
+	}
+}
+
+// exampleWorkloads are Karpenter's examples/workloads, 100 pods together.
+var exampleWorkloads = []workload{
+	{name: "inflate", apply: plainDeployment(12, nil)},
+	{name: "arm64", apply: plainDeployment(12, func(spec *corev1.PodSpec) {
+		spec.NodeSelector[v1.LabelArch] = "arm64"
+	})},
+	{name: "spot", apply: plainDeployment(12, func(spec *corev1.PodSpec) {
+		spec.NodeSelector[v1.LabelCapacityType] = v1.CapacityTypeSpot
+	})},
+	{name: "prefer-arm", apply: plainDeployment(12, func(spec *corev1.PodSpec) {
+		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 50, Preference: corev1.NodeSelectorTerm{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+			}}},
+		}}
+	})},
+	{name: "spread-zone", apply: plainDeployment(12, spreadOver("spread-zone", v1.LabelTopologyZone))},
+	{name: "spread-hostname", apply: plainDeployment(10, spreadOver("spread-hostname", v1.LabelHostname))},
+	{name: "spread-hostname-zone", apply: plainDeployment(12, spreadOver("spread-hostname-zone", v1.LabelHostname, v1.LabelTopologyZone))},
+	{name: "pdb", apply: func(s *scenario, name string) int32 {
+		s.env.Create(s.t, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MinAvailable: ptr.To(intstr.FromInt32(8)),
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			},
+		})
+		return plainDeployment(12, nil)(s, name)
+	}},
+	{name: "gpu-nvidia", apply: plainDeployment(6, func(spec *corev1.PodSpec) {
+		gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		spec.Containers[0].Resources.Limits = gpu
+		spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = gpu["nvidia.com/gpu"]
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	})},
+}
+
+// podTimes is when the benchmark first saw each pod and saw it Running.
+type podTimes struct {
+	created map[types.UID]time.Time
+	running map[types.UID]time.Time
+	group   map[types.UID]string
+	// gone are pods deleted (a replaced pod's replacement must run too).
+	gone map[types.UID]bool
+}
+
+// live counts the Running pods not deleted.
+func (p *podTimes) live() int {
+	n := 0
+	for uid := range p.running {
+		if !p.gone[uid] {
+			n++
+		}
+	}
+	return n
+}
+
+// latencyRun applies the workloads at once and reports, per group and
+// overall, the pending → Running time of every pod.
+func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
+	s := newScenario(t)
+	s.nodeClass.Spec.LaunchDelay.Duration = simv1alpha1.DefaultLaunchDelay
+	s.nodeClass.Spec.RegistrationDelay.Duration = simv1alpha1.DefaultRegistrationDelay
+	s.nodePool.Spec.Template.Spec.Requirements = append(s.nodePool.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})
+	s.apply()
+	s.joiner()
+
+	kube, err := kubernetes.NewForConfig(s.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	// A RetryWatcher from the namespace's list: a watch the API server
+	// closes under load resumes where it stopped.
+	list, err := kube.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kube.CoreV1().Pods(s.ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{}}
+
+	start := time.Now()
+	var want int
+	for _, wl := range workloads {
+		want += int(wl.apply(s, wl.name))
+	}
+	applied := time.Since(start)
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d pods Running after %s", times.live(), want, time.Since(start).Round(time.Second))
+		case e, open := <-w.ResultChan():
+			if !open {
+				t.Fatalf("the pod watch ended with %d of %d pods Running", times.live(), want)
+			}
+			ev = e
+		}
+		pod, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		now := time.Now()
+		if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
+			if !times.gone[pod.UID] && times.group[pod.UID] != "" {
+				t.Logf("pod %s (%s) deleted %.1fs after apply; its replacement counts instead", pod.Name, pod.Spec.NodeName, time.Since(start).Seconds())
+			}
+			times.gone[pod.UID] = true
+			continue
+		}
+		if _, seen := times.created[pod.UID]; !seen {
+			times.created[pod.UID] = now
+			times.group[pod.UID] = pod.Labels["app"]
+		}
+		if _, seen := times.running[pod.UID]; !seen && pod.Status.Phase == corev1.PodRunning {
+			times.running[pod.UID] = now
+		}
+		if times.live() >= want {
+			break
+		}
+	}
+	all := time.Since(start)
+	claims, err := s.nodeClaims(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	groups := map[string][]time.Duration{}
+	var every []time.Duration
+	for uid, ran := range times.running {
+		if times.gone[uid] {
+			continue
+		}
+		d := ran.Sub(times.created[uid])
+		groups[times.group[uid]] = append(groups[times.group[uid]], d)
+		every = append(every, d)
+	}
+	for _, wl := range workloads {
+		lines = append(lines, fmt.Sprintf("  %-22s %s", wl.name, percentiles(groups[wl.name])))
+	}
+	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %d NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
+		want, applied.Seconds(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
+}
+
+// percentiles formats n, p50, p90 and max of ds.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no pods"
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1)+0.5)] }
+	return fmt.Sprintf("n=%-4d p50 %5.1fs  p90 %5.1fs  max %5.1fs", len(ds), at(0.5).Seconds(), at(0.9).Seconds(), ds[len(ds)-1].Seconds())
+}

@@ -1,0 +1,217 @@
+package state
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+// Why a nomination ended before its window.
+const (
+	// EndedNodeFilledUp: the NodeClaim's node initialised and
+	// kube-scheduler rejected the pod since; others took the room.
+	EndedNodeFilledUp = "NodeFilledUp"
+	// EndedNodeClaimFailed: the NodeClaim is being deleted or its launch
+	// failed.
+	EndedNodeClaimFailed = "NodeClaimFailed"
+	// EndedNodeClaimGone: the NodeClaim was deleted.
+	EndedNodeClaimGone = "NodeClaimGone"
+)
+
+// EndedNomination is a nomination that ended before its window, so the
+// pod is planned again at the next batch.
+type EndedNomination struct {
+	// Pod is the latest version of the pod the model saw.
+	Pod       *corev1.Pod
+	NodeClaim string
+	// Node is the NodeClaim's node name, when it had one.
+	Node string
+	// Reason is one of the Ended* constants.
+	Reason string
+}
+
+// TakeEnded returns the nominations that ended early since the last call,
+// in the order they ended, and forgets them.
+func (c *Cluster) TakeEnded() []EndedNomination {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.ended
+	c.ended = nil
+	return out
+}
+
+// Unnominate forgets pod's nomination without a report: the provisioner
+// planned the pod again and found no room for it anywhere, so the old plan
+// must not keep a place (or a status.nominatedNodeName) for it.
+func (c *Cluster) Unnominate(pod types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.nominations[pod]; ok {
+		delete(c.nominations, pod)
+		c.changedLocked()
+	}
+}
+
+// NominatedNode is where a live nomination will put a pod: its NodeClaim,
+// and the NodeClaim's node once it exists.
+type NominatedNode struct {
+	NodeClaim string
+	// Node is empty until the NodeClaim's Node is registered.
+	Node string
+}
+
+// Nomination returns pod's nomination, also past its window: a pod whose
+// window passed is planned again, usually onto the same NodeClaim, and
+// keeps its place there until a new plan replaces the nomination or it
+// ends.
+func (c *Cluster) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nominations[pod]
+	if !ok {
+		return NominatedNode{}, false
+	}
+	return NominatedNode{NodeClaim: n.nodeClaim, Node: c.registeredNodeLocked(n.nodeClaim)}, true
+}
+
+// NominatedTo returns the pods with a nomination (live or expired, not yet
+// ended) to nodeClaimName, ordered.
+func (c *Cluster) NominatedTo(nodeClaimName string) []types.NamespacedName {
+	c.mu.RLock()
+	var out []types.NamespacedName
+	for key, n := range c.nominations {
+		if n.nodeClaim == nodeClaimName {
+			out = append(out, key)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// SetNominatedNodeName records that joiner wrote node into pod's
+// status.nominatedNodeName ("" after clearing it): joiner owns the field
+// for these pods.
+func (c *Cluster) SetNominatedNodeName(pod types.NamespacedName, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if node == "" {
+		delete(c.nominatedNodeNames, pod)
+		return
+	}
+	c.nominatedNodeNames[pod] = node
+}
+
+// NominatedNodeName returns the status.nominatedNodeName joiner wrote for
+// pod, if it wrote one and has not cleared it.
+func (c *Cluster) NominatedNodeName(pod types.NamespacedName) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	node, ok := c.nominatedNodeNames[pod]
+	return node, ok
+}
+
+// PodsWithNominatedNodeName returns the pods whose status.nominatedNodeName
+// joiner wrote to node, ordered.
+func (c *Cluster) PodsWithNominatedNodeName(node string) []types.NamespacedName {
+	c.mu.RLock()
+	var out []types.NamespacedName
+	for key, n := range c.nominatedNodeNames {
+		if n == node {
+			out = append(out, key)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// nodeClaimChangedLocked applies a NodeClaim's new state to the
+// nominations to it: a failed NodeClaim ends them; once its node
+// initialised, each remembers the pod's PodScheduled condition, so a later
+// rejection can be told apart from the ones before.
+func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
+	failed := nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
+	initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
+	if !failed && !initialized {
+		return
+	}
+	for key, n := range c.nominations {
+		if n.nodeClaim != nc.Name {
+			continue
+		}
+		switch {
+		case failed:
+			c.endLocked(key, n, EndedNodeClaimFailed, nc.Status.NodeName)
+		case !n.initialized:
+			n.initialized = true
+			if cond := podScheduled(n.pod); cond != nil {
+				n.scheduled = *cond
+			}
+		}
+	}
+}
+
+// endLocked ends the nomination of pod and records why.
+func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, node string) {
+	delete(c.nominations, pod)
+	c.ended = append(c.ended, EndedNomination{Pod: n.pod.DeepCopy(), NodeClaim: n.nodeClaim, Node: node, Reason: reason})
+	// Bounded: a provisioner that stopped taking them (not the leader)
+	// keeps only the latest.
+	if len(c.ended) > maxEnded {
+		c.ended = append([]EndedNomination(nil), c.ended[len(c.ended)-maxEnded:]...)
+	}
+}
+
+// maxEnded bounds the ended nominations kept for TakeEnded.
+const maxEnded = 10000
+
+// registeredNodeLocked is the name of the Node joined to the NodeClaim, or
+// "" while there is none.
+func (c *Cluster) registeredNodeLocked(nodeClaimName string) string {
+	e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]
+	if !ok || e.node == nil {
+		return ""
+	}
+	return e.node.Name
+}
+
+// nodeNameLocked names the NodeClaim's node for a message: the joined
+// Node, else the NodeClaim's status.nodeName, else "".
+func (c *Cluster) nodeNameLocked(nodeClaimName string) string {
+	if name := c.registeredNodeLocked(nodeClaimName); name != "" {
+		return name
+	}
+	if e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]; ok && e.nodeClaim != nil {
+		return e.nodeClaim.Status.NodeName
+	}
+	return ""
+}
+
+// rejectedSince reports whether pod carries a kube-scheduler rejection
+// newer than before: PodScheduled=False, reason Unschedulable, with a
+// different transition time, message or probe time. kube-scheduler keeps
+// the transition time while the pod stays unschedulable, so a fresh
+// attempt shows as a new message (the node counts and reasons change once
+// a node initialises).
+func rejectedSince(pod *corev1.Pod, before corev1.PodCondition) bool {
+	cond := podScheduled(pod)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
+		return false
+	}
+	return !cond.LastTransitionTime.Equal(&before.LastTransitionTime) ||
+		cond.Message != before.Message ||
+		!cond.LastProbeTime.Equal(&before.LastProbeTime)
+}
+
+func podScheduled(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
