@@ -14,7 +14,17 @@ const (
 	// FeatureNodeRepair replaces nodes whose health conditions stay bad
 	// (Karpenter: alpha, off by default).
 	FeatureNodeRepair featuregate.Feature = "NodeRepair"
+	// FeatureReservedCapacity is on in Karpenter's chart by default. joiner
+	// always plans reserved offerings its cloud reports, so the gate is
+	// accepted with either value and changes nothing.
+	FeatureReservedCapacity featuregate.Feature = "ReservedCapacity"
 )
+
+// notImplemented are Karpenter's gates joiner does not implement yet.
+// Karpenter's chart passes them as false, so false is accepted (a migrated
+// chart keeps working); true fails at start, because silently running
+// without the feature would be worse than saying so.
+var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer", "NodeClassCEL"}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
@@ -23,18 +33,30 @@ type FeatureGates struct {
 }
 
 // parseFeatureGates reads Karpenter's "A=true,B=false" syntax; an unknown
-// gate or a value that is not a boolean is an error naming it.
+// gate, a value that is not a boolean, or a Karpenter gate joiner does not
+// implement set to true is an error naming it.
 func parseFeatureGates(s string) (FeatureGates, error) {
 	g := featuregate.NewFeatureGate()
-	if err := g.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+	specs := map[featuregate.Feature]featuregate.FeatureSpec{
 		FeatureSpotToSpotConsolidation: {Default: false, PreRelease: featuregate.Beta},
 		FeatureNodeRepair:              {Default: false, PreRelease: featuregate.Alpha},
-	}); err != nil {
+		FeatureReservedCapacity:        {Default: true, PreRelease: featuregate.Beta},
+	}
+	for _, f := range notImplemented {
+		specs[f] = featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}
+	}
+	if err := g.Add(specs); err != nil {
 		return FeatureGates{}, err
 	}
 	if s != "" {
 		if err := g.Set(s); err != nil {
-			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (known gates: %s, %s)", s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair)
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s and %s, and accepts %s)",
+				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureReservedCapacity)
+		}
+	}
+	for _, f := range notImplemented {
+		if g.Enabled(f) {
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: joiner does not implement Karpenter's %s yet; set %s=false or remove it", s, f, f)
 		}
 	}
 	return FeatureGates{

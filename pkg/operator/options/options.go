@@ -130,7 +130,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "aws: SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling [INTERRUPTION_QUEUE]")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
-	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false, comma separated [FEATURE_GATES]")
+	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false (ReservedCapacity accepted; NodeOverlay, StaticCapacity, CapacityBuffer, NodeClassCEL only as false), comma separated [FEATURE_GATES]")
 	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
