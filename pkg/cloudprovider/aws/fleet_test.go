@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,43 +56,47 @@ func TestFleetBatcherMergesIdenticalLaunches(t *testing.T) {
 		{name: "partly fulfilled", launches: 5, capacity: 3, wantCalls: []int32{5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeFleets{capacity: tc.capacity}
-			b := newFleetBatcher(f, 200*time.Millisecond, 2*time.Second)
-			in := &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant, TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1)}}
-			results := make(chan fleetResult, tc.launches)
-			var wg sync.WaitGroup
-			for range tc.launches {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					results <- b.launch(context.Background(), in)
-				}()
-			}
-			wg.Wait()
-			close(results)
-			got, failed := map[string]bool{}, 0
-			for r := range results {
-				switch {
-				case r.instance != nil:
-					if got[r.instance.ID] {
-						t.Errorf("instance %s handed out twice", r.instance.ID)
-					}
-					got[r.instance.ID] = true
-				case len(r.errors) > 0:
-					failed++
-				default:
-					t.Errorf("result with neither instance nor error: %+v", r)
+			// In a synctest bubble the idle timer only fires once every
+			// caller is blocked, so a loaded machine cannot split the batch.
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeFleets{capacity: tc.capacity}
+				b := newFleetBatcher(f, 200*time.Millisecond, 2*time.Second)
+				in := &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant, TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1)}}
+				results := make(chan fleetResult, tc.launches)
+				var wg sync.WaitGroup
+				for range tc.launches {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results <- b.launch(context.Background(), in)
+					}()
 				}
-			}
-			if len(got) != min(tc.launches, tc.capacity) || failed != tc.launches-len(got) {
-				t.Errorf("%d launched, %d failed; want %d launched", len(got), failed, min(tc.launches, tc.capacity))
-			}
-			if fmt.Sprint(f.requests) != fmt.Sprint(tc.wantCalls) {
-				t.Errorf("CreateFleet target capacities = %v, want %v (one merged call)", f.requests, tc.wantCalls)
-			}
-			if tc.launches > 0 && aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) != 1 {
-				t.Error("the caller's request was modified")
-			}
+				wg.Wait()
+				close(results)
+				got, failed := map[string]bool{}, 0
+				for r := range results {
+					switch {
+					case r.instance != nil:
+						if got[r.instance.ID] {
+							t.Errorf("instance %s handed out twice", r.instance.ID)
+						}
+						got[r.instance.ID] = true
+					case len(r.errors) > 0:
+						failed++
+					default:
+						t.Errorf("result with neither instance nor error: %+v", r)
+					}
+				}
+				if len(got) != min(tc.launches, tc.capacity) || failed != tc.launches-len(got) {
+					t.Errorf("%d launched, %d failed; want %d launched", len(got), failed, min(tc.launches, tc.capacity))
+				}
+				if fmt.Sprint(f.requests) != fmt.Sprint(tc.wantCalls) {
+					t.Errorf("CreateFleet target capacities = %v, want %v (one merged call)", f.requests, tc.wantCalls)
+				}
+				if tc.launches > 0 && aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) != 1 {
+					t.Error("the caller's request was modified")
+				}
+			})
 		})
 	}
 }
