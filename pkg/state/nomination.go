@@ -77,21 +77,6 @@ func (c *Cluster) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
 	return NominatedNode{NodeClaim: n.nodeClaim, Node: c.registeredNodeLocked(n.nodeClaim)}, true
 }
 
-// NominatedTo returns the pods with a nomination (live or expired, not yet
-// ended) to nodeClaimName, ordered.
-func (c *Cluster) NominatedTo(nodeClaimName string) []types.NamespacedName {
-	c.mu.RLock()
-	var out []types.NamespacedName
-	for key, n := range c.nominations {
-		if n.nodeClaim == nodeClaimName {
-			out = append(out, key)
-		}
-	}
-	c.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
-}
-
 // SetNominatedNodeName records that joiner wrote node into pod's
 // status.nominatedNodeName ("" after clearing it): joiner owns the field
 // for these pods.

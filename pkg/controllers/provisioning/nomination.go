@@ -26,8 +26,8 @@ import (
 type NominationState interface {
 	// Nomination returns the NodeClaim a pod is planned for.
 	Nomination(pod types.NamespacedName) (state.NominatedNode, bool)
-	// NominatedTo lists the pods planned for a NodeClaim.
-	NominatedTo(nodeClaimName string) []types.NamespacedName
+	// PodsNominatedTo lists the pods planned for a NodeClaim.
+	PodsNominatedTo(nodeClaimName string) []types.NamespacedName
 	// NominatedNodeName and SetNominatedNodeName keep which pods' status.
 	// nominatedNodeName joiner wrote, and to what.
 	NominatedNodeName(pod types.NamespacedName) (string, bool)
@@ -79,7 +79,7 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 		}))).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
-			for _, pod := range w.state.NominatedTo(o.GetName()) {
+			for _, pod := range w.state.PodsNominatedTo(o.GetName()) {
 				out = append(out, reconcile.Request{NamespacedName: pod})
 			}
 			return out
