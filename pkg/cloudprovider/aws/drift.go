@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -66,10 +68,34 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (clou
 	}
 	slices.Sort(have)
 	slices.Sort(want)
-	if !slices.Equal(slices.Compact(have), slices.Compact(want)) {
-		return DriftSecurityGroup, nil
+	if slices.Equal(slices.Compact(have), slices.Compact(want)) {
+		return "", nil
 	}
-	return "", nil
+	foreign, err := p.foreignGroups(ctx, inst, have)
+	if err != nil {
+		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	if foreign {
+		return "", nil
+	}
+	return DriftSecurityGroup, nil
+}
+
+// foreignGroups reports whether one of an instance's security groups is
+// not in the instance's VPC. EC2 refuses such a group, so an instance that
+// reports one cannot be judged: moto's CreateFleet gives a spot instance
+// the default VPC's "default" group instead of its launch template's. It
+// costs a call only when the groups already differ.
+func (p *Provider) foreignGroups(ctx context.Context, inst *ec2types.Instance, ids []string) (bool, error) {
+	vpc := aws.ToString(inst.VpcId)
+	if vpc == "" {
+		return false, nil
+	}
+	out, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	if err != nil {
+		return false, fmt.Errorf("describing security groups %v of instance %s: %w", ids, aws.ToString(inst.InstanceId), err)
+	}
+	return slices.ContainsFunc(out.SecurityGroups, func(g ec2types.SecurityGroup) bool { return aws.ToString(g.VpcId) != vpc }), nil
 }
 
 // schedulingType wraps a capacity with the node class's overhead.
