@@ -84,7 +84,7 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 		Zone:         labels[v1.LabelTopologyZone],
 		CapacityType: labels[v1.LabelCapacityType],
 		Initialized:  sn.Initialized(),
-		Deleting:     sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil),
+		Deleting:     sn.MarkedForDeletion || sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil),
 		Nominated:    len(sn.NominatedPods) > 0,
 		NotReady:     sn.Node != nil && !nodeReady(sn.Node),
 		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && hasDisruptedTaint(sn.Node)),
