@@ -87,6 +87,38 @@ func IgnoreNodeClaimNotFoundError(err error) error {
 	return err
 }
 
+// NodeClaimNotOwnedError means the instance behind a providerID exists but
+// does not carry this cluster's identity (its cluster id tag is missing or
+// names another cluster): an instance Karpenter launched before a migration
+// to joiner, or every instance after a restore gave kube-system a new UID.
+// joiner neither manages nor deletes it, and must not treat it as gone:
+// deleting its NodeClaim would drain a node whose instance keeps running,
+// unmanaged.
+type NodeClaimNotOwnedError struct {
+	err error
+}
+
+// NewNodeClaimNotOwnedError wraps err as a not-owned error.
+func NewNodeClaimNotOwnedError(err error) *NodeClaimNotOwnedError {
+	return &NodeClaimNotOwnedError{err: err}
+}
+
+func (e *NodeClaimNotOwnedError) Error() string {
+	if e.err == nil {
+		return "instance not owned by this cluster"
+	}
+	return "instance not owned by this cluster: " + e.err.Error()
+}
+
+func (e *NodeClaimNotOwnedError) Unwrap() error { return e.err }
+
+// IsNodeClaimNotOwned reports whether err is, or wraps, a
+// NodeClaimNotOwnedError.
+func IsNodeClaimNotOwned(err error) bool {
+	var e *NodeClaimNotOwnedError
+	return errors.As(err, &e)
+}
+
 // NodeClassNotReadyError means the NodeClaim's node class is missing or not
 // ready, so nothing can be launched from it until the user fixes it.
 type NodeClassNotReadyError struct {

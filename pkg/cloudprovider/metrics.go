@@ -29,7 +29,7 @@ type instrumented struct {
 }
 
 // ErrorKind names an error's class for metrics: "" for nil, then
-// InsufficientCapacity, NotFound, NodeClassNotReady, CreateError or Other.
+// InsufficientCapacity, NotFound, NotOwned, NodeClassNotReady, CreateError or Other.
 func ErrorKind(err error) string {
 	switch {
 	case err == nil:
@@ -38,6 +38,8 @@ func ErrorKind(err error) string {
 		return "InsufficientCapacity"
 	case IsNodeClaimNotFoundError(err):
 		return "NotFound"
+	case IsNodeClaimNotOwned(err):
+		return "NotOwned"
 	case IsNodeClassNotReadyError(err):
 		return "NodeClassNotReady"
 	case IsCreateError(err):

@@ -97,7 +97,10 @@ func tagMap(tags []ec2types.Tag) map[string]string {
 }
 
 // describe returns this cluster's live instances matching in.
-func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput) ([]ec2types.Instance, error) {
+// describe returns the live instances in matches; foreign (not this
+// cluster's) instances only when keepForeign, for callers that must tell
+// "not ours" from "gone".
+func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput, keepForeign bool) ([]ec2types.Instance, error) {
 	var out []ec2types.Instance
 	pages := ec2.NewDescribeInstancesPaginator(p.ec2, in)
 	for pages.HasMorePages() {
@@ -116,7 +119,9 @@ func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput)
 				tags := tagMap(inst.Tags)
 				if !p.owns(tags) {
 					p.reportNamesake(ctx, tags, aws.ToString(inst.InstanceId))
-					continue
+					if !keepForeign {
+						continue
+					}
 				}
 				out = append(out, inst)
 			}
@@ -135,11 +140,18 @@ func contains(list []string, s string) bool {
 }
 
 // describeOne returns this cluster's live instance id, or nil; concurrent
-// calls share one DescribeInstances.
+// calls share one DescribeInstances. A live instance without this
+// cluster's identity is a NodeClaimNotOwnedError: it exists, so callers
+// must not treat it as gone, and it is not ours to act on.
 func (p *Provider) describeOne(ctx context.Context, id string) (*ec2types.Instance, error) {
 	inst, found, err := p.describeBatch.do(ctx, id)
 	if err != nil || !found {
 		return nil, err
+	}
+	if tags := tagMap(inst.Tags); !p.owns(tags) {
+		return nil, cloudprovider.NewNodeClaimNotOwnedError(fmt.Errorf("instance %s lacks this cluster's identity tags %s=%s %s=%s (it has %s=%q %s=%q)",
+			id, awsv1.TagEKSClusterName, p.opts.ClusterName, TagClusterID, p.opts.ClusterID,
+			awsv1.TagEKSClusterName, tags[awsv1.TagEKSClusterName], TagClusterID, tags[TagClusterID]))
 	}
 	return &inst, nil
 }
@@ -147,7 +159,7 @@ func (p *Provider) describeOne(ctx context.Context, id string) (*ec2types.Instan
 // describeInstances is the DescribeInstances batch call: an instance-id
 // filter rather than InstanceIds, so one unknown id does not fail the rest.
 func (p *Provider) describeInstances(ctx context.Context, ids []string) (map[string]ec2types.Instance, error) {
-	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
+	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: ids}}}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +219,7 @@ func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:" + awsv1.TagEKSClusterName), Values: []string{p.opts.ClusterName}},
 		{Name: aws.String("instance-state-name"), Values: liveStates},
-	}})
+	}}, false)
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}

@@ -494,16 +494,21 @@ func (p *Provider) hydrate(inst *Instance) *v1.NodeClaim {
 	return nc
 }
 
-// lookup returns this cluster's live instance for providerID, or a
-// NodeClaimNotFoundError.
+// lookup returns this cluster's live instance for providerID, a
+// NodeClaimNotFoundError when there is none, or a NodeClaimNotOwnedError
+// when a live instance exists but is not provably this cluster's.
 func (p *Provider) lookup(st *StoreState, pid string) (*Instance, error) {
 	_, id, err := ParseProviderID(pid)
 	if err != nil {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(err)
 	}
 	inst := st.Instances[id]
-	if !p.owned(inst) || inst.State == StateTerminated {
+	if inst == nil || inst.State == StateTerminated {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
+	}
+	if !p.owned(inst) {
+		return nil, cloudprovider.NewNodeClaimNotOwnedError(fmt.Errorf("instance %s lacks this cluster's identity tags %s=%s %s=%s (it has %s=%q %s=%q)",
+			id, TagCluster, p.identity.name, TagClusterID, p.identity.id, TagCluster, inst.Tags[TagCluster], TagClusterID, inst.Tags[TagClusterID]))
 	}
 	return inst, nil
 }

@@ -387,11 +387,13 @@ func testOwnership(t *testing.T, a, b *Provider) {
 		if len(list) != 1 || list[0].Status.ProviderID != tc.own.Status.ProviderID {
 			t.Errorf("%s lists %d instances, want only its own", tc.p.opts.ClusterName, len(list))
 		}
-		if _, err := tc.p.Get(ctx, tc.peer.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
-			t.Errorf("%s can Get the other cluster's instance: %v", tc.p.opts.ClusterName, err)
+		// The other cluster's instance exists: not found would tell
+		// garbage collection it is gone; it is only not ours.
+		if _, err := tc.p.Get(ctx, tc.peer.Status.ProviderID); !cloudprovider.IsNodeClaimNotOwned(err) || cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("%s Get of the other cluster's instance = %v, want not owned", tc.p.opts.ClusterName, err)
 		}
-		if err := tc.p.Delete(ctx, tc.peer); !cloudprovider.IsNodeClaimNotFoundError(err) {
-			t.Errorf("%s Delete of the other cluster's instance = %v, want not found", tc.p.opts.ClusterName, err)
+		if err := tc.p.Delete(ctx, tc.peer); !cloudprovider.IsNodeClaimNotOwned(err) {
+			t.Errorf("%s Delete of the other cluster's instance = %v, want not owned", tc.p.opts.ClusterName, err)
 		}
 	}
 	if _, err := b.Get(ctx, ncB.Status.ProviderID); err != nil {
@@ -575,7 +577,7 @@ func TestDefaultCatalog(t *testing.T) {
 
 // Seed 004: another cluster's controller must never see this cluster's
 // instances as drifted (or as anything at all).
-func TestIsDriftedOfAnotherClustersInstanceIsNotFound(t *testing.T) {
+func TestIsDriftedOfAnotherClustersInstanceIsNotOwned(t *testing.T) {
 	e := newEnv(t, nodeClass("default"))
 	ctx := context.Background()
 	created, err := e.provider("cluster-a").Create(ctx, newNodeClaim("nc", "default"))
@@ -585,8 +587,52 @@ func TestIsDriftedOfAnotherClustersInstanceIsNotFound(t *testing.T) {
 	claim := newNodeClaim("nc", "default")
 	claim.Status = created.Status
 	reason, err := e.provider("cluster-b").IsDrifted(ctx, claim)
-	if reason != "" || !cloudprovider.IsNodeClaimNotFoundError(err) {
-		t.Errorf("IsDrifted from another cluster = %q, %v; want no reason and not found", reason, err)
+	if reason != "" || !cloudprovider.IsNodeClaimNotOwned(err) {
+		t.Errorf("IsDrifted from another cluster = %q, %v; want no reason and not owned", reason, err)
+	}
+}
+
+// An instance that exists without this cluster's identity (launched
+// before a migration with no id tag, or before a restore gave kube-system
+// a new UID) is not owned, never not found; a terminated one is not found.
+func TestGetOfUnownedInstanceIsNotOwned(t *testing.T) {
+	tests := []struct {
+		name      string
+		launcher  [2]string // cluster name, id
+		wantInMsg string
+	}{
+		{name: "launched before the id tag existed", launcher: [2]string{"prod", ""}, wantInMsg: TagClusterID + "=uid-new"},
+		{name: "kube-system UID changed by a restore", launcher: [2]string{"prod", "uid-old"}, wantInMsg: `"uid-old"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nodeClass("default"))
+			ctx := context.Background()
+			created, err := e.providerWithID(tt.launcher[0], tt.launcher[1]).Create(ctx, newNodeClaim("nc", "default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			self := e.providerWithID("prod", "uid-new")
+			_, err = self.Get(ctx, created.Status.ProviderID)
+			if !cloudprovider.IsNodeClaimNotOwned(err) || cloudprovider.IsNodeClaimNotFoundError(err) {
+				t.Fatalf("Get = %v, want not owned", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantInMsg) {
+				t.Errorf("error %q does not name %s", err, tt.wantInMsg)
+			}
+			if list, err := self.List(ctx); err != nil || len(list) != 0 {
+				t.Errorf("List = %d instances, %v; want none (not ours)", len(list), err)
+			}
+			if err := self.Delete(ctx, created); !cloudprovider.IsNodeClaimNotOwned(err) {
+				t.Errorf("Delete = %v, want not owned", err)
+			}
+			if err := e.providerWithID(tt.launcher[0], tt.launcher[1]).Delete(ctx, created); err != nil {
+				t.Fatalf("the launcher could not delete its instance (was it harmed?): %v", err)
+			}
+			if _, err := self.Get(ctx, created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+				t.Errorf("Get of the terminated instance = %v, want not found", err)
+			}
+		})
 	}
 }
 

@@ -218,6 +218,10 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 	if cloudprovider.IsNodeClaimNotFoundError(err) {
 		return true, nil
 	}
+	if cloudprovider.IsNodeClaimNotOwned(err) {
+		// It exists, only not ours: not gone.
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("looking up instance %s: %w", node.Spec.ProviderID, err)
 	}

@@ -200,9 +200,10 @@ func (c *Controller) isDrifted(ctx context.Context, np *v1.NodePool, nc *v1.Node
 	}
 	reason, err := c.opts.CloudProvider.IsDrifted(ctx, nc)
 	switch {
-	case cloudprovider.IsNodeClaimNotFoundError(err), cloudprovider.IsNodeClassNotReadyError(err):
-		// The instance is gone (termination and GC handle it), or the node
-		// class cannot be read: neither is drift.
+	case cloudprovider.IsNodeClaimNotFoundError(err), cloudprovider.IsNodeClaimNotOwned(err), cloudprovider.IsNodeClassNotReadyError(err):
+		// The instance is gone (termination and GC handle it), is not this
+		// cluster's (GC reports it), or the node class cannot be read: none
+		// is drift.
 		return "", "", nil
 	case err != nil:
 		return "", "", fmt.Errorf("asking the cloud provider whether nodeclaim %s drifted: %w", nc.Name, err)

@@ -40,6 +40,9 @@ const (
 	// ReasonInstanceGone: a NodeClaim's instance no longer exists, so the
 	// NodeClaim was deleted.
 	ReasonInstanceGone = "InstanceGone"
+	// ReasonInstanceNotOwned: a NodeClaim's instance exists but lacks this
+	// cluster's identity, so the NodeClaim was left alone.
+	ReasonInstanceNotOwned = "InstanceNotOwned"
 )
 
 // Name is the controller's name (logs, metrics, the manager's registry).
@@ -229,10 +232,22 @@ func (c *Controller) nodeFor(ctx context.Context, pid string) (*corev1.Node, err
 }
 
 // deleteNodeClaimOfGoneInstance deletes nc once Get confirms its instance
-// is gone (List may predate a launch that finished since).
+// is gone (List may predate a launch that finished since). An instance that
+// exists without this cluster's identity is not gone: nc stays.
 func (c *Controller) deleteNodeClaimOfGoneInstance(ctx context.Context, nc *v1.NodeClaim) error {
 	pid := nc.Status.ProviderID
-	if _, err := c.opts.CloudProvider.Get(ctx, pid); !cloudprovider.IsNodeClaimNotFoundError(err) {
+	_, err := c.opts.CloudProvider.Get(ctx, pid)
+	if cloudprovider.IsNodeClaimNotOwned(err) {
+		// The instance runs but is not provably ours (launched by Karpenter
+		// before a migration, or the cluster was restored under a new
+		// kube-system UID): deleting the NodeClaim would drain the node and
+		// leave the instance running unmanaged.
+		log.FromContext(ctx).Info("left nodeclaim alone: its instance exists but is not this cluster's", "nodeclaim", nc.Name, "provider-id", pid, "error", err.Error())
+		c.opts.Recorder.Publish(events.Warning(nc, ReasonInstanceNotOwned, "GarbageCollect",
+			"Left NodeClaim in place: its instance %s exists but is not this cluster's (%v). To adopt it, tag the instance with those tags; otherwise delete this NodeClaim and the instance by hand", pid, err))
+		return nil
+	}
+	if !cloudprovider.IsNodeClaimNotFoundError(err) {
 		if err != nil {
 			return fmt.Errorf("getting instance %s of nodeclaim %s: %w", pid, nc.Name, err)
 		}

@@ -2,8 +2,10 @@ package garbagecollection
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -209,5 +212,52 @@ func TestOtherClustersInstancesAreNeverTouched(t *testing.T) {
 func TestOptionsAreValidated(t *testing.T) {
 	if _, err := NewController(Options{}); err == nil {
 		t.Error("NewController accepted empty options")
+	}
+}
+
+// A NodeClaim whose instance exists but is not this cluster's (launched by
+// Karpenter before a migration, or the cluster was restored under a new
+// kube-system UID) is kept: deleting it would drain a node whose instance
+// keeps running unmanaged. One event says what to do.
+func TestNodeClaimOfUnownedInstanceIsKept(t *testing.T) {
+	tests := []struct {
+		name       string
+		getErr     error
+		wantKept   bool
+		wantReason string
+	}{
+		{name: "not owned", getErr: cloudprovider.NewNodeClaimNotOwnedError(errors.New("instance i-1 lacks this cluster's identity tags joiner.dev/cluster-id=uid-new")), wantKept: true, wantReason: ReasonInstanceNotOwned},
+		{name: "not found", getErr: cloudprovider.NewNodeClaimNotFoundError(errors.New("instance i-1 not found")), wantKept: false, wantReason: ReasonInstanceGone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			cloud := fake.New()
+			cloud.NextGetError = tt.getErr
+			kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(nodeClaim("migrated", "fake:///a/i-1")).Build()
+			rec := &events.Buffer{}
+			c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Collect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err = kube.Get(ctx, client.ObjectKey{Name: "migrated"}, &v1.NodeClaim{})
+			if kept := err == nil; kept != tt.wantKept {
+				t.Errorf("nodeclaim kept = %v, want %v (%v)", kept, tt.wantKept, err)
+			}
+			evts := rec.Events()
+			if len(evts) != 1 || evts[0].Reason != tt.wantReason {
+				t.Fatalf("events = %v, want one %s", rec.Reasons(), tt.wantReason)
+			}
+			if tt.wantKept {
+				for _, want := range []string{"fake:///a/i-1", "joiner.dev/cluster-id=uid-new", "tag the instance", "delete this NodeClaim and the instance by hand"} {
+					if !strings.Contains(evts[0].Message, want) {
+						t.Errorf("event message %q does not mention %q", evts[0].Message, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,11 @@
 //     if one registered, deleted;
 //   - a launched NodeClaim whose instance the cloud no longer has (absent
 //     from List and confirmed NotFound by Get) is deleted, so termination
-//     cleans up and the provisioner replaces its capacity.
+//     cleans up and the provisioner replaces its capacity; one whose
+//     instance Get reports as existing but not this cluster's (NotOwned:
+//     launched before a migration to joiner, or before a restore changed
+//     the kube-system UID) is kept, with an InstanceNotOwned event naming
+//     the fix.
 //
 // Each action gets an event and a log line. It never looks at instances the
 // provider does not list, so another cluster's instances are never touched,

@@ -192,7 +192,8 @@ func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, e
 // termination controllers: it asks the cloud to delete nc's instance and
 // reports whether it is gone (the cloud no longer finds it). Callers repeat
 // it until it is. The provider only acts on instances this cluster provably
-// owns, so a foreign instance reads as gone and is left alone. A failure is
+// owns: a foreign instance is left running and reported (an event on
+// subject and a log line) rather than silently read as gone. A failure is
 // published as a FailedTermination event on subject (the NodeClaim or the
 // Node being terminated) and returned; recording InstanceTerminating is the
 // caller's, on the objects it writes.
@@ -202,6 +203,15 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, r
 	}
 	err := cloud.Delete(ctx, nc)
 	if cloudprovider.IsNodeClaimNotFoundError(err) {
+		return true, nil
+	}
+	if cloudprovider.IsNodeClaimNotOwned(err) {
+		// The instance runs but is not provably ours, so it is never
+		// terminated; termination finishes, loudly, so the user knows the
+		// instance outlives its NodeClaim and must be deleted by hand.
+		log.FromContext(ctx).Info("left instance running: it is not this cluster's", "nodeclaim", nc.Name, "provider-id", nc.Status.ProviderID, "error", err.Error())
+		recorder.Publish(events.Warning(subject, events.FailedTermination, "Terminate",
+			"Did not terminate instance %s: it exists but is not this cluster's (%v); it keeps running, delete it by hand", nc.Status.ProviderID, err))
 		return true, nil
 	}
 	if err != nil {
