@@ -29,6 +29,7 @@ import (
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -44,6 +45,14 @@ type Options struct {
 	Clock         clock.Clock
 	// Solve runs the scheduling simulation for the provisioner.
 	Solve provisioning.SolveFunc
+	// Scheduling are the solver settings (PREFERENCE_POLICY,
+	// MIN_VALUES_POLICY) consolidation's simulations use; Solve applies
+	// them for the provisioner.
+	Scheduling scheduling.Options
+	// ClusterStateObservability publishes the cluster state gauges
+	// (karpenter_nodes_*, karpenter_pods_state, karpenter_nodepools_*);
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY turns it off.
+	ClusterStateObservability bool
 	// CloudControllers are the cloud provider's own controllers (such as
 	// the SimNodeClass status controller), registered after joiner's.
 	CloudControllers []Controller
@@ -204,6 +213,7 @@ func New(o Options) ([]Controller, error) {
 		Clock:              o.Clock,
 		SpotToSpot:         o.SpotToSpotConsolidation,
 		MinSavingsFraction: minSavings(o.ConsolidationMinSavings),
+		Scheduling:         o.Scheduling,
 		PollInterval:       o.DisruptionPollInterval,
 		ValidationPeriod:   o.DisruptionValidationPeriod,
 	})

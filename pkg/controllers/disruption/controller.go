@@ -86,6 +86,9 @@ type Options struct {
 	// MinSavingsFraction is the least share of the candidates' price a
 	// replacement must save (0: the engine's default, 5%).
 	MinSavingsFraction float64
+	// Scheduling are the solver settings consolidation simulates with
+	// (PREFERENCE_POLICY, MIN_VALUES_POLICY).
+	Scheduling scheduling.Options
 
 	// PollInterval is the time between two decisions (default 10 s).
 	PollInterval time.Duration
