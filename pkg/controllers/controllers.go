@@ -27,6 +27,7 @@ import (
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
+	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -235,6 +236,15 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
+	}
+	if o.ClusterStateObservability {
+		obs, err := observability.NewController(observability.Options{
+			Client: mgr.GetClient(), Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building cluster state observability: %w", err)
+		}
+		out = append(out, obs)
 	}
 	if o.NodeRepair {
 		health, err := nodehealth.NewController(nodehealth.Options{

@@ -232,7 +232,11 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	}
 	start := c.opts.Clock.Now()
 	dec, err := c.decide(in)
-	decisionDuration.Observe(c.opts.Clock.Since(start).Seconds())
+	method, ctype := "none", ""
+	if err == nil && dec.Command != nil {
+		method, ctype = metricReason(dec.Command.Reason), consolidationType(dec.Command.Method)
+	}
+	decisionDuration.WithLabelValues(method, ctype).Observe(c.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("deciding: %w", err)
 	}
