@@ -13,6 +13,9 @@ import (
 const (
 	// AnnotationEnv names a flag's environment variable.
 	AnnotationEnv = "joiner.dev/env"
+	// AnnotationDefault is a flag's default in the code, before the
+	// environment overrides it.
+	AnnotationDefault = "joiner.dev/default"
 	// AnnotationScope is "core" or "aws" for Karpenter's settings (the
 	// provider that defines it upstream), "joiner" for joiner's own.
 	AnnotationScope = "joiner.dev/scope"
@@ -36,7 +39,8 @@ type registrar struct {
 func (r registrar) aws() registrar    { r.scope = ScopeAWS; return r }
 func (r registrar) joiner() registrar { r.scope = ScopeJoiner; return r }
 
-func (r registrar) annotate(name, env string) {
+func (r registrar) annotate(name, env string, def any) {
+	_ = r.fs.SetAnnotation(name, AnnotationDefault, []string{fmt.Sprint(def)})
 	scope := r.scope
 	if scope == "" {
 		scope = ScopeCore
@@ -48,11 +52,8 @@ func (r registrar) annotate(name, env string) {
 func usage(help, env string) string { return help + " [" + env + "]" }
 
 func (r registrar) str(p *string, name, env, def, help string) {
-	if v, ok := os.LookupEnv(env); ok {
-		def = v
-	}
-	r.fs.StringVar(p, name, def, usage(help, env))
-	r.annotate(name, env)
+	r.fs.StringVar(p, name, lookup(r.o, env, def, "", func(v string) (string, error) { return v, nil }), usage(help, env))
+	r.annotate(name, env, def)
 }
 
 // The typed readers fall back to the default on a malformed value and
@@ -60,29 +61,29 @@ func (r registrar) str(p *string, name, env, def, help string) {
 // start naming the variable, not a silently ignored setting.
 func (r registrar) duration(p *time.Duration, name, env string, def time.Duration, help string) {
 	r.fs.DurationVar(p, name, lookup(r.o, env, def, "a duration such as 10s", time.ParseDuration), usage(help, env))
-	r.annotate(name, env)
+	r.annotate(name, env, def)
 }
 
 func (r registrar) int(p *int, name, env string, def int, help string) {
 	r.fs.IntVar(p, name, lookup(r.o, env, def, "an integer", strconv.Atoi), usage(help, env))
-	r.annotate(name, env)
+	r.annotate(name, env, def)
 }
 
 func (r registrar) int64(p *int64, name, env string, def int64, help string) {
 	parse := func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 	r.fs.Int64Var(p, name, lookup(r.o, env, def, "an integer", parse), usage(help, env))
-	r.annotate(name, env)
+	r.annotate(name, env, def)
 }
 
 func (r registrar) float(p *float64, name, env string, def float64, help string) {
 	parse := func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 	r.fs.Float64Var(p, name, lookup(r.o, env, def, "a number", parse), usage(help, env))
-	r.annotate(name, env)
+	r.annotate(name, env, def)
 }
 
 func (r registrar) bool(p *bool, name, env string, def bool, help string) {
 	r.fs.BoolVar(p, name, lookup(r.o, env, def, "a boolean (true or false)", strconv.ParseBool), usage(help, env))
-	r.annotate(name, env)
+	r.annotate(name, env, def)
 }
 
 func lookup[T any](o *Options, env string, def T, what string, parse func(string) (T, error)) T {
