@@ -25,4 +25,3 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
 	})
 )
-
