@@ -48,6 +48,9 @@ type Options struct {
 	Interval time.Duration
 }
 
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+
 // Controller recomputes the gauges on a timer.
 type Controller struct {
 	opts Options
