@@ -23,8 +23,10 @@ const (
 // notImplemented are Karpenter's gates joiner does not implement yet.
 // Karpenter's chart passes them as false, so false is accepted (a migrated
 // chart keeps working); true fails at start, because silently running
-// without the feature would be worse than saying so.
-var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer"}
+// without the feature would be worse than saying so. NodeClassCEL belongs
+// to AWS_FEATURE_GATES, and is accepted here too for charts that put it in
+// FEATURE_GATES.
+var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer", FeatureNodeClassCEL}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
