@@ -31,6 +31,9 @@ type Options struct {
 	// SimStorePath is where the simulated cloud keeps its instances so they
 	// survive a controller restart ("" lets the cloud pick its default).
 	SimStorePath string
+	// SimCallFaults make the simulated cloud's API calls fail at seeded
+	// rates (sim.ParseCallFaults syntax), for the chaos suite.
+	SimCallFaults string
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
@@ -109,6 +112,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", "joiner"), "Cluster identity stamped on every instance joiner launches; garbage collection only touches instances carrying it [CLUSTER_NAME]")
 	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderSim), "Cloud provider: sim (the embedded simulated cloud) or aws [CLOUD_PROVIDER]")
 	fs.StringVar(&o.SimStorePath, "sim-store", env("SIM_STORE", ""), "Where the simulated cloud keeps its instances across restarts [SIM_STORE]")
+	fs.StringVar(&o.SimCallFaults, "sim-call-faults", env("SIM_CALL_FAULTS", ""), "sim: make cloud calls fail at seeded rates, e.g. seed=7,throttle=0.1,5xx=0.05,capacity=0.1,slow=0.2,slow-for=2s,ghost=0.1 [SIM_CALL_FAULTS]")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
@@ -134,6 +138,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
+	_ = fs.MarkHidden("sim-call-faults")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
 	_ = fs.MarkHidden("disruption-poll-interval")
