@@ -31,10 +31,15 @@ type Cloud struct {
 func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
+		faults, err := sim.ParseCallFaults(settings.SimCallFaults)
+		if err != nil {
+			return nil, fmt.Errorf("sim-call-faults: %w", err)
+		}
 		sc, err := sim.Build(mgr, sim.SetupOptions{
 			StorePath:   settings.SimStorePath,
 			ClusterName: settings.ClusterName,
 			Clock:       clk,
+			CallFaults:  faults,
 		})
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -39,6 +40,9 @@ type Options struct {
 	// SimStorePath is where the simulated cloud keeps its instances so they
 	// survive a controller restart ("" lets the cloud pick its default).
 	SimStorePath string
+	// SimCallFaults make the simulated cloud's API calls fail at seeded
+	// rates (sim.ParseCallFaults syntax), for the chaos suite.
+	SimCallFaults string
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
@@ -197,6 +201,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// joiner's own settings.
 	r.joiner().str(&o.CloudProvider, "cloud-provider", "CLOUD_PROVIDER", CloudProviderSim, "Cloud provider: sim (the embedded simulated cloud) or aws")
 	r.joiner().str(&o.SimStorePath, "sim-store", "SIM_STORE", "", "Where the simulated cloud keeps its instances across restarts")
+	// A test setting (hidden): the chaos suite's cloud faults.
+	fs.StringVar(&o.SimCallFaults, "sim-call-faults", os.Getenv("SIM_CALL_FAULTS"), "sim: make cloud calls fail at seeded rates, e.g. seed=7,throttle=0.1,5xx=0.05,capacity=0.1,slow=0.2,slow-for=2s,ghost=0.1 [SIM_CALL_FAULTS]")
 	r.joiner().duration(&o.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", 15*time.Minute, "A launched NodeClaim whose Node has not registered after this long is deleted (Karpenter's is a fixed 15m)")
 	r.joiner().duration(&o.InitializationTTL, "initialization-ttl", "INITIALIZATION_TTL", 15*time.Minute, "A registered NodeClaim not initialized after this long is deleted, naming the check that failed")
 	r.joiner().float(&o.ConsolidationMinSavings, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", 0.05, "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1")
@@ -205,6 +211,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
+	_ = fs.MarkHidden("sim-call-faults")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
 	_ = fs.MarkHidden("disruption-poll-interval")
