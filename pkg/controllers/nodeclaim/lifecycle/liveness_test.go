@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 )
 
 func (u *unit) deleted(name string) bool {
@@ -118,12 +118,16 @@ func TestInitializationTimeout(t *testing.T) {
 	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: "default"}, np); err != nil {
 		t.Fatal(err)
 	}
-	var failure v1.InitializationFailure
-	if err := json.Unmarshal([]byte(np.Annotations[v1.AnnotationLastInitializationFailure]), &failure); err != nil {
+	record, err := launchhealth.Get(np)
+	if err != nil || record.LastFailure == nil || len(record.Backoffs) != 1 {
 		t.Fatalf("no failure record on the NodePool: %v (%v)", err, np.Annotations)
 	}
-	if failure.NodeClaim != "live-reg" || failure.Reason != ReasonStartupTaintsExist || failure.InstanceType == "" {
-		t.Errorf("failure record %+v", failure)
+	if f := record.LastFailure; f.NodeClaim != "live-reg" || f.Reason != ReasonStartupTaintsExist || f.Phase != launchhealth.PhaseInitialization {
+		t.Errorf("failure record %+v", f)
+	}
+	// The initialisation TTL is the first back-off of that instance type.
+	if b := record.Backoffs[0]; b.InstanceType == "" || b.Failures != 1 || b.Wait.Duration != 15*time.Minute {
+		t.Errorf("back-off %+v, want one failure of an instance type waiting 15m", b)
 	}
 }
 
