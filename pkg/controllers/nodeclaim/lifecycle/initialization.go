@@ -231,13 +231,14 @@ func (c *Controller) initializationLiveness(ctx context.Context, nc *v1.NodeClai
 		evts = append(evts, events.Warning(np, events.InitializationTimeout, "Delete", "%s", msg))
 	}
 	c.opts.Recorder.Publish(evts...)
+	// Recorded before the deletion, as for registration (liveness).
+	c.recordFailure(ctx, nc, launchhealth.PhaseInitialization, reason, msg, c.opts.InitializationTTL)
 	log.FromContext(ctx).Info("deleting nodeclaim: initialization timeout", "reason", reason, "node", nc.Status.NodeName)
 	if err := c.deleteNodeClaim(ctx, nc); err != nil {
 		return stepResult{}, err
 	}
 	metrics.NodeClaimsLivenessExpired.WithLabelValues(pool, "initialization").Inc()
 	metrics.NodeClaimsInitializationFailed.WithLabelValues(pool, reason).Inc()
-	c.recordFailure(ctx, nc, launchhealth.PhaseInitialization, reason, msg, c.opts.InitializationTTL)
 	return stepResult{deleted: true}, nil
 }
 

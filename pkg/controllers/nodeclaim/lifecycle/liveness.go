@@ -46,10 +46,13 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	if reason == "" || reason == v1.ConditionTypeRegistered || reason == status.ReasonAwaitingReconciliation {
 		reason = ReasonNodeNotFound
 	}
+	// Recorded before the deletion: the provisioner plans the NodeClaim's
+	// pods again when it sees it go, and must by then see the back-off
+	// (and the failure count that names the relaunch).
+	c.recordFailure(ctx, nc, launchhealth.PhaseRegistration, reason, msg, c.opts.RegistrationTTL)
 	res, err := c.expire(ctx, nc, events.RegistrationTimeout, "registration", msg)
 	if res.deleted {
 		metrics.NodeClaimsRegistrationFailed.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
-		c.recordFailure(ctx, nc, launchhealth.PhaseRegistration, reason, msg, c.opts.RegistrationTTL)
 	}
 	return res, err
 }
