@@ -21,7 +21,7 @@ type poolT struct {
 	zones uint64
 	cts   uint32
 
-	types    []*typeT // cheapest first
+	types []*typeT // cheapest first
 	// backoffs are the pool's launches waiting out a back-off that cover
 	// at least one of its instance types (left out of types).
 	backoffs []LaunchBackoff

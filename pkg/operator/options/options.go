@@ -41,6 +41,10 @@ type Options struct {
 	// initialized (Ready, startup taints gone, extended resources
 	// registered) before it is deleted with an explanatory event.
 	InitializationTTL time.Duration
+	// LaunchBackoffMax caps the wait before launching again an instance
+	// type or image whose NodeClaims failed to register or initialise: the
+	// wait doubles from the TTL with each consecutive failure.
+	LaunchBackoffMax time.Duration
 
 	MetricsPort     int
 	HealthProbePort int
@@ -112,6 +116,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
+	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", o.envDuration("LAUNCH_BACKOFF_MAX", time.Hour), "Longest wait before launching again an instance type or image whose NodeClaims failed to register or initialise; the wait doubles from the TTL with each consecutive failure [LAUNCH_BACKOFF_MAX]")
 	fs.DurationVar(&o.InitializationTTL, "initialization-ttl", o.envDuration("INITIALIZATION_TTL", 15*time.Minute), "A registered NodeClaim not initialized after this long is deleted, naming the check that failed [INITIALIZATION_TTL]")
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
@@ -167,6 +172,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
+	}
+	if o.LaunchBackoffMax <= 0 {
+		errs = append(errs, fmt.Errorf("launch-backoff-max %s must be positive", o.LaunchBackoffMax))
 	}
 	if o.InitializationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("initialization-ttl %s must be positive", o.InitializationTTL))
