@@ -9,12 +9,15 @@
 // (RegistrationTTL) or never initialised (InitializationTTL). Consecutive
 // failures of the same scope double the wait before the next launch, from
 // the TTL that expired up to a maximum. The scope of a registration
-// failure is the machine image when known (a Node that never joins is a
-// bootstrap, role or image problem every instance type booting that image
-// shares), otherwise the instance type; the scope of an initialisation
-// failure is the instance type and image (a missing device plugin or a
-// wrong architecture is specific to the type). A success, a change of the
-// NodePool's template (its hash) or of its node class ends the back-off.
+// failure is the NodePool's node class, every instance type: a Node that
+// never joins is a bootstrap, role, network or image problem the instance
+// types share (narrower scopes, such as the image of one architecture, let
+// a node class broken everywhere loop through its other instance types,
+// and keep its pods from falling back to other NodePools). The scope of an
+// initialisation failure is the instance type and image: a missing device
+// plugin or a wrong architecture is specific to the type. A success, a
+// change of the NodePool's template (its hash) or of its node class ends
+// the back-off.
 //
 // The package is pure: it reads and writes the record on a NodePool value,
 // the controllers do the API calls.
@@ -77,13 +80,12 @@ type Failure struct {
 type Scope struct {
 	// NodeClass is the NodeClaim's node class name.
 	NodeClass string `json:"nodeClass"`
-	// ImageID, when set, covers every instance type whose NodeClaims boot
-	// this image; Arch names their architecture (images are per
-	// architecture), so the provisioner can tell which types that is.
-	ImageID string `json:"imageID,omitempty"`
-	Arch    string `json:"arch,omitempty"`
-	// InstanceType, when set, narrows the scope to one instance type.
+	// InstanceType, when set, narrows the scope to one instance type;
+	// empty covers every instance type of the node class.
 	InstanceType string `json:"instanceType,omitempty"`
+	// ImageID is the image the failing instance type booted (with
+	// InstanceType): a new image is a new scope.
+	ImageID string `json:"imageID,omitempty"`
 }
 
 // Backoff is one scope's consecutive failures and when it may launch again.
@@ -181,21 +183,12 @@ func (r *Record) Failed(f Failure, scope Scope, nodePoolHash string, ttl, max ti
 	return *b
 }
 
-// Succeeded records a NodeClaim that initialised: the outcome, and the end
-// of every back-off whose scope it belongs to.
-func (r *Record) Succeeded(nodeClass, instanceType, imageID, arch string) {
+// Succeeded records a NodeClaim of nodeClass and instanceType that
+// initialised: the outcome, and the end of every back-off covering it.
+func (r *Record) Succeeded(nodeClass, instanceType string) {
 	r.push(true)
 	r.Backoffs = slices.DeleteFunc(r.Backoffs, func(b Backoff) bool {
-		if b.NodeClass != nodeClass {
-			return false
-		}
-		if b.InstanceType != "" && b.InstanceType != instanceType {
-			return false
-		}
-		if b.ImageID != "" && b.ImageID != imageID && (imageID != "" || b.Arch != arch) {
-			return false
-		}
-		return true
+		return b.NodeClass == nodeClass && b.Covers(instanceType)
 	})
 }
 
@@ -246,30 +239,19 @@ func (r Record) Healthy() (healthy, known bool) {
 	return failed*2 < len(r.Outcomes), true
 }
 
-// Covers reports whether b applies to an instance type of the given name
-// and architecture.
-func (b Backoff) Covers(instanceType, arch string) bool {
-	if b.InstanceType != "" {
-		return b.InstanceType == instanceType
-	}
-	if b.ImageID != "" {
-		return b.Arch == "" || b.Arch == arch
-	}
-	return true
+// Covers reports whether b applies to the instance type of that name.
+func (b Backoff) Covers(instanceType string) bool {
+	return b.InstanceType == "" || b.InstanceType == instanceType
 }
 
-// What names the scope for people: "image ami-123 (amd64)", "instance type
-// m5.large", "instance type g5.xlarge with image ami-123".
+// What names the scope for people: "node class default", "instance type
+// g5.xlarge with image ami-123".
 func (s Scope) What() string {
 	switch {
 	case s.InstanceType != "" && s.ImageID != "":
 		return fmt.Sprintf("instance type %s with image %s", s.InstanceType, s.ImageID)
 	case s.InstanceType != "":
 		return "instance type " + s.InstanceType
-	case s.ImageID != "" && s.Arch != "":
-		return fmt.Sprintf("image %s (%s)", s.ImageID, s.Arch)
-	case s.ImageID != "":
-		return "image " + s.ImageID
 	}
-	return "every instance type"
+	return "node class " + s.NodeClass
 }

@@ -1,6 +1,7 @@
 package launchhealth
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -34,26 +35,28 @@ func TestDelay(t *testing.T) {
 	}
 }
 
-// TestLaunchesGrowLogarithmically replays a scope that always fails after
-// its TTL: over 30 TTLs it launches 5 times, not 15 (launch, fail after
-// one TTL, wait, launch again).
+// TestLaunchesGrowLogarithmically replays issue 14: a node class whose
+// Nodes never register, a 45 s registration TTL, 30 minutes. Relaunching
+// every TTL made 40 launches; with the back-off doubling from the TTL
+// there are 6 (at 0, 1.5, 3.75, 7.5, 14.25 and 27 minutes).
 func TestLaunchesGrowLogarithmically(t *testing.T) {
-	const ttl = time.Minute
+	const ttl = 45 * time.Second
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var r Record
-	scope := Scope{NodeClass: "broken", ImageID: "img-1", Arch: "amd64"}
-	launches := 0
-	for now := start; now.Before(start.Add(30 * ttl)); {
-		if len(r.Active(now, "h1")) > 0 {
-			now = r.Active(now, "h1")[0].RetryAfter.Time
+	scope := Scope{NodeClass: "broken"}
+	var launches []time.Duration
+	for now := start; now.Before(start.Add(30 * time.Minute)); {
+		if active := r.Active(now, "h1"); len(active) > 0 {
+			now = active[0].RetryAfter.Time
 			continue
 		}
-		launches++
+		launches = append(launches, now.Sub(start))
 		now = now.Add(ttl)
 		r.Failed(Failure{Phase: PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now)}, scope, "h1", ttl, time.Hour)
 	}
-	if launches != 5 {
-		t.Fatalf("%d launches in 30 TTLs, want 5 (0, 2, 5, 10 and 19 TTLs)", launches)
+	want := []time.Duration{0, 90 * time.Second, 225 * time.Second, 450 * time.Second, 855 * time.Second, 1620 * time.Second}
+	if !slices.Equal(launches, want) {
+		t.Fatalf("launches at %v, want %v", launches, want)
 	}
 }
 
@@ -62,7 +65,7 @@ func TestRecord(t *testing.T) {
 	fail := func(at time.Duration) Failure {
 		return Failure{NodeClaim: "nc", Phase: PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now.Add(at))}
 	}
-	image := Scope{NodeClass: "nc", ImageID: "img-1", Arch: "amd64"}
+	nodeClass := Scope{NodeClass: "nc"}
 	gpu := Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "img-1"}
 	for _, tc := range []struct {
 		name        string
@@ -77,14 +80,14 @@ func TestRecord(t *testing.T) {
 		{name: "empty is unknown", do: func(*Record) {}, hash: "h", wantKnown: false},
 		{
 			name:       "a failure backs off for the ttl",
-			do:         func(r *Record) { r.Failed(fail(0), image, "h", time.Minute, time.Hour) },
+			do:         func(r *Record) { r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour) },
 			at:         30 * time.Second,
 			hash:       "h",
 			wantActive: 1, wantWait: time.Minute, wantKnown: true,
 		},
 		{
 			name:      "the back-off ends at its retry time",
-			do:        func(r *Record) { r.Failed(fail(0), image, "h", time.Minute, time.Hour) },
+			do:        func(r *Record) { r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour) },
 			at:        time.Minute,
 			hash:      "h",
 			wantKnown: true,
@@ -92,9 +95,9 @@ func TestRecord(t *testing.T) {
 		{
 			name: "consecutive failures double",
 			do: func(r *Record) {
-				r.Failed(fail(0), image, "h", time.Minute, time.Hour)
-				r.Failed(fail(2*time.Minute), image, "h", time.Minute, time.Hour)
-				r.Failed(fail(5*time.Minute), image, "h", time.Minute, time.Hour)
+				r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour)
+				r.Failed(fail(2*time.Minute), nodeClass, "h", time.Minute, time.Hour)
+				r.Failed(fail(5*time.Minute), nodeClass, "h", time.Minute, time.Hour)
 			},
 			at:         6 * time.Minute,
 			hash:       "h",
@@ -103,8 +106,8 @@ func TestRecord(t *testing.T) {
 		{
 			name: "a changed template starts over",
 			do: func(r *Record) {
-				r.Failed(fail(0), image, "old", time.Minute, time.Hour)
-				r.Failed(fail(2*time.Minute), image, "new", time.Minute, time.Hour)
+				r.Failed(fail(0), nodeClass, "old", time.Minute, time.Hour)
+				r.Failed(fail(2*time.Minute), nodeClass, "new", time.Minute, time.Hour)
 			},
 			at:         2 * time.Minute,
 			hash:       "new",
@@ -112,15 +115,15 @@ func TestRecord(t *testing.T) {
 		},
 		{
 			name:      "a back-off under another template hash does not apply",
-			do:        func(r *Record) { r.Failed(fail(0), image, "old", time.Minute, time.Hour) },
+			do:        func(r *Record) { r.Failed(fail(0), nodeClass, "old", time.Minute, time.Hour) },
 			hash:      "new",
 			wantKnown: true,
 		},
 		{
-			name: "a success on the image ends its back-off",
+			name: "a success on the node class ends its back-off",
 			do: func(r *Record) {
-				r.Failed(fail(0), image, "h", time.Minute, time.Hour)
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
+				r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour)
+				r.Succeeded("nc", "m5.large")
 			},
 			hash:      "h",
 			wantKnown: true,
@@ -129,8 +132,8 @@ func TestRecord(t *testing.T) {
 			name: "a success on another instance type keeps an instance type's back-off",
 			do: func(r *Record) {
 				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
 			},
 			hash:       "h",
 			wantActive: 1, wantWait: time.Minute, wantHealthy: true, wantKnown: true,
@@ -138,9 +141,9 @@ func TestRecord(t *testing.T) {
 		{
 			name: "half of the last four failing is unhealthy",
 			do: func(r *Record) {
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
 				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
 				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
 			},
@@ -153,9 +156,9 @@ func TestRecord(t *testing.T) {
 			do: func(r *Record) {
 				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
 				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
-				r.Succeeded("nc", "g5.xlarge", "img-1", "amd64")
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
-				r.Succeeded("nc", "m5.large", "img-1", "amd64")
+				r.Succeeded("nc", "g5.xlarge")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
 			},
 			hash:        "h",
 			wantHealthy: true, wantKnown: true,
@@ -191,17 +194,15 @@ func TestCovers(t *testing.T) {
 		name  string
 		scope Scope
 		it    string
-		arch  string
 		want  bool
 	}{
-		{name: "image covers its architecture", scope: Scope{ImageID: "i", Arch: "amd64"}, it: "m5.large", arch: "amd64", want: true},
-		{name: "image spares the other architecture", scope: Scope{ImageID: "i", Arch: "amd64"}, it: "m6g.large", arch: "arm64", want: false},
-		{name: "instance type covers itself", scope: Scope{InstanceType: "g5.xlarge", ImageID: "i"}, it: "g5.xlarge", arch: "amd64", want: true},
-		{name: "instance type spares others", scope: Scope{InstanceType: "g5.xlarge", ImageID: "i"}, it: "m5.large", arch: "amd64", want: false},
+		{name: "a node class covers every type", scope: Scope{NodeClass: "nc"}, it: "m5.large", want: true},
+		{name: "instance type covers itself", scope: Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "i"}, it: "g5.xlarge", want: true},
+		{name: "instance type spares others", scope: Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "i"}, it: "m5.large", want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (Backoff{Scope: tc.scope}).Covers(tc.it, tc.arch); got != tc.want {
-				t.Fatalf("Covers(%s, %s) = %t, want %t", tc.it, tc.arch, got, tc.want)
+			if got := (Backoff{Scope: tc.scope}).Covers(tc.it); got != tc.want {
+				t.Fatalf("Covers(%s) = %t, want %t", tc.it, got, tc.want)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,8 +16,7 @@ import (
 
 // launchBackoffs turns np's launch health record into the solver's input:
 // the back-offs still waiting at now under np's current template and node
-// class, each with the instance types of its it covers (an image covers
-// the types of its architecture). It also returns the NodePool's failure
+// class, each with the instance types of its it covers. It also returns the NodePool's failure
 // count, which names relaunched NodeClaims.
 func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.InstanceType, now time.Time) ([]scheduling.LaunchBackoff, int64) {
 	record, err := launchhealth.Get(np)
@@ -37,7 +35,7 @@ func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.Inst
 		}
 		lb := scheduling.LaunchBackoff{What: b.What(), Phase: string(b.Phase), Cause: b.Reason, Failures: b.Failures, NextAttempt: b.RetryAfter.Time}
 		for _, it := range its {
-			if covers(b, it) {
+			if b.Covers(it.Name) {
 				lb.InstanceTypes = append(lb.InstanceTypes, it.Name)
 			}
 		}
@@ -46,16 +44,6 @@ func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.Inst
 		}
 	}
 	return out, record.Failures
-}
-
-// covers reports whether back-off b applies to instance type it, one of
-// whose architectures is the back-off's.
-func covers(b launchhealth.Backoff, it *scheduling.InstanceType) bool {
-	archs := it.Requirements[v1.LabelArch]
-	if len(archs) == 0 {
-		return b.Covers(it.Name, "")
-	}
-	return slices.ContainsFunc(archs, func(arch string) bool { return b.Covers(it.Name, arch) })
 }
 
 // earliestRetry is the first NextAttempt among the back-offs that kept a

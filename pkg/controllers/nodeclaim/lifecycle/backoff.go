@@ -72,10 +72,10 @@ func (c *Controller) recordSuccess(ctx context.Context, nc *v1.NodeClaim) {
 	err := c.updateRecord(ctx, pool, func(r *launchhealth.Record) bool {
 		before := len(r.Backoffs)
 		if healthy, known := r.Healthy(); known && healthy && len(r.Outcomes) == launchhealth.Outcomes && allTrue(r.Outcomes) {
-			r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType], nc.Status.ImageID, nc.Labels[v1.LabelArch])
+			r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType])
 			return len(r.Backoffs) != before
 		}
-		r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType], nc.Status.ImageID, nc.Labels[v1.LabelArch])
+		r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType])
 		return true
 	}, nil)
 	if err != nil {
@@ -118,17 +118,13 @@ func (c *Controller) updateRecord(ctx context.Context, pool string, change func(
 }
 
 // failureScope is what a failure of nc backs off: for a Node that never
-// registered, the image it booted (every instance type of that
-// architecture booting it fails the same way), or the instance type when
-// the image is unknown; for a Node that never initialised, its instance
-// type with its image.
+// registered, every instance type of its node class (see launchhealth);
+// for a Node that never initialised, its instance type with its image.
 func failureScope(nc *v1.NodeClaim, phase launchhealth.Phase) launchhealth.Scope {
-	s := launchhealth.Scope{NodeClass: nc.Spec.NodeClassRef.Name, ImageID: nc.Status.ImageID}
-	if phase == launchhealth.PhaseRegistration && s.ImageID != "" {
-		s.Arch = nc.Labels[v1.LabelArch]
-		return s
+	s := launchhealth.Scope{NodeClass: nc.Spec.NodeClassRef.Name}
+	if phase == launchhealth.PhaseInitialization {
+		s.InstanceType, s.ImageID = nc.Labels[v1.LabelInstanceType], nc.Status.ImageID
 	}
-	s.InstanceType = nc.Labels[v1.LabelInstanceType]
 	return s
 }
 
