@@ -158,6 +158,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	// registrationHealth may have patched the metadata: the status patch
+	// is optimistic against that version.
+	stored.ResourceVersion, stored.Annotations = np.ResourceVersion, np.Annotations
 	if errs := np.RuntimeValidate(); len(errs) > 0 {
 		msgs := make([]string, 0, len(errs))
 		for _, e := range errs {
