@@ -74,6 +74,9 @@ type Failure struct {
 	Reason  string      `json:"reason"`
 	Message string      `json:"message,omitempty"`
 	Time    metav1.Time `json:"time"`
+	// Launched is when the failed NodeClaim was created: one created before
+	// its scope's last failure belongs to the same round (see Failed).
+	Launched metav1.Time `json:"launched,omitempty"`
 }
 
 // Scope is what a back-off applies to within one NodePool.
@@ -105,6 +108,8 @@ type Backoff struct {
 	// scope may launch again.
 	Wait       metav1.Duration `json:"wait"`
 	RetryAfter metav1.Time     `json:"retryAfter"`
+	// RoundStart is the time of the failure that last lengthened the wait.
+	RoundStart metav1.Time `json:"roundStart"`
 }
 
 // Delay is the wait after the failures-th consecutive failure: ttl (the
@@ -159,8 +164,12 @@ func Set(np *v1.NodePool, r Record) {
 }
 
 // Failed records a failure: the outcome, the last failure, and the scope's
-// next back-off (consecutive failures under the same NodePool hash double
-// it). It returns the scope's back-off.
+// next back-off. Each round of launches doubles the wait: a failure of a
+// NodeClaim created after the scope's last lengthening failure (under the
+// same NodePool hash) is a new round; one created before it, such as the
+// other NodeClaims of the same batch, failing together, only keeps the
+// scope waiting at least as long, so a batch of ten failing NodeClaims
+// waits the TTL, not 2^9 TTLs. It returns the scope's back-off.
 func (r *Record) Failed(f Failure, scope Scope, nodePoolHash string, ttl, max time.Duration) Backoff {
 	r.push(false)
 	r.LastFailure = &f
@@ -175,11 +184,16 @@ func (r *Record) Failed(f Failure, scope Scope, nodePoolHash string, ttl, max ti
 		b.Failures = 0
 	}
 	b.NodePoolHash = nodePoolHash
-	b.Failures++
 	b.Phase, b.Reason, b.Message = f.Phase, f.Reason, f.Message
-	wait := Delay(b.Failures, ttl, max)
-	b.Wait = metav1.Duration{Duration: wait}
-	b.RetryAfter = metav1.NewTime(f.Time.Add(wait))
+	sameRound := b.Failures > 0 && !f.Launched.IsZero() && f.Launched.Time.Before(b.RoundStart.Time)
+	if !sameRound {
+		b.Failures++
+		b.Wait = metav1.Duration{Duration: Delay(b.Failures, ttl, max)}
+		b.RoundStart = f.Time
+	}
+	if retry := f.Time.Add(b.Wait.Duration); retry.After(b.RetryAfter.Time) {
+		b.RetryAfter = metav1.NewTime(retry)
+	}
 	return *b
 }
 

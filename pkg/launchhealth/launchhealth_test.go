@@ -104,6 +104,33 @@ func TestRecord(t *testing.T) {
 			wantActive: 1, wantWait: 4 * time.Minute, wantKnown: true,
 		},
 		{
+			name: "a batch failing together is one round",
+			do: func(r *Record) {
+				for range 6 {
+					f := fail(time.Minute)
+					f.Launched = metav1.NewTime(now)
+					r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+				}
+			},
+			at:         90 * time.Second,
+			hash:       "h",
+			wantActive: 1, wantWait: time.Minute, wantKnown: true,
+		},
+		{
+			name: "a relaunch after the round's failure is the next round",
+			do: func(r *Record) {
+				f := fail(time.Minute)
+				f.Launched = metav1.NewTime(now)
+				r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+				f = fail(3 * time.Minute)
+				f.Launched = metav1.NewTime(now.Add(2 * time.Minute))
+				r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+			},
+			at:         4 * time.Minute,
+			hash:       "h",
+			wantActive: 1, wantWait: 2 * time.Minute, wantKnown: true,
+		},
+		{
 			name: "a changed template starts over",
 			do: func(r *Record) {
 				r.Failed(fail(0), nodeClass, "old", time.Minute, time.Hour)

@@ -36,7 +36,8 @@ func (c *Controller) recordFailure(ctx context.Context, nc *v1.NodeClaim, phase 
 	}
 	failure := launchhealth.Failure{
 		NodeClaim: nc.Name, Phase: phase, Reason: reason, Message: msg,
-		Time: metav1.NewTime(c.opts.Clock.Now().UTC().Truncate(time.Second)),
+		Time:     metav1.NewTime(c.opts.Clock.Now().UTC().Truncate(time.Second)),
+		Launched: nc.CreationTimestamp,
 	}
 	scope := failureScope(nc, phase)
 	var (
