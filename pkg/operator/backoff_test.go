@@ -134,6 +134,18 @@ func TestLaunchBackoff(t *testing.T) {
 		return nil
 	})
 
+	// The flexible pods, nominated to the failing NodePool's first NodeClaim,
+	// were told it failed, why and when it tries again.
+	msg, err := s.podEvent(ctx, "flexible", "LaunchBackoff", "backs off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"of nodepool " + s.nodePool.Name, "failed to register (NodeNotFound)", "until"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("flexible pod's LaunchBackoff event %q does not mention %q", msg, want)
+		}
+	}
+
 	// The NodePool says it, and keeps the record.
 	np := &v1.NodePool{}
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(s.nodePool), np); err != nil {

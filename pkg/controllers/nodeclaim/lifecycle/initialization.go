@@ -279,18 +279,27 @@ func initializationTimeoutMessage(nc *v1.NodeClaim, init metav1.Condition, ttl t
 // nominatedPodEvents tells each pod nominated to nc, still pending, that
 // the node it waited for was given up.
 func (c *Controller) nominatedPodEvents(ctx context.Context, nc *v1.NodeClaim, reason string) []events.Event {
+	var out []events.Event
+	for _, pod := range c.pendingNominatedPods(ctx, nc) {
+		out = append(out, events.Warning(pod, events.InitializationTimeout, "Provision",
+			"Pod was nominated to nodeclaim/%s, which did not initialize in time (%s) and is being deleted; joiner will provision capacity for the pod again (kubectl describe nodeclaim %s).",
+			nc.Name, reason, nc.Name))
+	}
+	return out
+}
+
+// pendingNominatedPods are the pods nominated to nc that are still pending.
+func (c *Controller) pendingNominatedPods(ctx context.Context, nc *v1.NodeClaim) []*corev1.Pod {
 	if c.opts.Nominations == nil {
 		return nil
 	}
-	var out []events.Event
+	var out []*corev1.Pod
 	for _, key := range c.opts.Nominations.PodsNominatedTo(nc.Name) {
 		pod := &corev1.Pod{}
 		if err := c.opts.Client.Get(ctx, key, pod); err != nil || pod.Spec.NodeName != "" {
 			continue
 		}
-		out = append(out, events.Warning(pod, events.InitializationTimeout, "Provision",
-			"Pod was nominated to nodeclaim/%s, which did not initialize in time (%s) and is being deleted; joiner will provision capacity for the pod again (kubectl describe nodeclaim %s).",
-			nc.Name, reason, nc.Name))
+		out = append(out, pod)
 	}
 	return out
 }

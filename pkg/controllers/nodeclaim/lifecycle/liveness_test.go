@@ -22,7 +22,9 @@ func (u *unit) deleted(name string) bool {
 }
 
 func TestLivenessDeletesANodeClaimThatNeverRegisters(t *testing.T) {
-	u := newUnit(t, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"}}
+	u := newUnit(t, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, pending)
+	u.ctrl.opts.Nominations = nominations{"live-noreg": {client.ObjectKeyFromObject(pending)}}
 	u.launch(testNodeClaim("live-noreg"))
 
 	u.clock.Step(10 * time.Minute)
@@ -55,6 +57,28 @@ func TestLivenessDeletesANodeClaimThatNeverRegisters(t *testing.T) {
 	if !onNodeClaim || !onNodePool {
 		t.Errorf("the explanation is published on the NodeClaim (%v) and its NodePool (%v)", onNodeClaim, onNodePool)
 	}
+
+	// The failure backs off the node class for the TTL, recorded on the
+	// NodePool, and the NodePool and the waiting pod say so.
+	np := &v1.NodePool{}
+	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	record, err := launchhealth.Get(np)
+	if err != nil || len(record.Backoffs) != 1 {
+		t.Fatalf("launch health %+v (%v), want one back-off", record, err)
+	}
+	if b := record.Backoffs[0]; b.InstanceType != "" || b.Reason != ReasonNodeNotFound || b.Wait.Duration != 15*time.Minute || b.Phase != launchhealth.PhaseRegistration {
+		t.Errorf("back-off %+v, want the whole node class, NodeNotFound, waiting 15m", b)
+	}
+	regarding := map[string]string{}
+	for _, e := range u.events.Events() {
+		if e.Reason == events.LaunchBackoff {
+			regarding[fmt.Sprintf("%T", e.Regarding)] = e.Message
+		}
+	}
+	contains(t, regarding["*v1.NodePool"], "failed to register", "NodeNotFound", "waits 15m0s")
+	contains(t, regarding["*v1.Pod"], "nodeclaim/live-noreg of nodepool default", "NodeNotFound", "backs off", "until")
 }
 
 type nominations map[string][]types.NamespacedName
