@@ -38,7 +38,10 @@ type runOptions struct {
 	timeout time.Duration
 	// localEC2 runs the AWS provider against a local EC2 (moto_server).
 	localEC2 bool
-	out      io.Writer
+	// faultNodeClass adds a heavier NodePool on a SimNodeClass whose
+	// nodes never register, to show the launch back-off and the fallback.
+	faultNodeClass bool
+	out            io.Writer
 }
 
 // newRunCommand is `make run`: the main job on the embedded default.
@@ -72,6 +75,10 @@ printed so you can kubectl into it.`,
 			if !cmd.Flags().Changed("cluster-name") {
 				o.settings.ClusterName = "joiner-local"
 			}
+			if o.faultNodeClass && !cmd.Flags().Changed("registration-ttl") {
+				// The default 15 minutes would keep the demo waiting.
+				o.settings.RegistrationTTL = demoFaultRegistrationTTL
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o.out = cmd.OutOrStdout()
@@ -84,6 +91,7 @@ printed so you can kubectl into it.`,
 	cmd.Flags().BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "Exit once the scale-down is done instead of waiting for Ctrl-C")
 	cmd.Flags().BoolVar(&o.keepRunDir, "keep-run-dir", false, "Keep the run directory (logs, etcd data) on exit")
 	cmd.Flags().DurationVar(&o.timeout, "step-timeout", 5*time.Minute, "How long each step of the demo may take")
+	cmd.Flags().BoolVar(&o.faultNodeClass, "fault-nodeclass", false, "Also apply a heavier NodePool on a SimNodeClass whose nodes never register (faults.neverRegister), to watch joiner back off its launches and fall back to the default NodePool (registration TTL 20s unless --registration-ttl is set)")
 	cmd.Flags().BoolVar(&o.localEC2, "local-ec2", false, "With --cloud-provider=aws: start a local EC2 (moto_server), seed it like an EKS account and boot its instances into kwok Nodes")
 	return cmd
 }
@@ -100,6 +108,9 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 			return errAWSNeedsLocalEC2
 		}
 		return errors.New("--local-ec2 needs --cloud-provider=aws")
+	}
+	if o.faultNodeClass && aws {
+		return errors.New("--fault-nodeclass needs the simulated cloud (its SimNodeClass faults)")
 	}
 	runDir, err := filepath.Abs(o.runDir)
 	if err != nil {
@@ -215,6 +226,7 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		nodeClass:    nodeClass,
 		nodeClassRef: nodeClassRef,
 		interrupt:    interrupt,
+		faultPool:    o.faultNodeClass,
 		timeout:      o.timeout,
 		operatorDone: operatorDone,
 	}

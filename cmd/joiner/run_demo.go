@@ -26,6 +26,12 @@ const (
 	// demoConsolidateAfter is short so the demo shows consolidation
 	// without a long wait (Karpenter's examples use 30s to minutes).
 	demoConsolidateAfter = "10s"
+	// demoFaultPool and demoFaultNodeClass are --fault-nodeclass's
+	// NodePool (heavier than the default, so tried first) and its
+	// never-registering SimNodeClass.
+	demoFaultPool            = "never-registers"
+	demoFaultNodeClass       = "never-registers"
+	demoFaultRegistrationTTL = 20 * time.Second
 )
 
 // demo is the scripted part of `joiner run`: apply the example, watch the
@@ -38,18 +44,27 @@ type demo struct {
 	nodeClassRef *v1.NodeClassReference
 	// interrupt, when set, sends an interruption warning for the
 	// NodeClaim's instance; the demo then watches it being replaced.
-	interrupt    func(ctx context.Context, nc *v1.NodeClaim) (string, error)
+	interrupt func(ctx context.Context, nc *v1.NodeClaim) (string, error)
+	// faultPool also applies demoFaultObjects.
+	faultPool    bool
 	timeout      time.Duration
 	operatorDone chan error
 }
 
 func (d *demo) run(ctx context.Context) error {
-	for _, obj := range demoObjects(d.replicas, d.nodeClass, d.nodeClassRef) {
+	objs := demoObjects(d.replicas, d.nodeClass, d.nodeClassRef)
+	if d.faultPool {
+		objs = append(demoFaultObjects(), objs...)
+	}
+	for _, obj := range objs {
 		if err := d.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	d.story.startClock()
+	if d.faultPool {
+		d.story.sayf("applied SimNodeClass/%s (faults.neverRegister: its nodes never join) and NodePool/%s on it, weight 10: joiner tries it first", demoFaultNodeClass, demoFaultPool)
+	}
 	d.story.sayf("applied %s/%s, NodePool/%s and Deployment/%s (%d replicas, 1 cpu and 1Gi each)", d.nodeClassRef.Kind, demoNodeClass, demoNodePool, demoName, d.replicas)
 
 	start := time.Now()
@@ -156,6 +171,21 @@ func (d *demo) waitFor(ctx context.Context, what string, done func(*observation)
 func demoSimNodeClass() (client.Object, *v1.NodeClassReference) {
 	return &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass}},
 		&v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoNodeClass}
+}
+
+// demoFaultObjects are --fault-nodeclass's SimNodeClass, whose nodes never
+// register (the seeds' wrong AMI, unmapped node role or broken userData),
+// and a NodePool on it that outweighs the default one.
+func demoFaultObjects() []client.Object {
+	nodeClass := &simv1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: demoFaultNodeClass},
+		Spec:       simv1alpha1.SimNodeClassSpec{Faults: &simv1alpha1.Faults{NeverRegister: true}},
+	}
+	ref := &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: demoFaultNodeClass}
+	nodePool := demoObjects(0, nodeClass, ref)[1].(*v1.NodePool)
+	nodePool.Name = demoFaultPool
+	nodePool.Spec.Weight = ptr.To[int32](10)
+	return []client.Object{nodeClass, nodePool}
 }
 
 // demoObjects are the example node class, NodePool and Deployment.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 )
 
 // story prints what happens in the cluster as it happens: one line per
@@ -28,6 +29,8 @@ type story struct {
 	claims   map[string]*claimSeen
 	nodes    map[string]*nodeSeen
 	lastPods string
+	// pools is the launch health last printed per NodePool.
+	pools map[string]string
 }
 
 // claimSeen is which transitions of a NodeClaim were printed.
@@ -48,7 +51,7 @@ type observation struct {
 }
 
 func newStory(out io.Writer) *story {
-	return &story{out: out, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}, lastPods: "none"}
+	return &story{out: out, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}, pools: map[string]string{}, lastPods: "none"}
 }
 
 // startClock makes later lines carry the time since now.
@@ -89,9 +92,10 @@ func (s *story) watch(ctx context.Context, c client.Client) {
 // prints what changed since the last look and returns the counts.
 func (s *story) observe(ctx context.Context, c client.Client) (*observation, error) {
 	var (
-		pods   corev1.PodList
-		claims v1.NodeClaimList
-		nodes  corev1.NodeList
+		pods      corev1.PodList
+		claims    v1.NodeClaimList
+		nodes     corev1.NodeList
+		nodePools v1.NodePoolList
 	)
 	if err := c.List(ctx, &pods, client.InNamespace(demoNamespace), client.MatchingLabels{"app": demoName}); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
@@ -102,13 +106,58 @@ func (s *story) observe(ctx context.Context, c client.Client) (*observation, err
 	if err := c.List(ctx, &nodes, client.HasLabels{v1.LabelNodePool}); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
+	if err := c.List(ctx, &nodePools); err != nil {
+		return nil, fmt.Errorf("listing nodepools: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	obs := &observation{claims: len(claims.Items), nodes: len(nodes.Items)}
 	s.observePods(pods.Items, obs)
 	s.observeClaims(claims.Items, obs)
 	s.observeNodes(nodes.Items)
+	s.observeNodePools(nodePools.Items)
 	return obs, nil
+}
+
+func failedTo(p launchhealth.Phase) string {
+	if p == launchhealth.PhaseInitialization {
+		return "initialize"
+	}
+	return "register"
+}
+
+// observeNodePools prints a NodePool whose launches fail: its
+// NodeRegistrationHealthy condition once False (and when it recovers) and
+// each new back-off. A healthy NodePool prints nothing.
+func (s *story) observeNodePools(nodePools []v1.NodePool) {
+	for i := range nodePools {
+		np := &nodePools[i]
+		c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeNodeRegistrationHealthy)
+		record, _ := launchhealth.Get(np)
+		state := ""
+		if c != nil && c.Status == metav1.ConditionFalse {
+			state = c.Reason
+		}
+		active := record.Active(time.Now(), np.Hash())
+		for _, b := range active {
+			state += fmt.Sprintf(" %s×%d", b.What(), b.Failures)
+		}
+		last, seen := s.pools[np.Name]
+		if state == last || (!seen && state == "") {
+			continue
+		}
+		s.pools[np.Name] = state
+		switch {
+		case state == "":
+			s.printf("nodepool   %s NodeRegistrationHealthy again; no launch backing off", np.Name)
+		case len(active) > 0:
+			b := active[0]
+			s.printf("nodepool   %s backing off: %s failed to %s %d time(s) in a row (%s); next attempt in %s, at %s. Pods that another NodePool can serve go there meanwhile",
+				np.Name, b.What(), failedTo(b.Phase), b.Failures, b.Reason, time.Until(b.RetryAfter.Time).Round(time.Second), b.RetryAfter.Format(time.TimeOnly))
+		default:
+			s.printf("nodepool   %s NodeRegistrationHealthy=False (%s)", np.Name, c.Reason)
+		}
+	}
 }
 
 func (s *story) observePods(pods []corev1.Pod, obs *observation) {

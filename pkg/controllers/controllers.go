@@ -71,6 +71,9 @@ type Options struct {
 	// InitializationTTL is how long a registered NodeClaim may wait to be
 	// initialized before it is deleted (0: the lifecycle default, 15m).
 	InitializationTTL time.Duration
+	// LaunchBackoffMax caps the back-off before launching again what failed
+	// to register or initialise (0: the lifecycle default, 1h).
+	LaunchBackoffMax time.Duration
 	// NodeRepair runs node repair (the NodeRepair feature gate).
 	NodeRepair bool
 	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
@@ -137,6 +140,8 @@ func New(o Options) ([]Controller, error) {
 		Clock:             o.Clock,
 		RegistrationTTL:   o.RegistrationTTL,
 		InitializationTTL: o.InitializationTTL,
+		LaunchBackoffMax:  o.LaunchBackoffMax,
+		APIReader:         mgr.GetAPIReader(),
 		Nominations:       cluster,
 	})
 	if err != nil {

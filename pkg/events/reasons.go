@@ -58,4 +58,9 @@ const (
 
 	// NodePool.
 	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+
+	// LaunchBackoff: launches of a NodePool's instance type or image that
+	// failed to register or initialise wait before the next attempt; on
+	// the NodePool and on the pods that wait for it (joiner's).
+	LaunchBackoff = "LaunchBackoff"
 )

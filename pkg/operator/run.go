@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		BatchMaxDuration:           settings.BatchMaxDuration,
 		RegistrationTTL:            settings.RegistrationTTL,
 		InitializationTTL:          settings.InitializationTTL,
+		LaunchBackoffMax:           settings.LaunchBackoffMax,
 		NodeRepair:                 settings.FeatureGates.NodeRepair,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,
@@ -65,7 +66,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	}
 	logger.Info("starting joiner", "cluster-name", settings.ClusterName, "cloud-provider", settings.CloudProvider,
 		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
-		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(),
+		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(), "launch-backoff-max", settings.LaunchBackoffMax.String(),
 		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection,
 		"leader-election-name", settings.LeaderElectionName, "preference-policy", settings.PreferencePolicy, "min-values-policy", settings.MinValuesPolicy)
 	if err := mgr.Start(ctx); err != nil {

@@ -58,6 +58,9 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) Reason {
 		}
 	}
 	if !any {
+		if len(p.backoffs) > 0 {
+			return BackingOff{NodePool: p.np.Name, Backoffs: p.backoffs}
+		}
 		return sv.noInstanceTypeReason(c, p, merged, types, zones, cts)
 	}
 	if r := sv.minValuesMet(p, trial{reqs: merged, zones: zones, cts: cts, types: types}, c.base.req); r != nil {

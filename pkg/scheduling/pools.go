@@ -21,7 +21,10 @@ type poolT struct {
 	zones uint64
 	cts   uint32
 
-	types    []*typeT // cheapest first
+	types []*typeT // cheapest first
+	// backoffs are the pool's launches waiting out a back-off that cover
+	// at least one of its instance types (left out of types).
+	backoffs []LaunchBackoff
 	effAlloc []resVec // allocatable minus daemon overhead, per type
 	daemon   []resVec // daemon overhead, per type
 	maxEff   resVec   // component-wise maximum of effAlloc
@@ -122,7 +125,15 @@ func (sv *solver) buildPools() error {
 
 func (sv *solver) buildPoolTypes(p *poolT) {
 	its := sv.snap.InstanceTypes[p.np.Name]
+	backoffs, backedOff := activeBackoffs(p.np, sv.snap.Now)
+	skipped := false
 	for _, it := range its {
+		if backedOff[it.Name] {
+			// Unavailable until the back-off ends, like an offering
+			// without capacity.
+			skipped = true
+			continue
+		}
 		t := &typeT{it: it, reqs: map[string][]string{}, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
 		for k, v := range it.Requirements {
 			t.reqs[normalizedKey(k)] = sortedUnique(v)
@@ -169,6 +180,9 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			p.definedKeys[k] = true
 		}
 		p.types = append(p.types, t)
+	}
+	if skipped {
+		p.backoffs = backoffs
 	}
 	sort.SliceStable(p.types, func(i, j int) bool {
 		if p.types[i].minPrice != p.types[j].minPrice {

@@ -52,6 +52,7 @@ var ReasonKinds = []ReasonKind{
 	KindInvalidPod, KindVolume, KindTaint, KindRequirement, KindUndefinedLabel, KindHostPort,
 	KindNoInstanceType, KindInsufficientResource, KindMinValues, KindTopology, KindLimit,
 	KindNodeLabels, KindVolumeLimit, KindMarkedForDeletion, KindNotChosen, KindExistingNodes, KindNoCapacity,
+	KindBackingOff,
 }
 
 // InvalidPod: the pod's own spec cannot be read (an unsupported operator, a

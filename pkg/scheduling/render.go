@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -55,6 +56,8 @@ func Message(r Reason) string {
 		return strings.Join(parts, "; ")
 	case NoCapacity:
 		return "no nodepools or nodes to schedule on"
+	case BackingOff:
+		return backingOffMessage(r)
 	case NodeLabels, VolumeLimit, MarkedForDeletion, NotChosen:
 		return nodeMessage(r)
 	}
@@ -77,6 +80,20 @@ func nodeMessage(r Reason) string {
 		return "could take it but was not chosen"
 	}
 	return Message(r)
+}
+
+// backingOffMessage names each failing scope, its cause and next attempt.
+func backingOffMessage(r BackingOff) string {
+	parts := make([]string, 0, len(r.Backoffs))
+	for _, b := range r.Backoffs {
+		verb := "register"
+		if b.Phase == "Initialization" {
+			verb = "initialize"
+		}
+		parts = append(parts, fmt.Sprintf("%s failed to %s %d time(s) in a row (%s), next attempt at %s",
+			b.What, verb, b.Failures, b.Cause, b.NextAttempt.UTC().Format(time.RFC3339)))
+	}
+	return fmt.Sprintf("nodepool %s is backing off launches that failed: %s", r.NodePool, strings.Join(parts, "; "))
 }
 
 func volumeMessage(v Volume) string {

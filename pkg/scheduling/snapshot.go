@@ -65,6 +65,10 @@ type NodePool struct {
 	InUse corev1.ResourceList
 	// NodeClassRef identifies the node class; the solver passes it through.
 	NodeClassRef NodeClassRef
+	// Backoffs are launches of this NodePool waiting out a back-off after
+	// failing to register or initialise: until their NextAttempt (against
+	// Snapshot.Now) the instance types they cover are unavailable.
+	Backoffs []LaunchBackoff
 }
 
 // NodeClassRef names a NodePool's node class (group, kind, name).

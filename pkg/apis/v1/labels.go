@@ -141,11 +141,11 @@ const (
 	// AnnotationNodeClaimTerminationTimestamp is the RFC3339 deadline after
 	// which a terminating NodeClaim's pods are deleted regardless of PDBs.
 	AnnotationNodeClaimTerminationTimestamp = LabelDomain + "/nodeclaim-termination-timestamp"
-	// AnnotationLastInitializationFailure is joiner's record, on a
-	// NodePool, of the last NodeClaim deleted because it did not initialize
-	// in time (JSON: see InitializationFailure), so that repeated failures
-	// of the same instance type and image can be recognised.
-	AnnotationLastInitializationFailure = "joiner.dev/last-initialization-failure"
+	// AnnotationLaunchHealth is joiner's record, on a NodePool, of its last
+	// launch outcomes and of the launches backing off after failing to
+	// register or initialise (JSON: see pkg/launchhealth.Record). It backs
+	// the NodeRegistrationHealthy condition and survives a restart.
+	AnnotationLaunchHealth = "joiner.dev/launch-health"
 	// AnnotationStartupTaintsMissing records, on a NodeClaim, the startup
 	// taints its Node registered without (joiner added them at
 	// registration), so an initialization timeout can say the node's

@@ -43,21 +43,3 @@ func (in *NodePool) SetConditions(c []metav1.Condition) { in.Status.Conditions =
 func (in *NodePool) StatusConditions() status.ConditionSet {
 	return status.For(in, ConditionTypeReady, NodePoolReadyDependents...)
 }
-
-// InitializationFailure is the value of AnnotationLastInitializationFailure:
-// which NodeClaim of the NodePool did not initialize in time, on what, and
-// which check failed.
-type InitializationFailure struct {
-	// NodeClaim is the deleted NodeClaim's name.
-	NodeClaim string `json:"nodeClaim"`
-	// InstanceType, Zone, CapacityType and ImageID describe its instance.
-	InstanceType string `json:"instanceType,omitempty"`
-	Zone         string `json:"zone,omitempty"`
-	CapacityType string `json:"capacityType,omitempty"`
-	ImageID      string `json:"imageID,omitempty"`
-	// Reason is the Initialized condition's reason when it timed out
-	// (NodeNotReady, StartupTaintsExist, ResourceNotRegistered, ...).
-	Reason string `json:"reason"`
-	// Time is when the NodeClaim was deleted.
-	Time metav1.Time `json:"time"`
-}

@@ -28,6 +28,17 @@ func NodeClaimName(nodePool string, pods []*corev1.Pod) string {
 // sequence for these pods (attempt 0 is NodeClaimName); a later attempt is
 // used when the earlier names belong to NodeClaims being deleted.
 func NodeClaimNameAttempt(nodePool string, pods []*corev1.Pod, attempt int) string {
+	return RelaunchName(nodePool, 0, pods, attempt)
+}
+
+// RelaunchName is NodeClaimNameAttempt for a NodePool that has had
+// failures launch failures (its launch health record's count): a NodeClaim
+// relaunched after one failed to register or initialise is a new object
+// with its own name, events and history, while a retried batch, a second
+// replica or a restart between create and the informer's sync still
+// computes the same name for the same pods and failure count, so the API
+// server refuses the duplicate. failures 0 is the plain sequence.
+func RelaunchName(nodePool string, failures int64, pods []*corev1.Pod, attempt int) string {
 	uids := make([]string, 0, len(pods))
 	for _, p := range pods {
 		uids = append(uids, string(p.UID))
@@ -36,6 +47,9 @@ func NodeClaimNameAttempt(nodePool string, pods []*corev1.Pod, attempt int) stri
 	key := strings.Join(uids, ",")
 	if attempt > 0 {
 		key += "#" + strconv.Itoa(attempt)
+	}
+	if failures > 0 {
+		key += "@" + strconv.FormatInt(failures, 10)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return nodePool + "-" + hex.EncodeToString(sum[:])[:10]

@@ -59,6 +59,42 @@ func TestNodeClaimNameIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestRelaunchName checks that a NodeClaim relaunched after its NodePool's
+// launch failed gets a new name, while the same pods and failure count
+// (a retried batch, a second replica, a restart before the informer
+// synced) keep computing the same one.
+func TestRelaunchName(t *testing.T) {
+	pods := []*corev1.Pod{testPod("1"), testPod("2")}
+	first := RelaunchName("default", 0, pods, 0)
+	for _, tc := range []struct {
+		name     string
+		failures int64
+		attempt  int
+		same     bool
+	}{
+		{name: "no failure is the plain name", failures: 0, same: true},
+		{name: "after a failure, a new name", failures: 1},
+		{name: "after another, another", failures: 2},
+		{name: "a later attempt after a failure differs too", failures: 1, attempt: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RelaunchName("default", tc.failures, pods, tc.attempt)
+			if got != RelaunchName("default", tc.failures, []*corev1.Pod{testPod("2"), testPod("1")}, tc.attempt) {
+				t.Fatalf("not deterministic: %s", got)
+			}
+			if (got == first) != tc.same {
+				t.Errorf("RelaunchName = %s, first %s, same %t want %t", got, first, got == first, tc.same)
+			}
+			if got == NodeClaimNameAttempt("default", pods, 1) && tc.failures > 0 {
+				t.Errorf("a relaunch takes the name of attempt 1 (%s)", got)
+			}
+		})
+	}
+	if first != NodeClaimName("default", pods) {
+		t.Errorf("RelaunchName with no failure %s, want NodeClaimName %s", first, NodeClaimName("default", pods))
+	}
+}
+
 func TestNewNodeClaim(t *testing.T) {
 	np := testNodePool()
 	its := []*scheduling.InstanceType{testInstanceType("m5.large", "2", "8Gi"), testInstanceType("m5.xlarge", "4", "16Gi")}

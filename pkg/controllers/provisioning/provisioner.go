@@ -123,6 +123,10 @@ type Provisioner struct {
 	// that stays pending does not get the same event every batch.
 	mu       sync.Mutex
 	reported map[types.UID]string
+
+	// retry plans again when a launch back-off that keeps pods waiting
+	// ends.
+	retry retryTimer
 }
 
 // NewProvisioner validates opts and returns a Provisioner.
@@ -235,6 +239,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
 	publishUnschedulable(res.Unschedulable)
+	p.retry.wake(p.opts.Clock, earliestRetry(res.Unschedulable), func() { p.Trigger(backoffTrigger) })
 	p.forgetExcept(seen)
 	return res, err
 }
@@ -246,6 +251,8 @@ type plannedClaim struct {
 	// reason labels the created NodeClaim in karpenter_nodeclaims_created_total
 	// ("" is "provisioning"; disruption's replacements carry theirs).
 	reason string
+	// failures is the NodePool's launch failure count, part of the name.
+	failures int64
 }
 
 // claimsFor pairs each planned NodeClaim with its NodePool. The plan is
@@ -259,7 +266,7 @@ func (p *Provisioner) claimsFor(v *view, planned []*scheduling.NewNodeClaim) ([]
 		if !ok {
 			return nil, fmt.Errorf("the plan names nodepool %s, which was not in the snapshot", nc.NodePool)
 		}
-		out = append(out, plannedClaim{nodePool: np, planned: nc})
+		out = append(out, plannedClaim{nodePool: np, planned: nc, failures: v.failures[nc.NodePool]})
 	}
 	return out, nil
 }
@@ -361,7 +368,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 	logger := log.FromContext(ctx)
 	for attempt := range maxNameAttempts {
 		nc := NewNodeClaim(c.nodePool, c.planned)
-		nc.Name = NodeClaimNameAttempt(c.nodePool.Name, c.planned.Pods, attempt)
+		nc.Name = RelaunchName(c.nodePool.Name, c.failures, c.planned.Pods, attempt)
 		err := p.opts.Client.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {
 			existing := &v1.NodeClaim{}

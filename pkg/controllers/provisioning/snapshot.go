@@ -37,6 +37,11 @@ type view struct {
 	// allTypes are the instance types of every NodePool that has any,
 	// skipped ones included: existing nodes are priced from them.
 	allTypes map[string][]*scheduling.InstanceType
+	// failures is each NodePool's launch failure count (launchhealth),
+	// mixed into the names of the NodeClaims it launches.
+	failures map[string]int64
+	// backoffs are the NodePools' active launch back-offs.
+	backoffs map[string][]scheduling.LaunchBackoff
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -76,6 +81,8 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		nodePools: map[string]*v1.NodePool{},
 		inUse:     map[string]corev1.ResourceList{},
 		skipped:   map[string]string{},
+		failures:  map[string]int64{},
+		backoffs:  map[string][]scheduling.LaunchBackoff{},
 	}
 
 	// Instance types come first: in-flight NodeClaims are sized from them.
@@ -99,6 +106,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		}
 		v.nodePools[np.Name] = np
 		v.snapshot.InstanceTypes[np.Name] = its
+		v.backoffs[np.Name], v.failures[np.Name] = launchBackoffs(ctx, np, its, v.snapshot.Now)
 	}
 
 	daemons := p.opts.State.DaemonSetPods()
@@ -147,7 +155,9 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 
 	metrics.IgnoredPods.Set(float64(ignored))
 	for name, np := range v.nodePools {
-		v.snapshot.NodePools = append(v.snapshot.NodePools, schedulingNodePool(np, v.inUse[name]))
+		snp := schedulingNodePool(np, v.inUse[name])
+		snp.Backoffs = v.backoffs[name]
+		v.snapshot.NodePools = append(v.snapshot.NodePools, snp)
 	}
 	slices.SortFunc(v.snapshot.NodePools, func(a, b *scheduling.NodePool) int { return strings.Compare(a.Name, b.Name) })
 

@@ -53,6 +53,10 @@ type Options struct {
 	// initialized (Ready, startup taints gone, extended resources
 	// registered) before it is deleted with an explanatory event.
 	InitializationTTL time.Duration
+	// LaunchBackoffMax caps the wait before launching again an instance
+	// type or image whose NodeClaims failed to register or initialise: the
+	// wait doubles from the TTL with each consecutive failure.
+	LaunchBackoffMax time.Duration
 
 	MetricsPort     int
 	HealthProbePort int
@@ -204,6 +208,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// A test setting (hidden): the chaos suite's cloud faults.
 	fs.StringVar(&o.SimCallFaults, "sim-call-faults", os.Getenv("SIM_CALL_FAULTS"), "sim: make cloud calls fail at seeded rates, e.g. seed=7,throttle=0.1,5xx=0.05,capacity=0.1,slow=0.2,slow-for=2s,ghost=0.1 [SIM_CALL_FAULTS]")
 	r.joiner().duration(&o.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", 15*time.Minute, "A launched NodeClaim whose Node has not registered after this long is deleted (Karpenter's is a fixed 15m)")
+	r.joiner().duration(&o.LaunchBackoffMax, "launch-backoff-max", "LAUNCH_BACKOFF_MAX", time.Hour, "Longest wait before launching again a node class, or an instance type and image, whose NodeClaims failed to register or initialise; the wait doubles from the TTL with each consecutive failure")
 	r.joiner().duration(&o.InitializationTTL, "initialization-ttl", "INITIALIZATION_TTL", 15*time.Minute, "A registered NodeClaim not initialized after this long is deleted, naming the check that failed")
 	r.joiner().float(&o.ConsolidationMinSavings, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", 0.05, "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1")
 	r.joiner().str(&o.SSMParameterRoot, "ssm-parameter-root", "SSM_PARAMETER_ROOT", "/aws/service", "aws: root of the public SSM parameters behind AMI aliases (a local endpoint reserves /aws/)")
@@ -245,6 +250,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("registration-ttl %s must be positive", o.RegistrationTTL))
+	}
+	if o.LaunchBackoffMax <= 0 {
+		errs = append(errs, fmt.Errorf("launch-backoff-max %s must be positive", o.LaunchBackoffMax))
 	}
 	if o.InitializationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("initialization-ttl %s must be positive", o.InitializationTTL))

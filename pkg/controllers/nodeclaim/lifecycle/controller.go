@@ -35,11 +35,11 @@ const (
 	DefaultInitializationTTL       = 15 * time.Minute
 	DefaultLaunchTTL               = 5 * time.Minute
 	DefaultMaxConcurrentReconciles = 50
+	DefaultLaunchBackoffMax        = time.Hour
 )
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;update;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
@@ -69,6 +69,14 @@ type Options struct {
 	// MaxConcurrentReconciles bounds parallel reconciles (default
 	// DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// LaunchBackoffMax caps the wait before launching again what failed to
+	// register or initialise; the wait doubles from the TTL that expired
+	// with each consecutive failure (default DefaultLaunchBackoffMax).
+	LaunchBackoffMax time.Duration
+	// APIReader reads NodePools from the API server when their launch
+	// health record is updated, so a stale cache does not cost conflicts
+	// (optional: Client).
+	APIReader client.Reader
 }
 
 // Validate checks the options and fills defaults.
@@ -83,8 +91,8 @@ func (o *Options) Validate() error {
 	if o.Recorder == nil {
 		errs = append(errs, errors.New("Recorder is required"))
 	}
-	if o.RegistrationTTL < 0 || o.InitializationTTL < 0 || o.LaunchTTL < 0 || o.MaxConcurrentReconciles < 0 {
-		errs = append(errs, errors.New("RegistrationTTL, InitializationTTL, LaunchTTL and MaxConcurrentReconciles must not be negative"))
+	if o.RegistrationTTL < 0 || o.InitializationTTL < 0 || o.LaunchTTL < 0 || o.MaxConcurrentReconciles < 0 || o.LaunchBackoffMax < 0 {
+		errs = append(errs, errors.New("RegistrationTTL, InitializationTTL, LaunchTTL, MaxConcurrentReconciles and LaunchBackoffMax must not be negative"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("lifecycle options: %w", errors.Join(errs...))
@@ -103,6 +111,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.LaunchBackoffMax == 0 {
+		o.LaunchBackoffMax = DefaultLaunchBackoffMax
 	}
 	return nil
 }
@@ -238,6 +249,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			errs = append(errs, err)
 		} else {
 			countTransitions(stored, nc)
+			if !stored.StatusConditions().IsTrue(v1.ConditionTypeInitialized) && nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
+				c.recordSuccess(ctx, nc)
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -200,7 +200,8 @@ type Nominations interface {
 // initialize within InitializationTTL of registering, with an
 // Initialized=False condition and events (on the NodeClaim, its Node, its
 // NodePool and the pods nominated to it) that name the check that failed.
-// The NodePool keeps a record of the failure (AnnotationLastInitializationFailure).
+// The NodePool's launch health records the failure, which backs off the
+// next launch of the same instance type and image (recordFailure).
 func (c *Controller) initializationLiveness(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	if conds.IsTrue(v1.ConditionTypeInitialized) {
@@ -228,16 +229,16 @@ func (c *Controller) initializationLiveness(ctx context.Context, nc *v1.NodeClai
 	np := &v1.NodePool{}
 	if pool != "" && c.opts.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
 		evts = append(evts, events.Warning(np, events.InitializationTimeout, "Delete", "%s", msg))
-		if err := c.recordFailure(ctx, np, nc, reason); err != nil {
-			log.FromContext(ctx).Error(err, "recording initialization failure on nodepool", "nodepool", pool)
-		}
 	}
 	c.opts.Recorder.Publish(evts...)
+	// Recorded before the deletion, as for registration (liveness).
+	c.recordFailure(ctx, nc, launchhealth.PhaseInitialization, reason, msg, c.opts.InitializationTTL)
 	log.FromContext(ctx).Info("deleting nodeclaim: initialization timeout", "reason", reason, "node", nc.Status.NodeName)
 	if err := c.deleteNodeClaim(ctx, nc); err != nil {
 		return stepResult{}, err
 	}
 	metrics.NodeClaimsLivenessExpired.WithLabelValues(pool, "initialization").Inc()
+	metrics.NodeClaimsInitializationFailed.WithLabelValues(pool, reason).Inc()
 	return stepResult{deleted: true}, nil
 }
 
@@ -278,15 +279,8 @@ func initializationTimeoutMessage(nc *v1.NodeClaim, init metav1.Condition, ttl t
 // nominatedPodEvents tells each pod nominated to nc, still pending, that
 // the node it waited for was given up.
 func (c *Controller) nominatedPodEvents(ctx context.Context, nc *v1.NodeClaim, reason string) []events.Event {
-	if c.opts.Nominations == nil {
-		return nil
-	}
 	var out []events.Event
-	for _, key := range c.opts.Nominations.PodsNominatedTo(nc.Name) {
-		pod := &corev1.Pod{}
-		if err := c.opts.Client.Get(ctx, key, pod); err != nil || pod.Spec.NodeName != "" {
-			continue
-		}
+	for _, pod := range c.pendingNominatedPods(ctx, nc) {
 		out = append(out, events.Warning(pod, events.InitializationTimeout, "Provision",
 			"Pod was nominated to nodeclaim/%s, which did not initialize in time (%s) and is being deleted; joiner will provision capacity for the pod again (kubectl describe nodeclaim %s).",
 			nc.Name, reason, nc.Name))
@@ -294,27 +288,18 @@ func (c *Controller) nominatedPodEvents(ctx context.Context, nc *v1.NodeClaim, r
 	return out
 }
 
-// recordFailure writes AnnotationLastInitializationFailure on np.
-func (c *Controller) recordFailure(ctx context.Context, np *v1.NodePool, nc *v1.NodeClaim, reason string) error {
-	b, err := json.Marshal(v1.InitializationFailure{
-		NodeClaim:    nc.Name,
-		InstanceType: nc.Labels[v1.LabelInstanceType],
-		Zone:         nc.Labels[v1.LabelTopologyZone],
-		CapacityType: nc.Labels[v1.LabelCapacityType],
-		ImageID:      nc.Status.ImageID,
-		Reason:       reason,
-		Time:         metav1.NewTime(c.opts.Clock.Now().UTC().Truncate(time.Second)),
-	})
-	if err != nil {
-		return fmt.Errorf("encoding initialization failure: %w", err)
+// pendingNominatedPods are the pods nominated to nc that are still pending.
+func (c *Controller) pendingNominatedPods(ctx context.Context, nc *v1.NodeClaim) []*corev1.Pod {
+	if c.opts.Nominations == nil {
+		return nil
 	}
-	stored := np.DeepCopy()
-	if np.Annotations == nil {
-		np.Annotations = map[string]string{}
+	var out []*corev1.Pod
+	for _, key := range c.opts.Nominations.PodsNominatedTo(nc.Name) {
+		pod := &corev1.Pod{}
+		if err := c.opts.Client.Get(ctx, key, pod); err != nil || pod.Spec.NodeName != "" {
+			continue
+		}
+		out = append(out, pod)
 	}
-	np.Annotations[v1.AnnotationLastInitializationFailure] = string(b)
-	if err := c.opts.Client.Patch(ctx, np, client.MergeFrom(stored)); err != nil {
-		return fmt.Errorf("annotating nodepool %s: %w", np.Name, err)
-	}
-	return nil
+	return out
 }

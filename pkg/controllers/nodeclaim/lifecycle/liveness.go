@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/apis/status"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -41,7 +42,19 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult
 		return stepResult{requeueAfter: left}, nil
 	}
 	msg := registrationTimeoutMessage(nc, *registered, c.opts.RegistrationTTL)
-	return c.expire(ctx, nc, events.RegistrationTimeout, "registration", msg)
+	reason := registered.Reason
+	if reason == "" || reason == v1.ConditionTypeRegistered || reason == status.ReasonAwaitingReconciliation {
+		reason = ReasonNodeNotFound
+	}
+	// Recorded before the deletion: the provisioner plans the NodeClaim's
+	// pods again when it sees it go, and must by then see the back-off
+	// (and the failure count that names the relaunch).
+	c.recordFailure(ctx, nc, launchhealth.PhaseRegistration, reason, msg, c.opts.RegistrationTTL)
+	res, err := c.expire(ctx, nc, events.RegistrationTimeout, "registration", msg)
+	if res.deleted {
+		metrics.NodeClaimsRegistrationFailed.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	}
+	return res, err
 }
 
 // registrationTimeoutMessage explains why nc did not register within ttl,

@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 )
 
 func (u *unit) deleted(name string) bool {
@@ -22,7 +22,9 @@ func (u *unit) deleted(name string) bool {
 }
 
 func TestLivenessDeletesANodeClaimThatNeverRegisters(t *testing.T) {
-	u := newUnit(t, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"}}
+	u := newUnit(t, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, pending)
+	u.ctrl.opts.Nominations = nominations{"live-noreg": {client.ObjectKeyFromObject(pending)}}
 	u.launch(testNodeClaim("live-noreg"))
 
 	u.clock.Step(10 * time.Minute)
@@ -55,6 +57,28 @@ func TestLivenessDeletesANodeClaimThatNeverRegisters(t *testing.T) {
 	if !onNodeClaim || !onNodePool {
 		t.Errorf("the explanation is published on the NodeClaim (%v) and its NodePool (%v)", onNodeClaim, onNodePool)
 	}
+
+	// The failure backs off the node class for the TTL, recorded on the
+	// NodePool, and the NodePool and the waiting pod say so.
+	np := &v1.NodePool{}
+	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	record, err := launchhealth.Get(np)
+	if err != nil || len(record.Backoffs) != 1 {
+		t.Fatalf("launch health %+v (%v), want one back-off", record, err)
+	}
+	if b := record.Backoffs[0]; b.InstanceType != "" || b.Reason != ReasonNodeNotFound || b.Wait.Duration != 15*time.Minute || b.Phase != launchhealth.PhaseRegistration {
+		t.Errorf("back-off %+v, want the whole node class, NodeNotFound, waiting 15m", b)
+	}
+	regarding := map[string]string{}
+	for _, e := range u.events.Events() {
+		if e.Reason == events.LaunchBackoff {
+			regarding[fmt.Sprintf("%T", e.Regarding)] = e.Message
+		}
+	}
+	contains(t, regarding["*v1.NodePool"], "failed to register", "NodeNotFound", "waits 15m0s")
+	contains(t, regarding["*v1.Pod"], "nodeclaim/live-noreg of nodepool default", "NodeNotFound", "backs off", "until")
 }
 
 type nominations map[string][]types.NamespacedName
@@ -118,12 +142,16 @@ func TestInitializationTimeout(t *testing.T) {
 	if err := u.kube.Get(u.ctx, client.ObjectKey{Name: "default"}, np); err != nil {
 		t.Fatal(err)
 	}
-	var failure v1.InitializationFailure
-	if err := json.Unmarshal([]byte(np.Annotations[v1.AnnotationLastInitializationFailure]), &failure); err != nil {
+	record, err := launchhealth.Get(np)
+	if err != nil || record.LastFailure == nil || len(record.Backoffs) != 1 {
 		t.Fatalf("no failure record on the NodePool: %v (%v)", err, np.Annotations)
 	}
-	if failure.NodeClaim != "live-reg" || failure.Reason != ReasonStartupTaintsExist || failure.InstanceType == "" {
-		t.Errorf("failure record %+v", failure)
+	if f := record.LastFailure; f.NodeClaim != "live-reg" || f.Reason != ReasonStartupTaintsExist || f.Phase != launchhealth.PhaseInitialization {
+		t.Errorf("failure record %+v", f)
+	}
+	// The initialisation TTL is the first back-off of that instance type.
+	if b := record.Backoffs[0]; b.InstanceType == "" || b.Failures != 1 || b.Wait.Duration != 15*time.Minute {
+		t.Errorf("back-off %+v, want one failure of an instance type waiting 15m", b)
 	}
 }
 

@@ -147,9 +147,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	stored := np.DeepCopy()
 	conds := np.StatusConditions().WithClock(c.opts.Clock)
-	if err := c.nodeClassReady(ctx, np); err != nil {
+	nodeClass, err := c.nodeClassReady(ctx, np)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
+	requeue, err := c.registrationHealth(ctx, np, nodeClass)
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	// registrationHealth may have patched the metadata: the status patch
+	// is optimistic against that version.
+	stored.ResourceVersion, stored.Annotations = np.ResourceVersion, np.Annotations
 	if errs := np.RuntimeValidate(); len(errs) > 0 {
 		msgs := make([]string, 0, len(errs))
 		for _, e := range errs {
@@ -160,7 +171,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		conds.SetTrue(v1.ConditionTypeValidationSucceeded)
 	}
 	if equality.Semantic.DeepEqual(stored.Status, np.Status) {
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	if err := c.opts.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
@@ -168,16 +179,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("patching nodepool %s readiness: %w", np.Name, err)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// nodeClassReady sets NodeClassReady from the referenced node class.
-func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) error {
+// nodeClassReady sets NodeClassReady from the referenced node class, and
+// returns it (nil when there is none).
+func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (client.Object, error) {
 	conds := np.StatusConditions().WithClock(c.opts.Clock)
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
 		conds.SetFalse(v1.ConditionTypeNodeClassReady, ReasonNodeClassNotFound, "spec.template.spec.nodeClassRef is not set")
-		return nil
+		return nil, nil
 	}
 	proto, ok := c.kinds[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}]
 	if !ok {
@@ -188,30 +200,30 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) error 
 		sort.Strings(supported)
 		conds.SetFalse(v1.ConditionTypeNodeClassReady, ReasonNodeClassKindNotSupported,
 			fmt.Sprintf("nodeClassRef %s.%s is not a node class this cloud provider serves (supported: %s)", ref.Kind, ref.Group, strings.Join(supported, ", ")))
-		return nil
+		return nil, nil
 	}
 	obj := proto.DeepCopyObject().(client.Object)
 	if err := c.opts.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			conds.SetFalse(v1.ConditionTypeNodeClassReady, ReasonNodeClassNotFound,
 				fmt.Sprintf("%s %s not found: create it, or point spec.template.spec.nodeClassRef at an existing one", ref.Kind, ref.Name))
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("getting %s %s for nodepool %s: %w", ref.Kind, ref.Name, np.Name, err)
+		return nil, fmt.Errorf("getting %s %s for nodepool %s: %w", ref.Kind, ref.Name, np.Name, err)
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		conds.SetFalse(v1.ConditionTypeNodeClassReady, ReasonNodeClassTerminating, fmt.Sprintf("%s %s is being deleted", ref.Kind, ref.Name))
-		return nil
+		return obj, nil
 	}
 	ready := meta.FindStatusCondition(obj.(conditioned).GetConditions(), conditionTypeNodeClassReadyInner)
 	if ready == nil {
 		conds.SetUnknownWithReason(v1.ConditionTypeNodeClassReady, ReasonNodeClassReadinessUnknown,
 			fmt.Sprintf("%s %s has not reported readiness yet", ref.Kind, ref.Name))
-		return nil
+		return obj, nil
 	}
 	if ready.Status == metav1.ConditionTrue {
 		conds.SetTrue(v1.ConditionTypeNodeClassReady)
-		return nil
+		return obj, nil
 	}
 	reason := ready.Reason
 	if reason == "" {
@@ -219,5 +231,5 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) error 
 	}
 	conds.Set(metav1.Condition{Type: v1.ConditionTypeNodeClassReady, Status: ready.Status, Reason: reason,
 		Message: fmt.Sprintf("%s %s is not ready: %s", ref.Kind, ref.Name, ready.Message)})
-	return nil
+	return obj, nil
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -126,12 +126,15 @@ func TestInitializationTimeout(t *testing.T) {
 			if err := h.kube.Get(t.Context(), client.ObjectKey{Name: h.pool}, np); err != nil {
 				t.Fatal(err)
 			}
-			var failure v1.InitializationFailure
-			if err := json.Unmarshal([]byte(np.Annotations[v1.AnnotationLastInitializationFailure]), &failure); err != nil {
-				t.Fatalf("no initialization failure recorded on the NodePool: %v", err)
+			record, err := launchhealth.Get(np)
+			if err != nil || record.LastFailure == nil || len(record.Backoffs) != 1 {
+				t.Fatalf("no initialization failure recorded on the NodePool: %v (%v)", err, np.Annotations)
 			}
-			if failure.NodeClaim != nc.Name || failure.Reason != tc.reason || failure.InstanceType == "" || failure.ImageID == "" {
-				t.Errorf("failure record %+v, want nodeclaim %s reason %s", failure, nc.Name, tc.reason)
+			if f := record.LastFailure; f.NodeClaim != nc.Name || f.Reason != tc.reason {
+				t.Errorf("failure record %+v, want nodeclaim %s reason %s", f, nc.Name, tc.reason)
+			}
+			if b := record.Backoffs[0]; b.InstanceType == "" || b.ImageID == "" || b.Reason != tc.reason {
+				t.Errorf("back-off %+v, want the instance type and image, reason %s", b, tc.reason)
 			}
 		})
 	}

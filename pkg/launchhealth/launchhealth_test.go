@@ -1,0 +1,236 @@
+package launchhealth
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+)
+
+func TestDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int
+		ttl, max time.Duration
+		want     time.Duration
+	}{
+		{name: "no failure waits nothing", failures: 0, ttl: time.Minute, max: time.Hour, want: 0},
+		{name: "first failure waits the ttl", failures: 1, ttl: 15 * time.Minute, max: time.Hour, want: 15 * time.Minute},
+		{name: "second doubles", failures: 2, ttl: 15 * time.Minute, max: time.Hour, want: 30 * time.Minute},
+		{name: "third reaches the max", failures: 3, ttl: 15 * time.Minute, max: time.Hour, want: time.Hour},
+		{name: "capped at the max", failures: 4, ttl: 15 * time.Minute, max: time.Hour, want: time.Hour},
+		{name: "short ttl doubles five times", failures: 6, ttl: time.Minute, max: time.Hour, want: 32 * time.Minute},
+		{name: "many failures do not overflow", failures: 500, ttl: time.Second, max: time.Hour, want: time.Hour},
+		{name: "ttl above the max waits the max", failures: 1, ttl: 2 * time.Hour, max: time.Hour, want: time.Hour},
+		{name: "no ttl waits nothing", failures: 3, ttl: 0, max: time.Hour, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Delay(tc.failures, tc.ttl, tc.max); got != tc.want {
+				t.Fatalf("Delay(%d, %s, %s) = %s, want %s", tc.failures, tc.ttl, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLaunchesGrowLogarithmically replays issue 14: a node class whose
+// Nodes never register, a 45 s registration TTL, 30 minutes. Relaunching
+// every TTL made 40 launches; with the back-off doubling from the TTL
+// there are 6 (at 0, 1.5, 3.75, 7.5, 14.25 and 27 minutes).
+func TestLaunchesGrowLogarithmically(t *testing.T) {
+	const ttl = 45 * time.Second
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var r Record
+	scope := Scope{NodeClass: "broken"}
+	var launches []time.Duration
+	for now := start; now.Before(start.Add(30 * time.Minute)); {
+		if active := r.Active(now, "h1"); len(active) > 0 {
+			now = active[0].RetryAfter.Time
+			continue
+		}
+		launches = append(launches, now.Sub(start))
+		now = now.Add(ttl)
+		r.Failed(Failure{Phase: PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now)}, scope, "h1", ttl, time.Hour)
+	}
+	want := []time.Duration{0, 90 * time.Second, 225 * time.Second, 450 * time.Second, 855 * time.Second, 1620 * time.Second}
+	if !slices.Equal(launches, want) {
+		t.Fatalf("launches at %v, want %v", launches, want)
+	}
+}
+
+func TestRecord(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fail := func(at time.Duration) Failure {
+		return Failure{NodeClaim: "nc", Phase: PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now.Add(at))}
+	}
+	nodeClass := Scope{NodeClass: "nc"}
+	gpu := Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "img-1"}
+	for _, tc := range []struct {
+		name        string
+		do          func(r *Record)
+		at          time.Duration
+		hash        string
+		wantActive  int
+		wantWait    time.Duration
+		wantHealthy bool
+		wantKnown   bool
+	}{
+		{name: "empty is unknown", do: func(*Record) {}, hash: "h", wantKnown: false},
+		{
+			name:       "a failure backs off for the ttl",
+			do:         func(r *Record) { r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour) },
+			at:         30 * time.Second,
+			hash:       "h",
+			wantActive: 1, wantWait: time.Minute, wantKnown: true,
+		},
+		{
+			name:      "the back-off ends at its retry time",
+			do:        func(r *Record) { r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour) },
+			at:        time.Minute,
+			hash:      "h",
+			wantKnown: true,
+		},
+		{
+			name: "consecutive failures double",
+			do: func(r *Record) {
+				r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour)
+				r.Failed(fail(2*time.Minute), nodeClass, "h", time.Minute, time.Hour)
+				r.Failed(fail(5*time.Minute), nodeClass, "h", time.Minute, time.Hour)
+			},
+			at:         6 * time.Minute,
+			hash:       "h",
+			wantActive: 1, wantWait: 4 * time.Minute, wantKnown: true,
+		},
+		{
+			name: "a batch failing together is one round",
+			do: func(r *Record) {
+				for range 6 {
+					f := fail(time.Minute)
+					f.Launched = metav1.NewTime(now)
+					r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+				}
+			},
+			at:         90 * time.Second,
+			hash:       "h",
+			wantActive: 1, wantWait: time.Minute, wantKnown: true,
+		},
+		{
+			name: "a relaunch after the round's failure is the next round",
+			do: func(r *Record) {
+				f := fail(time.Minute)
+				f.Launched = metav1.NewTime(now)
+				r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+				f = fail(3 * time.Minute)
+				f.Launched = metav1.NewTime(now.Add(2 * time.Minute))
+				r.Failed(f, nodeClass, "h", time.Minute, time.Hour)
+			},
+			at:         4 * time.Minute,
+			hash:       "h",
+			wantActive: 1, wantWait: 2 * time.Minute, wantKnown: true,
+		},
+		{
+			name: "a changed template starts over",
+			do: func(r *Record) {
+				r.Failed(fail(0), nodeClass, "old", time.Minute, time.Hour)
+				r.Failed(fail(2*time.Minute), nodeClass, "new", time.Minute, time.Hour)
+			},
+			at:         2 * time.Minute,
+			hash:       "new",
+			wantActive: 1, wantWait: time.Minute, wantKnown: true,
+		},
+		{
+			name:      "a back-off under another template hash does not apply",
+			do:        func(r *Record) { r.Failed(fail(0), nodeClass, "old", time.Minute, time.Hour) },
+			hash:      "new",
+			wantKnown: true,
+		},
+		{
+			name: "a success on the node class ends its back-off",
+			do: func(r *Record) {
+				r.Failed(fail(0), nodeClass, "h", time.Minute, time.Hour)
+				r.Succeeded("nc", "m5.large")
+			},
+			hash:      "h",
+			wantKnown: true,
+		},
+		{
+			name: "a success on another instance type keeps an instance type's back-off",
+			do: func(r *Record) {
+				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
+			},
+			hash:       "h",
+			wantActive: 1, wantWait: time.Minute, wantHealthy: true, wantKnown: true,
+		},
+		{
+			name: "half of the last four failing is unhealthy",
+			do: func(r *Record) {
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
+				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
+				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
+			},
+			at:         time.Hour,
+			hash:       "h",
+			wantActive: 0, wantKnown: true,
+		},
+		{
+			name: "only the last four outcomes count",
+			do: func(r *Record) {
+				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
+				r.Failed(fail(0), gpu, "h", time.Minute, time.Hour)
+				r.Succeeded("nc", "g5.xlarge")
+				r.Succeeded("nc", "m5.large")
+				r.Succeeded("nc", "m5.large")
+			},
+			hash:        "h",
+			wantHealthy: true, wantKnown: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Record
+			tc.do(&r)
+			// Through the annotation, as the controllers share it.
+			np := &v1.NodePool{}
+			Set(np, r)
+			got, err := Get(np)
+			if err != nil {
+				t.Fatal(err)
+			}
+			active := got.Active(now.Add(tc.at), tc.hash)
+			if len(active) != tc.wantActive {
+				t.Fatalf("active back-offs %+v, want %d", active, tc.wantActive)
+			}
+			if tc.wantActive > 0 && active[0].Wait.Duration != tc.wantWait {
+				t.Fatalf("wait %s, want %s", active[0].Wait.Duration, tc.wantWait)
+			}
+			healthy, known := got.Healthy()
+			if healthy != tc.wantHealthy || known != tc.wantKnown {
+				t.Fatalf("Healthy() = %t, %t, want %t, %t (outcomes %v)", healthy, known, tc.wantHealthy, tc.wantKnown, got.Outcomes)
+			}
+		})
+	}
+}
+
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		scope Scope
+		it    string
+		want  bool
+	}{
+		{name: "a node class covers every type", scope: Scope{NodeClass: "nc"}, it: "m5.large", want: true},
+		{name: "instance type covers itself", scope: Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "i"}, it: "g5.xlarge", want: true},
+		{name: "instance type spares others", scope: Scope{NodeClass: "nc", InstanceType: "g5.xlarge", ImageID: "i"}, it: "m5.large", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (Backoff{Scope: tc.scope}).Covers(tc.it); got != tc.want {
+				t.Fatalf("Covers(%s) = %t, want %t", tc.it, got, tc.want)
+			}
+		})
+	}
+}
