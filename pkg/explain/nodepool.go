@@ -135,19 +135,8 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 	}
 	var ok []priced
 	for _, it := range its {
-		if !slices.ContainsFunc(pool.Requirements, func(r scheduling.Requirement) bool {
-			return !v1.RequirementAdmitsAny(r.Operator, r.Values, it.Requirements[r.Key])
-		}) {
-			best, found := 0.0, false
-			for _, o := range it.Offerings {
-				if o.Available && scheduling.RequirementsAdmit(pool.Requirements, v1.LabelTopologyZone, o.Zone) &&
-					scheduling.RequirementsAdmit(pool.Requirements, v1.LabelCapacityType, o.CapacityType) && (!found || o.Price < best) {
-					best, found = o.Price, true
-				}
-			}
-			if found {
-				ok = append(ok, priced{it.Name, best})
-			}
+		if price, found := cheapestAllowed(pool, it); found && typeAllowed(pool, it) {
+			ok = append(ok, priced{it.Name, price})
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].price < ok[j].price || (ok[i].price == ok[j].price && ok[i].name < ok[j].name) })
@@ -156,6 +145,31 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 		out.Cheapest = append(out.Cheapest, p.name)
 	}
 	return out
+}
+
+// typeAllowed: every requirement of the pool admits the type's labels,
+// and it has an available offering the pool allows.
+func typeAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) bool {
+	if slices.ContainsFunc(pool.Requirements, func(r scheduling.Requirement) bool {
+		return !v1.RequirementAdmitsAny(r.Operator, r.Values, it.Requirements[r.Key])
+	}) {
+		return false
+	}
+	_, found := cheapestAllowed(pool, it)
+	return found
+}
+
+// cheapestAllowed is the lowest price of the type's available offerings in
+// the zones and capacity types the pool allows.
+func cheapestAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) (float64, bool) {
+	best, found := 0.0, false
+	for _, o := range it.Offerings {
+		if o.Available && scheduling.RequirementsAdmit(pool.Requirements, v1.LabelTopologyZone, o.Zone) &&
+			scheduling.RequirementsAdmit(pool.Requirements, v1.LabelCapacityType, o.CapacityType) && (!found || o.Price < best) {
+			best, found = o.Price, true
+		}
+	}
+	return best, found
 }
 
 func poolSummary(v *NodePoolVerdict) string {

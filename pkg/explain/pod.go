@@ -2,10 +2,14 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -44,6 +48,9 @@ type Rejection struct {
 	// Where is a NodePool name, or simulate.ExistingNodesKey.
 	Where string `json:"where"`
 	simulate.Rejection
+	// Shortfalls say, when the pool's instance types are too small, how
+	// many of them lack each resource and the most the largest offers.
+	Shortfalls []string `json:"shortfalls,omitempty"`
 }
 
 // Solver solves a snapshot; scheduling.Solve with default options when
@@ -91,7 +98,11 @@ func Pod(s *Snapshot, namespace, name string, solve Solver, opts Options) (*PodV
 			continue
 		}
 		for where, r := range u.Reasons {
-			v.Rejections = append(v.Rejections, Rejection{Where: where, Rejection: r})
+			rej := Rejection{Where: where, Rejection: r}
+			if r.Kind == scheduling.KindInsufficientResource || r.Kind == scheduling.KindNoInstanceType {
+				rej.Shortfalls = shortfalls(s, where, pod)
+			}
+			v.Rejections = append(v.Rejections, rej)
 		}
 	}
 	sort.Slice(v.Rejections, func(i, j int) bool {
@@ -163,4 +174,67 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// shortfalls compares the pod's requests with the allocatable of the
+// instance types pool's requirements keep: "412 instance types lack 64
+// cpu; the largest has 48" (DaemonSet overhead not counted).
+func shortfalls(s *Snapshot, pool string, pod *corev1.Pod) []string {
+	var np *scheduling.NodePool
+	for _, p := range s.Scheduling.NodePools {
+		if p.Name == pool {
+			np = p
+		}
+	}
+	if np == nil {
+		return nil
+	}
+	var kept []*scheduling.InstanceType
+	for _, it := range s.Scheduling.InstanceTypes[pool] {
+		if typeAllowed(np, it) {
+			kept = append(kept, it)
+		}
+	}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	var out []string
+	for _, name := range sortedNames(requests) {
+		want := requests[name]
+		lacking := 0
+		var largest resource.Quantity
+		for _, it := range kept {
+			have := it.Allocatable()[name]
+			if have.Cmp(want) < 0 {
+				lacking++
+			}
+			if have.Cmp(largest) > 0 {
+				largest = have
+			}
+		}
+		// Only what no type has: a resource some types have is not why
+		// the pool is rejected.
+		if lacking > 0 && lacking == len(kept) {
+			out = append(out, fmt.Sprintf("%d instance types lack %s %s; the largest allowed has %s", lacking, want.String(), name, quantityText(name, largest)))
+		}
+	}
+	return out
+}
+
+func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(rl))
+	for k := range rl {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// quantityText is q for people: cpu in cores, memory in GiB.
+func quantityText(name corev1.ResourceName, q resource.Quantity) string {
+	switch name {
+	case corev1.ResourceCPU:
+		return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64)
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return strconv.FormatFloat(float64(q.Value()>>20)/1024, 'f', 1, 64) + "Gi"
+	}
+	return q.String()
 }

@@ -46,6 +46,9 @@ func (p *printer) pod(v *PodVerdict) {
 				where = "existing nodes"
 			}
 			p.line("  ", "%s: %s [%s]", where, r.Message, r.Kind)
+			for _, f := range r.Shortfalls {
+				p.line("    ", "%s", f)
+			}
 		}
 	}
 	if v.NewNode != nil {
