@@ -101,7 +101,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 // NodeClaim, with what else explains it.
 type DisruptionVerdict struct {
 	// Stored is false when no verdict has been stored yet.
-	Stored bool              `json:"stored"`
+	Stored bool               `json:"stored"`
 	Record *disruption.Record `json:"record,omitempty"`
 	// Age is how long the verdict has held.
 	Age Duration `json:"age,omitempty"`

@@ -139,7 +139,9 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 			ok = append(ok, priced{it.Name, price})
 		}
 	}
-	sort.SliceStable(ok, func(i, j int) bool { return ok[i].price < ok[j].price || (ok[i].price == ok[j].price && ok[i].name < ok[j].name) })
+	sort.SliceStable(ok, func(i, j int) bool {
+		return ok[i].price < ok[j].price || (ok[i].price == ok[j].price && ok[i].name < ok[j].name)
+	})
 	out := InstanceTypeSummary{Offered: len(its), Compatible: len(ok)}
 	for _, p := range ok[:min(len(ok), 5)] {
 		out.Cheapest = append(out.Cheapest, p.name)
