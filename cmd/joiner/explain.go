@@ -19,13 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -101,48 +98,55 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	default:
 		return fmt.Errorf("explain: want pod, node, nodeclaim or nodepool, got %q", kind)
 	}
+	sopts := explain.SnapshotOptions{Now: explainNow()}
+	if o.instanceTypes != "" {
+		var err error
+		if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
+			return err
+		}
+	}
 	namespace := o.namespace
-	var data []byte
-	var err error
+	var snap *explain.Snapshot
 	if len(o.files) > 0 {
-		data, err = readAll(o.files, stdin)
+		data, err := readAll(o.files, stdin)
+		if err != nil {
+			return err
+		}
 		if namespace == "" {
 			namespace = corev1.NamespaceDefault
+		}
+		if snap, err = explain.Read("input", data, sopts); err != nil {
+			return err
 		}
 	} else {
 		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
 			&clientcmd.ConfigOverrides{CurrentContext: o.context})
 		if namespace == "" {
+			var err error
 			if namespace, _, err = loader.Namespace(); err != nil {
 				return fmt.Errorf("reading the kubeconfig's namespace: %w", err)
 			}
 		}
-		cfg, cerr := loader.ClientConfig()
-		if cerr != nil {
-			return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG): %w", cerr)
+		cfg, err := loader.ClientConfig()
+		if err != nil {
+			return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG): %w", err)
 		}
-		c, cerr := client.New(cfg, client.Options{Scheme: explainScheme()})
-		if cerr != nil {
-			return fmt.Errorf("connecting to the cluster: %w", cerr)
+		c, err := client.New(cfg, client.Options{Scheme: explain.Scheme})
+		if err != nil {
+			return fmt.Errorf("connecting to the cluster: %w", err)
 		}
-		data, err = dumpCluster(ctx, c)
-	}
-	if err != nil {
-		return err
-	}
-	sopts := explain.SnapshotOptions{Now: explainNow()}
-	if o.instanceTypes != "" {
-		if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
+		objs, err := listCluster(ctx, c)
+		if err != nil {
+			return err
+		}
+		if snap, err = explain.FromObjects(objs, sopts); err != nil {
 			return err
 		}
 	}
-	snap, err := explain.Read("cluster", data, sopts)
-	if err != nil {
-		return err
-	}
 	opts := explain.Options{RegistrationTTL: o.registrationTTL, InitializationTTL: o.initializationTTL}
 	var verdict any
+	var err error
 	switch kind {
 	case "pod", "pods", "po":
 		ns, n := namespace, name
@@ -177,13 +181,6 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	}
 }
 
-func explainScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
-
 // explainLists are the kinds explain reads, as the solver, the lifecycle
 // checks and the disruption budgets need them.
 func explainLists() []client.ObjectList {
@@ -195,12 +192,10 @@ func explainLists() []client.ObjectList {
 	}
 }
 
-// dumpCluster lists every kind explain reads into one YAML stream, the
-// form `kubectl get -o yaml` gives, so a live cluster and a dump take the
-// same path. A kind whose API the cluster does not serve (a node class
-// CRD of the other provider) is skipped.
-func dumpCluster(ctx context.Context, c client.Client) ([]byte, error) {
-	var buf bytes.Buffer
+// listCluster lists every kind explain reads. A kind whose API the cluster
+// does not serve (a node class CRD of the other provider) is skipped.
+func listCluster(ctx context.Context, c client.Client) ([]runtime.Object, error) {
+	var objs []runtime.Object
 	for _, list := range explainLists() {
 		if err := c.List(ctx, list); err != nil {
 			if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
@@ -212,22 +207,9 @@ func dumpCluster(ctx context.Context, c client.Client) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range items {
-			gvk, err := apiutil.GVKForObject(item, c.Scheme())
-			if err != nil {
-				return nil, err
-			}
-			item.GetObjectKind().SetGroupVersionKind(gvk)
-			b, err := json.Marshal(item)
-			if err != nil {
-				return nil, err
-			}
-			buf.WriteString("---\n")
-			buf.Write(b)
-			buf.WriteByte('\n')
-		}
+		objs = append(objs, items...)
 	}
-	return buf.Bytes(), nil
+	return objs, nil
 }
 
 // readAll reads every -f file ("-" is stdin) as one YAML stream.

@@ -3,6 +3,7 @@ package explain
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
@@ -77,15 +79,41 @@ type conditioned interface {
 	GetConditions() []metav1.Condition
 }
 
-var decoder = func() runtime.Decoder {
+// Scheme knows every kind explain reads: Kubernetes' and joiner's APIs.
+var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("building explain's scheme: %v", err))
 		}
 	}
-	return serializer.NewCodecFactory(s).UniversalDeserializer()
+	return s
 }()
+
+var decoder = serializer.NewCodecFactory(Scheme).UniversalDeserializer()
+
+// FromObjects builds a Snapshot from objects already in memory (a typed
+// client's lists, a controller's cache), through the same path as Read.
+// Objects of kinds Scheme does not know are an error.
+func FromObjects(objs []runtime.Object, opts SnapshotOptions) (*Snapshot, error) {
+	var buf bytes.Buffer
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, Scheme)
+		if err != nil {
+			return nil, err
+		}
+		obj = obj.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		js, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", gvk.Kind, err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(js)
+		buf.WriteByte('\n')
+	}
+	return Read("objects", buf.Bytes(), opts)
+}
 
 // Read builds a Snapshot from YAML or JSON: one or more documents, each an
 // object or a List (kubectl get -o yaml). Objects of kinds explain does not
