@@ -32,7 +32,8 @@ const maxVerdictWritesPerPass = 50
 //
 // Without write storms: a record is rewritten only when it says something
 // different (Record.Same ignores Since and rounds prices), at most
-// maxVerdictWritesPerPass per pass, never on a deleting NodeClaim.
+// maxVerdictWritesPerPass per pass, only on initialised NodeClaims that
+// are not being deleted.
 func (c *Controller) storeVerdicts(ctx context.Context, in *disruption.Input, dec *disruption.Decision) {
 	now := c.opts.Clock.Now()
 	writes := 0
@@ -40,8 +41,12 @@ func (c *Controller) storeVerdicts(ctx context.Context, in *disruption.Input, de
 		if i >= len(in.Nodes) || writes >= maxVerdictWritesPerPass {
 			break
 		}
-		nc := in.Nodes[i].NodeClaim
-		if nc == nil || nc.UID == "" || nc.DeletionTimestamp != nil {
+		// Until it is initialised a NodeClaim's story is the lifecycle
+		// controller's (and its optimistic-lock patches should not race
+		// ours); a deleting one is termination's.
+		n := &in.Nodes[i]
+		nc := n.NodeClaim
+		if nc == nil || nc.UID == "" || !n.Initialized || n.Deleting || nc.DeletionTimestamp != nil {
 			continue
 		}
 		rec := disruption.NewRecord(v, dec.Command)
