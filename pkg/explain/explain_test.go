@@ -33,6 +33,9 @@ func TestGolden(t *testing.T) {
 		{"node-unmanaged", "cluster.yaml", "node", "unmanaged"},
 		{"nodepool-ready", "cluster.yaml", "nodepool", "default"},
 		{"nodepool-missing-nodeclass", "cluster.yaml", "nodepool", "gpu"},
+		{"nodeclaim-startup-taint-left", "initialising.yaml", "nodeclaim", "gpu-taint"},
+		{"nodeclaim-extended-resource-missing", "initialising.yaml", "nodeclaim", "gpu-resource"},
+		{"node-architecture-mismatch", "initialising.yaml", "node", "node-arch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.fixture))
