@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -284,7 +285,7 @@ func claimSummary(v *NodeClaimVerdict) string {
 		if step.Reason != "" {
 			why = " (" + step.Reason + ")"
 		}
-		return fmt.Sprintf("%s is not %s after %s of %s%s; %s.", what, lowerFirst(step.Name), time.Duration(step.Waiting), time.Duration(step.TTL), why, deadline)
+		return fmt.Sprintf("%s is not %s after %s of %s%s; %s.", what, strings.ToLower(step.Name), time.Duration(step.Waiting), time.Duration(step.TTL), why, deadline)
 	}
 	d := v.Disruption
 	switch {
@@ -374,11 +375,4 @@ func reasonOf(c *metav1.Condition) (string, string) {
 		return "", ""
 	}
 	return c.Reason, c.Message
-}
-
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]+('a'-'A')) + s[1:]
 }

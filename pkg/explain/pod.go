@@ -113,12 +113,12 @@ func Pod(s *Snapshot, namespace, name string, solve Solver, opts Options) (*PodV
 		return a < b
 	})
 	for i := range report.Nodes {
-		if contains(report.Nodes[i].Pods, key) {
+		if slices.Contains(report.Nodes[i].Pods, key) {
 			v.NewNode = &report.Nodes[i]
 		}
 	}
 	for _, e := range report.Existing {
-		if contains(e.Pods, key) {
+		if slices.Contains(e.Pods, key) {
 			v.ExistingNode = e.Node
 		}
 	}
@@ -165,15 +165,6 @@ func podSummary(v *PodVerdict, pools int) string {
 func isDaemonPod(p *corev1.Pod) bool {
 	c := metav1.GetControllerOf(p)
 	return c != nil && c.Kind == "DaemonSet"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // shortfalls compares the pod's requests with the allocatable of the
