@@ -1,10 +1,11 @@
-// Package e2e runs the joiner binary's explain command against a real
-// control plane, directly and as the kubectl plugin (`kubectl joiner
-// explain ...` through kubectl on the PATH), and checks that the verdicts
-// read what is in the cluster: a pod no NodePool can take, a NodeClaim
-// waiting to register, a node whose disruption a stored verdict blocks,
-// a NodePool's limits and budgets.
-package e2e
+package main
+
+// TestExplainEndToEnd runs this test binary as the joiner command (see
+// TestMain) against a real control plane, directly and as the kubectl
+// plugin (`kubectl joiner explain ...` through kubectl on the PATH), and
+// checks the verdicts read what is in the cluster: a pod no NodePool can
+// take, a NodeClaim waiting to register, a node whose disruption a stored
+// verdict blocks, a NodePool's limits and budgets.
 
 import (
 	"bytes"
@@ -28,29 +29,38 @@ import (
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
+// cliEnv makes the test binary run as the joiner command, so the
+// end-to-end test needs no `go build`.
+const cliEnv = "JOINER_TEST_RUN_AS_CLI"
+
 func TestMain(m *testing.M) {
-	test.Main(m, controlplane.Options{
-		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:         test.Scheme(),
-	})
+	if os.Getenv(cliEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
 
-func TestExplain(t *testing.T) {
+func TestExplainEndToEnd(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is not on the PATH (install it, e.g. from https://dl.k8s.io/release/stable.txt): %v", err)
 	}
-	env := test.Env(t)
+	env := test.Start(t, controlplane.Options{
+		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
+		Scheme:         test.Scheme(),
+	})
 	ns := env.Namespace(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "joiner"), test.RepoPath("cmd/joiner"))
-	build.Dir = test.RepoPath(".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building joiner: %v\n%s", err, out)
-	}
-	// The plugin is the same binary under kubectl's plugin name.
-	if err := os.Link(filepath.Join(bin, "joiner"), filepath.Join(bin, "kubectl-joiner")); err != nil {
+	self, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for _, name := range []string{"joiner", "kubectl-joiner"} {
+		// The plugin is the same binary under kubectl's plugin name.
+		if err := os.Symlink(self, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A kubeconfig whose context's namespace is the test's, so
 	// `explain pod NAME` must find the pod there.
@@ -124,7 +134,7 @@ func TestExplain(t *testing.T) {
 	run := func(t *testing.T, program string, args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, program, args...)
-		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+kubeconfig)
+		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+kubeconfig, cliEnv+"=1")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
