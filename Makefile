@@ -21,6 +21,7 @@ generate:
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	$(GO) tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:artifacts:config=pkg/apis/crds
 	$(GO) tool controller-gen rbac:roleName=joiner "paths=./pkg/controllers/...;./pkg/state/...;./pkg/operator/..." output:rbac:artifacts:config=config/rbac
+	$(GO) test ./pkg/operator/reference -run TestGeneratedDocs -count=1 -update
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.
 verify: generate

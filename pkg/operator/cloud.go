@@ -53,6 +53,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
 			ReservedENIs:            settings.ReservedENIs,
 			IsolatedVPC:             settings.IsolatedVPC,
+			NodeClassRefresh:        min(settings.AMIRefreshInterval, settings.SubnetRefreshInterval),
 			Clock:                   clk,
 		})
 		if err != nil {
