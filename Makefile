@@ -14,6 +14,7 @@ all: build
 build:
 	$(GO) build ./...
 	$(GO) build -o bin/joiner ./cmd/joiner
+	ln -f bin/joiner bin/kubectl-joiner
 
 ## generate: CRDs, deepcopy and RBAC from the API types (controller-gen).
 generate:

@@ -5,10 +5,20 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
+	root := newRootCommand()
+	// The same binary installed as kubectl-joiner is the kubectl plugin:
+	// `kubectl joiner explain pod web-1` runs `kubectl-joiner explain pod web-1`.
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "kubectl-joiner" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joiner"}
+	}
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "joiner:", err)
 		os.Exit(1)
 	}

@@ -9,10 +9,10 @@ import (
 // too, so a missing field never means "disrupt everything".
 var defaultBudget = []v1.Budget{{Nodes: "10%"}}
 
-// allowedDisruptions is Karpenter's budget mapping: per NodePool and reason,
+// AllowedDisruptions is Karpenter's budget mapping: per NodePool and reason,
 // the budget applied to the pool's initialised nodes, less the nodes that
 // already consume it (NotReady, deleting, or being disrupted), floored at 0.
-func allowedDisruptions(in *Input) map[string]map[Reason]int {
+func AllowedDisruptions(in *Input) map[string]map[Reason]int {
 	total := map[string]int{}
 	busy := map[string]int{}
 	for i := range in.Nodes {

@@ -22,7 +22,7 @@ func newEngine(in *Input) (*engine, error) {
 	if in == nil || in.Cluster == nil {
 		return nil, errors.New("disruption input has no cluster snapshot")
 	}
-	e := &engine{in: in, allowed: allowedDisruptions(in), sim: newSimulator(in)}
+	e := &engine{in: in, allowed: AllowedDisruptions(in), sim: newSimulator(in)}
 	e.verdicts, e.cands = classify(in)
 	return e, nil
 }

@@ -151,6 +151,12 @@ const (
 	// registration), so an initialization timeout can say the node's
 	// bootstrap explains why they were never removed.
 	AnnotationStartupTaintsMissing = "joiner.dev/startup-taints-missing-at-registration"
+	// AnnotationDisruptionVerdict is joiner's record, on a NodeClaim, of
+	// the disruption controller's latest verdict about its node (JSON: see
+	// disruption.Record): whether a method may take it and, if not, why.
+	// It is rewritten only when the verdict changes, so `joiner explain`
+	// in another process can read it without the controller's memory.
+	AnnotationDisruptionVerdict = "joiner.dev/disruption-verdict"
 	// AnnotationNodeClaimMinValuesRelaxed is "true" when minValues were
 	// relaxed to launch the NodeClaim.
 	AnnotationNodeClaimMinValuesRelaxed = LabelDomain + "/nodeclaim-min-values-relaxed"

@@ -37,7 +37,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch;update
@@ -241,6 +241,7 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 		return nil, fmt.Errorf("deciding: %w", err)
 	}
 	c.report(in, dec)
+	c.storeVerdicts(ctx, in, dec)
 	cmd := dec.Command
 	if cmd == nil {
 		if c.memo.key != key {

@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	disruptionctrl "github.com/joiner-dev/joiner/pkg/controllers/disruption"
+	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -159,6 +160,7 @@ func blockedBy(protect func(s *scenario, pod *corev1.PodTemplateSpec), why strin
 		}
 		s.resize(d, "1")
 		s.waitEvent(events.DisruptionBlocked, claims[0].Status.NodeName, why, time.Minute)
+		s.waitVerdict(claims[0].Name, disruption.StateBlocked, why, 30*time.Second)
 		stays(t, s, claims[0].Name, 8*time.Second)
 	}
 }

@@ -64,27 +64,44 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (stepResult
 func registrationTimeoutMessage(nc *v1.NodeClaim, registered metav1.Condition, ttl time.Duration) string {
 	instance := fmt.Sprintf("NodeClaim %s launched instance %s (%s, %s)",
 		nc.Name, nc.Status.ProviderID, orUnknown(nc.Labels[v1.LabelInstanceType]), orUnknown(nc.Labels[v1.LabelTopologyZone]))
+	advice := registrationAdvice(registered)
 	switch registered.Reason {
 	case ReasonMultipleNodesFound:
 		return fmt.Sprintf("%s but it did not register within %s because more than one Node has its providerID: %s. "+
-			"joiner is deleting the NodeClaim instead of waiting forever. Delete the extra Node objects, and check that nothing else (another autoscaler, a script) creates Nodes with the same providerID.",
-			instance, ttl, registered.Message)
+			"joiner is deleting the NodeClaim instead of waiting forever. %s",
+			instance, ttl, registered.Message, advice)
 	case ReasonNodeSyncFailed:
 		return fmt.Sprintf("%s and its Node joined the cluster, but joiner could not take the Node over within %s: %s. "+
-			"joiner is deleting the NodeClaim instead of waiting forever. Check admission webhooks that validate or mutate Nodes (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) "+
-			"and that joiner's service account may patch nodes (kubectl auth can-i patch nodes --as=system:serviceaccount:<namespace>:<joiner service account>).",
-			instance, ttl, registered.Message)
+			"joiner is deleting the NodeClaim instead of waiting forever. %s",
+			instance, ttl, registered.Message, advice)
 	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered, status.ReasonAwaitingReconciliation:
-		return fmt.Sprintf("%s but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. "+
-			"The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); "+
-			"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); "+
-			"the node class userData/bootstrap (cluster name, endpoint, CA bundle, --register-with-taints syntax); "+
-			"that the AMI architecture matches the instance type (arm64 images for Graviton types such as t4g/m6g, amd64 otherwise); "+
-			"and that subnets and security groups let the node reach the API server.",
-			instance, ttl)
+		return fmt.Sprintf("%s but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. %s",
+			instance, ttl, advice)
 	default:
 		return fmt.Sprintf("%s but it did not register within %s (%s: %s), so joiner is deleting it instead of waiting forever.",
 			instance, ttl, registered.Reason, registered.Message)
+	}
+}
+
+// registrationAdvice is the checklist for a launched NodeClaim whose Node
+// has not registered, by its Registered condition's reason ("" when joiner
+// has nothing to add). `joiner explain` shows it while the NodeClaim
+// waits; the timeout's event repeats it.
+func registrationAdvice(registered metav1.Condition) string {
+	switch registered.Reason {
+	case ReasonMultipleNodesFound:
+		return "Delete the extra Node objects, and check that nothing else (another autoscaler, a script) creates Nodes with the same providerID."
+	case ReasonNodeSyncFailed:
+		return "Check admission webhooks that validate or mutate Nodes (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) " +
+			"and that joiner's service account may patch nodes (kubectl auth can-i patch nodes --as=system:serviceaccount:<namespace>:<joiner service account>)."
+	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered, status.ReasonAwaitingReconciliation:
+		return "The instance booted but its kubelet never joined the cluster. Check: the kubelet and bootstrap logs on the instance (journalctl -u kubelet, /var/log/cloud-init-output.log); " +
+			"that the node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap or has an EKS access entry (groups system:bootstrappers, system:nodes); " +
+			"the node class userData/bootstrap (cluster name, endpoint, CA bundle, --register-with-taints syntax); " +
+			"that the AMI architecture matches the instance type (arm64 images for Graviton types such as t4g/m6g, amd64 otherwise); " +
+			"and that subnets and security groups let the node reach the API server."
+	default:
+		return ""
 	}
 }
 

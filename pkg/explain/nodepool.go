@@ -1,0 +1,218 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// NodePoolVerdict is what a NodePool has left and whether it can launch.
+type NodePoolVerdict struct {
+	NodePool string `json:"nodePool"`
+	// Ready is the NodePool's Ready condition.
+	Ready ConditionSummary `json:"ready"`
+	// NodeClass is its node class and that class's readiness.
+	NodeClass NodeClassSummary `json:"nodeClass"`
+	// Nodes counts the NodeClaims it owns.
+	Nodes int `json:"nodes"`
+	// Limits are spec.limits with what is used and left.
+	Limits []LimitSummary `json:"limits,omitempty"`
+	// Budgets are the disruptions its budgets allow now, per reason.
+	Budgets []BudgetSummary `json:"budgets"`
+	// InstanceTypes counts the types offered to it and those its
+	// requirements keep (with an available offering).
+	InstanceTypes InstanceTypeSummary `json:"instanceTypes"`
+	Events        []EventSummary      `json:"events,omitempty"`
+	Summary       string              `json:"summary"`
+}
+
+// ConditionSummary is one condition, or Found=false.
+type ConditionSummary struct {
+	Found   bool   `json:"found"`
+	Status  string `json:"status,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// NodeClassSummary names a node class and its readiness.
+type NodeClassSummary struct {
+	Kind  string           `json:"kind"`
+	Name  string           `json:"name"`
+	Found bool             `json:"found"`
+	Ready ConditionSummary `json:"ready"`
+}
+
+// LimitSummary is one resource of spec.limits.
+type LimitSummary struct {
+	Resource corev1.ResourceName `json:"resource"`
+	Limit    resource.Quantity   `json:"limit"`
+	Used     resource.Quantity   `json:"used"`
+	Left     resource.Quantity   `json:"left"`
+}
+
+// BudgetSummary is how many nodes may be disrupted now for Reason.
+type BudgetSummary struct {
+	Reason  v1.DisruptionReason `json:"reason"`
+	Allowed int                 `json:"allowed"`
+}
+
+// InstanceTypeSummary counts instance types.
+type InstanceTypeSummary struct {
+	Offered int `json:"offered"`
+	// Compatible meet the requirements and have an available offering in
+	// the zones and capacity types they allow.
+	Compatible int `json:"compatible"`
+	// Cheapest are up to five compatible types, cheapest first.
+	Cheapest []string `json:"cheapest,omitempty"`
+}
+
+// NodePool explains the NodePool name.
+func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
+	np := s.nodePool(name)
+	if np == nil {
+		return nil, fmt.Errorf("nodepool %q not found", name)
+	}
+	v := &NodePoolVerdict{NodePool: name, Ready: summarize(condition(np.Status.Conditions, v1.ConditionTypeReady))}
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		v.NodeClass = NodeClassSummary{Kind: ref.Kind, Name: ref.Name}
+		if nc := s.nodeClass(ref); nc != nil {
+			v.NodeClass.Found, v.NodeClass.Ready = true, summarize(nc.Ready)
+		}
+	}
+	for _, nc := range s.NodeClaims {
+		if nc.Labels[v1.LabelNodePool] == name {
+			v.Nodes++
+		}
+	}
+	var pool *scheduling.NodePool
+	for _, p := range s.Scheduling.NodePools {
+		if p.Name == name {
+			pool = p
+		}
+	}
+	used := np.Status.Resources
+	if len(used) == 0 && pool != nil {
+		used = pool.InUse
+	}
+	for _, r := range sortedKeys(np.Spec.Limits) {
+		l := LimitSummary{Resource: r, Limit: np.Spec.Limits[r]}
+		if r == "nodes" {
+			l.Used = *resource.NewQuantity(int64(v.Nodes), resource.DecimalSI)
+		} else if q, ok := used[r]; ok {
+			l.Used = q
+		}
+		l.Left = l.Limit.DeepCopy()
+		l.Left.Sub(l.Used)
+		v.Limits = append(v.Limits, l)
+	}
+	allowed := disruption.AllowedDisruptions(s.Disruption)[name]
+	for _, r := range v1.DisruptionReasons {
+		v.Budgets = append(v.Budgets, BudgetSummary{Reason: r, Allowed: allowed[r]})
+	}
+	if pool != nil {
+		v.InstanceTypes = compatibleTypes(pool, s.Scheduling.InstanceTypes[name])
+	}
+	v.Events = s.eventsAbout(s.Now, ref{"NodePool", "", name})
+	v.Summary = poolSummary(v)
+	return v, nil
+}
+
+// compatibleTypes counts the types whose labels every requirement of the
+// pool admits and that have an available offering it allows.
+func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) InstanceTypeSummary {
+	type priced struct {
+		name  string
+		price float64
+	}
+	var ok []priced
+	for _, it := range its {
+		if price, found := cheapestAllowed(pool, it); found && typeAllowed(pool, it) {
+			ok = append(ok, priced{it.Name, price})
+		}
+	}
+	sort.SliceStable(ok, func(i, j int) bool {
+		return ok[i].price < ok[j].price || (ok[i].price == ok[j].price && ok[i].name < ok[j].name)
+	})
+	out := InstanceTypeSummary{Offered: len(its), Compatible: len(ok)}
+	for _, p := range ok[:min(len(ok), 5)] {
+		out.Cheapest = append(out.Cheapest, p.name)
+	}
+	return out
+}
+
+// typeAllowed: every requirement of the pool admits the type's labels,
+// and it has an available offering the pool allows.
+func typeAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) bool {
+	if slices.ContainsFunc(pool.Requirements, func(r scheduling.Requirement) bool {
+		return !v1.RequirementAdmitsAny(r.Operator, r.Values, it.Requirements[r.Key])
+	}) {
+		return false
+	}
+	_, found := cheapestAllowed(pool, it)
+	return found
+}
+
+// cheapestAllowed is the lowest price of the type's available offerings in
+// the zones and capacity types the pool allows.
+func cheapestAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) (float64, bool) {
+	best, found := 0.0, false
+	for _, o := range it.Offerings {
+		if o.Available && scheduling.RequirementsAdmit(pool.Requirements, v1.LabelTopologyZone, o.Zone) &&
+			scheduling.RequirementsAdmit(pool.Requirements, v1.LabelCapacityType, o.CapacityType) && (!found || o.Price < best) {
+			best, found = o.Price, true
+		}
+	}
+	return best, found
+}
+
+func poolSummary(v *NodePoolVerdict) string {
+	var problems []string
+	if v.Ready.Found && v.Ready.Status != "True" {
+		problems = append(problems, fmt.Sprintf("it is not Ready (%s: %s)", v.Ready.Reason, v.Ready.Message))
+	}
+	switch {
+	case v.NodeClass.Name == "":
+		problems = append(problems, "it has no nodeClassRef")
+	case !v.NodeClass.Found:
+		problems = append(problems, fmt.Sprintf("its node class %s/%s does not exist", v.NodeClass.Kind, v.NodeClass.Name))
+	case v.NodeClass.Ready.Status != "True":
+		problems = append(problems, fmt.Sprintf("its node class %s/%s is not Ready", v.NodeClass.Kind, v.NodeClass.Name))
+	}
+	for _, l := range v.Limits {
+		if l.Left.Sign() <= 0 {
+			problems = append(problems, fmt.Sprintf("its %s limit is used up (%s of %s)", l.Resource, l.Used.String(), l.Limit.String()))
+		}
+	}
+	if v.InstanceTypes.Compatible == 0 {
+		problems = append(problems, fmt.Sprintf("none of the %d instance types offered meets its requirements with an available offering", v.InstanceTypes.Offered))
+	}
+	if len(problems) > 0 {
+		return fmt.Sprintf("NodePool %s cannot launch nodes: %s.", v.NodePool, strings.Join(problems, "; "))
+	}
+	return fmt.Sprintf("NodePool %s can launch nodes: %d instance types fit its requirements.", v.NodePool, v.InstanceTypes.Compatible)
+}
+
+func summarize(c *metav1.Condition) ConditionSummary {
+	if c == nil {
+		return ConditionSummary{}
+	}
+	return ConditionSummary{Found: true, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+}
+
+func sortedKeys(l v1.Limits) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for k := range l {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
