@@ -39,6 +39,9 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 		pc := c.reqs.cons[i]
 		if nc, ok := p.base.get(k); ok {
 			if nc.intersect(pc).empty() {
+				if k == v1.LabelNodePool && pc.absent && !pc.comp && len(pc.vals) == 0 {
+					return ExcludesNodePools{}
+				}
 				return IncompatibleRequirements{Key: k, Pod: selectorsOf(pc), NodePool: selectorsOf(nc)}
 			}
 			continue
@@ -97,6 +100,9 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 	switch {
 	case len(p.types) == 0:
 		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs}
+	case sv.notOffered(c.base.req, p) >= 0:
+		r := sv.notOffered(c.base.req, p)
+		return ResourceNotOffered{Resource: sv.ri.names[r], Requested: sv.ri.quantity(r, c.base.req[r])}
 	case !reqOK && bigEnough:
 		return NoInstanceType{Cause: NoTypeMatchesRequirements, Requests: requests, Requirements: rs}
 	case reqOK && !offerOK:
@@ -114,6 +120,27 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 		return InsufficientResource{Shortfalls: sv.shortfalls(c.base.req, largest), Requests: requests, Requirements: rs}
 	}
 	return NoInstanceType{Cause: NoTypeFits, Requests: requests, Requirements: rs}
+}
+
+// notOffered is the first resource req asks for that no type of p has at
+// all, or -1.
+func (sv *solver) notOffered(req resVec, p *poolT) int {
+	for r, q := range req {
+		if q <= 0 {
+			continue
+		}
+		has := false
+		for _, t := range p.types {
+			if r < len(t.capacity) && t.capacity[r] > 0 {
+				has = true
+				break
+			}
+		}
+		if !has {
+			return r
+		}
+	}
+	return -1
 }
 
 // shortfalls lists the resources where req asks more than room holds.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // Message renders a reason in Karpenter's words. It is the only place a
@@ -57,6 +59,15 @@ func Message(r Reason) string {
 		return "no nodepools or nodes to schedule on"
 	case NodeLabels, VolumeLimit, MarkedForDeletion, NotChosen:
 		return nodeMessage(r)
+	// Issue 10's formerly silent cases.
+	case ExcludesNodePools:
+		return "its required node affinity excludes every node with label " + v1.LabelNodePool +
+			", so no nodepool can launch for it; it waits for a node joiner does not manage (such as a managed node group)"
+	case ResourceNotOffered:
+		return fmt.Sprintf("no instance type has %s (requested %s); allow instance types that have it in the nodepool's requirements, or check the device plugin's resource name",
+			r.Resource, r.Requested.String())
+	case NoRequests:
+		return "pod has no cpu or memory requests, so joiner plans its node as if it used nothing and the node may be too small; set resources.requests"
 	}
 	return string(r.Kind())
 }

@@ -118,6 +118,10 @@ type Provisioner struct {
 	// that stays pending does not get the same event every batch.
 	mu       sync.Mutex
 	reported map[types.UID]string
+	// warned remembers the pods already warned about (scheduling's
+	// PodWarnings), apart from reported so a warning and the pod's
+	// scheduling outcome do not replace each other.
+	warned map[types.UID]bool
 }
 
 // NewProvisioner validates opts and returns a Provisioner.
@@ -129,6 +133,7 @@ func NewProvisioner(opts Options) (*Provisioner, error) {
 		opts:     opts,
 		batcher:  NewBatcher(opts.Clock, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		reported: map[types.UID]string{},
+		warned:   map[types.UID]bool{},
 	}, nil
 }
 
@@ -196,6 +201,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		return res, nil
 	}
 	logger.V(1).Info("found provisionable pods", "count", len(v.snapshot.Pods))
+	p.warn(v.snapshot.Pods)
 
 	start := p.opts.Clock.Now()
 	plan, err := p.opts.Solve(v.snapshot)
@@ -408,6 +414,33 @@ func (p *Provisioner) report(e events.Event) {
 	p.opts.Recorder.Publish(e)
 }
 
+// warn publishes, once per pending pod, a Warning event for each of
+// scheduling's warnings about it (a pod without requests): the pod is
+// still planned.
+func (p *Provisioner) warn(pods []*corev1.Pod) {
+	for _, pod := range pods {
+		ws := scheduling.PodWarnings(pod)
+		if len(ws) == 0 {
+			continue
+		}
+		p.mu.Lock()
+		done := p.warned[pod.UID]
+		p.warned[pod.UID] = true
+		p.mu.Unlock()
+		if done {
+			continue
+		}
+		for _, w := range ws {
+			p.opts.Recorder.Publish(events.Warning(pod, warningReason[w.Kind()], "Provision", "%s", scheduling.Message(w)))
+		}
+	}
+}
+
+// warningReason is the event reason of each warning kind.
+var warningReason = map[scheduling.ReasonKind]string{
+	scheduling.KindNoRequests: events.NoResourceRequests,
+}
+
 // forgetExcept drops the memory of events for pods no longer pending.
 func (p *Provisioner) forgetExcept(keep map[types.UID]bool) {
 	p.mu.Lock()
@@ -415,6 +448,11 @@ func (p *Provisioner) forgetExcept(keep map[types.UID]bool) {
 	for uid := range p.reported {
 		if !keep[uid] {
 			delete(p.reported, uid)
+		}
+	}
+	for uid := range p.warned {
+		if !keep[uid] {
+			delete(p.warned, uid)
 		}
 	}
 }

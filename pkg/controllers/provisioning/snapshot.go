@@ -129,7 +129,11 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !p.provisionable(pod) || unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
+		// Pods with inline in-tree volumes and pods refusing every managed
+		// node go to the solver too: it gives them a typed reason (Volume,
+		// ExcludesNodePools) that reaches the pod, where Karpenter skips
+		// them without a word.
+		if !p.provisionable(pod) {
 			continue
 		}
 		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
