@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/doctor"
+	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// doctorOptions are `joiner doctor`'s flags.
+type doctorOptions struct {
+	kubeconfig         string
+	clusterName        string
+	cloudProvider      string
+	controllerSelector string
+	output             string
+}
+
+// newDoctorCommand checks a live cluster (and its AWS account) for the
+// mistakes that keep nodes from joining or pods from scheduling.
+func newDoctorCommand() *cobra.Command {
+	o := &doctorOptions{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check a cluster (and its AWS account) for what keeps joiner's nodes from working",
+		Long: `Check a live cluster, and with --cloud-provider=aws its AWS account, for the
+mistakes that keep nodes from joining or pods from scheduling: joiner's own
+pods on nodes it manages, custom userData without the unregistered or startup
+taints, a node role not mapped in aws-auth or an access entry, images of an
+architecture no allowed instance type has, another controller using this
+clusterName, NodePools no instance type serves, subnets close to exhaustion,
+pods without requests, in-tree volumes and Windows build mismatches.
+
+One line per finding, with its fix. Exits non-zero when there is an error;
+warnings alone exit zero. It only reads.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := restConfig(o.kubeconfig)
+			if err != nil {
+				return err
+			}
+			report, err := runDoctor(cmd.Context(), cfg, o)
+			if err != nil {
+				return err
+			}
+			if err := writeDoctorReport(cmd.OutOrStdout(), report, o.output); err != nil {
+				return err
+			}
+			if n := report.Errors(); n > 0 {
+				return fmt.Errorf("doctor found %d error(s)", n)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG, then in-cluster")
+	f.StringVar(&o.clusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "The clusterName joiner runs with [CLUSTER_NAME]")
+	f.StringVar(&o.cloudProvider, "cloud-provider", envOr("CLOUD_PROVIDER", options.CloudProviderSim), "sim, or aws to check the AWS account too (the SDK's usual configuration: AWS_REGION, AWS_ENDPOINT_URL, credentials) [CLOUD_PROVIDER]")
+	f.StringVar(&o.controllerSelector, "controller-selector", doctor.DefaultControllerSelector, "Label selector of joiner's Deployment")
+	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json")
+	return cmd
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// runDoctor gathers the cluster and the account and runs every check.
+func runDoctor(ctx context.Context, cfg *rest.Config, o *doctorOptions) (doctor.Report, error) {
+	if o.output != "text" && o.output != "json" {
+		return doctor.Report{}, fmt.Errorf("--output %q: use text or json", o.output)
+	}
+	sel, err := labels.Parse(o.controllerSelector)
+	if err != nil {
+		return doctor.Report{}, fmt.Errorf("--controller-selector: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return doctor.Report{}, err
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return doctor.Report{}, err
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return doctor.Report{}, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	clusterID, err := sim.ClusterID(ctx, kube)
+	if err != nil {
+		return doctor.Report{}, err
+	}
+	opts := doctor.Options{Kube: kube, ClusterName: o.clusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host, ControllerSelector: sel}
+	var skipped []string
+	switch o.cloudProvider {
+	case options.CloudProviderAWS:
+		if o.clusterName == "" {
+			return doctor.Report{}, fmt.Errorf("--cluster-name is required with --cloud-provider=aws: it says which instances are this cluster's")
+		}
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return doctor.Report{}, fmt.Errorf("loading the AWS configuration: %w", err)
+		}
+		opts.AWS = &doctor.AWSClients{EC2: ec2.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg), EKS: eks.NewFromConfig(awsCfg)}
+		version, err := kubernetesVersion(cfg)
+		if err != nil {
+			return doctor.Report{}, err
+		}
+		p, err := awsprovider.New(awsprovider.Options{
+			EC2: ec2.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg), SSM: ssm.NewFromConfig(awsCfg), Client: kube,
+			Region: awsCfg.Region, ClusterName: o.clusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host,
+			KubernetesVersion: version, SSMParameterRoot: os.Getenv("SSM_PARAMETER_ROOT"),
+			// Doctor lists instance types; it never prices a launch.
+			IsolatedVPC: true, UserData: awsprovider.GenerateUserData,
+		})
+		if err != nil {
+			return doctor.Report{}, fmt.Errorf("setting up the aws cloud provider: %w", err)
+		}
+		opts.InstanceTypes = func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
+			return p.GetInstanceTypes(ctx, np)
+		}
+	case options.CloudProviderSim:
+		skipped = append(skipped, "nodepool-instance-types: only with --cloud-provider=aws")
+	default:
+		return doctor.Report{}, fmt.Errorf("--cloud-provider %q is not one of sim, aws", o.cloudProvider)
+	}
+	in, err := doctor.Gather(ctx, opts)
+	if err != nil {
+		return doctor.Report{}, err
+	}
+	r := doctor.Diagnose(in)
+	r.Skipped = append(skipped, r.Skipped...)
+	return r, nil
+}
+
+func kubernetesVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the Kubernetes version: %w", err)
+	}
+	return strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+"), nil
+}
+
+// writeDoctorReport prints the findings one per line (errors first) and a
+// summary, or the report as JSON.
+func writeDoctorReport(w io.Writer, r doctor.Report, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	for _, f := range r.Findings {
+		if _, err := fmt.Fprintln(w, f.String()); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.Skipped {
+		if _, err := fmt.Fprintln(w, "skipped "+s); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d error(s), %d warning(s)\n", r.Errors(), len(r.Findings)-r.Errors())
+	return err
+}
