@@ -9,10 +9,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,12 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/doctor"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // doctorOptions are `joiner doctor`'s flags.
@@ -37,6 +30,7 @@ type doctorOptions struct {
 	cloudProvider      string
 	controllerSelector string
 	output             string
+	ssmParameterRoot   string
 }
 
 // newDoctorCommand checks a live cluster (and its AWS account) for the
@@ -77,7 +71,8 @@ warnings alone exit zero. It only reads.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG, then in-cluster")
-	f.StringVar(&o.clusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "The clusterName joiner runs with [CLUSTER_NAME]")
+	f.StringVar(&o.clusterName, "cluster-name", envOr("CLUSTER_NAME", "joiner"), "The clusterName joiner runs with [CLUSTER_NAME]")
+	f.StringVar(&o.ssmParameterRoot, "ssm-parameter-root", envOr("SSM_PARAMETER_ROOT", "/aws/service"), "aws: root of the public SSM parameters behind AMI aliases [SSM_PARAMETER_ROOT]")
 	f.StringVar(&o.cloudProvider, "cloud-provider", envOr("CLOUD_PROVIDER", options.CloudProviderSim), "sim, or aws to check the AWS account too (the SDK's usual configuration: AWS_REGION, AWS_ENDPOINT_URL, credentials) [CLOUD_PROVIDER]")
 	f.StringVar(&o.controllerSelector, "controller-selector", doctor.DefaultControllerSelector, "Label selector of joiner's Deployment")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json")
@@ -119,30 +114,17 @@ func runDoctor(ctx context.Context, cfg *rest.Config, o *doctorOptions) (doctor.
 	var skipped []string
 	switch o.cloudProvider {
 	case options.CloudProviderAWS:
-		if o.clusterName == "" {
-			return doctor.Report{}, fmt.Errorf("--cluster-name is required with --cloud-provider=aws: it says which instances are this cluster's")
-		}
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return doctor.Report{}, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		opts.AWS = &doctor.AWSClients{EC2: ec2.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg), EKS: eks.NewFromConfig(awsCfg)}
 		version, err := kubernetesVersion(cfg)
 		if err != nil {
 			return doctor.Report{}, err
 		}
-		p, err := awsprovider.New(awsprovider.Options{
-			EC2: ec2.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg), SSM: ssm.NewFromConfig(awsCfg), Client: kube,
-			Region: awsCfg.Region, ClusterName: o.clusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host,
-			KubernetesVersion: version, SSMParameterRoot: os.Getenv("SSM_PARAMETER_ROOT"),
-			// Doctor lists instance types; it never prices a launch.
-			IsolatedVPC: true, UserData: awsprovider.GenerateUserData,
-		})
-		if err != nil {
-			return doctor.Report{}, fmt.Errorf("setting up the aws cloud provider: %w", err)
-		}
-		opts.InstanceTypes = func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
-			return p.GetInstanceTypes(ctx, np)
+		if err := doctor.ForAWS(&opts, doctor.AWSOptions{Config: awsCfg, Kube: kube, ClusterName: o.clusterName, ClusterID: clusterID,
+			ClusterEndpoint: cfg.Host, KubernetesVersion: version, SSMParameterRoot: o.ssmParameterRoot}); err != nil {
+			return doctor.Report{}, err
 		}
 	case options.CloudProviderSim:
 		skipped = append(skipped, "nodepool-instance-types: only with --cloud-provider=aws")

@@ -324,9 +324,9 @@ func TestCheckPodRequests(t *testing.T) {
 	}{
 		{name: "requests set", pods: []corev1.Pod{pod("a")}},
 		{name: "a bare pod", pods: []corev1.Pod{pod("a", noRequests)},
-			wants: []want{{Warning, "pod/default/a", "pod a have no cpu or memory requests", "set resources.requests"}}},
+			wants: []want{{Warning, "pod/default/a", "pod a has no cpu or memory requests", "set resources.requests"}}},
 		{name: "a deployment's replicas are one finding", pods: []corev1.Pod{pod("web-1", noRequests, owned), pod("web-2", noRequests, owned)},
-			wants: []want{{Warning, "deployment/default/web", "2 pods (e.g. web-1, web-2)", "set resources.requests"}}},
+			wants: []want{{Warning, "deployment/default/web", "2 pods (e.g. web-1, web-2) have no cpu", "set resources.requests"}}},
 		{name: "finished pods do not count", pods: []corev1.Pod{pod("done", noRequests, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })}},
 	}
 	for _, tt := range tests {

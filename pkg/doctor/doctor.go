@@ -113,7 +113,7 @@ var Checks = []Check{
 
 // Diagnose runs every check over in.
 func Diagnose(in *Inputs) Report {
-	var r Report
+	r := Report{Findings: []Finding{}}
 	for _, c := range Checks {
 		if c.NeedsAWS && in.AWS == nil {
 			r.Skipped = append(r.Skipped, c.Name+": no AWS account configured (--cloud-provider=aws)")

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -151,7 +155,11 @@ func gatherAWS(ctx context.Context, o Options, in *Inputs) (*AWSInputs, error) {
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				a.AccessEntries, a.AccessEntriesUnknown = nil, err.Error()
+				a.AccessEntries, a.AccessEntriesUnknown = nil, "ListAccessEntries for cluster "+o.ClusterName+" failed"
+				var apiErr smithy.APIError
+				if errors.As(err, &apiErr) {
+					a.AccessEntriesUnknown += ": " + apiErr.ErrorCode()
+				}
 				break
 			}
 			a.AccessEntries = append(a.AccessEntries, page.AccessEntries...)
@@ -160,7 +168,9 @@ func gatherAWS(ctx context.Context, o Options, in *Inputs) (*AWSInputs, error) {
 	var ids []string
 	for _, nc := range in.NodeClasses {
 		for _, s := range nc.Status.Subnets {
-			ids = append(ids, s.ID)
+			if !slices.Contains(ids, s.ID) {
+				ids = append(ids, s.ID)
+			}
 		}
 	}
 	if len(ids) > 0 {
@@ -206,4 +216,38 @@ func nodeRoleARN(ctx context.Context, c IAMAPI, nc *awsv1.EC2NodeClass) (string,
 		return aws.ToString(out.InstanceProfile.Roles[0].Arn), nil
 	}
 	return "", errors.New("neither spec.role nor spec.instanceProfile is set")
+}
+
+// AWSOptions say which cluster's account ForAWS reads.
+type AWSOptions struct {
+	Config aws.Config
+	// Kube reads the EC2NodeClasses for the provider.
+	Kube client.Client
+	// ClusterName, ClusterID and ClusterEndpoint are as in Options;
+	// KubernetesVersion ("1.36") and SSMParameterRoot resolve AMI aliases.
+	ClusterName, ClusterID, ClusterEndpoint, KubernetesVersion, SSMParameterRoot string
+}
+
+// ForAWS fills o's AWS clients and instance type listing from an AWS
+// configuration: the listing is joiner's AWS provider itself, so a
+// NodePool is judged against exactly the types joiner would launch.
+func ForAWS(o *Options, a AWSOptions) error {
+	e := ec2.NewFromConfig(a.Config)
+	i := iam.NewFromConfig(a.Config)
+	o.AWS = &AWSClients{EC2: e, IAM: i, EKS: eks.NewFromConfig(a.Config)}
+	p, err := awsprovider.New(awsprovider.Options{
+		EC2: e, IAM: i, SSM: ssm.NewFromConfig(a.Config), Client: a.Kube,
+		Region: a.Config.Region, ClusterName: a.ClusterName, ClusterID: a.ClusterID, ClusterEndpoint: a.ClusterEndpoint,
+		KubernetesVersion: a.KubernetesVersion, SSMParameterRoot: a.SSMParameterRoot,
+		// Doctor lists instance types; it never prices a launch, so the
+		// built-in price table will do.
+		IsolatedVPC: true, UserData: awsprovider.GenerateUserData,
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the aws cloud provider: %w", err)
+	}
+	o.InstanceTypes = func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
+		return p.GetInstanceTypes(ctx, np)
+	}
+	return nil
 }

@@ -73,15 +73,17 @@ func groupPods(pods []*corev1.Pod, why func(*corev1.Pod) string) []*group {
 	return order
 }
 
-func (g *group) podsText() string {
+// podsText names the group's pods as a sentence's subject, with the verb
+// ("pod a has", "3 pods (e.g. a, b, c) have").
+func (g *group) podsText(singular, plural string) string {
 	if len(g.pods) == 1 {
-		return "pod " + g.pods[0]
+		return "pod " + g.pods[0] + singular
 	}
 	shown := g.pods
 	if len(shown) > maxExamples {
 		shown = shown[:maxExamples]
 	}
-	return fmt.Sprintf("%d pods (e.g. %s)", len(g.pods), strings.Join(shown, ", "))
+	return fmt.Sprintf("%d pods (e.g. %s)%s", len(g.pods), strings.Join(shown, ", "), plural)
 }
 
 // checkPodRequests: a pod without cpu or memory requests is packed as if
@@ -95,7 +97,7 @@ func checkPodRequests(in *Inputs) []Finding {
 		return ""
 	}) {
 		out = append(out, Finding{Check: "pod-requests", Severity: Warning, Object: g.object,
-			Message: g.podsText() + " have no cpu or memory requests, so joiner sizes their nodes as if they used nothing",
+			Message: g.podsText(" has", " have") + " no cpu or memory requests, so joiner sizes their nodes as if they used nothing",
 			Fix:     "set resources.requests (cpu and memory) on every container"})
 	}
 	return out
@@ -115,7 +117,7 @@ func checkInTreeVolumes(in *Inputs) []Finding {
 		return ""
 	}) {
 		out = append(out, Finding{Check: "in-tree-volumes", Severity: Warning, Object: g.object,
-			Message: g.podsText() + ": " + g.detail + ", which joiner cannot provision for",
+			Message: g.podsText("", "") + ": " + g.detail + ", which joiner cannot provision for",
 			Fix:     "use a PersistentVolumeClaim of the plugin's CSI driver (e.g. ebs.csi.aws.com) instead of the inline volume"})
 	}
 	for _, pv := range in.PersistentVolumes {
