@@ -39,7 +39,7 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 		pc := c.reqs.cons[i]
 		if nc, ok := p.base.get(k); ok {
 			if nc.intersect(pc).empty() {
-				if k == v1.LabelNodePool && pc.absent && !pc.comp && len(pc.vals) == 0 {
+				if k == v1.LabelNodePool && excludesNodePools(pc) {
 					return ExcludesNodePools{}
 				}
 				return IncompatibleRequirements{Key: k, Pod: selectorsOf(pc), NodePool: selectorsOf(nc)}
@@ -52,6 +52,10 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 	}
 	return nil
 }
+
+// excludesNodePools reports whether a constraint on karpenter.sh/nodepool
+// is DoesNotExist: no managed node can ever meet it.
+func excludesNodePools(c constraint) bool { return c.absent && !c.comp && len(c.vals) == 0 }
 
 // selectorsOf is a constraint as node selector requirements.
 func selectorsOf(c constraint) []NodeSelector {
@@ -183,6 +187,13 @@ func (sv *solver) failureReasons(f podFailure) PodError {
 }
 
 func (sv *solver) poolReason(c *podClass, p *poolT) Reason {
+	// A pod that refuses every managed node is told so before any taint of
+	// the pool: no toleration would help it.
+	if c.base.err == nil {
+		if pc, ok := c.reqs.get(v1.LabelNodePool); ok && excludesNodePools(pc) {
+			return ExcludesNodePools{}
+		}
+	}
 	if r := sv.poolStatic(c, p); r != nil {
 		return r
 	}

@@ -163,6 +163,15 @@ func TestTypedReasons(t *testing.T) {
 			wantText: "its required node affinity excludes every node with label karpenter.sh/nodepool, so no nodepool can launch for it; it waits for a node joiner does not manage (such as a managed node group)",
 		},
 		{
+			name: "refusing every managed node is said before a taint",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolTaint("dedicated", "x", corev1.TaintEffectNoSchedule))}, catalog(),
+					one(pod("p", "1", "", requiredTerms([]corev1.NodeSelectorRequirement{expr("karpenter.sh/nodepool", corev1.NodeSelectorOpDoesNotExist)}))))
+			},
+			pool: "default",
+			want: scheduling.ExcludesNodePools{},
+		},
+		{
 			name: "a pod excluding only another nodepool is an ordinary requirement conflict",
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(),
