@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,6 +234,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if len(res.Unschedulable) > 0 {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
+	p.reportIncompatibleNodePools(v, res.Unschedulable)
 	publishUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
@@ -432,6 +434,30 @@ func (p *Provisioner) warn(pods []*corev1.Pod) {
 		}
 		for _, w := range ws {
 			p.opts.Recorder.Publish(events.Warning(pod, warningReason[w.Kind()], "Provision", "%s", scheduling.Message(w)))
+		}
+	}
+}
+
+// reportIncompatibleNodePools gives each NodePool none of whose instance
+// types survives its own requirements (or whose node class offers none) a
+// NoCompatibleInstanceTypes event, as Karpenter declares it: every pod it
+// was meant for says so too, but the NodePool is where the fix goes. The
+// recorder's dedupe keeps it to one event per NodePool while it lasts.
+func (p *Provisioner) reportIncompatibleNodePools(v *view, errs []scheduling.PodError) {
+	const fix = "; widen its requirements or check its node class"
+	for name, np := range v.noTypes {
+		p.opts.Recorder.Publish(events.Warning(np, events.NoCompatibleInstanceTypes, "Provision", "NodePool %s: its node class offers no instance types%s", name, fix))
+	}
+	seen := map[string]bool{}
+	for _, pe := range errs {
+		for name, r := range pe.NodePools {
+			nit, ok := r.(scheduling.NoInstanceType)
+			if !ok || nit.Cause != scheduling.NoTypes || seen[name] || v.nodePools[name] == nil {
+				continue
+			}
+			seen[name] = true
+			p.opts.Recorder.Publish(events.Warning(v.nodePools[name], events.NoCompatibleInstanceTypes, "Provision",
+				"NodePool %s: no instance type meets its requirements (%s)%s", name, strings.Join(nit.Requirements, ", "), fix))
 		}
 	}
 }

@@ -36,6 +36,8 @@ type view struct {
 	// allTypes are the instance types of every NodePool that has any,
 	// skipped ones included: existing nodes are priced from them.
 	allTypes map[string][]*scheduling.InstanceType
+	// noTypes are the NodePools whose node class offers no instance types.
+	noTypes map[string]*v1.NodePool
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -75,6 +77,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		nodePools: map[string]*v1.NodePool{},
 		inUse:     map[string]corev1.ResourceList{},
 		skipped:   map[string]string{},
+		noTypes:   map[string]*v1.NodePool{},
 	}
 
 	// Instance types come first: in-flight NodeClaims are sized from them.
@@ -94,6 +97,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		allTypes[np.Name] = its
 		if len(its) == 0 {
 			v.skipped[np.Name] = "its node class offers no instance types"
+			v.noTypes[np.Name] = np
 			continue
 		}
 		v.nodePools[np.Name] = np

@@ -109,3 +109,53 @@ func TestProvisionMakesSilentSkipsVisible(t *testing.T) {
 		})
 	}
 }
+
+// TestProvisionReportsNodePoolsWithoutCompatibleTypes checks the NodePool
+// event Karpenter declares: a NodePool whose requirements no instance type
+// meets, or whose node class offers none, gets NoCompatibleInstanceTypes.
+func TestProvisionReportsNodePoolsWithoutCompatibleTypes(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*fixture)
+		message string
+	}{
+		{
+			name: "requirements no type meets",
+			mutate: func(f *fixture) {
+				f.createNodePool(func(np *v1.NodePool) {
+					np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+						v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"no-such-type"}})
+				})
+			},
+			message: "no instance type meets its requirements (karpenter.sh/capacity-type In [on-demand]",
+		},
+		{
+			name: "no types at all",
+			mutate: func(f *fixture) {
+				f.createNodePool(nil)
+				f.cloud.InstanceTypesForNodePool = map[string][]*scheduling.InstanceType{f.nodePool.Name: {}}
+			},
+			message: "its node class offers no instance types",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			tt.mutate(f)
+			f.pendingPods(1, "1", nil)
+			f.replica().provision()
+			var found []string
+			for _, e := range f.recorder.Events() {
+				if e.Reason == events.NoCompatibleInstanceTypes {
+					found = append(found, e.Message)
+					if np, ok := e.Regarding.(*v1.NodePool); !ok || np.Name != f.nodePool.Name {
+						t.Errorf("event regarding %#v, want the NodePool", e.Regarding)
+					}
+				}
+			}
+			if len(found) != 1 || !strings.Contains(found[0], tt.message) {
+				t.Fatalf("NoCompatibleInstanceTypes events %q, want one containing %q; all events:\n%s", found, tt.message, strings.Join(f.events(), "\n"))
+			}
+		})
+	}
+}
