@@ -103,14 +103,14 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 	requests := sv.ri.list(c.base.req)
 	switch {
 	case len(p.types) == 0:
-		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs}
+		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
 	case sv.notOffered(c.base.req, p) >= 0:
 		r := sv.notOffered(c.base.req, p)
 		return ResourceNotOffered{Resource: sv.ri.names[r], Requested: sv.ri.quantity(r, c.base.req[r])}
 	case !reqOK && bigEnough:
 		return NoInstanceType{Cause: NoTypeMatchesRequirements, Requests: requests, Requirements: rs}
 	case reqOK && !offerOK:
-		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs}
+		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
 	case reqOK && !bigEnough:
 		// The largest any compatible type offers, resource by resource.
 		largest := make(resVec, len(c.base.req))
@@ -124,6 +124,33 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 		return InsufficientResource{Shortfalls: sv.shortfalls(c.base.req, largest), Requests: requests, Requirements: rs}
 	}
 	return NoInstanceType{Cause: NoTypeFits, Requests: requests, Requirements: rs}
+}
+
+// unavailableCauses are the distinct causes the cloud gave for the
+// unavailable offerings, within zones and cts, of p's types in types and
+// of the types p dropped for having no available offering at all.
+func (sv *solver) unavailableCauses(p *poolT, types bitset, zones uint64, cts uint32) []UnavailableCause {
+	zs, cs := sv.zoneNames(zones), sv.ctNames(cts)
+	seen := map[UnavailableCause]bool{}
+	add := func(it *InstanceType) {
+		for _, o := range it.Offerings {
+			if !o.Available && o.Unavailable != "" && slices.Contains(zs, o.Zone) && slices.Contains(cs, o.CapacityType) {
+				seen[o.Unavailable] = true
+			}
+		}
+	}
+	for i, t := range p.types {
+		if types.has(i) {
+			add(t.it)
+		}
+	}
+	for _, it := range p.dropped {
+		add(it)
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // notOffered is the first resource req asks for that no type of p has at

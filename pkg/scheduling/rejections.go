@@ -225,6 +225,9 @@ type NoInstanceType struct {
 	Cause        NoInstanceTypeCause `json:"cause,omitempty"`
 	Requests     corev1.ResourceList `json:"requests,omitempty"`
 	Requirements []string            `json:"requirements,omitempty"`
+	// Unavailable are the causes the cloud gave for the offerings that
+	// would have served (NoTypeOffered only), sorted.
+	Unavailable []UnavailableCause `json:"unavailable,omitempty"`
 }
 
 // InsufficientResource: instance types meet the pod's requirements, but

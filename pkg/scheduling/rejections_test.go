@@ -133,6 +133,40 @@ func TestTypedReasons(t *testing.T) {
 			wantText: "2 nodes had insufficient resources; 1 node was marked for deletion",
 		},
 		{
+			name: "offerings out for exhausted subnets say so",
+			snap: func() *scheduling.Snapshot {
+				its := catalog()
+				for _, it := range its {
+					for i := range it.Offerings {
+						it.Offerings[i].Available = false
+						it.Offerings[i].Unavailable = scheduling.UnavailableSubnetExhausted
+					}
+				}
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "")))
+			},
+			pool: "default",
+			want: scheduling.NoInstanceType{Cause: scheduling.NoTypes, Unavailable: []scheduling.UnavailableCause{scheduling.UnavailableSubnetExhausted}},
+			wantText: `no instance type satisfied resources {"cpu":"1","pods":"1"} and requirements karpenter.sh/capacity-type In [on-demand spot], karpenter.sh/nodepool In [default], topology.kubernetes.io/zone In [zone-a zone-b zone-c] ` +
+				"(the nodepool has no instance types with an available offering; the node class's subnets in those zones have no free IP addresses (InsufficientFreeAddressesInSubnet); add subnets with free addresses to its subnetSelectorTerms)",
+		},
+		{
+			name: "a zone whose subnets are exhausted, when the pod needs that zone",
+			snap: func() *scheduling.Snapshot {
+				its := catalog()
+				for _, it := range its {
+					for i := range it.Offerings {
+						if it.Offerings[i].Zone == "zone-a" {
+							it.Offerings[i].Available = false
+							it.Offerings[i].Unavailable = scheduling.UnavailableSubnetExhausted
+						}
+					}
+				}
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "", nodeSelector(corev1.LabelTopologyZone, "zone-a"))))
+			},
+			pool: "default",
+			want: scheduling.NoInstanceType{Cause: scheduling.NoTypeOffered, Unavailable: []scheduling.UnavailableCause{scheduling.UnavailableSubnetExhausted}},
+		},
+		{
 			name: "an extended resource no instance type has is named",
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", request("nvidia.com/gpu", "1"))))
@@ -230,6 +264,9 @@ func sameReason(got, want scheduling.Reason) bool {
 	case scheduling.InsufficientResource:
 		g, ok := got.(scheduling.InsufficientResource)
 		return ok && sameShortfalls(g.Shortfalls, w.Shortfalls)
+	case scheduling.NoInstanceType:
+		g, ok := got.(scheduling.NoInstanceType)
+		return ok && g.Cause == w.Cause && reflect.DeepEqual(g.Unavailable, w.Unavailable)
 	case scheduling.ResourceNotOffered:
 		g, ok := got.(scheduling.ResourceNotOffered)
 		return ok && g.Resource == w.Resource && g.Requested.Cmp(w.Requested) == 0

@@ -36,6 +36,9 @@ func Message(r Reason) string {
 			NoTypeOffered:             "no instance type has an available offering for the required zones and capacity types",
 			NoTypeFits:                "no instance type met the scheduling requirements or had enough resources",
 		}[r.Cause]
+		for _, c := range r.Unavailable {
+			why += "; " + unavailableMessage[c]
+		}
 		return noInstanceTypeMessage(r.Requests, r.Requirements, why)
 	case InsufficientResource:
 		return noInstanceTypeMessage(r.Requests, r.Requirements, "no instance type has enough resources")
@@ -70,6 +73,13 @@ func Message(r Reason) string {
 		return "pod has no cpu or memory requests, so joiner plans its node as if it used nothing and the node may be too small; set resources.requests"
 	}
 	return string(r.Kind())
+}
+
+// unavailableMessage says what an offering's unavailability cause means
+// and what to do about it.
+var unavailableMessage = map[UnavailableCause]string{
+	UnavailableInsufficientCapacity: "the cloud has no capacity for them right now (InsufficientInstanceCapacity); allow more instance types, zones or capacity types",
+	UnavailableSubnetExhausted:      "the node class's subnets in those zones have no free IP addresses (InsufficientFreeAddressesInSubnet); add subnets with free addresses to its subnetSelectorTerms",
 }
 
 // nodeMessage is the predicate of "N nodes <...>" for one existing node's
