@@ -227,6 +227,9 @@ func (sv *solver) poolReason(c *podClass, p *poolT) Reason {
 	if r := sv.topologyReason(c); r != nil {
 		return r
 	}
+	if r := sv.poolZoneReason(c, p); r != nil {
+		return r
+	}
 	// Compatible and topology allows it: limits are what is left.
 	if p.hasLimits {
 		hasLimits, nodeLimit := p.hasLimits, p.nodeLimit
@@ -287,8 +290,12 @@ func (sv *solver) topologyReason(c *podClass) Reason {
 			}
 			zs := sv.zoneNames(c.zones)
 			if len(intersectSorted(ok, zs)) == 0 {
-				return Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
+				r := Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
 					Counts: maps.Clone(g.counts), PodDomains: zs, NodeDomains: sv.spreadUniverse(g)}
+				if g.kind == kindSpread {
+					r.MaxSkew = g.maxSkew
+				}
+				return r
 			}
 		default:
 			if g.kind == kindAffinity && g.total == 0 && !g.selects(cb.ns, cb.labels) {
@@ -298,6 +305,41 @@ func (sv *solver) topologyReason(c *podClass) Reason {
 	}
 	if a.allowed == 0 && cb.zoneRelevant {
 		return Topology{Cause: TopologyNoZone, Key: corev1.LabelTopologyZone}
+	}
+	return nil
+}
+
+// poolZoneReason explains a zone spread or zone (anti-)affinity term of c
+// that allows some zone, but none of the zones p can launch in: a
+// one-zone NodePool under a zone spread whose skew is already spent there.
+// Without it the pod would only hear that no instance type could carry it.
+func (sv *solver) poolZoneReason(c *podClass, p *poolT) Reason {
+	cb := c.base
+	zones := p.zones & c.zones
+	for _, g := range c.own {
+		if g.key != corev1.LabelTopologyZone {
+			continue
+		}
+		m := 0
+		if g.kind == kindSpread {
+			m = sv.spreadMin(g)
+		}
+		allowed := false
+		for _, z := range sv.zoneNames(zones) {
+			if sv.domainAllowed(g, cb, z, m) {
+				allowed = true
+				break
+			}
+		}
+		if allowed {
+			continue
+		}
+		r := Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
+			Counts: maps.Clone(g.counts), PodDomains: sv.zoneNames(zones), NodeDomains: sv.spreadUniverse(g)}
+		if g.kind == kindSpread {
+			r.MaxSkew = g.maxSkew
+		}
+		return r
 	}
 	return nil
 }

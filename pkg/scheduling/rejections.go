@@ -295,6 +295,9 @@ type Topology struct {
 	Counts      map[string]int `json:"counts,omitempty"`
 	PodDomains  []string       `json:"podDomains,omitempty"`
 	NodeDomains []string       `json:"nodeDomains,omitempty"`
+	// MaxSkew is a topology spread's maxSkew (NoDomain only), so the
+	// message can say what the counts break.
+	MaxSkew int32 `json:"maxSkew,omitempty"`
 }
 
 // Limit: a node for the pod would take the NodePool over spec.limits on

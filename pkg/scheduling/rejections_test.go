@@ -167,6 +167,24 @@ func TestTypedReasons(t *testing.T) {
 			want: scheduling.NoInstanceType{Cause: scheduling.NoTypeOffered, Unavailable: []scheduling.UnavailableCause{scheduling.UnavailableSubnetExhausted}},
 		},
 		{
+			name: "a one-zone nodepool under a zone spread names the skew it would break",
+			snap: func() *scheduling.Snapshot {
+				web := map[string]string{"app": "web"}
+				s := snapshot([]*scheduling.NodePool{nodePool("default", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))}, catalog(),
+					one(pod("p", "1", "", labeled("app", "web"), spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web))))
+				s.Nodes = []*scheduling.ExistingNode{
+					existing("a", "1", func(n *scheduling.ExistingNode) { n.Pods = pods(2, "web-a", "500m", "", labeled("app", "web")) }),
+					existing("b", "0", func(n *scheduling.ExistingNode) { n.Labels[corev1.LabelTopologyZone] = "zone-b" }),
+				}
+				return s
+			},
+			pool: "default",
+			want: scheduling.Topology{Cause: scheduling.TopologyNoDomain, Constraint: "topology spread", Key: corev1.LabelTopologyZone,
+				Counts: map[string]int{"zone-a": 2}, PodDomains: []string{"zone-a"}, NodeDomains: []string{"zone-a", "zone-b"}, MaxSkew: 1},
+			wantText: "unsatisfiable topology constraint for topology spread, key=topology.kubernetes.io/zone (counts = map[zone-a:2], podDomains = topology.kubernetes.io/zone In [zone-a], nodeDomains = topology.kubernetes.io/zone In [zone-a zone-b]); " +
+				"one more pod in zone-a would be more than maxSkew=1 above zone-b (0): allow more domains (the nodepool's requirements, the pod's node affinity), raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway",
+		},
+		{
 			name: "an extended resource no instance type has is named",
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", request("nvidia.com/gpu", "1"))))

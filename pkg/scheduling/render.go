@@ -131,8 +131,19 @@ func topologyMessage(t Topology) string {
 	case TopologyNoMatchingPods:
 		return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (no matching pods)", t.Constraint, t.Key)
 	case TopologyNoDomain:
-		return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (counts = %s, podDomains = %s, nodeDomains = %s)",
+		msg := fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (counts = %s, podDomains = %s, nodeDomains = %s)",
 			t.Constraint, t.Key, countsString(t.Counts), formatIn(t.Key, t.PodDomains), formatIn(t.Key, t.NodeDomains))
+		if t.MaxSkew > 0 && len(t.NodeDomains) > 0 {
+			least, n := t.NodeDomains[0], t.Counts[t.NodeDomains[0]]
+			for _, d := range t.NodeDomains[1:] {
+				if t.Counts[d] < n {
+					least, n = d, t.Counts[d]
+				}
+			}
+			msg += fmt.Sprintf("; one more pod in %s would be more than maxSkew=%d above %s (%d): allow more domains (the nodepool's requirements, the pod's node affinity), raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway",
+				strings.Join(t.PodDomains, " or "), t.MaxSkew, least, n)
+		}
+		return msg
 	case TopologyNoZone:
 		return fmt.Sprintf("unsatisfiable topology constraint, key=%s (no zone is allowed)", t.Key)
 	case TopologyNoRoom:
