@@ -6,19 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/doctor"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 )
@@ -86,70 +78,24 @@ func envOr(key, def string) string {
 	return def
 }
 
-// runDoctor gathers the cluster and the account and runs every check.
+// runDoctor loads the AWS configuration when asked and runs doctor.
 func runDoctor(ctx context.Context, cfg *rest.Config, o *doctorOptions) (doctor.Report, error) {
 	if o.output != "text" && o.output != "json" {
 		return doctor.Report{}, fmt.Errorf("--output %q: use text or json", o.output)
 	}
-	sel, err := labels.Parse(o.controllerSelector)
-	if err != nil {
-		return doctor.Report{}, fmt.Errorf("--controller-selector: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return doctor.Report{}, err
-	}
-	if err := apis.AddToScheme(scheme); err != nil {
-		return doctor.Report{}, err
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return doctor.Report{}, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	clusterID, err := sim.ClusterID(ctx, kube)
-	if err != nil {
-		return doctor.Report{}, err
-	}
-	opts := doctor.Options{Kube: kube, ClusterName: o.clusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host, ControllerSelector: sel}
-	var skipped []string
+	ro := doctor.RunOptions{ClusterName: o.clusterName, ControllerSelector: o.controllerSelector, SSMParameterRoot: o.ssmParameterRoot}
 	switch o.cloudProvider {
 	case options.CloudProviderAWS:
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return doctor.Report{}, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		version, err := kubernetesVersion(cfg)
-		if err != nil {
-			return doctor.Report{}, err
-		}
-		if err := doctor.ForAWS(&opts, doctor.AWSOptions{Config: awsCfg, Kube: kube, ClusterName: o.clusterName, ClusterID: clusterID,
-			ClusterEndpoint: cfg.Host, KubernetesVersion: version, SSMParameterRoot: o.ssmParameterRoot}); err != nil {
-			return doctor.Report{}, err
-		}
+		ro.AWS = &awsCfg
 	case options.CloudProviderSim:
-		skipped = append(skipped, "nodepool-instance-types: only with --cloud-provider=aws")
 	default:
 		return doctor.Report{}, fmt.Errorf("--cloud-provider %q is not one of sim, aws", o.cloudProvider)
 	}
-	in, err := doctor.Gather(ctx, opts)
-	if err != nil {
-		return doctor.Report{}, err
-	}
-	r := doctor.Diagnose(in)
-	r.Skipped = append(skipped, r.Skipped...)
-	return r, nil
-}
-
-func kubernetesVersion(cfg *rest.Config) (string, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return "", fmt.Errorf("reading the Kubernetes version: %w", err)
-	}
-	return strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+"), nil
+	return doctor.Run(ctx, cfg, ro)
 }
 
 // writeDoctorReport prints the findings one per line (errors first) and a

@@ -175,20 +175,16 @@ func TestDoctorFindsEachSeededProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	diagnose := func() doctor.Report {
+	// As `joiner doctor --cloud-provider=aws` runs it.
+	diagnose := func(account *aws.Config) doctor.Report {
 		t.Helper()
-		o := doctor.Options{Kube: env.Client, ClusterName: clusterName, ClusterID: clusterID, ClusterEndpoint: "https://127.0.0.1:6443"}
-		if err := doctor.ForAWS(&o, doctor.AWSOptions{Config: cfg, Kube: env.Client, ClusterName: clusterName, ClusterID: clusterID,
-			ClusterEndpoint: "https://127.0.0.1:6443", KubernetesVersion: kubernetesVersion, SSMParameterRoot: localec2.DefaultParameterRoot}); err != nil {
-			t.Fatal(err)
-		}
-		inputs, err := doctor.Gather(ctx, o)
+		r, err := doctor.Run(ctx, env.Config, doctor.RunOptions{ClusterName: clusterName, AWS: account, SSMParameterRoot: localec2.DefaultParameterRoot})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return doctor.Diagnose(inputs)
+		return r
 	}
-	report := diagnose()
+	report := diagnose(&cfg)
 	var lines []string
 	for _, f := range report.Findings {
 		lines = append(lines, f.String())
@@ -234,9 +230,30 @@ func TestDoctorFindsEachSeededProblem(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: bootstrap.AWSAuthNamespace, Name: bootstrap.AWSAuthName}})
 	})
-	for _, f := range diagnose().Findings {
+	for _, f := range diagnose(&cfg).Findings {
 		if f.Check == "node-role" {
 			t.Errorf("node role still reported after mapping it: %s", f)
+		}
+	}
+
+	// Without an account the cluster's own checks still run; the
+	// account's are listed as skipped.
+	clusterOnly := diagnose(nil)
+	checks := map[string]bool{}
+	for _, f := range clusterOnly.Findings {
+		checks[f.Check] = true
+	}
+	for _, c := range []string{"controller-placement", "userdata", "image-architecture", "windows-build", "pod-requests", "in-tree-volumes"} {
+		if !checks[c] {
+			t.Errorf("without an account, check %s found nothing", c)
+		}
+	}
+	for _, c := range []string{"node-role", "cluster-name", "subnets", "nodepool-instance-types"} {
+		if checks[c] {
+			t.Errorf("without an account, check %s ran", c)
+		}
+		if !strings.Contains(strings.Join(clusterOnly.Skipped, "\n"), c+": no AWS account configured") {
+			t.Errorf("skipped %q does not list %s", clusterOnly.Skipped, c)
 		}
 	}
 }
