@@ -89,16 +89,16 @@ type Inputs struct {
 	AWS *AWSInputs
 }
 
-// Check is one named check.
-type Check struct {
+// check is one named check.
+type check struct {
 	Name string
 	// NeedsAWS checks run only when Inputs.AWS is set.
 	NeedsAWS bool
 	Run      func(*Inputs) []Finding
 }
 
-// Checks are every check, in the order the report lists them.
-var Checks = []Check{
+// checks are every check, in the order the report lists them.
+var checks = []check{
 	{Name: "controller-placement", Run: checkControllerPlacement},
 	{Name: "userdata", Run: checkUserData},
 	{Name: "node-role", NeedsAWS: true, Run: checkNodeRole},
@@ -114,7 +114,7 @@ var Checks = []Check{
 // Diagnose runs every check over in.
 func Diagnose(in *Inputs) Report {
 	r := Report{Findings: []Finding{}}
-	for _, c := range Checks {
+	for _, c := range checks {
 		if c.NeedsAWS && in.AWS == nil {
 			r.Skipped = append(r.Skipped, c.Name+": no AWS account configured (--cloud-provider=aws)")
 			continue
