@@ -1,4 +1,4 @@
-package doctor_test
+package e2e
 
 import (
 	"context"
