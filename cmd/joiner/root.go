@@ -15,5 +15,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newRunCommand())
 	root.AddCommand(newSimulateCommand())
 	root.AddCommand(newExplainCommand())
+	root.AddCommand(newDoctorCommand())
 	return root
 }

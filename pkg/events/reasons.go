@@ -6,6 +6,10 @@ const (
 	// Pod events.
 	Nominated        = "Nominated"
 	FailedScheduling = "FailedScheduling"
+	// NoResourceRequests: a pod the provisioner plans has no cpu or
+	// memory requests, so its node may be too small (joiner's; Karpenter
+	// plans such pods silently).
+	NoResourceRequests = "NoResourceRequests"
 	// NominationEnded: the NodeClaim a pod was planned for filled up,
 	// failed or went away before the pod bound; the pod is planned again.
 	NominationEnded = "NominationEnded"

@@ -17,6 +17,10 @@ type poolT struct {
 	np   *NodePool
 	idx  int
 	base *reqSet // requirements and template labels, without zone and capacity type
+	// dropped are the instance types that meet the pool's requirements but
+	// have no available offering in its zones and capacity types: only a
+	// pod's reason reads them, for the causes the cloud gave.
+	dropped []*InstanceType
 	// zones and cts are the pool's allowed zones and capacity types.
 	zones uint64
 	cts   uint32
@@ -173,7 +177,8 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			p.reserved = p.reserved || o.ReservationID != ""
 		}
 		if math.IsInf(t.minPrice, 1) {
-			continue // nothing to buy
+			p.dropped = append(p.dropped, it) // nothing to buy
+			continue
 		}
 		t.capacity = sv.ri.vec(it.Capacity)
 		for k := range t.reqs {

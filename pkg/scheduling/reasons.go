@@ -39,6 +39,9 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 		pc := c.reqs.cons[i]
 		if nc, ok := p.base.get(k); ok {
 			if nc.intersect(pc).empty() {
+				if k == v1.LabelNodePool && excludesNodePools(pc) {
+					return ExcludesNodePools{}
+				}
 				return IncompatibleRequirements{Key: k, Pod: selectorsOf(pc), NodePool: selectorsOf(nc)}
 			}
 			continue
@@ -49,6 +52,10 @@ func (sv *solver) requirementConflict(c *podClass, p *poolT) Reason {
 	}
 	return nil
 }
+
+// excludesNodePools reports whether a constraint on karpenter.sh/nodepool
+// is DoesNotExist: no managed node can ever meet it.
+func excludesNodePools(c constraint) bool { return c.absent && !c.comp && len(c.vals) == 0 }
 
 // selectorsOf is a constraint as node selector requirements.
 func selectorsOf(c constraint) []NodeSelector {
@@ -96,11 +103,14 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 	requests := sv.ri.list(c.base.req)
 	switch {
 	case len(p.types) == 0:
-		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs}
+		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
+	case sv.notOffered(c.base.req, p) >= 0:
+		r := sv.notOffered(c.base.req, p)
+		return ResourceNotOffered{Resource: sv.ri.names[r], Requested: sv.ri.quantity(r, c.base.req[r])}
 	case !reqOK && bigEnough:
 		return NoInstanceType{Cause: NoTypeMatchesRequirements, Requests: requests, Requirements: rs}
 	case reqOK && !offerOK:
-		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs}
+		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
 	case reqOK && !bigEnough:
 		// The largest any compatible type offers, resource by resource.
 		largest := make(resVec, len(c.base.req))
@@ -114,6 +124,54 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 		return InsufficientResource{Shortfalls: sv.shortfalls(c.base.req, largest), Requests: requests, Requirements: rs}
 	}
 	return NoInstanceType{Cause: NoTypeFits, Requests: requests, Requirements: rs}
+}
+
+// unavailableCauses are the distinct causes the cloud gave for the
+// unavailable offerings, within zones and cts, of p's types in types and
+// of the types p dropped for having no available offering at all.
+func (sv *solver) unavailableCauses(p *poolT, types bitset, zones uint64, cts uint32) []UnavailableCause {
+	zs, cs := sv.zoneNames(zones), sv.ctNames(cts)
+	seen := map[UnavailableCause]bool{}
+	add := func(it *InstanceType) {
+		for _, o := range it.Offerings {
+			if !o.Available && o.Unavailable != "" && slices.Contains(zs, o.Zone) && slices.Contains(cs, o.CapacityType) {
+				seen[o.Unavailable] = true
+			}
+		}
+	}
+	for i, t := range p.types {
+		if types.has(i) {
+			add(t.it)
+		}
+	}
+	for _, it := range p.dropped {
+		add(it)
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// notOffered is the first resource req asks for that no type of p has at
+// all, or -1.
+func (sv *solver) notOffered(req resVec, p *poolT) int {
+	for r, q := range req {
+		if q <= 0 {
+			continue
+		}
+		has := false
+		for _, t := range p.types {
+			if r < len(t.capacity) && t.capacity[r] > 0 {
+				has = true
+				break
+			}
+		}
+		if !has {
+			return r
+		}
+	}
+	return -1
 }
 
 // shortfalls lists the resources where req asks more than room holds.
@@ -156,10 +214,20 @@ func (sv *solver) failureReasons(f podFailure) PodError {
 }
 
 func (sv *solver) poolReason(c *podClass, p *poolT) Reason {
+	// A pod that refuses every managed node is told so before any taint of
+	// the pool: no toleration would help it.
+	if c.base.err == nil {
+		if pc, ok := c.reqs.get(v1.LabelNodePool); ok && excludesNodePools(pc) {
+			return ExcludesNodePools{}
+		}
+	}
 	if r := sv.poolStatic(c, p); r != nil {
 		return r
 	}
 	if r := sv.topologyReason(c); r != nil {
+		return r
+	}
+	if r := sv.poolZoneReason(c, p); r != nil {
 		return r
 	}
 	// Compatible and topology allows it: limits are what is left.
@@ -222,8 +290,12 @@ func (sv *solver) topologyReason(c *podClass) Reason {
 			}
 			zs := sv.zoneNames(c.zones)
 			if len(intersectSorted(ok, zs)) == 0 {
-				return Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
+				r := Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
 					Counts: maps.Clone(g.counts), PodDomains: zs, NodeDomains: sv.spreadUniverse(g)}
+				if g.kind == kindSpread {
+					r.MaxSkew = g.maxSkew
+				}
+				return r
 			}
 		default:
 			if g.kind == kindAffinity && g.total == 0 && !g.selects(cb.ns, cb.labels) {
@@ -233,6 +305,41 @@ func (sv *solver) topologyReason(c *podClass) Reason {
 	}
 	if a.allowed == 0 && cb.zoneRelevant {
 		return Topology{Cause: TopologyNoZone, Key: corev1.LabelTopologyZone}
+	}
+	return nil
+}
+
+// poolZoneReason explains a zone spread or zone (anti-)affinity term of c
+// that allows some zone, but none of the zones p can launch in: a
+// one-zone NodePool under a zone spread whose skew is already spent there.
+// Without it the pod would only hear that no instance type could carry it.
+func (sv *solver) poolZoneReason(c *podClass, p *poolT) Reason {
+	cb := c.base
+	zones := p.zones & c.zones
+	for _, g := range c.own {
+		if g.key != corev1.LabelTopologyZone {
+			continue
+		}
+		m := 0
+		if g.kind == kindSpread {
+			m = sv.spreadMin(g)
+		}
+		allowed := false
+		for _, z := range sv.zoneNames(zones) {
+			if sv.domainAllowed(g, cb, z, m) {
+				allowed = true
+				break
+			}
+		}
+		if allowed {
+			continue
+		}
+		r := Topology{Cause: TopologyNoDomain, Constraint: g.kind.String(), Key: g.key,
+			Counts: maps.Clone(g.counts), PodDomains: sv.zoneNames(zones), NodeDomains: sv.spreadUniverse(g)}
+		if g.kind == kindSpread {
+			r.MaxSkew = g.maxSkew
+		}
+		return r
 	}
 	return nil
 }

@@ -53,6 +53,62 @@ var ReasonKinds = []ReasonKind{
 	KindNoInstanceType, KindInsufficientResource, KindMinValues, KindTopology, KindLimit,
 	KindNodeLabels, KindVolumeLimit, KindMarkedForDeletion, KindNotChosen, KindExistingNodes, KindNoCapacity,
 	KindBackingOff,
+	KindExcludesNodePools, KindResourceNotOffered,
+}
+
+// Kinds for what used to be passed over without a word (issue 10): a pod
+// that refuses every managed node, a resource no instance type has, a pod
+// with no requests. Each reaches the pod as an event.
+const (
+	KindExcludesNodePools  ReasonKind = "ExcludesNodePools"
+	KindResourceNotOffered ReasonKind = "ResourceNotOffered"
+	// KindNoRequests is a warning, never a rejection: the pod is placed,
+	// so it is not one of ReasonKinds (the unschedulable metric's labels).
+	KindNoRequests ReasonKind = "NoRequests"
+)
+
+// ExcludesNodePools: every term of the pod's required node affinity asks
+// for nodes without the karpenter.sh/nodepool label (as joiner's and
+// Karpenter's own pods do), so no NodePool can ever launch a node for it.
+// Karpenter skips such pods silently; joiner says so.
+type ExcludesNodePools struct{}
+
+// ResourceNotOffered: the pod requests Resource (typically an extended
+// resource such as nvidia.com/gpu) and no instance type of the NodePool
+// has any of it, whatever its size.
+type ResourceNotOffered struct {
+	Resource  corev1.ResourceName `json:"resource,omitempty"`
+	Requested resource.Quantity   `json:"requested,omitempty"`
+}
+
+// NoRequests: a warning about a pod that is placed. None of its
+// containers requests cpu or memory, so the solver packs it as if it used
+// nothing and its node may be too small once it runs. Karpenter schedules
+// such pods without a word.
+type NoRequests struct{}
+
+func (ExcludesNodePools) Kind() ReasonKind  { return KindExcludesNodePools }
+func (ResourceNotOffered) Kind() ReasonKind { return KindResourceNotOffered }
+func (NoRequests) Kind() ReasonKind         { return KindNoRequests }
+
+func (r ExcludesNodePools) String() string  { return Message(r) }
+func (r ResourceNotOffered) String() string { return Message(r) }
+func (r NoRequests) String() string         { return Message(r) }
+
+// PodWarnings are the warnings about a pod the solver places anyway (today
+// only NoRequests). Init containers count: their requests size the pod too.
+func PodWarnings(pod *corev1.Pod) []Reason {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			if !c.Resources.Requests.Cpu().IsZero() || !c.Resources.Requests.Memory().IsZero() {
+				return nil
+			}
+		}
+	}
+	if pod.Spec.Overhead.Cpu().Sign() > 0 || pod.Spec.Overhead.Memory().Sign() > 0 {
+		return nil
+	}
+	return []Reason{NoRequests{}}
 }
 
 // InvalidPod: the pod's own spec cannot be read (an unsupported operator, a
@@ -170,6 +226,9 @@ type NoInstanceType struct {
 	Cause        NoInstanceTypeCause `json:"cause,omitempty"`
 	Requests     corev1.ResourceList `json:"requests,omitempty"`
 	Requirements []string            `json:"requirements,omitempty"`
+	// Unavailable are the causes the cloud gave for the offerings that
+	// would have served (NoTypeOffered only), sorted.
+	Unavailable []UnavailableCause `json:"unavailable,omitempty"`
 }
 
 // InsufficientResource: instance types meet the pod's requirements, but
@@ -237,6 +296,9 @@ type Topology struct {
 	Counts      map[string]int `json:"counts,omitempty"`
 	PodDomains  []string       `json:"podDomains,omitempty"`
 	NodeDomains []string       `json:"nodeDomains,omitempty"`
+	// MaxSkew is a topology spread's maxSkew (NoDomain only), so the
+	// message can say what the counts break.
+	MaxSkew int32 `json:"maxSkew,omitempty"`
 }
 
 // Limit: a node for the pod would take the NodePool over spec.limits on

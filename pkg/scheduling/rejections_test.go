@@ -133,6 +133,108 @@ func TestTypedReasons(t *testing.T) {
 			wantText: "2 nodes had insufficient resources; 1 node was marked for deletion",
 		},
 		{
+			name: "offerings out for exhausted subnets say so",
+			snap: func() *scheduling.Snapshot {
+				its := catalog()
+				for _, it := range its {
+					for i := range it.Offerings {
+						it.Offerings[i].Available = false
+						it.Offerings[i].Unavailable = scheduling.UnavailableSubnetExhausted
+					}
+				}
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "")))
+			},
+			pool: "default",
+			want: scheduling.NoInstanceType{Cause: scheduling.NoTypes, Unavailable: []scheduling.UnavailableCause{scheduling.UnavailableSubnetExhausted}},
+			wantText: `no instance type satisfied resources {"cpu":"1","pods":"1"} and requirements karpenter.sh/capacity-type In [on-demand spot], karpenter.sh/nodepool In [default], topology.kubernetes.io/zone In [zone-a zone-b zone-c] ` +
+				"(the nodepool has no instance types with an available offering; the node class's subnets in those zones have no free IP addresses (InsufficientFreeAddressesInSubnet); add subnets with free addresses to its subnetSelectorTerms)",
+		},
+		{
+			name: "a zone whose subnets are exhausted, when the pod needs that zone",
+			snap: func() *scheduling.Snapshot {
+				its := catalog()
+				for _, it := range its {
+					for i := range it.Offerings {
+						if it.Offerings[i].Zone == "zone-a" {
+							it.Offerings[i].Available = false
+							it.Offerings[i].Unavailable = scheduling.UnavailableSubnetExhausted
+						}
+					}
+				}
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "", nodeSelector(corev1.LabelTopologyZone, "zone-a"))))
+			},
+			pool: "default",
+			want: scheduling.NoInstanceType{Cause: scheduling.NoTypeOffered, Unavailable: []scheduling.UnavailableCause{scheduling.UnavailableSubnetExhausted}},
+		},
+		{
+			name: "a one-zone nodepool under a zone spread names the skew it would break",
+			snap: func() *scheduling.Snapshot {
+				web := map[string]string{"app": "web"}
+				s := snapshot([]*scheduling.NodePool{nodePool("default", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))}, catalog(),
+					one(pod("p", "1", "", labeled("app", "web"), spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web))))
+				s.Nodes = []*scheduling.ExistingNode{
+					existing("a", "1", func(n *scheduling.ExistingNode) { n.Pods = pods(2, "web-a", "500m", "", labeled("app", "web")) }),
+					existing("b", "0", func(n *scheduling.ExistingNode) { n.Labels[corev1.LabelTopologyZone] = "zone-b" }),
+				}
+				return s
+			},
+			pool: "default",
+			want: scheduling.Topology{Cause: scheduling.TopologyNoDomain, Constraint: "topology spread", Key: corev1.LabelTopologyZone,
+				Counts: map[string]int{"zone-a": 2}, PodDomains: []string{"zone-a"}, NodeDomains: []string{"zone-a", "zone-b"}, MaxSkew: 1},
+			wantText: "unsatisfiable topology constraint for topology spread, key=topology.kubernetes.io/zone (counts = map[zone-a:2], podDomains = topology.kubernetes.io/zone In [zone-a], nodeDomains = topology.kubernetes.io/zone In [zone-a zone-b]); " +
+				"one more pod in zone-a would be more than maxSkew=1 above zone-b (0): allow more domains (the nodepool's requirements, the pod's node affinity), raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway",
+		},
+		{
+			name: "an extended resource no instance type has is named",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("p", "1", "", request("nvidia.com/gpu", "1"))))
+			},
+			pool:     "default",
+			want:     scheduling.ResourceNotOffered{Resource: "nvidia.com/gpu", Requested: resource.MustParse("1")},
+			wantText: "no instance type has nvidia.com/gpu (requested 1); allow instance types that have it in the nodepool's requirements, or check the device plugin's resource name",
+		},
+		{
+			name: "a resource some type has but too little of stays InsufficientResource",
+			snap: func() *scheduling.Snapshot {
+				its := append(catalog(), instanceType("g.4x", 4, withCapacity("nvidia.com/gpu", "1")))
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, its, one(pod("p", "1", "", request("nvidia.com/gpu", "4"))))
+			},
+			pool: "default",
+			want: scheduling.InsufficientResource{
+				Shortfalls: []scheduling.Shortfall{{Resource: "nvidia.com/gpu", Requested: resource.MustParse("4"), LargestAllowed: resource.MustParse("1")}},
+			},
+		},
+		{
+			name: "a pod that refuses every managed node says so",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(),
+					one(pod("p", "1", "", requiredTerms([]corev1.NodeSelectorRequirement{expr("karpenter.sh/nodepool", corev1.NodeSelectorOpDoesNotExist)}))))
+			},
+			pool:     "default",
+			want:     scheduling.ExcludesNodePools{},
+			wantText: "its required node affinity excludes every node with label karpenter.sh/nodepool, so no nodepool can launch for it; it waits for a node joiner does not manage (such as a managed node group)",
+		},
+		{
+			name: "refusing every managed node is said before a taint",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default", poolTaint("dedicated", "x", corev1.TaintEffectNoSchedule))}, catalog(),
+					one(pod("p", "1", "", requiredTerms([]corev1.NodeSelectorRequirement{expr("karpenter.sh/nodepool", corev1.NodeSelectorOpDoesNotExist)}))))
+			},
+			pool: "default",
+			want: scheduling.ExcludesNodePools{},
+		},
+		{
+			name: "a pod excluding only another nodepool is an ordinary requirement conflict",
+			snap: func() *scheduling.Snapshot {
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(),
+					one(pod("p", "1", "", requiredTerms([]corev1.NodeSelectorRequirement{expr("karpenter.sh/nodepool", corev1.NodeSelectorOpIn, "gpu")}))))
+			},
+			pool: "default",
+			want: scheduling.IncompatibleRequirements{Key: "karpenter.sh/nodepool",
+				Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}},
+				NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}}}},
+		},
+		{
 			name:     "nothing to schedule on",
 			snap:     func() *scheduling.Snapshot { return snapshot(nil, nil, one(pod("p", "1", ""))) },
 			pool:     existingNodes,
@@ -180,6 +282,12 @@ func sameReason(got, want scheduling.Reason) bool {
 	case scheduling.InsufficientResource:
 		g, ok := got.(scheduling.InsufficientResource)
 		return ok && sameShortfalls(g.Shortfalls, w.Shortfalls)
+	case scheduling.NoInstanceType:
+		g, ok := got.(scheduling.NoInstanceType)
+		return ok && g.Cause == w.Cause && reflect.DeepEqual(g.Unavailable, w.Unavailable)
+	case scheduling.ResourceNotOffered:
+		g, ok := got.(scheduling.ResourceNotOffered)
+		return ok && g.Resource == w.Resource && g.Requested.Cmp(w.Requested) == 0
 	case scheduling.ExistingNodes:
 		g, ok := got.(scheduling.ExistingNodes)
 		if !ok || len(g.Groups) != len(w.Groups) {
@@ -205,6 +313,33 @@ func sameShortfalls(a, b []scheduling.Shortfall) bool {
 		}
 	}
 	return true
+}
+
+// TestPodWarnings checks the warning about pods the solver places anyway.
+func TestPodWarnings(t *testing.T) {
+	withInit := func(cpu string) podOpt {
+		return func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: list("cpu", cpu)}}}
+		}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []scheduling.Reason
+	}{
+		{name: "cpu request", pod: pod("p", "1", "")},
+		{name: "memory request only", pod: pod("p", "", "1Gi")},
+		{name: "no requests", pod: pod("p", "", ""), want: []scheduling.Reason{scheduling.NoRequests{}}},
+		{name: "only an extended resource", pod: pod("p", "", "", request("nvidia.com/gpu", "1")), want: []scheduling.Reason{scheduling.NoRequests{}}},
+		{name: "an init container's request counts", pod: pod("p", "", "", withInit("500m"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := scheduling.PodWarnings(tt.pod); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("PodWarnings = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
 
 func TestCountByKind(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // Message renders a reason in Karpenter's words. It is the only place a
@@ -35,6 +37,9 @@ func Message(r Reason) string {
 			NoTypeOffered:             "no instance type has an available offering for the required zones and capacity types",
 			NoTypeFits:                "no instance type met the scheduling requirements or had enough resources",
 		}[r.Cause]
+		for _, c := range r.Unavailable {
+			why += "; " + unavailableMessage[c]
+		}
 		return noInstanceTypeMessage(r.Requests, r.Requirements, why)
 	case InsufficientResource:
 		return noInstanceTypeMessage(r.Requests, r.Requirements, "no instance type has enough resources")
@@ -60,8 +65,24 @@ func Message(r Reason) string {
 		return backingOffMessage(r)
 	case NodeLabels, VolumeLimit, MarkedForDeletion, NotChosen:
 		return nodeMessage(r)
+	// Issue 10's formerly silent cases.
+	case ExcludesNodePools:
+		return "its required node affinity excludes every node with label " + v1.LabelNodePool +
+			", so no nodepool can launch for it; it waits for a node joiner does not manage (such as a managed node group)"
+	case ResourceNotOffered:
+		return fmt.Sprintf("no instance type has %s (requested %s); allow instance types that have it in the nodepool's requirements, or check the device plugin's resource name",
+			r.Resource, r.Requested.String())
+	case NoRequests:
+		return "pod has no cpu or memory requests, so joiner plans its node as if it used nothing and the node may be too small; set resources.requests"
 	}
 	return string(r.Kind())
+}
+
+// unavailableMessage says what an offering's unavailability cause means
+// and what to do about it.
+var unavailableMessage = map[UnavailableCause]string{
+	UnavailableInsufficientCapacity: "the cloud has no capacity for them right now (InsufficientInstanceCapacity); allow more instance types, zones or capacity types",
+	UnavailableSubnetExhausted:      "the node class's subnets in those zones have no free IP addresses (InsufficientFreeAddressesInSubnet); add subnets with free addresses to its subnetSelectorTerms",
 }
 
 // nodeMessage is the predicate of "N nodes <...>" for one existing node's
@@ -127,8 +148,19 @@ func topologyMessage(t Topology) string {
 	case TopologyNoMatchingPods:
 		return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (no matching pods)", t.Constraint, t.Key)
 	case TopologyNoDomain:
-		return fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (counts = %s, podDomains = %s, nodeDomains = %s)",
+		msg := fmt.Sprintf("unsatisfiable topology constraint for %s, key=%s (counts = %s, podDomains = %s, nodeDomains = %s)",
 			t.Constraint, t.Key, countsString(t.Counts), formatIn(t.Key, t.PodDomains), formatIn(t.Key, t.NodeDomains))
+		if t.MaxSkew > 0 && len(t.NodeDomains) > 0 {
+			least, n := t.NodeDomains[0], t.Counts[t.NodeDomains[0]]
+			for _, d := range t.NodeDomains[1:] {
+				if t.Counts[d] < n {
+					least, n = d, t.Counts[d]
+				}
+			}
+			msg += fmt.Sprintf("; one more pod in %s would be more than maxSkew=%d above %s (%d): allow more domains (the nodepool's requirements, the pod's node affinity), raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway",
+				strings.Join(t.PodDomains, " or "), t.MaxSkew, least, n)
+		}
+		return msg
 	case TopologyNoZone:
 		return fmt.Sprintf("unsatisfiable topology constraint, key=%s (no zone is allowed)", t.Key)
 	case TopologyNoRoom:

@@ -157,7 +157,7 @@ func TestResources(t *testing.T) {
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("fpga", "1", "", request("example.com/fpga", "1"))))
 			},
-			check: wantReason("fpga", "default", "(no instance type has enough resources)"),
+			check: wantReason("fpga", "default", "no instance type has example.com/fpga (requested 1)"),
 		},
 		{
 			name: "hugepages need a type that offers them",

@@ -144,7 +144,26 @@ type Offering struct {
 	// many more instances the reservation can still launch.
 	ReservationID       string
 	ReservationCapacity int
+	// Unavailable says why an unavailable offering is, when the cloud
+	// knows: a pod that fits nowhere for want of offerings is told the
+	// cause ("the zone's subnets are out of addresses") instead of only
+	// "no available offering".
+	Unavailable UnavailableCause
 }
+
+// UnavailableCause is why the cloud marked an offering unavailable.
+type UnavailableCause string
+
+// Causes of unavailable offerings.
+const (
+	// UnavailableInsufficientCapacity: a launch found no capacity for the
+	// offering (InsufficientInstanceCapacity and kin), for a while.
+	UnavailableInsufficientCapacity UnavailableCause = "InsufficientCapacity"
+	// UnavailableSubnetExhausted: every subnet of the node class in the
+	// offering's zone is out of IP addresses
+	// (InsufficientFreeAddressesInSubnet).
+	UnavailableSubnetExhausted UnavailableCause = "SubnetExhausted"
+)
 
 // Allocatable is Capacity minus every overhead, floored at zero.
 func (it *InstanceType) Allocatable() corev1.ResourceList {

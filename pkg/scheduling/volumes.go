@@ -20,6 +20,14 @@ func (sv *solver) indexVolumes() {
 	}
 }
 
+// InTreePlugin names the in-tree volume plugin a pod volume uses, if any
+// (`joiner doctor` lists such pods before the solver rejects them).
+func InTreePlugin(s *corev1.VolumeSource) string { return inTreePlugin(s) }
+
+// InTreePersistentVolumePlugin names the in-tree plugin a PersistentVolume
+// uses, if any.
+func InTreePersistentVolumePlugin(s *corev1.PersistentVolumeSource) string { return inTreePV(s) }
+
 // inTreePlugin names the in-tree volume plugin a volume source uses, if
 // any. joiner only understands CSI volumes.
 func inTreePlugin(s *corev1.VolumeSource) string {

@@ -257,7 +257,15 @@ func (p *Provider) withAvailability(base []*scheduling.InstanceType, nc *awsv1.E
 		c.Offerings = slices.Clone(it.Offerings)
 		for j := range c.Offerings {
 			o := &c.Offerings[j]
-			o.Available = usable[o.Zone] && !p.ice.isUnavailable(o.CapacityType, it.Name, o.Zone)
+			ice := p.ice.isUnavailable(o.CapacityType, it.Name, o.Zone)
+			o.Available = usable[o.Zone] && !ice
+			// Say why, so a pod that fits nowhere is told the cause.
+			switch {
+			case !usable[o.Zone]:
+				o.Unavailable = scheduling.UnavailableSubnetExhausted
+			case ice:
+				o.Unavailable = scheduling.UnavailableInsufficientCapacity
+			}
 		}
 		out[i] = &c
 	}

@@ -199,24 +199,6 @@ func TestIsProvisionable(t *testing.T) {
 		{"scheduling gated", func(p *corev1.Pod) { p.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated }, false},
 		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false},
 	}
-	avoid := func(keys ...string) *corev1.Pod {
-		p := testPod("x")
-		var terms []corev1.NodeSelectorTerm
-		for _, k := range keys {
-			terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}}})
-		}
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
-		return p
-	}
-	if !avoidsManagedNodes(avoid(v1.LabelNodePool)) {
-		t.Error("a pod requiring nodes without karpenter.sh/nodepool is not recognised")
-	}
-	if avoidsManagedNodes(avoid(v1.LabelNodePool, "other")) {
-		t.Error("a pod with another way onto managed nodes is ignored")
-	}
-	if avoidsManagedNodes(testPod("y")) {
-		t.Error("a plain pod is ignored")
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPod("1")

@@ -1,10 +1,8 @@
 package provisioning
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // IsProvisionable reports whether pod is one the provisioner should find
@@ -34,45 +32,4 @@ func IsProvisionable(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// avoidsManagedNodes reports whether pod requires nodes without the
-// karpenter.sh/nodepool label, in every term of its required node
-// affinity (as joiner's own pods do): no NodePool can ever take it, so the
-// provisioner leaves it alone instead of reporting it unschedulable.
-func avoidsManagedNodes(pod *corev1.Pod) bool {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return false
-	}
-	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(terms) == 0 {
-		return false
-	}
-	for _, term := range terms {
-		avoids := false
-		for _, r := range term.MatchExpressions {
-			if r.Key == v1.LabelNodePool && r.Operator == corev1.NodeSelectorOpDoesNotExist {
-				avoids = true
-			}
-		}
-		if !avoids {
-			return false
-		}
-	}
-	return true
-}
-
-// unsupportedVolume returns the name of the first volume the provisioner
-// cannot reason about, or "" when every volume is fine. A PVC that does not
-// exist yet is reported by the snapshot, not here: it may still be created.
-func unsupportedVolume(pod *corev1.Pod) string {
-	for _, v := range pod.Spec.Volumes {
-		// Inline cloud disks pin a pod to wherever the disk lives, which the
-		// provisioner cannot see.
-		if v.AWSElasticBlockStore != nil || v.GCEPersistentDisk != nil || v.AzureDisk != nil || v.Cinder != nil {
-			return v.Name
-		}
-	}
-	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +128,10 @@ type Provisioner struct {
 	// retry plans again when a launch back-off that keeps pods waiting
 	// ends.
 	retry retryTimer
+	// warned remembers the pods already warned about (scheduling's
+	// PodWarnings), apart from reported so a warning and the pod's
+	// scheduling outcome do not replace each other.
+	warned map[types.UID]bool
 }
 
 // NewProvisioner validates opts and returns a Provisioner.
@@ -138,6 +143,7 @@ func NewProvisioner(opts Options) (*Provisioner, error) {
 		opts:     opts,
 		batcher:  NewBatcher(opts.Clock, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		reported: map[types.UID]string{},
+		warned:   map[types.UID]bool{},
 	}, nil
 }
 
@@ -207,6 +213,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		return res, nil
 	}
 	logger.V(1).Info("found provisionable pods", "count", len(v.snapshot.Pods))
+	p.warn(v.snapshot.Pods)
 
 	start := p.opts.Clock.Now()
 	plan, err := p.opts.Solve(v.snapshot)
@@ -238,6 +245,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if len(res.Unschedulable) > 0 {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
+	p.reportIncompatibleNodePools(v, res.Unschedulable)
 	publishUnschedulable(res.Unschedulable)
 	p.retry.wake(p.opts.Clock, earliestRetry(res.Unschedulable), func() { p.Trigger(backoffTrigger) })
 	p.forgetExcept(seen)
@@ -422,6 +430,57 @@ func (p *Provisioner) report(e events.Event) {
 	p.opts.Recorder.Publish(e)
 }
 
+// warn publishes, once per pending pod, a Warning event for each of
+// scheduling's warnings about it (a pod without requests): the pod is
+// still planned.
+func (p *Provisioner) warn(pods []*corev1.Pod) {
+	for _, pod := range pods {
+		ws := scheduling.PodWarnings(pod)
+		if len(ws) == 0 {
+			continue
+		}
+		p.mu.Lock()
+		done := p.warned[pod.UID]
+		p.warned[pod.UID] = true
+		p.mu.Unlock()
+		if done {
+			continue
+		}
+		for _, w := range ws {
+			p.opts.Recorder.Publish(events.Warning(pod, warningReason[w.Kind()], "Provision", "%s", scheduling.Message(w)))
+		}
+	}
+}
+
+// reportIncompatibleNodePools gives each NodePool none of whose instance
+// types survives its own requirements (or whose node class offers none) a
+// NoCompatibleInstanceTypes event, as Karpenter declares it: every pod it
+// was meant for says so too, but the NodePool is where the fix goes. The
+// recorder's dedupe keeps it to one event per NodePool while it lasts.
+func (p *Provisioner) reportIncompatibleNodePools(v *view, errs []scheduling.PodError) {
+	const fix = "; widen its requirements or check its node class"
+	for name, np := range v.noTypes {
+		p.opts.Recorder.Publish(events.Warning(np, events.NoCompatibleInstanceTypes, "Provision", "NodePool %s: its node class offers no instance types%s", name, fix))
+	}
+	seen := map[string]bool{}
+	for _, pe := range errs {
+		for name, r := range pe.NodePools {
+			nit, ok := r.(scheduling.NoInstanceType)
+			if !ok || nit.Cause != scheduling.NoTypes || seen[name] || v.nodePools[name] == nil {
+				continue
+			}
+			seen[name] = true
+			p.opts.Recorder.Publish(events.Warning(v.nodePools[name], events.NoCompatibleInstanceTypes, "Provision",
+				"NodePool %s: no instance type meets its requirements (%s)%s", name, strings.Join(nit.Requirements, ", "), fix))
+		}
+	}
+}
+
+// warningReason is the event reason of each warning kind.
+var warningReason = map[scheduling.ReasonKind]string{
+	scheduling.KindNoRequests: events.NoResourceRequests,
+}
+
 // forgetExcept drops the memory of events for pods no longer pending.
 func (p *Provisioner) forgetExcept(keep map[types.UID]bool) {
 	p.mu.Lock()
@@ -429,6 +488,11 @@ func (p *Provisioner) forgetExcept(keep map[types.UID]bool) {
 	for uid := range p.reported {
 		if !keep[uid] {
 			delete(p.reported, uid)
+		}
+	}
+	for uid := range p.warned {
+		if !keep[uid] {
+			delete(p.warned, uid)
 		}
 	}
 }

@@ -42,6 +42,8 @@ type view struct {
 	failures map[string]int64
 	// backoffs are the NodePools' active launch back-offs.
 	backoffs map[string][]scheduling.LaunchBackoff
+	// noTypes are the NodePools whose node class offers no instance types.
+	noTypes map[string]*v1.NodePool
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -83,6 +85,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		skipped:   map[string]string{},
 		failures:  map[string]int64{},
 		backoffs:  map[string][]scheduling.LaunchBackoff{},
+		noTypes:   map[string]*v1.NodePool{},
 	}
 
 	// Instance types come first: in-flight NodeClaims are sized from them.
@@ -102,6 +105,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		allTypes[np.Name] = its
 		if len(its) == 0 {
 			v.skipped[np.Name] = "its node class offers no instance types"
+			v.noTypes[np.Name] = np
 			continue
 		}
 		v.nodePools[np.Name] = np
@@ -136,15 +140,13 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
-	ignored := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		// Pods with inline in-tree volumes and pods refusing every managed
+		// node go to the solver too: it gives them a typed reason (Volume,
+		// ExcludesNodePools) that reaches the pod, where Karpenter skips
+		// them without a word.
 		if !p.provisionable(pod) {
-			continue
-		}
-		if unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
-			// Pending and unschedulable, but not for joiner to place.
-			ignored++
 			continue
 		}
 		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
@@ -153,7 +155,10 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Pods = append(v.snapshot.Pods, pod)
 	}
 
-	metrics.IgnoredPods.Set(float64(ignored))
+	// Karpenter counts here the pods it passes over (invalid affinity to its
+	// labels, unsupported volumes); joiner passes over none: such pods go to
+	// the solver and get a typed reason.
+	metrics.IgnoredPods.Set(0)
 	for name, np := range v.nodePools {
 		snp := schedulingNodePool(np, v.inUse[name])
 		snp.Backoffs = v.backoffs[name]

@@ -46,34 +46,44 @@ func roleARNWithoutPath(arn string) string {
 // authorize says why a kubelet using roleARN cannot register its Node, or
 // "" when aws-auth (or an emulated access entry) lets it.
 func authorize(ctx context.Context, kube client.Reader, roleARN string, accessEntries []string) (string, error) {
-	want := roleARNWithoutPath(roleARN)
-	for _, p := range accessEntries {
-		if p == roleARN || p == want {
-			return "", nil
-		}
-	}
 	cm := &corev1.ConfigMap{}
 	err := kube.Get(ctx, client.ObjectKey{Namespace: AWSAuthNamespace, Name: AWSAuthName}, cm)
 	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("the node role %s is not mapped: there is no %s/%s ConfigMap (nor an EKS access entry), so the API server rejects the kubelet as Unauthorized", roleARN, AWSAuthNamespace, AWSAuthName), nil
-	}
-	if err != nil {
+		cm = nil
+	} else if err != nil {
 		return "", fmt.Errorf("reading %s/%s: %w", AWSAuthNamespace, AWSAuthName, err)
+	}
+	return Authorize(cm, roleARN, accessEntries), nil
+}
+
+// Authorize says why a kubelet using roleARN cannot register its Node
+// given the aws-auth ConfigMap (nil when absent) and the principal ARNs of
+// the cluster's EKS access entries, or "" when one of them lets it. The
+// emulated machines and `joiner doctor` judge by it alike.
+func Authorize(cm *corev1.ConfigMap, roleARN string, accessEntries []string) string {
+	want := roleARNWithoutPath(roleARN)
+	for _, p := range accessEntries {
+		if p == roleARN || p == want {
+			return ""
+		}
+	}
+	if cm == nil {
+		return fmt.Sprintf("the node role %s is not mapped: there is no %s/%s ConfigMap (nor an EKS access entry), so the API server rejects the kubelet as Unauthorized", roleARN, AWSAuthNamespace, AWSAuthName)
 	}
 	var roles []RoleMapping
 	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &roles); err != nil {
-		return fmt.Sprintf("the %s/%s ConfigMap's mapRoles is not valid YAML (%v), so EKS maps no role and the API server rejects the kubelet as Unauthorized", AWSAuthNamespace, AWSAuthName, err), nil
+		return fmt.Sprintf("the %s/%s ConfigMap's mapRoles is not valid YAML (%v), so EKS maps no role and the API server rejects the kubelet as Unauthorized", AWSAuthNamespace, AWSAuthName, err)
 	}
 	for _, r := range roles {
 		if r.RoleARN != want {
 			continue
 		}
 		if !slices.Contains(r.Groups, "system:nodes") {
-			return fmt.Sprintf("the node role %s is mapped in %s/%s without the group system:nodes, so the kubelet may not create its Node", want, AWSAuthNamespace, AWSAuthName), nil
+			return fmt.Sprintf("the node role %s is mapped in %s/%s without the group system:nodes, so the kubelet may not create its Node", want, AWSAuthNamespace, AWSAuthName)
 		}
-		return "", nil
+		return ""
 	}
-	return fmt.Sprintf("the node role %s is not in the mapRoles of %s/%s (nor an EKS access entry), so the API server rejects the kubelet as Unauthorized", want, AWSAuthNamespace, AWSAuthName), nil
+	return fmt.Sprintf("the node role %s is not in the mapRoles of %s/%s (nor an EKS access entry), so the API server rejects the kubelet as Unauthorized", want, AWSAuthNamespace, AWSAuthName)
 }
 
 // MapNodeRole adds roleARN to aws-auth's mapRoles with the node groups, as

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // unavailable lists the unavailable offerings of the given types as
@@ -111,6 +112,19 @@ func TestSubnetExhaustionIsNamed(t *testing.T) {
 	}
 	if got := unavailable(t, p, nc, "m5.large"); len(got) != 6 {
 		t.Errorf("unavailable m5.large offerings = %v, want both capacity types in every zone (their subnets are exhausted)", got)
+	}
+	// The offerings say why, so a pod that fits nowhere is told the subnets
+	// are full rather than only "no available offering".
+	its, err := p.GetInstanceTypes(ctx, nodePool(nc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		for _, o := range it.Offerings {
+			if it.Name == "m5.large" && o.Unavailable != scheduling.UnavailableSubnetExhausted {
+				t.Errorf("m5.large offering %s/%s unavailable for %q, want %q", o.Zone, o.CapacityType, o.Unavailable, scheduling.UnavailableSubnetExhausted)
+			}
+		}
 	}
 }
 

@@ -1,0 +1,91 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+)
+
+// RunOptions are `joiner doctor`'s settings.
+type RunOptions struct {
+	// ClusterName is settings.clusterName.
+	ClusterName string
+	// ControllerSelector finds joiner's Deployment
+	// (DefaultControllerSelector when empty).
+	ControllerSelector string
+	// AWS is the account's configuration; nil checks the cluster alone.
+	AWS *aws.Config
+	// SSMParameterRoot resolves AMI aliases ("" is AWS's /aws/service).
+	SSMParameterRoot string
+}
+
+// Run connects to the cluster of cfg (and the account), gathers and
+// diagnoses: what `joiner doctor` prints.
+func Run(ctx context.Context, cfg *rest.Config, o RunOptions) (Report, error) {
+	if o.ControllerSelector == "" {
+		o.ControllerSelector = DefaultControllerSelector
+	}
+	sel, err := labels.Parse(o.ControllerSelector)
+	if err != nil {
+		return Report{}, fmt.Errorf("controller selector: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return Report{}, err
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return Report{}, err
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return Report{}, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	clusterID, err := sim.ClusterID(ctx, kube)
+	if err != nil {
+		return Report{}, err
+	}
+	opts := Options{Kube: kube, ClusterName: o.ClusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host, ControllerSelector: sel}
+	var skipped []string
+	if o.AWS != nil {
+		version, err := kubernetesVersion(cfg)
+		if err != nil {
+			return Report{}, err
+		}
+		if err := ForAWS(&opts, AWSOptions{Config: *o.AWS, Kube: kube, ClusterName: o.ClusterName, ClusterID: clusterID,
+			ClusterEndpoint: cfg.Host, KubernetesVersion: version, SSMParameterRoot: o.SSMParameterRoot}); err != nil {
+			return Report{}, err
+		}
+	} else {
+		skipped = append(skipped, "nodepool-instance-types: no AWS account configured (--cloud-provider=aws)")
+	}
+	in, err := Gather(ctx, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Diagnose(in)
+	r.Skipped = append(skipped, r.Skipped...)
+	return r, nil
+}
+
+func kubernetesVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("reading the Kubernetes version: %w", err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the Kubernetes version: %w", err)
+	}
+	return strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+"), nil
+}
