@@ -13,6 +13,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/statuspage"
 )
 
 // Run builds the manager, the cloud and every controller from settings,
@@ -49,6 +50,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		DisruptionValidationPeriod: settings.DisruptionValidationPeriod,
 		GCInterval:                 settings.GCInterval,
 		GCGracePeriod:              settings.GCGracePeriod,
+		StatusPage:                 statusPage(settings),
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
@@ -60,6 +62,14 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// statusPage is the status page's settings, nil when it is off.
+func statusPage(settings *options.Options) *statuspage.Options {
+	if !settings.StatusPage {
+		return nil
+	}
+	return &statuspage.Options{Listener: settings.StatusPageListener, Address: settings.StatusPageAddress, Title: settings.ClusterName}
 }
 
 // Solve is the provisioner's solver: scheduling.Solve with its defaults.

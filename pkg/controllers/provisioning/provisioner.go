@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,6 +119,9 @@ type Provisioner struct {
 	// that stays pending does not get the same event every batch.
 	mu       sync.Mutex
 	reported map[types.UID]string
+	// unschedulable is the last pass's verdicts on the pods it could not
+	// place, for the status page (guarded by mu).
+	unschedulable []scheduling.PodError
 }
 
 // NewProvisioner validates opts and returns a Provisioner.
@@ -192,6 +196,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		publishUnschedulable(nil)
+		p.setUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
@@ -228,6 +233,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		logUnschedulable(logger, res.Unschedulable, v.skipped)
 	}
 	publishUnschedulable(res.Unschedulable)
+	p.setUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
 }
@@ -406,6 +412,21 @@ func (p *Provisioner) report(e events.Event) {
 	p.reported[uid] = key
 	p.mu.Unlock()
 	p.opts.Recorder.Publish(e)
+}
+
+// Unschedulable returns the last pass's verdicts on the pods it could not
+// place, with the solver's typed reasons. The pods are the pass's copies:
+// callers must not mutate them.
+func (p *Provisioner) Unschedulable() []scheduling.PodError {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unschedulable)
+}
+
+func (p *Provisioner) setUnschedulable(errs []scheduling.PodError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unschedulable = slices.Clone(errs)
 }
 
 // forgetExcept drops the memory of events for pods no longer pending.

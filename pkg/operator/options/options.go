@@ -7,6 +7,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -99,6 +100,18 @@ type Options struct {
 	DisruptionPollInterval     time.Duration
 	DisruptionValidationPeriod time.Duration
 
+	// StatusPage serves joiner's read-only status page (nodes, cost over
+	// time, pending pods and their verdicts) on StatusPageAddress; off by
+	// default in the controller, on in `joiner run`.
+	StatusPage bool
+	// StatusPageAddress is host:port, loopback by default: the page has no
+	// authentication and names pods, nodes and prices.
+	StatusPageAddress string
+	// StatusPageListener, when set by a program embedding the operator
+	// (`joiner run`, which prints the URL), is served on instead of
+	// StatusPageAddress. It is not a flag.
+	StatusPageListener net.Listener
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -134,6 +147,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
+	fs.BoolVar(&o.StatusPage, "status-page", o.envBool("STATUS_PAGE", false), "Serve a read-only status page (nodes filled by their pods' requests, cost per hour over time, pending pods and their verdicts) [STATUS_PAGE]")
+	fs.StringVar(&o.StatusPageAddress, "status-page-address", env("STATUS_PAGE_ADDRESS", "127.0.0.1:8082"), "host:port of the status page; it has no authentication and names pods, nodes and prices, so keep it on loopback unless the network is trusted [STATUS_PAGE_ADDRESS]")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
 	_ = fs.MarkHidden("disruption-poll-interval")
@@ -188,6 +203,13 @@ func (o *Options) Validate() error {
 	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
 		if port < 0 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is not a port", name, port))
+		}
+	}
+	if o.StatusPage && o.StatusPageListener == nil {
+		if _, port, err := net.SplitHostPort(o.StatusPageAddress); err != nil {
+			errs = append(errs, fmt.Errorf("status-page-address %q is not host:port, such as 127.0.0.1:8082", o.StatusPageAddress))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("status-page-address %q: %q is not a port", o.StatusPageAddress, port))
 		}
 	}
 	if !o.DisableLeaderElection && (o.LeaderElectionName == "" || o.LeaderElectionNamespace == "") {
