@@ -47,10 +47,10 @@ func instanceType(name, cpu, memory string, prices map[string]float64) *scheduli
 
 func nodeLabels(pool, typ, capacityType string) map[string]string {
 	return map[string]string{
-		v1.LabelNodePool:                pool,
-		corev1.LabelInstanceTypeStable:  typ,
-		corev1.LabelTopologyZone:        "zone-a",
-		v1.LabelCapacityType:            capacityType,
+		v1.LabelNodePool:               pool,
+		corev1.LabelInstanceTypeStable: typ,
+		corev1.LabelTopologyZone:       "zone-a",
+		v1.LabelCapacityType:           capacityType,
 	}
 }
 

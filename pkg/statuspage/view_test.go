@@ -172,10 +172,10 @@ func TestBuildReasons(t *testing.T) {
 
 func TestUsageText(t *testing.T) {
 	cases := []struct {
-		name                     string
-		bound, incoming, alloc   string
-		wantText                 string
-		wantBound, wantIncoming  float64
+		name                    string
+		bound, incoming, alloc  string
+		wantText                string
+		wantBound, wantIncoming float64
 	}{
 		{name: "half", bound: "1", incoming: "0", alloc: "2", wantText: "1 core / 2 cores (50%)", wantBound: 50},
 		{name: "overcommitted clamps the bar, not the text", bound: "3", incoming: "1", alloc: "2", wantText: "4 cores / 2 cores (200%)", wantBound: 100},
