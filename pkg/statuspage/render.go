@@ -63,7 +63,7 @@ type chartPoint struct {
 // next sample changes it. Points with labels are spread evenly; others sit
 // at their time.
 func newChart(samples []Sample) chart {
-	c := chart{Width: 760, Height: 220, Left: 70, Right: 740, Top: 16, Bottom: 186}
+	c := chart{Width: 760, Height: 170, Left: 70, Right: 740, Top: 12, Bottom: 140}
 	if len(samples) == 0 {
 		return c
 	}
