@@ -3,7 +3,7 @@
 # (pkg/statuspage, cmd/joiner). The test drives /usr/bin/chromium directly and
 # fails when it is missing, so a fresh CI machine must run this first;
 # `make test` does. Idempotent: when /usr/bin/chromium already runs, it does
-# nothing. Needs root (or sudo) and Debian's apt; about a minute on a fresh
+# nothing. Needs root (or sudo) and Debian's apt; about 40 s on a fresh
 # machine (measured in docs/run.md).
 #
 # Environment:
