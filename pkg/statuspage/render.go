@@ -80,7 +80,10 @@ func newChart(samples []Sample) chart {
 		switch {
 		case len(samples) == 1:
 			xs[i] = c.Left
-		case labelled || span <= 0:
+		case labelled:
+			// Each labelled value holds for an equal share of the width.
+			xs[i] = c.Left + (c.Right-c.Left)*float64(i)/float64(len(samples))
+		case span <= 0:
 			xs[i] = c.Left + (c.Right-c.Left)*float64(i)/float64(len(samples)-1)
 		default:
 			xs[i] = c.Left + (c.Right-c.Left)*s.At.Sub(samples[0].At).Seconds()/span
@@ -98,18 +101,23 @@ func newChart(samples []Sample) chart {
 		}
 		c.Dots = append(c.Dots, chartPoint{X: xs[i], Y: y(s.CostPerHour), Label: fmt.Sprintf("%s: $%.4f/h, %d node(s)", label, s.CostPerHour, s.Nodes)})
 	}
-	if len(samples) == 1 {
-		// One sample so far: it holds until now.
-		pts = append(pts, coord(c.Right, y(samples[0].CostPerHour)))
+	last := xs[len(xs)-1]
+	if len(samples) == 1 || labelled {
+		// The last value holds to the right edge: one sample so far holds
+		// until now, a labelled step holds for its share.
+		last = c.Right
+		pts = append(pts, coord(last, y(samples[len(samples)-1].CostPerHour)))
 	}
 	c.Line = strings.Join(pts, " ")
-	last := c.Right
-	if len(samples) > 1 {
-		last = xs[len(xs)-1]
-	}
 	c.Area = fmt.Sprintf("M%s L%s L%s Z", coord(c.Left, c.Bottom), c.Line, coord(last, c.Bottom))
 	for _, f := range []float64{0, 0.5, 1} {
 		c.YTicks = append(c.YTicks, chartPoint{X: c.Left - 8, Y: y(top * f), Label: fmt.Sprintf("$%.3f/h", top*f), Anchor: "end"})
+	}
+	if labelled {
+		for i, s := range samples {
+			c.XTicks = append(c.XTicks, chartPoint{X: xs[i] + 4, Y: c.Bottom + 20, Label: tickLabel(s), Anchor: "start"})
+		}
+		return c
 	}
 	first, end := samples[0], samples[len(samples)-1]
 	c.XTicks = append(c.XTicks, chartPoint{X: c.Left, Y: c.Bottom + 20, Label: tickLabel(first), Anchor: "start"})
