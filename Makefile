@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane clean chaos fuzz
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane chromium clean chaos fuzz
 
 all: build
 
@@ -35,8 +35,12 @@ verify: generate
 controlplane:
 	bash hack/controlplane.sh
 
+## chromium: Debian's chromium at /usr/bin/chromium, for the status page's headless browser tests (apt-get; once).
+chromium:
+	bash hack/chromium.sh
+
 ## test: the whole suite, against a real local control plane.
-test: controlplane
+test: controlplane chromium
 	$(GO) test -count=1 -timeout 60m ./...
 
 ## run: the main job on the embedded default (local control plane + simulated cloud).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -78,6 +79,14 @@ printed so you can kubectl into it.`,
 			if o.faultNodeClass && !cmd.Flags().Changed("registration-ttl") {
 				// The default 15 minutes would keep the demo waiting.
 				o.settings.RegistrationTTL = demoFaultRegistrationTTL
+			}
+			// The status page is the demo's place to look; on a free
+			// loopback port unless asked otherwise (the URL is printed).
+			if !cmd.Flags().Changed("status-page") {
+				o.settings.StatusPage = true
+			}
+			if !cmd.Flags().Changed("status-page-address") {
+				o.settings.StatusPageAddress = "127.0.0.1:0"
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -208,6 +217,16 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		}
 		provider = "the AWS provider on the local EC2 at " + local.server.Endpoint
 	}
+	if settings.StatusPage && settings.StatusPageListener == nil {
+		ln, err := net.Listen("tcp", settings.StatusPageAddress)
+		if err != nil {
+			return fmt.Errorf("listening for the status page on %s (--status-page-address): %w", settings.StatusPageAddress, err)
+		}
+		// The status page's server closes it; this covers a joiner that
+		// stops before serving.
+		defer ln.Close()
+		settings.StatusPageListener = ln
+	}
 	opCtx, stopOperator := context.WithCancel(ctx)
 	operatorDone := make(chan error, 1)
 	go func() { operatorDone <- operator.Run(opCtx, cp.Config(), &settings, logger) }()
@@ -218,6 +237,9 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		}
 	}()
 	s.sayf("joiner running with %s (cluster %q, logs: %s)", provider, settings.ClusterName, logPath)
+	if settings.StatusPageListener != nil {
+		s.sayf("status page: http://%s/ (nodes and their requests, cost per hour, pending pods and why)", settings.StatusPageListener.Addr())
+	}
 
 	d := &demo{
 		story:        s,

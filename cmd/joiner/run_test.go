@@ -18,6 +18,7 @@ func TestRunDemo(t *testing.T) {
 	settings.DisableLeaderElection = true
 	settings.MetricsPort, settings.HealthProbePort = 0, 0
 	settings.ClusterName = "joiner-run-test"
+	settings.StatusPage, settings.StatusPageAddress = true, "127.0.0.1:0"
 	var out bytes.Buffer
 	start := time.Now()
 	err := runDemo(t.Context(), &runOptions{
@@ -33,6 +34,7 @@ func TestRunDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
+		"status page: http://127.0.0.1:",
 		"20 pending (unschedulable)",
 		"created for nodepool default",
 		"launched:",

@@ -13,6 +13,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
+	"github.com/joiner-dev/joiner/pkg/statuspage"
 )
 
 // solve is the solver simulate runs; tests may replace it.
@@ -65,6 +66,7 @@ the latter can replay several rounds (--rounds).`,
 		Example: `  joiner simulate -f examples/simulate/cluster.yaml
   kubectl get nodepools,nodes,pods,deployments -A -o yaml | joiner simulate -f -
   joiner simulate --scenario diverse-1000.json -o json
+  joiner simulate -f examples/simulate/cluster.yaml -o html > plan.html
   kubectl get nodepools,nodeclaims,nodes,pods,pdb -A -o yaml | joiner simulate --disruption -f -
   joiner simulate --disruption --scenario diverse-1000.json --cluster diverse-1000.half.cluster.json --rounds 0`,
 		Args: cobra.NoArgs,
@@ -76,7 +78,7 @@ the latter can replay several rounds (--rounds).`,
 	f.StringVar(&o.scenario, "scenario", "", "scenario JSON file (meta, instanceTypes, nodePools, pods)")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "Kubernetes YAML or JSON manifests; repeatable; - reads stdin")
 	f.StringVar(&o.instanceTypes, "instance-types", "", "instance-type catalog JSON (a list, or an object with instanceTypes); default: the built-in catalog")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or html (the plan drawn as joiner run's status page)")
 	f.IntVar(&o.podsPerNode, "pods-per-node", 10, "pods listed per node in text output; 0 lists all")
 	f.BoolVar(&o.brief, "brief", false, "text output: node groups only, without a line per node")
 	f.BoolVar(&o.lowerBound, "lower-bound", true, "also compute the LP lower bound on the new nodes' cost")
@@ -91,13 +93,16 @@ the latter can replay several rounds (--rounds).`,
 }
 
 func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("--output: want text or json, got %q", o.output)
+	if o.output != "text" && o.output != "json" && o.output != "html" {
+		return fmt.Errorf("--output: want text, json or html, got %q", o.output)
 	}
 	if (o.scenario == "") == (len(o.files) == 0) {
 		return errors.New("give either --scenario FILE or -f FILE (one or more)")
 	}
 	if o.disruption {
+		if o.output == "html" {
+			return errors.New("--output html draws a provisioning plan; with --disruption use text or json")
+		}
 		return runDisruption(o, stdin, stdout)
 	}
 	if o.cluster != "" {
@@ -107,6 +112,9 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.output == "html" {
+		return writeHTML(o, snap, notes, stdout)
+	}
 	report, err := simulate.Run(snap, simulate.Options{Solve: solve, LowerBound: o.lowerBound, Notes: notes})
 	if err != nil {
 		return err
@@ -115,6 +123,27 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 		return report.WriteJSON(stdout)
 	}
 	return report.WriteText(stdout, simulate.TextOptions{MaxPods: o.podsPerNode, Brief: o.brief})
+}
+
+// writeHTML draws the plan as `joiner run`'s status page draws the live
+// cluster: the input's nodes with the pods the plan adds, the new nodes,
+// the cost now and after the plan, and every pending pod's verdict.
+func writeHTML(o *simulateOptions, snap *scheduling.Snapshot, notes []string, stdout io.Writer) error {
+	plan, err := solve(snap)
+	if err != nil {
+		return fmt.Errorf("solving: %w", err)
+	}
+	title := o.scenario
+	if title == "" {
+		title = strings.Join(o.files, ", ")
+	}
+	return statuspage.Render(stdout, statuspage.Build(statuspage.Input{
+		Title:    title,
+		Subtitle: "what-if plan (joiner simulate)",
+		Snapshot: snap,
+		Plan:     plan,
+		Notes:    notes,
+	}))
 }
 
 // loadSimulation reads the input into a Snapshot, with notes for the user.

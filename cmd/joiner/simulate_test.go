@@ -155,7 +155,7 @@ func TestSimulateErrors(t *testing.T) {
 	}{
 		{"no input", nil, "give either --scenario FILE or -f FILE"},
 		{"both inputs", []string{"--scenario", "a.json", "-f", "b.yaml"}, "give either --scenario FILE or -f FILE"},
-		{"bad output", []string{"-f", bad, "-o", "yaml"}, `--output: want text or json, got "yaml"`},
+		{"bad output", []string{"-f", bad, "-o", "yaml"}, `--output: want text, json or html, got "yaml"`},
 		{"missing file", []string{"-f", filepath.Join(dir, "nope.yaml")}, "reading manifests: open"},
 		{"field error", []string{"-f", bad}, `bad.yaml: document 1 (Deployment shop/web): spec.template.spec.tolerations[0].operator: unknown operator "Maybe"`},
 		{"instance types error", []string{"-f", bad, "--instance-types", badTypes}, `types.json: instanceTypes[0] "x": offerings[0].price: must be >= 0, got -0.1`},

@@ -32,6 +32,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
+	"github.com/joiner-dev/joiner/pkg/statuspage"
 )
 
 // Controller is what every joiner controller offers the manager.
@@ -90,6 +91,10 @@ type Options struct {
 	// instances (0 keeps the controller's defaults).
 	GCInterval    time.Duration
 	GCGracePeriod time.Duration
+	// StatusPage, when set, serves the read-only status page (joiner run's
+	// "place to look") from the cluster state and the provisioner's
+	// verdicts; its Source and Clock are filled here.
+	StatusPage *statuspage.Options
 }
 
 func (o *Options) validate() error {
@@ -251,6 +256,16 @@ func New(o Options) ([]Controller, error) {
 		}
 		out = append(out, obs)
 	}
+	if o.StatusPage != nil {
+		opts := *o.StatusPage
+		opts.Clock = o.Clock
+		opts.Source = liveStatus(prov.Provisioner)
+		page, err := statuspage.NewServer(opts)
+		if err != nil {
+			return nil, fmt.Errorf("building status page: %w", err)
+		}
+		out = append(out, page)
+	}
 	if o.NodeRepair {
 		health, err := nodehealth.NewController(nodehealth.Options{
 			Client: mgr.GetClient(), CloudProvider: o.CloudProvider, Recorder: recorder, Clock: o.Clock,
@@ -261,6 +276,24 @@ func New(o Options) ([]Controller, error) {
 		out = append(out, health)
 	}
 	return append(out, o.CloudControllers...), nil
+}
+
+// liveStatus draws the status page from what the provisioner would plan on
+// now and the verdicts of its last pass.
+func liveStatus(p *provisioning.Provisioner) statuspage.Source {
+	return func(ctx context.Context) (statuspage.Input, error) {
+		snap, err := p.Snapshot(ctx)
+		if err != nil {
+			return statuspage.Input{}, err
+		}
+		return statuspage.Input{
+			Subtitle:      "live",
+			Snapshot:      snap.Cluster,
+			InstanceTypes: snap.InstanceTypes,
+			Skipped:       snap.Skipped,
+			Plan:          &scheduling.Plan{Unschedulable: p.Unschedulable()},
+		}, nil
+	}
 }
 
 // minSavings maps the setting to the engine's convention: 0 there means

@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/statuspage"
 )
 
 // Run builds the manager, the cloud and every controller from settings,
@@ -61,6 +62,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		DisruptionValidationPeriod: settings.DisruptionValidationPeriod,
 		GCInterval:                 settings.GCInterval,
 		GCGracePeriod:              settings.GCGracePeriod,
+		StatusPage:                 statusPage(settings),
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
@@ -82,4 +84,12 @@ func SolverOptions(settings *options.Options) scheduling.Options {
 		IgnorePreferences:   settings.PreferencePolicy == options.PreferencePolicyIgnore,
 		MinValuesBestEffort: settings.MinValuesPolicy == options.MinValuesPolicyBestEffort,
 	}
+}
+
+// statusPage is the status page's settings, nil when it is off.
+func statusPage(settings *options.Options) *statuspage.Options {
+	if !settings.StatusPage {
+		return nil
+	}
+	return &statuspage.Options{Listener: settings.StatusPageListener, Address: settings.StatusPageAddress, Title: settings.ClusterName}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +133,9 @@ type Provisioner struct {
 	// PodWarnings), apart from reported so a warning and the pod's
 	// scheduling outcome do not replace each other.
 	warned map[types.UID]bool
+	// unschedulable is the last pass's verdicts on the pods it could not
+	// place, for the status page (guarded by mu).
+	unschedulable []scheduling.PodError
 }
 
 // NewProvisioner validates opts and returns a Provisioner.
@@ -209,6 +213,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		publishUnschedulable(nil)
+		p.setUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
@@ -248,6 +253,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	p.reportIncompatibleNodePools(v, res.Unschedulable)
 	publishUnschedulable(res.Unschedulable)
 	p.retry.wake(p.opts.Clock, earliestRetry(res.Unschedulable), func() { p.Trigger(backoffTrigger) })
+	p.setUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
 }
@@ -479,6 +485,21 @@ func (p *Provisioner) reportIncompatibleNodePools(v *view, errs []scheduling.Pod
 // warningReason is the event reason of each warning kind.
 var warningReason = map[scheduling.ReasonKind]string{
 	scheduling.KindNoRequests: events.NoResourceRequests,
+}
+
+// Unschedulable returns the last pass's verdicts on the pods it could not
+// place, with the solver's typed reasons. The pods are the pass's copies:
+// callers must not mutate them.
+func (p *Provisioner) Unschedulable() []scheduling.PodError {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unschedulable)
+}
+
+func (p *Provisioner) setUnschedulable(errs []scheduling.PodError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unschedulable = slices.Clone(errs)
 }
 
 // forgetExcept drops the memory of events for pods no longer pending.

@@ -7,8 +7,10 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -154,6 +156,18 @@ type Options struct {
 	DisruptionPollInterval     time.Duration
 	DisruptionValidationPeriod time.Duration
 
+	// StatusPage serves joiner's read-only status page (nodes, cost over
+	// time, pending pods and their verdicts) on StatusPageAddress; off by
+	// default in the controller, on in `joiner run`.
+	StatusPage bool
+	// StatusPageAddress is host:port, loopback by default: the page has no
+	// authentication and names pods, nodes and prices.
+	StatusPageAddress string
+	// StatusPageListener, when set by a program embedding the operator
+	// (`joiner run`, which prints the URL), is served on instead of
+	// StatusPageAddress. It is not a flag.
+	StatusPageListener net.Listener
+
 	// envErrs are malformed environment variables, reported by Validate.
 	envErrs []error
 }
@@ -216,6 +230,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
+	r.joiner().bool(&o.StatusPage, "status-page", "STATUS_PAGE", false, "Serve a read-only status page (nodes filled by their pods' requests, cost per hour over time, pending pods and their verdicts)")
+	r.joiner().str(&o.StatusPageAddress, "status-page-address", "STATUS_PAGE_ADDRESS", "127.0.0.1:8082", "host:port of the status page; it has no authentication and names pods, nodes and prices, so keep it on loopback unless the network is trusted")
 	_ = fs.MarkHidden("sim-call-faults")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
@@ -320,6 +336,13 @@ func (o *Options) Validate() error {
 	}
 	if err := parseAWSFeatureGates(o.AWSFeatureGatesFlag); err != nil {
 		errs = append(errs, err)
+	}
+	if o.StatusPage && o.StatusPageListener == nil {
+		if _, port, err := net.SplitHostPort(o.StatusPageAddress); err != nil {
+			errs = append(errs, fmt.Errorf("status-page-address %q is not host:port, such as 127.0.0.1:8082", o.StatusPageAddress))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("status-page-address %q: %q is not a port", o.StatusPageAddress, port))
+		}
 	}
 	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
 		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent %v must be in [0, 1)", o.VMMemoryOverheadPercent))
