@@ -14,5 +14,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newControllerCommand())
 	root.AddCommand(newRunCommand())
 	root.AddCommand(newSimulateCommand())
+	root.AddCommand(newVersionCommand())
 	return root
 }
