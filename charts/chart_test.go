@@ -375,7 +375,7 @@ func TestKarpenterValues(t *testing.T) {
 				"CLUSTER_NAME": "my-cluster", "CLUSTER_ENDPOINT": "https://ABC.gr7.eu-west-1.eks.amazonaws.com",
 				"INTERRUPTION_QUEUE": "my-queue", "BATCH_MAX_DURATION": "20s", "BATCH_IDLE_DURATION": "2s",
 				"ISOLATED_VPC": "true", "VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "1", "LOG_LEVEL": "debug",
-				"FEATURE_GATES": "ReservedCapacity=true,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=false,StaticCapacity=false",
+				"FEATURE_GATES":  "ReservedCapacity=true,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=false,StaticCapacity=false",
 				"CLOUD_PROVIDER": "aws", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081",
 			} {
 				if env[k] != want {
