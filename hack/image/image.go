@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -73,8 +74,21 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Compressed once here (Go's gzip is deterministic for a given level and
+	// the header carries no time or name); the layer hashes these bytes.
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(layerTar); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
+		return io.NopCloser(bytes.NewReader(gz.Bytes())), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, fmt.Errorf("making layer: %w", err)

@@ -37,6 +37,7 @@ func TestImage(t *testing.T) {
 	}
 	spec := Spec{Binary: binary, Arch: runtime.GOARCH, Version: "v9.9.9-test", Revision: "abc123", Created: time.Unix(1700000000, 0)}
 
+	var built v1.Image
 	build := func(s Spec, path string) v1.Hash {
 		t.Helper()
 		img, err := Build(s)
@@ -50,9 +51,11 @@ func TestImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		built = img
 		return d
 	}
 	first := build(spec, filepath.Join(dir, "a.tar"))
+	wantID, _ := built.ConfigName()
 	second := build(spec, filepath.Join(dir, "b.tar"))
 	if first != second {
 		t.Fatalf("same inputs, different digests: %s and %s", first, second)
@@ -62,10 +65,25 @@ func TestImage(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatal("same inputs, different tarball bytes")
 	}
-	later := spec
-	later.Created = spec.Created.Add(time.Second)
-	if d := build(later, filepath.Join(dir, "c.tar")); d == first {
-		t.Fatalf("a different SOURCE_DATE_EPOCH gave the same digest %s: the timestamp is not in the image", d)
+	// Each input is in the digest (a small stand-in binary keeps this cheap).
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("#!/bin/false\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := spec
+	base.Binary = small
+	baseDigest := build(base, filepath.Join(dir, "c.tar"))
+	for what, change := range map[string]func(*Spec){
+		"SOURCE_DATE_EPOCH": func(s *Spec) { s.Created = s.Created.Add(time.Second) },
+		"version":           func(s *Spec) { s.Version = "v9.9.10" },
+		"revision":          func(s *Spec) { s.Revision = "def456" },
+		"arch":              func(s *Spec) { s.Arch = "arm64" },
+	} {
+		changed := base
+		change(&changed)
+		if d := build(changed, filepath.Join(dir, "d.tar")); d == baseDigest {
+			t.Errorf("a different %s gave the same digest %s", what, d)
+		}
 	}
 	t.Logf("digest %s, twice", first)
 
@@ -75,11 +93,6 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the tarball as docker load does: %v", err)
 	}
-	built, err := Build(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantID, _ := built.ConfigName()
 	if id, _ := img.ConfigName(); id != wantID {
 		t.Errorf("manifest.json's image has ID %s, want %s", id, wantID)
 	}
