@@ -47,7 +47,11 @@ func findHelm() (string, error) {
 		}
 		return "", fmt.Errorf("`go tool -n helm` (helm is a go.mod tool: `go get -tool helm.sh/helm/v4/cmd/helm`): %v\n%s", err, out)
 	}
-	return strings.TrimSpace(string(out)), nil
+	path := strings.TrimSpace(string(out))
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("`go tool -n helm` named %q: %w", path, err)
+	}
+	return path, nil
 }
 
 // helm runs helm with args against the test control plane and returns its

@@ -54,6 +54,9 @@ func TestMain(m *testing.M) {
 // and admission check what helm's lint cannot.
 func TestServerDryRun(t *testing.T) {
 	env := test.Env(t)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatalf("kubectl is needed for --dry-run=server: %v (install it, e.g. from https://dl.k8s.io or your distribution)", err)
+	}
 	ns := env.Namespace(t)
 	for _, tc := range []struct {
 		name   string
