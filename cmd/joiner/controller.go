@@ -31,7 +31,7 @@ named in brackets in its help.`,
 			if err := settings.Validate(); err != nil {
 				return err
 			}
-			logger, err := operator.NewLogger(settings.LogLevel, os.Stdout)
+			logger, err := operator.NewLoggerToPaths(settings.LogLevel, settings.LogOutputPaths, settings.LogErrorOutputPaths)
 			if err != nil {
 				return err
 			}

@@ -12,9 +12,11 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// Instrument wraps cp so every call is counted and timed in
-// karpenter_cloudprovider_calls_total and
-// karpenter_cloudprovider_duration_seconds, by method and error kind.
+// Instrument wraps cp so every call is timed in
+// karpenter_cloudprovider_duration_seconds and every failure counted in
+// karpenter_cloudprovider_errors_total, by the calling controller (named
+// on the context by metrics.WithController), method, provider and error
+// kind.
 // clk defaults to the real clock.
 func Instrument(cp CloudProvider, clk clock.PassiveClock) CloudProvider {
 	if clk == nil {
@@ -48,49 +50,49 @@ func ErrorKind(err error) string {
 	return "Other"
 }
 
-func (i *instrumented) observe(method string, start time.Time, err error) {
-	metrics.ObserveCloudProviderCall(method, i.clock.Since(start).Seconds(), ErrorKind(err))
+func (i *instrumented) observe(ctx context.Context, method string, start time.Time, err error) {
+	metrics.ObserveCloudProviderCall(metrics.ControllerFrom(ctx), method, i.next.Name(), i.clock.Since(start).Seconds(), ErrorKind(err))
 }
 
 func (i *instrumented) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
 	start := i.clock.Now()
 	out, err := i.next.Create(ctx, nc)
-	i.observe("Create", start, err)
+	i.observe(ctx, "Create", start, err)
 	return out, err
 }
 
 func (i *instrumented) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 	start := i.clock.Now()
 	err := i.next.Delete(ctx, nc)
-	i.observe("Delete", start, err)
+	i.observe(ctx, "Delete", start, err)
 	return err
 }
 
 func (i *instrumented) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
 	start := i.clock.Now()
 	out, err := i.next.Get(ctx, providerID)
-	i.observe("Get", start, err)
+	i.observe(ctx, "Get", start, err)
 	return out, err
 }
 
 func (i *instrumented) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	start := i.clock.Now()
 	out, err := i.next.List(ctx)
-	i.observe("List", start, err)
+	i.observe(ctx, "List", start, err)
 	return out, err
 }
 
 func (i *instrumented) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
 	start := i.clock.Now()
 	out, err := i.next.GetInstanceTypes(ctx, np)
-	i.observe("GetInstanceTypes", start, err)
+	i.observe(ctx, "GetInstanceTypes", start, err)
 	return out, err
 }
 
 func (i *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (DriftReason, error) {
 	start := i.clock.Now()
 	out, err := i.next.IsDrifted(ctx, nc)
-	i.observe("IsDrifted", start, err)
+	i.observe(ctx, "IsDrifted", start, err)
 	return out, err
 }
 

@@ -27,8 +27,10 @@ import (
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
+	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -44,6 +46,14 @@ type Options struct {
 	Clock         clock.Clock
 	// Solve runs the scheduling simulation for the provisioner.
 	Solve provisioning.SolveFunc
+	// Scheduling are the solver settings (PREFERENCE_POLICY,
+	// MIN_VALUES_POLICY) consolidation's simulations use; Solve applies
+	// them for the provisioner.
+	Scheduling scheduling.Options
+	// ClusterStateObservability publishes the cluster state gauges
+	// (karpenter_nodes_*, karpenter_pods_state, karpenter_nodepools_*);
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY turns it off.
+	ClusterStateObservability bool
 	// CloudControllers are the cloud provider's own controllers (such as
 	// the SimNodeClass status controller), registered after joiner's.
 	CloudControllers []Controller
@@ -204,6 +214,7 @@ func New(o Options) ([]Controller, error) {
 		Clock:              o.Clock,
 		SpotToSpot:         o.SpotToSpotConsolidation,
 		MinSavingsFraction: minSavings(o.ConsolidationMinSavings),
+		Scheduling:         o.Scheduling,
 		PollInterval:       o.DisruptionPollInterval,
 		ValidationPeriod:   o.DisruptionValidationPeriod,
 	})
@@ -225,6 +236,15 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
+	}
+	if o.ClusterStateObservability {
+		obs, err := observability.NewController(observability.Options{
+			Client: mgr.GetClient(), Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building cluster state observability: %w", err)
+		}
+		out = append(out, obs)
 	}
 	if o.NodeRepair {
 		health, err := nodehealth.NewController(nodehealth.Options{

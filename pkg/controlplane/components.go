@@ -51,6 +51,12 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
 // and RBAC. The ServiceAccount admission plugin is off so that pods can be
 // created in a namespace before its default ServiceAccount exists.
 func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) error {
+	return cp.runAPIServer(ctx, etcdURL, nil)
+}
+
+// runAPIServer starts kube-apiserver on port, or on a free port when
+// port is nil.
+func (cp *ControlPlane) runAPIServer(ctx context.Context, etcdURL string, port []int) error {
 	hc, err := cp.httpsClient(true)
 	if err != nil {
 		return err
@@ -58,6 +64,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 	ports, err := cp.launch(ctx, component{
 		name:  binAPIServer,
 		ports: 1,
+		fixed: port,
 		args: func(ports []int) []string {
 			return []string{
 				"--etcd-servers=" + etcdURL,
@@ -94,6 +101,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 	if err != nil {
 		return err
 	}
+	cp.etcdURL = etcdURL
+	cp.apiserverPort = ports[0]
 	cp.apiserverURL = loopbackURL("https", ports[0])
 	return nil
 }

@@ -55,6 +55,8 @@ type ControlPlane struct {
 	pki       *pki
 
 	apiserverURL   string
+	apiserverPort  int
+	etcdURL        string
 	kubeconfigPath string
 	config         *rest.Config
 	client         client.Client
@@ -292,10 +294,52 @@ func (cp *ControlPlane) stopProcesses() {
 	cp.procs = nil
 }
 
+// RestartAPIServer kills kube-apiserver (SIGKILL, as a crashed or
+// rebooted control-plane node would), waits down, and starts it again on
+// the same address with the same etcd, returning once it serves. Clients
+// and the kubeconfig keep working; watches break and must re-list, which is
+// what a chaos test wants to exercise.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped || !cp.started {
+		return errors.New("restarting kube-apiserver: the control plane is not running")
+	}
+	cp.procsMu.Lock()
+	var old *process
+	kept := cp.procs[:0]
+	for _, p := range cp.procs {
+		if p.name == binAPIServer && p.exitErr() == nil {
+			old = p
+			continue
+		}
+		kept = append(kept, p)
+	}
+	cp.procs = kept
+	cp.procsMu.Unlock()
+	if old != nil {
+		old.stop(0)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	ctx, cancel := context.WithTimeout(ctx, cp.opts.StartTimeout)
+	defer cancel()
+	if err := cp.runAPIServer(ctx, cp.etcdURL, []int{cp.apiserverPort}); err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	return nil
+}
+
 // component describes how to run one binary.
 type component struct {
 	name  string
 	ports int // free loopback ports it needs
+	// fixed, when set, are the ports to use instead of free ones (a
+	// restart keeps its address).
+	fixed []int
 	args  func(ports []int) []string
 	// healthy returns nil once the component serves.
 	healthy func(ctx context.Context, ports []int) error
@@ -306,9 +350,12 @@ type component struct {
 func (cp *ControlPlane) launch(ctx context.Context, c component) ([]int, error) {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(c.ports)
-		if err != nil {
-			return nil, err
+		ports := c.fixed
+		if ports == nil {
+			var err error
+			if ports, err = freePorts(c.ports); err != nil {
+				return nil, err
+			}
 		}
 		args := append(c.args(ports), cp.opts.ExtraArgs[c.name]...)
 		p, err := startProcess(c.name, filepath.Join(cp.binDir, c.name), args, cp.childEnv(), cp.LogPath(c.name))
@@ -320,7 +367,7 @@ func (cp *ControlPlane) launch(ctx context.Context, c component) ([]int, error) 
 		if err == nil {
 			return ports, nil
 		}
-		if p.exitErr() != nil && errAddrInUse(p.logPath) && attempt < attempts {
+		if c.fixed == nil && p.exitErr() != nil && errAddrInUse(p.logPath) && attempt < attempts {
 			continue
 		}
 		return nil, p.failure(err)

@@ -144,7 +144,9 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 		snap.Nodes = s.red.reduce(snap.Nodes, snap.Pods)
 	}
 	s.solves++
-	plan, err := s.solve(&snap, scheduling.Options{RequirePreferences: true})
+	opts := s.in.Options.Scheduling
+	opts.RequirePreferences = !opts.IgnorePreferences
+	plan, err := s.solve(&snap, opts)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)
 	}

@@ -106,6 +106,10 @@ type Options struct {
 	// MultiNodeMax caps the candidates of one multi-node command (0: the
 	// engine's default, still bounded by budgets).
 	MultiNodeMax int
+	// Scheduling are the operator's solver settings (PREFERENCE_POLICY,
+	// MIN_VALUES_POLICY); the simulation adds RequirePreferences unless
+	// preferences are ignored altogether.
+	Scheduling scheduling.Options
 	// Solve is the solver consolidation simulates with; nil means
 	// scheduling.Solve.
 	Solve func(*scheduling.Snapshot, scheduling.Options) (*scheduling.Plan, error)

@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"runtime"
+	"runtime/debug"
+
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Namespace prefixes every metric Karpenter also has (Karpenter's, for
@@ -13,19 +15,30 @@ const Namespace = "karpenter"
 // metric for.
 const JoinerNamespace = "joiner"
 
-// Label names used across metrics.
+// Label names, Karpenter's.
 const (
-	LabelNodePool   = "nodepool"
-	LabelReason     = "reason"
-	LabelMethod     = "method"
-	LabelError      = "error"
-	LabelPhase      = "phase"
-	LabelController = "controller"
-	// LabelCapacityType is the capacity type of a node (spot, on-demand,
-	// reserved), Karpenter's capacity_type label.
+	LabelNodePool     = "nodepool"
+	LabelReason       = "reason"
+	LabelMethod       = "method"
+	LabelError        = "error"
+	LabelPhase        = "phase"
+	LabelController   = "controller"
+	LabelProvider     = "provider"
 	LabelCapacityType = "capacity_type"
+	LabelInstanceType = "instance_type"
+	LabelZone         = "zone"
+	LabelArch         = "arch"
+	LabelOS           = "os"
+	LabelRegion       = "region"
+	LabelResourceType = "resource_type"
+	LabelNodeName     = "node_name"
 	// LabelCondition is the node condition a repair acted on.
 	LabelCondition = "condition"
+	// LabelMinValuesRelaxed is "true" when MIN_VALUES_POLICY=BestEffort
+	// lowered the NodeClaim's minValues.
+	LabelMinValuesRelaxed = "min_values_relaxed"
+	// LabelCode is the HTTP status of an eviction request.
+	LabelCode = "code"
 )
 
 // Values of LabelReason on NodeClaimsDisrupted for the forceful methods
@@ -35,141 +48,311 @@ const (
 	DisruptionReasonUnhealthy = "unhealthy"
 )
 
+// NodeLabels are the labels of the per-node gauges (karpenter_nodes_*):
+// the node, its NodePool, the resource, whether the node is Ready, and the
+// well-known labels of the node.
+var NodeLabels = []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelPhase, LabelArch, LabelCapacityType, LabelInstanceType, LabelZone, LabelOS, LabelRegion}
+
+// PodStateLabels are karpenter_pods_state's labels.
+var PodStateLabels = []string{"name", "namespace", "owner", "node", LabelNodePool, LabelZone, LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase}
+
+var durationBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
+
+// lifetimeBuckets span a minute to a month, for node lifetimes and slow
+// terminations.
+var lifetimeBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400, 259200, 604800, 2592000}
+
+// NodeClaims.
 var (
-	// NodeClaimsCreated counts NodeClaims created, by NodePool and the
-	// reason they were created (e.g. "provisioning").
-	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+	// NodeClaimsCreated counts NodeClaims created, by the reason they were
+	// created ("provisioning", or the disruption reason of a replacement),
+	// NodePool and whether minValues were relaxed.
+	NodeClaimsCreated = NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "nodeclaims", Name: "created_total",
-		Help: "Number of NodeClaims created, by NodePool and reason.",
-	}, []string{LabelNodePool, LabelReason})
-
-	// NodeClaimsLaunched counts NodeClaims whose instance the cloud launched.
-	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "launched_total",
-		Help: "Number of NodeClaims launched by the cloud provider, by NodePool.",
-	}, []string{LabelNodePool})
-
-	// NodeClaimsRegistered counts NodeClaims whose Node joined the cluster.
-	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
-		Help: "Number of NodeClaims whose Node registered, by NodePool.",
-	}, []string{LabelNodePool})
-
-	// NodeClaimsInitialized counts NodeClaims whose Node became ready for pods.
-	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "initialized_total",
-		Help: "Number of NodeClaims initialized, by NodePool.",
-	}, []string{LabelNodePool})
+		Help: "Number of nodeclaims created in total, by the reason the nodeclaim was created, its nodepool and whether minValues were relaxed.",
+	}, LabelReason, LabelNodePool, LabelMinValuesRelaxed)
 
 	// NodeClaimsTerminated counts NodeClaims whose deletion finished (the
-	// instance is gone and the finalizer removed), by NodePool.
-	NodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
+	// instance is gone and the finalizer removed).
+	NodeClaimsTerminated = NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "nodeclaims", Name: "terminated_total",
-		Help: "Number of NodeClaims terminated, by NodePool.",
-	}, []string{LabelNodePool})
+		Help: "Number of nodeclaims terminated in total, by nodepool and capacity type.",
+	}, LabelNodePool, LabelCapacityType)
+
+	// NodeClaimsDisrupted counts NodeClaims joiner deleted to disrupt them.
+	NodeClaimsDisrupted = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "disrupted_total",
+		Help: "Number of nodeclaims disrupted in total, by reason, nodepool and capacity type.",
+	}, LabelReason, LabelNodePool, LabelCapacityType)
+
+	// NodeClaimsUnhealthyDisrupted counts NodeClaims node repair deleted.
+	NodeClaimsUnhealthyDisrupted = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "unhealthy_disrupted_total",
+		Help: "Number of unhealthy nodeclaims disrupted in total by node repair, by node condition, nodepool and capacity type.",
+	}, LabelCondition, LabelNodePool, LabelCapacityType)
+
+	// NodeClaimsTerminationDuration is the time from a NodeClaim's deletion
+	// to its finalizer's removal.
+	NodeClaimsTerminationDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "termination_duration_seconds",
+		Help: "Duration of nodeclaim termination in seconds, from its deletion to its finalizer's removal, by nodepool.", Buckets: lifetimeBuckets,
+	}, LabelNodePool)
+
+	// NodeClaimsInstanceTerminationDuration is the time from the first
+	// request to terminate a NodeClaim's instance to the cloud reporting
+	// it gone.
+	NodeClaimsInstanceTerminationDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
+		Help: "Duration of cloud provider instance termination in seconds, by nodepool.", Buckets: lifetimeBuckets,
+	}, LabelNodePool)
+
+	// NodeClaimsLaunched counts NodeClaims whose instance the cloud launched.
+	NodeClaimsLaunched = NewCounterVec(prometheus.CounterOpts{
+		Namespace: JoinerNamespace, Subsystem: "nodeclaims", Name: "launched_total",
+		Help: "Number of nodeclaims launched by the cloud provider, by nodepool.",
+	}, LabelNodePool)
+
+	// NodeClaimsRegistered counts NodeClaims whose Node joined the cluster.
+	NodeClaimsRegistered = NewCounterVec(prometheus.CounterOpts{
+		Namespace: JoinerNamespace, Subsystem: "nodeclaims", Name: "registered_total",
+		Help: "Number of nodeclaims whose node registered, by nodepool.",
+	}, LabelNodePool)
+
+	// NodeClaimsInitialized counts NodeClaims whose Node became ready for pods.
+	NodeClaimsInitialized = NewCounterVec(prometheus.CounterOpts{
+		Namespace: JoinerNamespace, Subsystem: "nodeclaims", Name: "initialized_total",
+		Help: "Number of nodeclaims initialized, by nodepool.",
+	}, LabelNodePool)
 
 	// NodeClaimsLaunchFailed counts NodeClaims deleted because the cloud
-	// could not launch them, by NodePool and reason
-	// ("insufficient_capacity", "nodeclass_not_ready").
-	NodeClaimsLaunchFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "launch_failed_total",
-		Help: "Number of NodeClaims deleted because the cloud could not launch them, by NodePool and reason.",
-	}, []string{LabelNodePool, LabelReason})
+	// could not launch them ("insufficient_capacity", "nodeclass_not_ready").
+	NodeClaimsLaunchFailed = NewCounterVec(prometheus.CounterOpts{
+		Namespace: JoinerNamespace, Subsystem: "nodeclaims", Name: "launch_failed_total",
+		Help: "Number of nodeclaims deleted because the cloud could not launch them, by nodepool and reason.",
+	}, LabelNodePool, LabelReason)
 
 	// NodeClaimsLivenessExpired counts NodeClaims deleted because they did
 	// not launch, register or initialize in time; phase is "launch",
 	// "registration" or "initialization".
-	NodeClaimsLivenessExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "liveness_expired_total",
-		Help: "Number of NodeClaims deleted because they did not launch, register or initialize within their TTL, by NodePool and phase.",
-	}, []string{LabelNodePool, LabelPhase})
+	NodeClaimsLivenessExpired = NewCounterVec(prometheus.CounterOpts{
+		Namespace: JoinerNamespace, Subsystem: "nodeclaims", Name: "liveness_expired_total",
+		Help: "Number of nodeclaims deleted because they did not launch, register or initialize within their TTL, by nodepool and phase.",
+	}, LabelNodePool, LabelPhase)
+)
 
-	// NodeClaimsDisrupted counts NodeClaims joiner deleted to disrupt
-	// them, by reason, NodePool and capacity type (Karpenter's
-	// karpenter_nodeclaims_disrupted_total).
-	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "Number of NodeClaims disrupted, by reason, NodePool and capacity type.",
-	}, []string{LabelReason, LabelNodePool, LabelCapacityType})
+// Nodes.
+var (
+	// NodesCreated counts Nodes of joiner's NodeClaims that registered.
+	NodesCreated = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "created_total",
+		Help: "Number of nodes created in total, by nodepool.",
+	}, LabelNodePool)
+	// NodesTerminated counts Nodes whose termination finalizer joiner removed.
+	NodesTerminated = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "terminated_total",
+		Help: "Number of nodes terminated in total, by nodepool.",
+	}, LabelNodePool)
+	// NodesDrained counts Nodes joiner finished draining.
+	NodesDrained = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "drained_total",
+		Help: "Number of nodes drained in total, by nodepool.",
+	}, LabelNodePool)
+	// NodesEvictionRequests counts eviction requests by HTTP status code.
+	NodesEvictionRequests = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "eviction_requests_total",
+		Help: "Number of eviction requests made while draining nodes, by response code.",
+	}, LabelCode)
+	// NodesTerminationDuration is the time from a Node's deletion to its
+	// finalizer's removal.
+	NodesTerminationDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "termination_duration_seconds",
+		Help: "The time taken between a node's deletion request and the removal of its finalizer, by nodepool.", Buckets: lifetimeBuckets,
+	}, LabelNodePool)
+	// NodesLifetimeDuration is a terminated Node's age.
+	NodesLifetimeDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "lifetime_duration_seconds",
+		Help: "The lifetime of nodes from creation to termination, by nodepool.", Buckets: lifetimeBuckets,
+	}, LabelNodePool)
+	// NodesCurrentLifetime is each live Node's age.
+	NodesCurrentLifetime = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "current_lifetime_seconds",
+		Help: "Node age in seconds, by node and nodepool.",
+	}, LabelNodeName, LabelNodePool)
 
-	// NodeClaimsUnhealthyDisrupted counts NodeClaims node repair deleted,
-	// by the node condition that was bad, NodePool and capacity type
-	// (Karpenter's karpenter_nodeclaims_unhealthy_disrupted_total).
-	NodeClaimsUnhealthyDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "nodeclaims", Name: "unhealthy_disrupted_total",
-		Help: "Number of NodeClaims deleted by node repair, by node condition, NodePool and capacity type.",
-	}, []string{LabelCondition, LabelNodePool, LabelCapacityType})
+	NodesAllocatable = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "allocatable",
+		Help: "Node allocatable are the resources allocatable by nodes.",
+	}, NodeLabels...)
+	NodesSystemOverhead = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "system_overhead",
+		Help: "Node system daemon overhead: the difference between the node's capacity and allocatable.",
+	}, NodeLabels...)
+	NodesTotalPodRequests = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_requests",
+		Help: "Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet pods.",
+	}, NodeLabels...)
+	NodesTotalPodLimits = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_limits",
+		Help: "Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.",
+	}, NodeLabels...)
+	NodesTotalDaemonRequests = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_requests",
+		Help: "Node total daemon requests are the resources requested by DaemonSet pods bound to nodes.",
+	}, NodeLabels...)
+	NodesTotalDaemonLimits = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_limits",
+		Help: "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+	}, NodeLabels...)
+)
 
+// Pods.
+var (
+	PodsState = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "state",
+		Help: "Pod state is the current state of pods, labeled by the pod name, namespace, owner, node, nodepool, zone, architecture, capacity type, instance type and pod phase.",
+	}, PodStateLabels...)
+	PodsStartupDuration = NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "startup_duration_seconds",
+		Help: "The time from pod creation until the pod is ready.", Buckets: lifetimeBuckets,
+	})
+	PodsBoundDuration = NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "bound_duration_seconds",
+		Help: "The time from pod creation until the pod is bound to a node.", Buckets: lifetimeBuckets,
+	})
 	// PodsPending is the number of pending (unschedulable) pods the
 	// provisioner last saw.
-	PodsPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: Namespace, Subsystem: "pods", Name: "pending",
+	PodsPending = NewGauge(prometheus.GaugeOpts{
+		Namespace: JoinerNamespace, Subsystem: "pods", Name: "pending",
 		Help: "Number of unschedulable pods waiting for capacity, as last seen by the provisioner.",
 	})
-
-	// UnschedulablePodsCount is how many pods the last batch could not
-	// place, by the controller that ran the simulation ("provisioner").
-	UnschedulablePodsCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Subsystem: "scheduler", Name: "unschedulable_pods_count",
-		Help: "The number of unschedulable Pods.",
-	}, []string{LabelController})
-
 	// PodsUnschedulable is how many pods the last batch could not place,
 	// by reason kind (the solver's typed reasons: Taint, Limit,
 	// InsufficientResource, ...). A pod counts once for every distinct kind
 	// among its NodePools' and existing nodes' reasons, so the series sum
 	// to more than UnschedulablePodsCount when pools disagree. Karpenter
 	// has no per-reason metric, hence joiner's own name.
-	PodsUnschedulable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	PodsUnschedulable = NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: JoinerNamespace, Subsystem: "pods", Name: "unschedulable",
 		Help: "Number of pods the provisioner's last batch could not place, by reason kind (a pod counts once per distinct kind).",
-	}, []string{LabelReason})
+	}, LabelReason)
+)
 
-	// SolverDuration is how long one scheduling simulation took.
-	SolverDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "scheduler", Name: "scheduling_duration_seconds",
-		Help:    "Duration of one scheduling simulation (solver run) in seconds.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	})
-
-	// CloudProviderDuration is the latency of each cloud provider call.
-	CloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "cloudprovider", Name: "duration_seconds",
-		Help:    "Duration of cloud provider method calls in seconds, by method.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	}, []string{LabelMethod})
-
-	// CloudProviderCalls counts cloud provider calls by method and error kind
-	// ("" on success).
-	CloudProviderCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "cloudprovider", Name: "calls_total",
-		Help: "Number of cloud provider method calls, by method and error kind (empty on success).",
-	}, []string{LabelMethod, LabelError})
-
+// NodePools and the cluster.
+var (
+	NodePoolsUsage = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodepools", Name: "usage",
+		Help: "The amount of resources that have been provisioned for a nodepool, by nodepool and resource type.",
+	}, LabelNodePool, LabelResourceType)
+	NodePoolsLimit = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodepools", Name: "limit",
+		Help: "Limits specified on the nodepool that restrict the quantity of resources provisioned, by nodepool and resource type.",
+	}, LabelNodePool, LabelResourceType)
+	ClusterUtilization = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cluster", Name: "utilization_percent",
+		Help: "Utilization of allocatable resources by pod requests, by resource type.",
+	}, LabelResourceType)
 	// ClusterStateSynced is 1 when the cluster state has seen every Node and
 	// NodeClaim the API server has, else 0.
-	ClusterStateSynced = prometheus.NewGauge(prometheus.GaugeOpts{
+	ClusterStateSynced = NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "cluster_state", Name: "synced",
-		Help: "1 when the cluster state has seen every Node and NodeClaim the API server holds, else 0.",
+		Help: "Returns 1 if cluster state is synced and 0 otherwise: nodeclaims and nodes in the API server have the same representation as in the cluster state.",
 	})
-
+	ClusterStateUnsyncedTime = NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cluster_state", Name: "unsynced_time_seconds",
+		Help: "The time for which cluster state has not been synced.",
+	})
 	// ClusterStateNodeCount is the number of nodes (Nodes and in-flight
 	// NodeClaims) the cluster state tracks.
-	ClusterStateNodeCount = prometheus.NewGauge(prometheus.GaugeOpts{
+	ClusterStateNodeCount = NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "cluster_state", Name: "node_count",
-		Help: "Number of Nodes and in-flight NodeClaims tracked by the cluster state.",
+		Help: "Current count of nodes in cluster state.",
 	})
 )
 
+// Scheduler.
+var (
+	// SolverDuration is how long one scheduling simulation took.
+	SolverDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "scheduling_duration_seconds",
+		Help: "Duration of scheduling simulations used for deprovisioning and provisioning in seconds, by controller.", Buckets: durationBuckets,
+	}, LabelController)
+	// SchedulerQueueDepth is the number of pods in the batch being planned.
+	SchedulerQueueDepth = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "queue_depth",
+		Help: "The number of pods currently waiting to be scheduled, by controller.",
+	}, LabelController)
+	// UnschedulablePodsCount is how many pods the last batch could not
+	// place, by the controller that ran the simulation ("provisioner").
+	UnschedulablePodsCount = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "unschedulable_pods_count",
+		Help: "The number of unschedulable pods, by controller.",
+	}, LabelController)
+	// IgnoredPods is the number of pending pods the provisioner leaves to
+	// others (not provisionable by joiner: nominated elsewhere, owned by
+	// a DaemonSet, ...).
+	IgnoredPods = NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "ignored_pod_count",
+		Help: "Number of pods ignored during scheduling.",
+	})
+)
+
+// Cloud provider.
+var (
+	// CloudProviderDuration is the latency of each cloud provider call.
+	CloudProviderDuration = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "duration_seconds",
+		Help: "Duration of cloud provider method calls, by controller, method name and provider.", Buckets: durationBuckets,
+	}, LabelController, LabelMethod, LabelProvider)
+	// CloudProviderErrors counts failed cloud provider calls by error kind.
+	CloudProviderErrors = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "errors_total",
+		Help: "Total number of errors returned from cloud provider calls, by controller, method, provider and error kind.",
+	}, LabelController, LabelMethod, LabelProvider, LabelError)
+	InstanceTypeCPUCores = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "instance_type_cpu_cores",
+		Help: "VCPUs cores for a given instance type.",
+	}, LabelInstanceType)
+	InstanceTypeMemoryBytes = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "instance_type_memory_bytes",
+		Help: "Memory, in bytes, for a given instance type.",
+	}, LabelInstanceType)
+	InstanceTypeOfferingAvailable = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "instance_type_offering_available",
+		Help: "Instance type offering availability, based on instance type, capacity type, and zone.",
+	}, LabelInstanceType, LabelCapacityType, LabelZone)
+	InstanceTypeOfferingPrice = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider", Name: "instance_type_offering_price_estimate",
+		Help: "Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone.",
+	}, LabelInstanceType, LabelCapacityType, LabelZone)
+	// BatcherBatchSize and BatcherBatchTime describe the AWS provider's
+	// request batchers (batcher is the API they batch).
+	BatcherBatchSize = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider_batcher", Name: "batch_size",
+		Help: "Size of the request batch per batcher.", Buckets: []float64{1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 100, 200, 500},
+	}, "batcher")
+	BatcherBatchTime = NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "cloudprovider_batcher", Name: "batch_time_seconds",
+		Help: "Duration of the batching window per batcher.", Buckets: durationBuckets,
+	}, "batcher")
+)
+
+// BuildInfo is 1, labeled by the version joiner was built from.
+var BuildInfo = NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: Namespace, Name: "build_info",
+	Help: "A metric with a constant '1' value labeled by version from which the controller was built.",
+}, "version", "goversion", "goarch", "commit")
+
 func init() {
-	crmetrics.Registry.MustRegister(
-		NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
-		NodeClaimsTerminated, NodeClaimsLaunchFailed, NodeClaimsLivenessExpired,
-		NodeClaimsDisrupted, NodeClaimsUnhealthyDisrupted,
-		PodsPending, SolverDuration, UnschedulablePodsCount, PodsUnschedulable,
-		CloudProviderDuration, CloudProviderCalls,
-		ClusterStateSynced, ClusterStateNodeCount,
-	)
+	version, commit := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	BuildInfo.WithLabelValues(version, runtime.Version(), runtime.GOARCH, commit).Set(1)
 }
 
 // SetUnschedulable publishes one batch's unschedulable pods for a
@@ -184,11 +367,13 @@ func SetUnschedulable(controller string, total int, byKind map[string]int, kinds
 }
 
 // ObserveCloudProviderCall records one cloud provider call: its duration
-// and its outcome. errKind is "" for success, otherwise a short, bounded
-// name for the error class (e.g. "InsufficientCapacity", "NotFound",
-// "NodeClassNotReady", "Other"); never an error message, which would make
-// label cardinality unbounded.
-func ObserveCloudProviderCall(method string, seconds float64, errKind string) {
-	CloudProviderDuration.WithLabelValues(method).Observe(seconds)
-	CloudProviderCalls.WithLabelValues(method, errKind).Inc()
+// and, when it failed, its error kind. errKind is "" for success, otherwise
+// a short, bounded name for the error class (e.g. "InsufficientCapacity",
+// "NotFound", "NodeClassNotReady", "Other"); never an error message,
+// which would make label cardinality unbounded.
+func ObserveCloudProviderCall(controller, method, provider string, seconds float64, errKind string) {
+	CloudProviderDuration.WithLabelValues(controller, method, provider).Observe(seconds)
+	if errKind != "" {
+		CloudProviderErrors.WithLabelValues(controller, method, provider, errKind).Inc()
+	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -9,8 +10,8 @@ import (
 )
 
 func TestMetricsAreRegisteredOnControllerRuntimeRegistry(t *testing.T) {
-	NodeClaimsCreated.WithLabelValues("default", "provisioning").Inc()
-	ObserveCloudProviderCall("Create", 0.25, "")
+	NodeClaimsCreated.WithLabelValues("provisioning", "default", "false").Inc()
+	ObserveCloudProviderCall("provisioner", "Create", "sim", 0.25, "InsufficientCapacity")
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gathering: %v", err)
@@ -18,7 +19,8 @@ func TestMetricsAreRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 	want := map[string]bool{
 		"karpenter_nodeclaims_created_total":       false,
 		"karpenter_cloudprovider_duration_seconds": false,
-		"karpenter_cloudprovider_calls_total":      false,
+		"karpenter_cloudprovider_errors_total":     false,
+		"karpenter_build_info":                     false,
 	}
 	for _, f := range families {
 		if _, ok := want[f.GetName()]; ok {
@@ -32,17 +34,52 @@ func TestMetricsAreRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 	}
 }
 
-func TestObserveCloudProviderCallLabelsOutcome(t *testing.T) {
-	ObserveCloudProviderCall("Delete", 0.1, "NotFound")
-	if got := testutil.ToFloat64(CloudProviderCalls.WithLabelValues("Delete", "NotFound")); got != 1 {
-		t.Fatalf("calls{Delete,NotFound} = %v, want 1", got)
+// TestCatalogNamesAndLabels checks the catalog holds Karpenter's names
+// with Karpenter's labels (a sample of those dashboards query), and that
+// every name carries the karpenter_ or joiner_ prefix.
+func TestCatalogNamesAndLabels(t *testing.T) {
+	byName := map[string]Definition{}
+	for _, d := range Catalog() {
+		byName[d.Name] = d
+		if !strings.HasPrefix(d.Name, "karpenter_") && !strings.HasPrefix(d.Name, "joiner_") {
+			t.Errorf("%s is neither Karpenter's nor joiner's", d.Name)
+		}
 	}
-	if err := testutil.CollectAndCompare(PodsPending, strings.NewReader(`
-# HELP karpenter_pods_pending Number of unschedulable pods waiting for capacity, as last seen by the provisioner.
-# TYPE karpenter_pods_pending gauge
-karpenter_pods_pending 0
-`)); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		labels []string
+	}{
+		{"karpenter_nodeclaims_created_total", []string{"reason", "nodepool", "min_values_relaxed"}},
+		{"karpenter_nodeclaims_terminated_total", []string{"nodepool", "capacity_type"}},
+		{"karpenter_nodeclaims_disrupted_total", []string{"reason", "nodepool", "capacity_type"}},
+		{"karpenter_nodes_allocatable", NodeLabels},
+		{"karpenter_pods_state", []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"}},
+		{"karpenter_nodepools_usage", []string{"nodepool", "resource_type"}},
+		{"karpenter_nodepools_limit", []string{"nodepool", "resource_type"}},
+		{"karpenter_cloudprovider_duration_seconds", []string{"controller", "method", "provider"}},
+		{"karpenter_cloudprovider_errors_total", []string{"controller", "method", "provider", "error"}},
+		{"karpenter_cloudprovider_instance_type_offering_price_estimate", []string{"instance_type", "capacity_type", "zone"}},
+		{"karpenter_scheduler_scheduling_duration_seconds", []string{"controller"}},
+		{"karpenter_cluster_state_synced", nil},
+	}
+	for _, tt := range tests {
+		d, ok := byName[tt.name]
+		if !ok {
+			t.Errorf("%s is not defined", tt.name)
+			continue
+		}
+		if strings.Join(d.Labels, ",") != strings.Join(tt.labels, ",") {
+			t.Errorf("%s labels %v, want %v", tt.name, d.Labels, tt.labels)
+		}
+	}
+}
+
+func TestControllerFromContext(t *testing.T) {
+	if got := ControllerFrom(context.Background()); got != "unknown" {
+		t.Errorf("ControllerFrom(empty) = %q", got)
+	}
+	if got := ControllerFrom(WithController(context.Background(), "provisioner")); got != "provisioner" {
+		t.Errorf("ControllerFrom = %q", got)
 	}
 }
 

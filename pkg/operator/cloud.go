@@ -31,10 +31,15 @@ type Cloud struct {
 func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
+		faults, err := sim.ParseCallFaults(settings.SimCallFaults)
+		if err != nil {
+			return nil, fmt.Errorf("sim-call-faults: %w", err)
+		}
 		sc, err := sim.Build(mgr, sim.SetupOptions{
 			StorePath:   settings.SimStorePath,
 			ClusterName: settings.ClusterName,
 			Clock:       clk,
+			CallFaults:  faults,
 		})
 		if err != nil {
 			return nil, err
@@ -53,6 +58,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
 			ReservedENIs:            settings.ReservedENIs,
 			IsolatedVPC:             settings.IsolatedVPC,
+			NodeClassRefresh:        min(settings.AMIRefreshInterval, settings.SubnetRefreshInterval),
 			Clock:                   clk,
 		})
 		if err != nil {

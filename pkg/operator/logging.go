@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -15,6 +16,26 @@ import (
 // debug), written to w at the given level (debug, info or error). logr's
 // V(1) is zap's debug.
 func NewLogger(level string, w io.Writer) (logr.Logger, error) {
+	sink := zapcore.AddSync(w)
+	return newLogger(level, sink, sink)
+}
+
+// NewLoggerToPaths is NewLogger writing to Karpenter's LOG_OUTPUT_PATHS
+// and LOG_ERROR_OUTPUT_PATHS: comma-separated zap sinks (stdout, stderr or
+// file paths); the error paths receive the logger's own failures.
+func NewLoggerToPaths(level, outputPaths, errorOutputPaths string) (logr.Logger, error) {
+	out, _, err := zap.Open(strings.Split(outputPaths, ",")...)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("opening log-output-paths %q: %w", outputPaths, err)
+	}
+	errOut, _, err := zap.Open(strings.Split(errorOutputPaths, ",")...)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("opening log-error-output-paths %q: %w", errorOutputPaths, err)
+	}
+	return newLogger(level, out, errOut)
+}
+
+func newLogger(level string, sink, errSink zapcore.WriteSyncer) (logr.Logger, error) {
 	var lvl zapcore.Level
 	switch level {
 	case "debug":
@@ -40,8 +61,7 @@ func NewLogger(level string, w io.Writer) (logr.Logger, error) {
 		EncodeCaller:   zapcore.ShortCallerEncoder,
 		EncodeName:     zapcore.FullNameEncoder,
 	})
-	sink := zapcore.AddSync(w)
-	opts := []zap.Option{zap.ErrorOutput(sink), zap.AddStacktrace(zapcore.DPanicLevel)}
+	opts := []zap.Option{zap.ErrorOutput(errSink), zap.AddStacktrace(zapcore.DPanicLevel)}
 	if lvl == zapcore.DebugLevel {
 		opts = append(opts, zap.AddCaller())
 	}

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -55,16 +59,26 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 	cfg.Burst = opts.KubeClientBurst
 	cfg.UserAgent = "joiner"
 
+	metricsOpts := metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)}
+	if opts.EnableProfiling {
+		metricsOpts.ExtraHandlers = profilingHandlers()
+	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)},
+		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
 		LeaderElection:                !opts.DisableLeaderElection,
 		LeaderElectionID:              opts.LeaderElectionName,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionNamespace:       leaderElectionNamespace(opts.LeaderElectionNamespace),
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(10 * time.Second),
+		Controller: config.Controller{
+			// Controllers that set no concurrency of their own run one
+			// worker per core the container requests (CPU_REQUESTS).
+			MaxConcurrentReconciles: max(1, opts.CPURequests/1000),
+			EnableWarmup:            ptr.To(!opts.DisableControllerWarmup),
+		},
 		Cache: cache.Options{
 			// Pods are the bulk of the cache: drop what joiner never reads.
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -86,6 +100,35 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
 	return mgr, nil
+}
+
+// inClusterNamespaceFile holds the namespace of the pod joiner runs in.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaderElectionNamespace resolves LEADER_ELECTION_NAMESPACE: empty means,
+// as in Karpenter, the namespace joiner's pod runs in, so joiner installed
+// beside Karpenter contends for the same Lease. Outside a cluster (joiner
+// run, tests) there is no such namespace; kube-system, where Karpenter's
+// documentation installs it, stands in.
+func leaderElectionNamespace(setting string) string {
+	if setting != "" {
+		return setting
+	}
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "kube-system"
+}
+
+// profilingHandlers are Go's pprof handlers (ENABLE_PROFILING).
+func profilingHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // bindAddress turns a port into a listen address; 0 disables the server.

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -26,16 +27,26 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	if err != nil {
 		return err
 	}
+	if settings.MemoryLimit > 0 {
+		// Karpenter's MEMORY_LIMIT: collect harder as the container nears
+		// its limit, instead of being OOM-killed.
+		debug.SetMemoryLimit(int64(float64(settings.MemoryLimit) * 0.9))
+	}
+	solverOpts := SolverOptions(settings)
 	clk := clock.RealClock{}
 	cloud, err := NewCloud(mgr, settings, clk)
 	if err != nil {
 		return err
 	}
 	if err := controllers.Register(controllers.Options{
-		Manager:                    mgr,
-		CloudProvider:              cloud.Provider,
-		Clock:                      clk,
-		Solve:                      Solve,
+		Manager:       mgr,
+		CloudProvider: cloud.Provider,
+		Clock:         clk,
+		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+			return scheduling.Solve(s, solverOpts)
+		},
+		Scheduling:                 solverOpts,
+		ClusterStateObservability:  !settings.DisableClusterStateObservability,
 		Runnables:                  cloud.Runnables,
 		CloudControllers:           cloud.Controllers,
 		BatchIdleDuration:          settings.BatchIdleDuration,
@@ -55,14 +66,19 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	logger.Info("starting joiner", "cluster-name", settings.ClusterName, "cloud-provider", settings.CloudProvider,
 		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
 		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(),
-		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection)
+		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection,
+		"leader-election-name", settings.LeaderElectionName, "preference-policy", settings.PreferencePolicy, "min-values-policy", settings.MinValuesPolicy)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }
 
-// Solve is the provisioner's solver: scheduling.Solve with its defaults.
-func Solve(s *scheduling.Snapshot) (*scheduling.Plan, error) {
-	return scheduling.Solve(s, scheduling.Options{})
+// SolverOptions are the solver's settings: PREFERENCE_POLICY and
+// MIN_VALUES_POLICY, for provisioning and consolidation alike.
+func SolverOptions(settings *options.Options) scheduling.Options {
+	return scheduling.Options{
+		IgnorePreferences:   settings.PreferencePolicy == options.PreferencePolicyIgnore,
+		MinValuesBestEffort: settings.MinValuesPolicy == options.MinValuesPolicyBestEffort,
+	}
 }

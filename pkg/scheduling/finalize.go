@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 
@@ -241,7 +242,51 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 		withMin(Requirement{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: sv.ctNames(offeredC)}, p.minValues[v1.LabelCapacityType]),
 	)
 	sort.SliceStable(nc.Requirements, func(a, b int) bool { return nc.Requirements[a].Key < nc.Requirements[b].Key })
+	if sv.opts.MinValuesBestEffort {
+		nc.MinValuesRelaxed = sv.relaxMinValues(p, n, ls, nc.Requirements)
+	}
 	return nc
+}
+
+// relaxMinValues lowers each minValues in reqs to the number of values the
+// launch set offers for its key, when that is fewer, and reports whether it
+// lowered any (MIN_VALUES_POLICY=BestEffort).
+func (sv *solver) relaxMinValues(p *poolT, n *nodeState, ls *launchSet, reqs []Requirement) bool {
+	relaxed := false
+	for i := range reqs {
+		r := &reqs[i]
+		if r.MinValues == nil {
+			continue
+		}
+		var available int
+		switch r.Key {
+		case corev1.LabelInstanceTypeStable:
+			available = len(ls.names)
+		case corev1.LabelTopologyZone:
+			available = bits.OnesCount64(ls.offeredZ)
+		case v1.LabelCapacityType:
+			available = bits.OnesCount32(ls.offeredC)
+		default:
+			seen := map[string]bool{}
+			c, constrained := n.reqs.get(r.Key)
+			for _, ti := range ls.idx {
+				for _, v := range p.types[ti].reqs[r.Key] {
+					if !constrained || c.allows(v) {
+						seen[v] = true
+					}
+				}
+			}
+			available = len(seen)
+		}
+		if available < *r.MinValues {
+			r.MinValues = &available
+			if available == 0 {
+				r.MinValues = nil // the API's minValues starts at 1
+			}
+			relaxed = true
+		}
+	}
+	return relaxed
 }
 
 // launchSet renders the kept options: instance types in price order, their

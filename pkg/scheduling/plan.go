@@ -42,4 +42,8 @@ type NewNodeClaim struct {
 	// Price is the cheapest available offering's price among InstanceTypes
 	// compatible with Requirements, in $/hour.
 	Price float64
+	// MinValuesRelaxed is true when Options.MinValuesBestEffort lowered a
+	// minValues in Requirements to the values the launch options offer
+	// (Karpenter's karpenter.sh/nodeclaim-min-values-relaxed).
+	MinValuesRelaxed bool
 }

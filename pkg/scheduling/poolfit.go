@@ -69,7 +69,7 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) Reason {
 // minValuesMet checks the pool's minValues against the types that could
 // still launch the node (nil when met, else why not).
 func (sv *solver) minValuesMet(p *poolT, tr trial, need resVec) Reason {
-	if len(p.minValues) == 0 {
+	if len(p.minValues) == 0 || sv.opts.MinValuesBestEffort {
 		return nil
 	}
 	keys := make([]string, 0, len(p.minValues))

@@ -32,6 +32,13 @@ type Options struct {
 	// capacity left: it is usually the cheapest, and each new node that
 	// takes it uses one instance of ReservationCapacity, in plan order.
 	IgnoreReservedCapacity bool
+	// MinValuesBestEffort is Karpenter's MIN_VALUES_POLICY=BestEffort: a
+	// NodePool's minValues never keeps a pod from a node; a NodeClaim whose
+	// launch options offer fewer values than minValues asks carries the
+	// number they do offer instead, and NewNodeClaim.MinValuesRelaxed says
+	// so. The default (Strict) leaves such pods unplaced with a MinValues
+	// reason.
+	MinValuesBestEffort bool
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero

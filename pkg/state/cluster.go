@@ -140,6 +140,9 @@ type Cluster struct {
 	// synced (zero: not synced, or never checked).
 	syncMu   sync.Mutex
 	syncedAt time.Time
+	// unsyncedSince is when checks started failing (zero while synced),
+	// for karpenter_cluster_state_unsynced_time_seconds.
+	unsyncedSince time.Time
 }
 
 // entry is one tracked node: a Node, a NodeClaim or both.

@@ -34,10 +34,16 @@ func (c *Cluster) Synced(ctx context.Context) bool {
 	synced := c.synced(ctx)
 	if synced {
 		c.syncedAt = c.opts.Clock.Now()
+		c.unsyncedSince = time.Time{}
 		metrics.ClusterStateSynced.Set(1)
+		metrics.ClusterStateUnsyncedTime.Set(0)
 	} else {
 		c.syncedAt = time.Time{}
+		if c.unsyncedSince.IsZero() {
+			c.unsyncedSince = c.opts.Clock.Now()
+		}
 		metrics.ClusterStateSynced.Set(0)
+		metrics.ClusterStateUnsyncedTime.Set(c.opts.Clock.Since(c.unsyncedSince).Seconds())
 	}
 	return synced
 }

@@ -65,3 +65,17 @@ func TestKwokNodeSelector(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRestartAPIServer kills kube-apiserver and starts it again on the same
+// address: the same client keeps working and the data (in etcd) is kept.
+func TestRestartAPIServer(t *testing.T) {
+	t.Parallel()
+	env := test.Start(t, controlplane.Options{})
+	ns := env.Namespace(t)
+	if err := env.ControlPlane.RestartAPIServer(t.Context(), 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, 0, func(ctx context.Context) error {
+		return env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	})
+}

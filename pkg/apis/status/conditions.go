@@ -55,6 +55,20 @@ func (s ConditionSet) WithClock(c clock.PassiveClock) ConditionSet {
 	return s
 }
 
+// At returns a copy that stamps transitions with the fixed time now: a
+// controller that decides on one snapshot's time stamps every condition it
+// writes from that decision with the same instant.
+func (s ConditionSet) At(now time.Time) ConditionSet {
+	s.clock = instant(now)
+	return s
+}
+
+// instant is a clock stopped at one time.
+type instant time.Time
+
+func (i instant) Now() time.Time                  { return time.Time(i) }
+func (i instant) Since(t time.Time) time.Duration { return time.Time(i).Sub(t) }
+
 // Root returns the root condition type.
 func (s ConditionSet) Root() string { return s.root }
 

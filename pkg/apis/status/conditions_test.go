@@ -106,3 +106,16 @@ func TestTransitionTimeMovesOnlyOnStatusChange(t *testing.T) {
 		t.Fatal("a missing condition must read as Unknown")
 	}
 }
+
+func TestAtStampsTheDecisionTime(t *testing.T) {
+	decided := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	o := &object{}
+	s := status.For(o, "Ready", "A").At(decided)
+	s.SetFalse("A", "Waiting", "decided")
+	if got := s.Get("A").LastTransitionTime.Time; !got.Equal(decided) {
+		t.Fatalf("transition time = %v, want the decision's time %v", got, decided)
+	}
+	if got := s.Get("Ready").LastTransitionTime.Time; !got.Equal(decided) {
+		t.Fatalf("root transition time = %v, want %v", got, decided)
+	}
+}

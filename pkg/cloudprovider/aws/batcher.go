@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // idBatcher merges concurrent calls about single instance ids into one
@@ -12,6 +14,9 @@ import (
 // at the maximum window, or at maxItems ids. The windows are real time:
 // they bound latency, not logic.
 type idBatcher[T any] struct {
+	// name is the batched API, the batcher label of Karpenter's
+	// karpenter_cloudprovider_batcher_* metrics.
+	name      string
 	idle, max time.Duration
 	maxItems  int
 	exec      func(ctx context.Context, ids []string) (map[string]T, error)
@@ -33,8 +38,8 @@ type idBatch[T any] struct {
 	full    chan struct{}
 }
 
-func newIDBatcher[T any](idle, max time.Duration, maxItems int, exec func(context.Context, []string) (map[string]T, error)) *idBatcher[T] {
-	return &idBatcher[T]{idle: idle, max: max, maxItems: maxItems, exec: exec}
+func newIDBatcher[T any](name string, idle, max time.Duration, maxItems int, exec func(context.Context, []string) (map[string]T, error)) *idBatcher[T] {
+	return &idBatcher[T]{name: name, idle: idle, max: max, maxItems: maxItems, exec: exec}
 }
 
 // do adds id to the open batch and waits for its result; found is false
@@ -72,6 +77,7 @@ func (b *idBatcher[T]) do(ctx context.Context, id string) (T, bool, error) {
 }
 
 func (b *idBatcher[T]) run(batch *idBatch[T]) {
+	opened := time.Now()
 	deadline := time.NewTimer(b.max)
 	idle := time.NewTimer(b.idle)
 wait:
@@ -96,6 +102,8 @@ wait:
 	ids := append([]string(nil), batch.ids...)
 	waiters := batch.waiters
 	b.mu.Unlock()
+	metrics.BatcherBatchTime.WithLabelValues(b.name).Observe(time.Since(opened).Seconds())
+	metrics.BatcherBatchSize.WithLabelValues(b.name).Observe(float64(len(ids)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	values, err := b.exec(ctx, ids)

@@ -26,7 +26,7 @@ func TestIDBatcherMergesConcurrentCalls(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
 				var calls [][]string
-				b := newIDBatcher(200*time.Millisecond, 2*time.Second, tc.maxItems, func(_ context.Context, ids []string) (map[string]string, error) {
+				b := newIDBatcher("test", 200*time.Millisecond, 2*time.Second, tc.maxItems, func(_ context.Context, ids []string) (map[string]string, error) {
 					mu.Lock()
 					calls = append(calls, ids)
 					mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,7 +29,13 @@ func (f *fakeCatalog) DescribeInstanceTypeOfferings(context.Context, *ec2.Descri
 }
 
 // A stale catalog is served at once while one background fetch replaces it.
+// The test runs in a synctest bubble: synctest.Wait returns once the
+// background refresh has finished, without polling real time.
 func TestCatalogRefreshesInTheBackground(t *testing.T) {
+	synctest.Test(t, testCatalogRefreshesInTheBackground)
+}
+
+func testCatalogRefreshesInTheBackground(t *testing.T) {
 	f := &fakeCatalog{}
 	clk := clocktesting.NewFakeClock(time.Now())
 	c := newInstanceTypeCache(f, "us-east-1", clk)
@@ -43,18 +50,12 @@ func TestCatalogRefreshesInTheBackground(t *testing.T) {
 	if stale, _ := c.get(context.Background()); stale != first {
 		t.Error("the stale catalog was not served while refreshing")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		gen, refreshing := c.current.gen, c.refreshing
-		c.mu.Unlock()
-		if gen == 2 && !refreshing {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background refresh did not install a new catalog (gen %d, %d fetches)", gen, f.fetches.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	synctest.Wait()
+	c.mu.Lock()
+	gen, refreshing := c.current.gen, c.refreshing
+	c.mu.Unlock()
+	if gen != 2 || refreshing {
+		t.Fatalf("the background refresh did not install a new catalog (gen %d, refreshing %v, %d fetches)", gen, refreshing, f.fetches.Load())
 	}
 	if n := f.fetches.Load(); n != 2 {
 		t.Errorf("%d fetches, want 2", n)

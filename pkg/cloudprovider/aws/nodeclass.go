@@ -41,10 +41,6 @@ const (
 	ReasonInvalidUserData         = "InvalidUserData"
 )
 
-// refreshInterval is how often a Ready node class is resolved again
-// (Karpenter's AMI and subnet refresh interval).
-const refreshInterval = time.Minute
-
 // NodeClassController keeps each EC2NodeClass's status: subnets, security
 // groups, AMIs, instance profile, conditions and the hash annotation, and
 // cleans up launch templates and the managed instance profile when it is
@@ -101,7 +97,7 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 	if transient != nil {
 		return reconcile.Result{}, transient
 	}
-	return reconcile.Result{RequeueAfter: refreshInterval}, nil
+	return reconcile.Result{RequeueAfter: c.provider.opts.NodeClassRefresh}, nil
 }
 
 // resolveStatus fills nc.Status from AWS. Bad input becomes a False

@@ -19,6 +19,9 @@ const (
 	DefaultSSMParameterRoot = "/aws/service"
 	// DefaultVMMemoryOverheadPercent is Karpenter's VM_MEMORY_OVERHEAD_PERCENT.
 	DefaultVMMemoryOverheadPercent = 0.075
+	// DefaultNodeClassRefresh is how often a Ready node class is
+	// resolved again (Karpenter's AMI and subnet refresh interval).
+	DefaultNodeClassRefresh = time.Minute
 	// DefaultPricingRefresh is how often prices are fetched again.
 	DefaultPricingRefresh = 12 * time.Hour
 )
@@ -79,6 +82,12 @@ type Options struct {
 	Clock clock.WithTicker
 	// PricingRefresh defaults to DefaultPricingRefresh.
 	PricingRefresh time.Duration
+	// NodeClassRefresh is how often a Ready EC2NodeClass's AMIs, subnets
+	// and security groups are resolved again (Karpenter's
+	// AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL: joiner resolves
+	// them together, at the shorter of the two). Defaults to
+	// DefaultNodeClassRefresh.
+	NodeClassRefresh time.Duration
 	// CreateFleetBatchIdle and CreateFleetBatchMax bound how long
 	// identical launches wait to be merged (Karpenter: 35ms / 1s).
 	CreateFleetBatchIdle, CreateFleetBatchMax time.Duration
@@ -122,6 +131,9 @@ func (o *Options) validate() error {
 	}
 	if o.PricingRefresh == 0 {
 		o.PricingRefresh = DefaultPricingRefresh
+	}
+	if o.NodeClassRefresh == 0 {
+		o.NodeClassRefresh = DefaultNodeClassRefresh
 	}
 	if o.CreateFleetBatchIdle == 0 {
 		o.CreateFleetBatchIdle = 35 * time.Millisecond

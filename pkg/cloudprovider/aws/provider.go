@@ -82,8 +82,8 @@ func New(opts Options) (*Provider, error) {
 	p.fleet = newFleetBatcher(opts.EC2, opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax)
 	p.templates = newLaunchTemplates(p)
 	p.instances = newInstanceIndex()
-	p.describeBatch = newIDBatcher(opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.describeInstances)
-	p.terminateBatch = newIDBatcher(opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.terminateInstances)
+	p.describeBatch = newIDBatcher("describe_instances", opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.describeInstances)
+	p.terminateBatch = newIDBatcher("terminate_instances", opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.terminateInstances)
 	return p, nil
 }
 

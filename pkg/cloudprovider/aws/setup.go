@@ -37,6 +37,9 @@ type SetupOptions struct {
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
 	IsolatedVPC             bool
+	// NodeClassRefresh is how often node classes are resolved again (0:
+	// DefaultNodeClassRefresh).
+	NodeClassRefresh time.Duration
 	// KubernetesVersion defaults to the API server's.
 	KubernetesVersion string
 	// AWSConfig defaults to the SDK's default chain (environment, shared
@@ -134,7 +137,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: clusterCIDR,
 		KubernetesVersion: opts.KubernetesVersion, SSMParameterRoot: opts.SSMParameterRoot,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, IsolatedVPC: opts.IsolatedVPC,
-		UserData: opts.UserData, Clock: clk,
+		UserData: opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)

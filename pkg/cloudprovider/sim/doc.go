@@ -30,6 +30,11 @@
 // wrongArchitecture change what the machine registers;
 // insufficientCapacity and subnetIPExhaustedZones make Create fail.
 //
+// CallFaults (--sim-call-faults / SIM_CALL_FAULTS, faults.go) make the
+// cloud's API misbehave at seeded rates: throttling, 500s, insufficient
+// capacity, slow creates, and ghost instances (launched while the caller
+// sees an error). The chaos suite (test/chaos) runs joiner against them.
+//
 // The package never decides what to launch or when; it only does what the
 // controllers ask, as a cloud would.
 package sim

@@ -90,6 +90,8 @@ type Options struct {
 	UnavailableOfferingsTTL time.Duration
 	// TerminatedRetention defaults to DefaultTerminatedRetention.
 	TerminatedRetention time.Duration
+	// CallFaults make API calls fail at seeded rates (none by default).
+	CallFaults CallFaults
 }
 
 func (o *Options) validate() error {
@@ -139,6 +141,8 @@ type Provider struct {
 	identity    identity
 	namesakes   namesakeReporter
 	unavailable *unavailableOfferings
+	// dice is nil unless CallFaults are enabled.
+	dice *faultDice
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -148,11 +152,15 @@ func New(opts Options) (*Provider, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("sim cloud provider options: %w", err)
 	}
-	return &Provider{
+	p := &Provider{
 		opts:        opts,
 		identity:    identity{name: opts.ClusterName, id: opts.ClusterID},
 		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
-	}, nil
+	}
+	if opts.CallFaults.Enabled() {
+		p.dice = newFaultDice(opts.CallFaults)
+	}
+	return p, nil
 }
 
 // Name implements cloudprovider.CloudProvider.
@@ -219,6 +227,16 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, err
 	}
+	if err := p.dice.callError(); err != nil {
+		return nil, err
+	}
+	if d := p.dice.slow(); d > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.opts.Clock.After(d):
+		}
+	}
 	if existing, err := p.launchedFor(nodeClaim); err != nil || existing != nil {
 		if err != nil {
 			return nil, err
@@ -261,9 +279,17 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 			iced = append(iced, c)
 			continue
 		}
+		if err := p.dice.capacityError(c.String()); err != nil {
+			p.unavailable.markOffering(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
+			return nil, err
+		}
 		inst, err := p.launch(nodeClaim, nc, c)
 		if err != nil {
 			return nil, fmt.Errorf("launching %s: %w", c, err)
+		}
+		if p.dice.ghost() {
+			// The instance runs; the response is lost.
+			return nil, fmt.Errorf("launching %s: InternalError: status code 500, the response was lost (simulated fault)", c)
 		}
 		return p.hydrate(inst), nil
 	}
@@ -515,6 +541,9 @@ func (p *Provider) lookup(st *StoreState, pid string) (*Instance, error) {
 
 // Get implements cloudprovider.CloudProvider.
 func (p *Provider) Get(_ context.Context, pid string) (*v1.NodeClaim, error) {
+	if err := p.dice.callError(); err != nil {
+		return nil, err
+	}
 	var out *v1.NodeClaim
 	err := p.opts.Store.View(func(st *StoreState) error {
 		inst, err := p.lookup(st, pid)
@@ -532,6 +561,9 @@ func (p *Provider) Get(_ context.Context, pid string) (*v1.NodeClaim, error) {
 
 // List implements cloudprovider.CloudProvider.
 func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+	if err := p.dice.callError(); err != nil {
+		return nil, err
+	}
 	var out []*v1.NodeClaim
 	var namesakes []*Instance
 	err := p.opts.Store.View(func(st *StoreState) error {
@@ -560,6 +592,9 @@ func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 // the first call terminates the instance and returns nil, later calls
 // return NodeClaimNotFoundError.
 func (p *Provider) Delete(_ context.Context, nodeClaim *v1.NodeClaim) error {
+	if err := p.dice.callError(); err != nil {
+		return err
+	}
 	pid := nodeClaim.Status.ProviderID
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		now := p.opts.Clock.Now().UTC()

@@ -32,6 +32,8 @@ type SetupOptions struct {
 	Clock clock.WithTicker
 	// Catalog defaults to DefaultCatalog.
 	Catalog CatalogFunc
+	// CallFaults make the provider's API calls fail at seeded rates.
+	CallFaults CallFaults
 }
 
 // Cloud is the simulated cloud: the provider and what must run beside it.
@@ -69,7 +71,7 @@ func Build(mgr manager.Manager, opts SetupOptions) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Catalog: opts.Catalog, Clock: clk})
+	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Catalog: opts.Catalog, Clock: clk, CallFaults: opts.CallFaults})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}

@@ -86,6 +86,9 @@ type Options struct {
 	// MinSavingsFraction is the least share of the candidates' price a
 	// replacement must save (0: the engine's default, 5%).
 	MinSavingsFraction float64
+	// Scheduling are the solver settings consolidation simulates with
+	// (PREFERENCE_POLICY, MIN_VALUES_POLICY).
+	Scheduling scheduling.Options
 
 	// PollInterval is the time between two decisions (default 10 s).
 	PollInterval time.Duration
@@ -229,7 +232,11 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	}
 	start := c.opts.Clock.Now()
 	dec, err := c.decide(in)
-	decisionDuration.Observe(c.opts.Clock.Since(start).Seconds())
+	method, ctype := "none", ""
+	if err == nil && dec.Command != nil {
+		method, ctype = metricReason(dec.Command.Reason), consolidationType(dec.Command.Method)
+	}
+	decisionDuration.WithLabelValues(method, ctype).Observe(c.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("deciding: %w", err)
 	}

@@ -37,7 +37,7 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 		Now:       now,
 		Cluster:   snap.Cluster,
 		NodePools: map[string]*v1.NodePool{},
-		Options:   disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction},
+		Options:   disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction, Scheduling: c.opts.Scheduling},
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]

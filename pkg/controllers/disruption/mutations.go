@@ -76,7 +76,7 @@ func patchNode(ctx context.Context, c client.Client, name string, mutate func(*c
 // disrupted (Karpenter's DisruptionReason condition).
 func setDisruptionReason(ctx context.Context, c client.Client, name string, cmd *disruption.Command, now time.Time) error {
 	return patchNodeClaimStatus(ctx, c, name, func(nc *v1.NodeClaim) bool {
-		return nc.StatusConditions().WithClock(fixedClock(now)).SetTrueWithReason(v1.ConditionTypeDisruptionReason, string(cmd.Reason), describe(cmd))
+		return nc.StatusConditions().At(now).SetTrueWithReason(v1.ConditionTypeDisruptionReason, string(cmd.Reason), describe(cmd))
 	})
 }
 
@@ -108,12 +108,6 @@ func patchNodeClaimStatus(ctx context.Context, c client.Client, name string, mut
 	return nil
 }
 
-// fixedClock stamps condition transitions with the controller's clock.
-type fixedClock time.Time
-
-func (f fixedClock) Now() time.Time                  { return time.Time(f) }
-func (f fixedClock) Since(t time.Time) time.Duration { return time.Time(f).Sub(t) }
-
 // ConditionTypeDriftHalted is joiner's NodePool condition for safe drift:
 // True while drift is stopped for the pool because the replacements of a
 // drifted node failed to initialise.
@@ -133,7 +127,7 @@ func haltDrift(ctx context.Context, opts *Options, pool, why string) error {
 			return err
 		}
 		stored := np.DeepCopy()
-		if !np.StatusConditions().WithClock(fixedClock(now)).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg) {
+		if !np.StatusConditions().At(now).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg) {
 			updated = np
 			return nil
 		}

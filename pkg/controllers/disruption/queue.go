@@ -63,8 +63,11 @@ type eviction struct {
 type item struct {
 	cmd        *disruption.Command
 	candidates []candidate
-	// replacements are the names of the NodeClaims created for the command.
+	// replacements are the names of the NodeClaims created for the command,
+	// and uids their UIDs: a name can be reused by a later NodeClaim, and
+	// only the object this command created may be deleted or waited on.
 	replacements []string
+	uids         map[string]types.UID
 	seen         map[string]bool
 	// launched is set (under Queue.mu) once Execute created every
 	// replacement: before that, Process must not look at the item, or a
@@ -177,6 +180,7 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 	for _, nc := range created {
 		if nc != nil {
 			it.replacements = append(it.replacements, nc.Name)
+			it.uids[nc.Name] = nc.UID
 		}
 	}
 	if err == nil && len(it.replacements) < len(cmd.Replacements) {
@@ -208,7 +212,7 @@ func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, e
 		byName[in.Nodes[i].Name] = &in.Nodes[i]
 	}
 	now := q.opts.Clock.Now()
-	it := &item{cmd: cmd, seen: map[string]bool{}, started: now, deadline: now.Add(q.opts.ReplacementTimeout)}
+	it := &item{cmd: cmd, seen: map[string]bool{}, uids: map[string]types.UID{}, started: now, deadline: now.Add(q.opts.ReplacementTimeout)}
 	for _, name := range cmd.Candidates {
 		n, ok := byName[name]
 		if !ok || n.NodeClaim == nil {
@@ -270,6 +274,9 @@ func (q *Queue) process(ctx context.Context, it *item) {
 			continue
 		case err != nil:
 			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", "nodeclaim", name)
+			return
+		case it.uids[name] != "" && nc.UID != it.uids[name]:
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it initialized (a new NodeClaim has its name)", name), true)
 			return
 		}
 		it.seen[name] = true
@@ -409,7 +416,13 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 func (q *Queue) deleteReplacements(ctx context.Context, it *item) {
 	for _, name := range it.replacements {
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := q.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		// The UID precondition keeps a later NodeClaim that reuses the name
+		// (not this command's) from being deleted.
+		var opts []client.DeleteOption
+		if uid := it.uids[name]; uid != "" {
+			opts = append(opts, client.Preconditions{UID: &uid})
+		}
+		if err := q.opts.Client.Delete(ctx, nc, opts...); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			log.FromContext(ctx).Error(err, "deleting replacement of a failed command", "nodeclaim", name)
 		}
 	}

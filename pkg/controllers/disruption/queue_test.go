@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -69,6 +70,7 @@ func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[stri
 	for i, p := range planned {
 		nc := provisioning.NewNodeClaim(pools[p.NodePool], p)
 		nc.Name = "replacement-" + string(rune('a'+len(f.created)+i))
+		nc.UID = types.UID("uid-" + nc.Name) // the API server would assign one; the fake client does not
 		if err := f.kube.Create(ctx, nc); err != nil {
 			return out, err
 		}
@@ -440,5 +442,40 @@ func TestUnchangedClusterIsNotDecidedAgain(t *testing.T) {
 	pass()
 	if calls != 3 {
 		t.Fatalf("decided %d times after the memo expired, want 3", calls)
+	}
+}
+
+// A replacement deleted and re-created under the same name by someone else
+// ends the command, and the rollback leaves the namesake alone: only the
+// object the command created (by UID) may be deleted.
+func TestRollbackSparesANamesakeReplacement(t *testing.T) {
+	u := newUnit(t)
+	n1 := u.node("n1")
+	cmd := &disruption.Command{Method: disruption.MethodSingleNode, Reason: disruption.ReasonUnderutilized, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement()}}
+	if err := u.ctrl.queue.Execute(u.ctx, cmd, u.input(n1)); err != nil {
+		t.Fatal(err)
+	}
+	u.ctrl.queue.Process(u.ctx)
+	name := u.prov.created[0]
+	ours := u.getClaim(name)
+	if err := u.kube.Delete(u.ctx, ours); err != nil {
+		t.Fatal(err)
+	}
+	namesake := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "namesake-uid", Labels: map[string]string{v1.LabelNodePool: pool}}}
+	if err := u.kube.Create(u.ctx, namesake); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.getClaim(name).UID; got == ours.UID {
+		t.Fatalf("namesake has the replacement's UID %q; the test cannot tell them apart", got)
+	}
+	u.ctrl.queue.Process(u.ctx)
+	if u.ctrl.queue.Len() != 0 {
+		t.Fatal("command still queued after its replacement was deleted")
+	}
+	if hasDisruptedTaint(u.getNode("n1")) {
+		t.Error("candidate still tainted after the rollback")
+	}
+	if got := u.getClaim(name); got.DeletionTimestamp != nil {
+		t.Error("rollback deleted the namesake NodeClaim, which the command did not create")
 	}
 }

@@ -73,6 +73,9 @@ func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim) *v1.N
 	// controller may not have refreshed yet after a template change.
 	annotations[v1.AnnotationNodePoolHash] = nodePool.Hash()
 	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
+	if planned.MinValuesRelaxed {
+		annotations[v1.AnnotationNodeClaimMinValuesRelaxed] = "true"
+	}
 
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
+
+// controllerName is the provisioner's controller label on metrics
+// (Karpenter's).
+const controllerName = "provisioner"
 
 // SolveFunc runs the scheduling simulation on one snapshot.
 type SolveFunc func(*scheduling.Snapshot) (*scheduling.Plan, error)
@@ -182,6 +187,7 @@ type Result struct {
 
 // Provision runs one pass: snapshot, solve, create NodeClaims, report.
 func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
+	ctx = metrics.WithController(ctx, controllerName)
 	logger := log.FromContext(ctx)
 	p.reportEnded()
 	v, err := p.buildView(ctx)
@@ -189,6 +195,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
 	}
 	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
+	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(v.snapshot.Pods)))
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		publishUnschedulable(nil)
@@ -199,7 +206,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 
 	start := p.opts.Clock.Now()
 	plan, err := p.opts.Solve(v.snapshot)
-	metrics.SolverDuration.Observe(p.opts.Clock.Since(start).Seconds())
+	metrics.SolverDuration.WithLabelValues(controllerName).Observe(p.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
 	}
@@ -376,7 +383,7 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 		if reason == "" {
 			reason = "provisioning"
 		}
-		metrics.NodeClaimsCreated.WithLabelValues(c.nodePool.Name, reason).Inc()
+		metrics.NodeClaimsCreated.WithLabelValues(reason, c.nodePool.Name, strconv.FormatBool(c.planned.MinValuesRelaxed)).Inc()
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name, "reason", reason,
 			"pods", len(c.planned.Pods), "instance-types", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
 		return nc, nil

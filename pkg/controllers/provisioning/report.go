@@ -50,7 +50,7 @@ func publishUnschedulable(errs []scheduling.PodError) {
 	for _, k := range scheduling.ReasonKinds {
 		kinds = append(kinds, string(k))
 	}
-	metrics.SetUnschedulable("provisioner", len(errs), byKind, kinds)
+	metrics.SetUnschedulable(controllerName, len(errs), byKind, kinds)
 }
 
 // logUnschedulable writes one log line for a whole batch of pods that fit

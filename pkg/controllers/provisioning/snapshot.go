@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -127,9 +128,15 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
+	ignored := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !p.provisionable(pod) || unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
+		if !p.provisionable(pod) {
+			continue
+		}
+		if unsupportedVolume(pod) != "" || avoidsManagedNodes(pod) {
+			// Pending and unschedulable, but not for joiner to place.
+			ignored++
 			continue
 		}
 		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
@@ -138,6 +145,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Pods = append(v.snapshot.Pods, pod)
 	}
 
+	metrics.IgnoredPods.Set(float64(ignored))
 	for name, np := range v.nodePools {
 		v.snapshot.NodePools = append(v.snapshot.NodePools, schedulingNodePool(np, v.inUse[name]))
 	}

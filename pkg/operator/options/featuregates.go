@@ -23,8 +23,10 @@ const (
 // notImplemented are Karpenter's gates joiner does not implement yet.
 // Karpenter's chart passes them as false, so false is accepted (a migrated
 // chart keeps working); true fails at start, because silently running
-// without the feature would be worse than saying so.
-var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer", "NodeClassCEL"}
+// without the feature would be worse than saying so. NodeClassCEL belongs
+// to AWS_FEATURE_GATES, and is accepted here too for charts that put it in
+// FEATURE_GATES.
+var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer", FeatureNodeClassCEL}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
@@ -63,4 +65,30 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		SpotToSpotConsolidation: g.Enabled(FeatureSpotToSpotConsolidation),
 		NodeRepair:              g.Enabled(FeatureNodeRepair),
 	}, nil
+}
+
+// FeatureNodeClassCEL is the AWS provider's only gate (AWS_FEATURE_GATES):
+// CEL expressions in an EC2NodeClass's kubelet settings.
+const FeatureNodeClassCEL featuregate.Feature = "NodeClassCEL"
+
+// parseAWSFeatureGates reads --aws-feature-gates. joiner implements none
+// of them: Karpenter's chart passes NodeClassCEL=false, which is accepted;
+// true or an unknown gate fails naming it.
+func parseAWSFeatureGates(s string) error {
+	g := featuregate.NewFeatureGate()
+	if err := g.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		FeatureNodeClassCEL: {Default: false, PreRelease: featuregate.Alpha},
+	}); err != nil {
+		return err
+	}
+	if s == "" {
+		return nil
+	}
+	if err := g.Set(s); err != nil {
+		return fmt.Errorf("aws-feature-gates %q: %w", s, err)
+	}
+	if g.Enabled(FeatureNodeClassCEL) {
+		return fmt.Errorf("aws-feature-gates %q: joiner does not implement %s yet; set %s=false or remove it", s, FeatureNodeClassCEL, FeatureNodeClassCEL)
+	}
+	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,7 +20,17 @@ const (
 	CloudProviderAWS = "aws"
 )
 
-// Options are the operator's settings.
+// Values of PreferencePolicy and MinValuesPolicy (Karpenter's).
+const (
+	PreferencePolicyRespect   = "Respect"
+	PreferencePolicyIgnore    = "Ignore"
+	MinValuesPolicyStrict     = "Strict"
+	MinValuesPolicyBestEffort = "BestEffort"
+)
+
+// Options are the operator's settings. Those Karpenter has keep its names,
+// defaults and meaning; docs/settings.md lists them all, generated from
+// AddFlags.
 type Options struct {
 	// ClusterName is the cluster identity stamped on every instance joiner
 	// launches; garbage collection only ever touches instances carrying it.
@@ -31,6 +40,9 @@ type Options struct {
 	// SimStorePath is where the simulated cloud keeps its instances so they
 	// survive a controller restart ("" lets the cloud pick its default).
 	SimStorePath string
+	// SimCallFaults make the simulated cloud's API calls fail at seeded
+	// rates (sim.ParseCallFaults syntax), for the chaos suite.
+	SimCallFaults string
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
@@ -44,6 +56,15 @@ type Options struct {
 
 	MetricsPort     int
 	HealthProbePort int
+	// EnableProfiling serves pprof on the metrics port.
+	EnableProfiling bool
+	// DisableControllerWarmup keeps a standby replica's informers stopped
+	// until it leads.
+	DisableControllerWarmup bool
+	// DisableClusterStateObservability drops the cluster state gauges.
+	DisableClusterStateObservability bool
+	// KarpenterService is accepted and unused: joiner serves no webhook.
+	KarpenterService string
 
 	DisableLeaderElection   bool
 	LeaderElectionName      string
@@ -52,8 +73,26 @@ type Options struct {
 	KubeClientQPS   int
 	KubeClientBurst int
 
+	// MemoryLimit (bytes) sets the GC soft limit to 90% of it when positive.
+	MemoryLimit int64
+	// CPURequests (millicores) sizes the controllers' default concurrency.
+	CPURequests int
+
 	// LogLevel is debug, info or error.
 	LogLevel string
+	// LogOutputPaths and LogErrorOutputPaths are comma-separated zap sinks.
+	LogOutputPaths      string
+	LogErrorOutputPaths string
+
+	// PreferencePolicy is Respect or Ignore; MinValuesPolicy is Strict or
+	// BestEffort.
+	PreferencePolicy string
+	MinValuesPolicy  string
+	// IgnoreDRARequests must be true: joiner does not plan DRA devices.
+	IgnoreDRARequests bool
+	// SchedulerConfig must be empty: joiner does not read kube-scheduler
+	// default spread constraints.
+	SchedulerConfig string
 
 	// AWS provider settings, named as Karpenter's.
 	//
@@ -65,6 +104,8 @@ type Options struct {
 	ClusterCABundle string
 	// IsolatedVPC skips the Pricing API (no route to it).
 	IsolatedVPC bool
+	// EKSControlPlane must be false.
+	EKSControlPlane bool
 	// VMMemoryOverheadPercent is subtracted from each instance type's memory.
 	VMMemoryOverheadPercent float64
 	// ReservedENIs are kept out of the ENI-limited pod count.
@@ -77,6 +118,16 @@ type Options struct {
 	// changes and capacity reservation interruptions to; empty disables
 	// interruption handling.
 	InterruptionQueue string
+	// DisableDryRun is accepted and unused: joiner does no dry runs.
+	DisableDryRun bool
+	// EnableZonalShift must be false.
+	EnableZonalShift bool
+	// AMIRefreshInterval and SubnetRefreshInterval: joiner resolves a node
+	// class's AMIs and subnets together, at the shorter of the two.
+	AMIRefreshInterval    time.Duration
+	SubnetRefreshInterval time.Duration
+	// AWSFeatureGatesFlag is Karpenter's --aws-feature-gates.
+	AWSFeatureGatesFlag string
 
 	// GCInterval and GCGracePeriod tune garbage collection of orphan
 	// instances (0 keeps the controller's defaults). They are hidden flags,
@@ -104,36 +155,63 @@ type Options struct {
 }
 
 // AddFlags registers every option on fs, with defaults read from the
-// environment.
+// environment. Each flag carries its environment variable (the "env"
+// annotation) and its scope ("core" or "aws"), which the generated
+// docs/settings.md lists.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", "joiner"), "Cluster identity stamped on every instance joiner launches; garbage collection only touches instances carrying it [CLUSTER_NAME]")
-	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderSim), "Cloud provider: sim (the embedded simulated cloud) or aws [CLOUD_PROVIDER]")
-	fs.StringVar(&o.SimStorePath, "sim-store", env("SIM_STORE", ""), "Where the simulated cloud keeps its instances across restarts [SIM_STORE]")
-	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.envDuration("BATCH_IDLE_DURATION", time.Second), "A provisioning batch closes after this long without a new pending pod [BATCH_IDLE_DURATION]")
-	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.envDuration("BATCH_MAX_DURATION", 10*time.Second), "A provisioning batch never stays open longer than this [BATCH_MAX_DURATION]")
-	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", o.envDuration("REGISTRATION_TTL", 15*time.Minute), "A launched NodeClaim whose Node has not registered after this long is deleted [REGISTRATION_TTL]")
-	fs.DurationVar(&o.InitializationTTL, "initialization-ttl", o.envDuration("INITIALIZATION_TTL", 15*time.Minute), "A registered NodeClaim not initialized after this long is deleted, naming the check that failed [INITIALIZATION_TTL]")
-	fs.IntVar(&o.MetricsPort, "metrics-port", o.envInt("METRICS_PORT", 8080), "Port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
-	fs.IntVar(&o.HealthProbePort, "health-probe-port", o.envInt("HEALTH_PROBE_PORT", 8081), "Port of /healthz and /readyz; 0 disables them [HEALTH_PROBE_PORT]")
-	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", o.envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with a single replica) [DISABLE_LEADER_ELECTION]")
-	fs.StringVar(&o.LeaderElectionName, "leader-election-name", env("LEADER_ELECTION_NAME", "joiner-leader-election"), "Name of the leader election Lease [LEADER_ELECTION_NAME]")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", "kube-system"), "Namespace of the leader election Lease [LEADER_ELECTION_NAMESPACE]")
-	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", o.envInt("KUBE_CLIENT_QPS", 200), "Queries per second to the API server [KUBE_CLIENT_QPS]")
-	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", o.envInt("KUBE_CLIENT_BURST", 300), "Burst of queries to the API server [KUBE_CLIENT_BURST]")
-	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", "info"), "Log level: debug, info or error [LOG_LEVEL]")
-	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "aws: API server URL nodes join; empty asks EKS DescribeCluster [CLUSTER_ENDPOINT]")
-	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "aws: base64 PEM CA bundle nodes trust; empty uses EKS's or joiner's own [CLUSTER_CA_BUNDLE]")
-	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", o.envBool("ISOLATED_VPC", false), "aws: the VPC has no route to the Pricing API; use the built-in prices [ISOLATED_VPC]")
-	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", o.envFloat("VM_MEMORY_OVERHEAD_PERCENT", 0.075), "aws: share of each instance type's memory the hypervisor keeps [VM_MEMORY_OVERHEAD_PERCENT]")
-	fs.IntVar(&o.ReservedENIs, "reserved-enis", o.envInt("RESERVED_ENIS", 0), "aws: network interfaces kept out of the pod density computation [RESERVED_ENIS]")
-	fs.StringVar(&o.SSMParameterRoot, "ssm-parameter-root", env("SSM_PARAMETER_ROOT", "/aws/service"), "aws: root of the public SSM parameters behind AMI aliases [SSM_PARAMETER_ROOT]")
-	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "aws: SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling [INTERRUPTION_QUEUE]")
+	r := registrar{o: o, fs: fs}
+	// Karpenter's core settings.
+	r.str(&o.KarpenterService, "karpenter-service", "KARPENTER_SERVICE", "", "Accepted for compatibility; no effect: Karpenter names its webhook Service with it, and joiner serves no webhook (its APIs are v1 only, validated by CEL in the CRDs)")
+	r.int(&o.MetricsPort, "metrics-port", "METRICS_PORT", 8080, "Port of the Prometheus /metrics endpoint; 0 disables it")
+	r.int(&o.HealthProbePort, "health-probe-port", "HEALTH_PROBE_PORT", 8081, "Port of /healthz and /readyz; 0 disables them")
+	r.int(&o.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", 200, "Queries per second to the API server")
+	r.int(&o.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", 300, "Burst of queries to the API server")
+	r.bool(&o.EnableProfiling, "enable-profiling", "ENABLE_PROFILING", false, "Serve Go's pprof handlers under /debug/pprof/ on the metrics port")
+	r.bool(&o.DisableControllerWarmup, "disable-controller-warmup", "DISABLE_CONTROLLER_WARMUP", true, "Do not start the controllers' informers before this replica is elected leader (false warms them up on standby replicas, for a faster takeover)")
+	r.bool(&o.DisableLeaderElection, "disable-leader-election", "DISABLE_LEADER_ELECTION", false, "Run without leader election (only safe with a single replica)")
+	r.bool(&o.DisableClusterStateObservability, "disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY", false, "Do not publish the cluster state gauges (karpenter_nodes_*, karpenter_pods_state, karpenter_nodepools_usage, ...), which cost a pass over every node and pod every 5s")
+	r.str(&o.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", "karpenter-leader-election", "Name of the leader election Lease: Karpenter's, so Karpenter and joiner in one namespace never act on a cluster at the same time")
+	r.str(&o.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "", "Namespace of the leader election Lease; empty means the namespace joiner runs in (kube-system outside a cluster)")
+	r.int64(&o.MemoryLimit, "memory-limit", "MEMORY_LIMIT", -1, "Memory limit of the container in bytes; when positive, the Go GC soft limit (GOMEMLIMIT) is set to 90% of it")
+	r.int(&o.CPURequests, "cpu-requests", "CPU_REQUESTS", 1000, "CPU requests of the container in millicores; controllers without a fixed concurrency run one worker per core requested")
+	r.str(&o.LogLevel, "log-level", "LOG_LEVEL", "info", "Log level: debug, info or error")
+	r.str(&o.LogOutputPaths, "log-output-paths", "LOG_OUTPUT_PATHS", "stdout", "Comma-separated paths logs are written to (stdout, stderr or files)")
+	r.str(&o.LogErrorOutputPaths, "log-error-output-paths", "LOG_ERROR_OUTPUT_PATHS", "stderr", "Comma-separated paths the logger's own errors are written to")
+	r.duration(&o.BatchMaxDuration, "batch-max-duration", "BATCH_MAX_DURATION", 10*time.Second, "A provisioning batch never stays open longer than this")
+	r.duration(&o.BatchIdleDuration, "batch-idle-duration", "BATCH_IDLE_DURATION", time.Second, "A provisioning batch closes after this long without a new pending pod")
+	r.str(&o.PreferencePolicy, "preference-policy", "PREFERENCE_POLICY", PreferencePolicyRespect, "Respect: preferred affinities and ScheduleAnyway spreads are honoured, relaxed one at a time when they cannot be; Ignore: they are dropped before simulating")
+	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
+	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Plan pods without regard to their Dynamic Resource Allocation claims; joiner does not plan DRA devices, so only true is accepted")
+	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false (ReservedCapacity accepted; NodeOverlay, StaticCapacity, CapacityBuffer only as false), comma separated")
+	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler configuration whose default topology spread constraints Karpenter simulates; joiner does not yet, so only empty is accepted")
+	// Karpenter's AWS settings.
+	r.aws().str(&o.ClusterName, "cluster-name", "CLUSTER_NAME", "joiner", "Cluster identity stamped on every instance joiner launches (with the cluster's kube-system UID); garbage collection only touches instances carrying it")
+	r.aws().str(&o.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join; empty asks EKS DescribeCluster")
+	r.aws().str(&o.ClusterCABundle, "cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "", "Base64 PEM CA bundle nodes trust; empty uses EKS's or joiner's own")
+	r.aws().bool(&o.IsolatedVPC, "isolated-vpc", "ISOLATED_VPC", false, "The VPC has no route to the Pricing API; use the built-in prices")
+	r.aws().bool(&o.EKSControlPlane, "eks-control-plane", "EKS_CONTROL_PLANE", false, "Karpenter run by EKS itself (EKS Auto Mode); joiner never is, so only false is accepted")
+	r.aws().float(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", 0.075, "Share of each instance type's memory the hypervisor keeps")
+	r.aws().str(&o.InterruptionQueue, "interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue of EC2 interruption events (spot interruption, rebalance, scheduled change, state change); empty disables interruption handling")
+	r.aws().int(&o.ReservedENIs, "reserved-enis", "RESERVED_ENIS", 0, "Network interfaces kept out of the pod density computation")
+	r.aws().bool(&o.DisableDryRun, "disable-dry-run", "DISABLE_DRY_RUN", false, "Accepted for compatibility; no effect: Karpenter's startup and EC2NodeClass dry-run authorization checks are not done by joiner, whose missing permissions surface as the NodeClaim's Launched condition and an event")
+	r.aws().bool(&o.EnableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "Avoid zones under an ARC zonal shift; joiner does not watch zonal shifts yet, so only false is accepted")
+	r.aws().duration(&o.AMIRefreshInterval, "ami-refresh-interval", "AMI_REFRESH_INTERVAL", time.Minute, "How often a Ready EC2NodeClass's AMIs are resolved again (at least 1m; joiner resolves AMIs, subnets and security groups together, at the shorter interval)")
+	r.aws().duration(&o.SubnetRefreshInterval, "subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", time.Minute, "How often a Ready EC2NodeClass's subnets are resolved again (at least 1m)")
+	r.aws().str(&o.AWSFeatureGatesFlag, "aws-feature-gates", "AWS_FEATURE_GATES", "", "AWS provider features: NodeClassCEL (accepted only as false: joiner does not evaluate CEL in kubelet settings)")
+	// joiner's own settings.
+	r.joiner().str(&o.CloudProvider, "cloud-provider", "CLOUD_PROVIDER", CloudProviderSim, "Cloud provider: sim (the embedded simulated cloud) or aws")
+	r.joiner().str(&o.SimStorePath, "sim-store", "SIM_STORE", "", "Where the simulated cloud keeps its instances across restarts")
+	// A test setting (hidden): the chaos suite's cloud faults.
+	fs.StringVar(&o.SimCallFaults, "sim-call-faults", os.Getenv("SIM_CALL_FAULTS"), "sim: make cloud calls fail at seeded rates, e.g. seed=7,throttle=0.1,5xx=0.05,capacity=0.1,slow=0.2,slow-for=2s,ghost=0.1 [SIM_CALL_FAULTS]")
+	r.joiner().duration(&o.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", 15*time.Minute, "A launched NodeClaim whose Node has not registered after this long is deleted (Karpenter's is a fixed 15m)")
+	r.joiner().duration(&o.InitializationTTL, "initialization-ttl", "INITIALIZATION_TTL", 15*time.Minute, "A registered NodeClaim not initialized after this long is deleted, naming the check that failed")
+	r.joiner().float(&o.ConsolidationMinSavings, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", 0.05, "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1")
+	r.joiner().str(&o.SSMParameterRoot, "ssm-parameter-root", "SSM_PARAMETER_ROOT", "/aws/service", "aws: root of the public SSM parameters behind AMI aliases (a local endpoint reserves /aws/)")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 0, "How often orphan instances are looked for (0: the default)")
 	fs.DurationVar(&o.GCGracePeriod, "gc-grace-period", 0, "How old an instance without a NodeClaim must be before it is terminated (0: the default)")
-	fs.StringVar(&o.FeatureGatesFlag, "feature-gates", env("FEATURE_GATES", ""), "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false (ReservedCapacity accepted; NodeOverlay, StaticCapacity, CapacityBuffer, NodeClassCEL only as false), comma separated [FEATURE_GATES]")
-	fs.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.envFloat("CONSOLIDATION_MIN_SAVINGS", 0.05), "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1 [CONSOLIDATION_MIN_SAVINGS]")
 	fs.DurationVar(&o.DisruptionPollInterval, "disruption-poll-interval", 0, "Time between two disruption decisions (0: the default, 10s)")
 	fs.DurationVar(&o.DisruptionValidationPeriod, "disruption-validation-period", 0, "How long emptiness and consolidation commands wait before they are re-checked (0: the default, 15s)")
+	_ = fs.MarkHidden("sim-call-faults")
 	_ = fs.MarkHidden("gc-interval")
 	_ = fs.MarkHidden("gc-grace-period")
 	_ = fs.MarkHidden("disruption-poll-interval")
@@ -190,8 +268,50 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %d is not a port", name, port))
 		}
 	}
-	if !o.DisableLeaderElection && (o.LeaderElectionName == "" || o.LeaderElectionNamespace == "") {
-		errs = append(errs, errors.New("leader election needs a leader-election-name and a leader-election-namespace"))
+	if !o.DisableLeaderElection && o.LeaderElectionName == "" {
+		errs = append(errs, errors.New("leader-election-name must not be empty (Karpenter's is karpenter-leader-election)"))
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
+		errs = append(errs, fmt.Errorf("kube-client-qps %d and kube-client-burst %d must be positive", o.KubeClientQPS, o.KubeClientBurst))
+	}
+	if o.CPURequests <= 0 {
+		errs = append(errs, fmt.Errorf("cpu-requests %d must be a positive number of millicores", o.CPURequests))
+	}
+	if o.MemoryLimit == 0 || o.MemoryLimit < -1 {
+		errs = append(errs, fmt.Errorf("memory-limit %d must be a positive number of bytes, or -1 for none", o.MemoryLimit))
+	}
+	if o.LogOutputPaths == "" || o.LogErrorOutputPaths == "" {
+		errs = append(errs, errors.New("log-output-paths and log-error-output-paths must not be empty (stdout, stderr or file paths)"))
+	}
+	switch o.PreferencePolicy {
+	case PreferencePolicyRespect, PreferencePolicyIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("preference-policy %q is not one of Respect, Ignore", o.PreferencePolicy))
+	}
+	switch o.MinValuesPolicy {
+	case MinValuesPolicyStrict, MinValuesPolicyBestEffort:
+	default:
+		errs = append(errs, fmt.Errorf("min-values-policy %q is not one of Strict, BestEffort", o.MinValuesPolicy))
+	}
+	if !o.IgnoreDRARequests {
+		errs = append(errs, errors.New("ignore-dra-requests=false: joiner does not plan Dynamic Resource Allocation claims; set it to true (the default)"))
+	}
+	if o.SchedulerConfig != "" {
+		errs = append(errs, errors.New("scheduler-config: joiner does not simulate kube-scheduler default topology spread constraints yet; leave it empty and put the constraints on the workloads"))
+	}
+	if o.EKSControlPlane {
+		errs = append(errs, errors.New("eks-control-plane=true: that mode is EKS's own Karpenter (Auto Mode); joiner runs in the cluster, set it to false"))
+	}
+	if o.EnableZonalShift {
+		errs = append(errs, errors.New("enable-zonal-shift=true: joiner does not watch ARC zonal shifts yet; set it to false"))
+	}
+	for name, d := range map[string]time.Duration{"ami-refresh-interval": o.AMIRefreshInterval, "subnet-refresh-interval": o.SubnetRefreshInterval} {
+		if d < time.Minute {
+			errs = append(errs, fmt.Errorf("%s %s must be at least 1m", name, d))
+		}
+	}
+	if err := parseAWSFeatureGates(o.AWSFeatureGatesFlag); err != nil {
+		errs = append(errs, err)
 	}
 	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
 		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent %v must be in [0, 1)", o.VMMemoryOverheadPercent))
@@ -213,66 +333,4 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level %q is not one of debug, info, error", o.LogLevel))
 	}
 	return errors.Join(errs...)
-}
-
-func env(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
-}
-
-// The typed env readers fall back to the default on a malformed value and
-// remember the mistake for Validate, so a typo in a chart is an error at
-// start, not a silently ignored setting.
-func (o *Options) envDuration(key string, def time.Duration) time.Duration {
-	v, ok := os.LookupEnv(key)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a duration", key, v))
-		return def
-	}
-	return d
-}
-
-func (o *Options) envInt(key string, def int) int {
-	v, ok := os.LookupEnv(key)
-	if !ok {
-		return def
-	}
-	i, err := strconv.Atoi(v)
-	if err != nil {
-		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not an integer", key, v))
-		return def
-	}
-	return i
-}
-
-func (o *Options) envFloat(key string, def float64) float64 {
-	v, ok := os.LookupEnv(key)
-	if !ok {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a number", key, v))
-		return def
-	}
-	return f
-}
-
-func (o *Options) envBool(key string, def bool) bool {
-	v, ok := os.LookupEnv(key)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		o.envErrs = append(o.envErrs, fmt.Errorf("environment variable %s=%q is not a boolean", key, v))
-		return def
-	}
-	return b
 }

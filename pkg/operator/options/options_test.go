@@ -53,6 +53,48 @@ func TestOptions(t *testing.T) {
 		{name: "malformed overhead env", env: map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "lots"}, wantErr: `VM_MEMORY_OVERHEAD_PERCENT="lots" is not a number`},
 		{name: "negative reserved ENIs", args: []string{"--reserved-enis=-1"}, wantErr: "reserved-enis -1 must not be negative"},
 		{name: "endpoint not a URL", args: []string{"--cluster-endpoint=eks-cluster"}, wantErr: `cluster-endpoint "eks-cluster" is not a URL`},
+		{name: "karpenter's core defaults", check: func(o *Options) bool {
+			return o.LeaderElectionName == "karpenter-leader-election" && o.LeaderElectionNamespace == "" &&
+				o.MetricsPort == 8080 && o.HealthProbePort == 8081 && o.KubeClientQPS == 200 && o.KubeClientBurst == 300 &&
+				!o.EnableProfiling && o.DisableControllerWarmup && !o.DisableClusterStateObservability &&
+				o.MemoryLimit == -1 && o.CPURequests == 1000 && o.LogLevel == "info" &&
+				o.LogOutputPaths == "stdout" && o.LogErrorOutputPaths == "stderr" &&
+				o.PreferencePolicy == PreferencePolicyRespect && o.MinValuesPolicy == MinValuesPolicyStrict &&
+				o.IgnoreDRARequests && o.SchedulerConfig == "" && o.KarpenterService == ""
+		}},
+		{name: "karpenter's aws defaults", check: func(o *Options) bool {
+			return !o.EKSControlPlane && !o.DisableDryRun && !o.EnableZonalShift &&
+				o.AMIRefreshInterval == time.Minute && o.SubnetRefreshInterval == time.Minute && o.InterruptionQueue == ""
+		}},
+		{name: "policies from env", env: map[string]string{"PREFERENCE_POLICY": "Ignore", "MIN_VALUES_POLICY": "BestEffort"}, check: func(o *Options) bool {
+			return o.PreferencePolicy == PreferencePolicyIgnore && o.MinValuesPolicy == MinValuesPolicyBestEffort
+		}},
+		{name: "karpenter chart's env is accepted", env: map[string]string{
+			"KARPENTER_SERVICE": "karpenter", "MEMORY_LIMIT": "1073741824", "CPU_REQUESTS": "1000", "ENABLE_PROFILING": "false",
+			"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false", "IGNORE_DRA_REQUESTS": "true", "EKS_CONTROL_PLANE": "false",
+			"DISABLE_DRY_RUN": "false", "ENABLE_ZONAL_SHIFT": "false", "AMI_REFRESH_INTERVAL": "1m", "SUBNET_REFRESH_INTERVAL": "5m",
+			"AWS_FEATURE_GATES": "NodeClassCEL=false", "LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr",
+		}, check: func(o *Options) bool { return o.MemoryLimit == 1<<30 && o.SubnetRefreshInterval == 5*time.Minute }},
+		{name: "unknown preference policy", env: map[string]string{"PREFERENCE_POLICY": "respect"}, wantErr: `preference-policy "respect" is not one of Respect, Ignore`},
+		{name: "unknown min values policy", args: []string{"--min-values-policy=Loose"}, wantErr: `min-values-policy "Loose" is not one of Strict, BestEffort`},
+		{name: "malformed memory limit", env: map[string]string{"MEMORY_LIMIT": "1Gi"}, wantErr: `MEMORY_LIMIT="1Gi" is not an integer`},
+		{name: "zero memory limit", args: []string{"--memory-limit=0"}, wantErr: "memory-limit 0 must be a positive number of bytes, or -1"},
+		{name: "malformed cpu requests", env: map[string]string{"CPU_REQUESTS": "1.5"}, wantErr: `CPU_REQUESTS="1.5" is not an integer`},
+		{name: "cpu requests not positive", args: []string{"--cpu-requests=0"}, wantErr: "cpu-requests 0 must be a positive"},
+		{name: "malformed profiling", env: map[string]string{"ENABLE_PROFILING": "yes"}, wantErr: `ENABLE_PROFILING="yes" is not a boolean`},
+		{name: "malformed batch duration", env: map[string]string{"BATCH_MAX_DURATION": "10"}, wantErr: `BATCH_MAX_DURATION="10" is not a duration`},
+		{name: "qps not positive", env: map[string]string{"KUBE_CLIENT_QPS": "0"}, wantErr: "kube-client-qps 0"},
+		{name: "empty lease name", env: map[string]string{"LEADER_ELECTION_NAME": ""}, wantErr: "leader-election-name must not be empty"},
+		{name: "empty log output", args: []string{"--log-output-paths="}, wantErr: "log-output-paths and log-error-output-paths must not be empty"},
+		{name: "dra requests planned", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: "ignore-dra-requests=false"},
+		{name: "scheduler config", args: []string{"--scheduler-config=/etc/sched.yaml"}, wantErr: "scheduler-config: joiner does not simulate"},
+		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}, wantErr: "eks-control-plane=true"},
+		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: "enable-zonal-shift=true"},
+		{name: "refresh interval under a minute", env: map[string]string{"AMI_REFRESH_INTERVAL": "30s"}, wantErr: "ami-refresh-interval 30s must be at least 1m"},
+		{name: "aws gate enabled", env: map[string]string{"AWS_FEATURE_GATES": "NodeClassCEL=true"}, wantErr: "joiner does not implement NodeClassCEL"},
+		{name: "unknown aws gate", args: []string{"--aws-feature-gates=Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
+		{name: "unknown flag", args: []string{"--batch-idle=1s"}, wantErr: "unknown flag: --batch-idle"},
+		{name: "malformed flag", args: []string{"--kube-client-qps=fast"}, wantErr: `invalid argument "fast" for "--kube-client-qps"`},
 		{name: "relative parameter root", args: []string{"--ssm-parameter-root=aws/service"}, wantErr: `ssm-parameter-root "aws/service" must be an absolute parameter path`},
 	}
 	for _, tt := range tests {
@@ -64,6 +106,9 @@ func TestOptions(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {
+				if tt.wantErr != "" && strings.Contains(err.Error(), tt.wantErr) {
+					return
+				}
 				t.Fatal(err)
 			}
 			err := o.Validate()

@@ -119,7 +119,7 @@ func Parse(body string) (Message, error) {
 		}
 		m.Kind = KindScheduledChange
 		for _, a := range d.AffectedEntities {
-			if strings.HasPrefix(a.EntityValue, "i-") {
+			if validInstanceID(a.EntityValue) {
 				m.InstanceIDs = append(m.InstanceIDs, a.EntityValue)
 			}
 		}
@@ -138,7 +138,7 @@ func instanceIDs(d ec2Detail, resources []string) []string {
 	seen := map[string]bool{}
 	var ids []string
 	add := func(id string) {
-		if strings.HasPrefix(id, "i-") && !seen[id] {
+		if validInstanceID(id) && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
@@ -153,4 +153,21 @@ func instanceIDs(d ec2Detail, resources []string) []string {
 		}
 	}
 	return ids
+}
+
+// validInstanceID reports whether id looks like an EC2 instance id: "i-"
+// and lower-case letters or digits. Anything else in an event (a bare
+// "i-", an ARN fragment with a path, stray whitespace) names no instance
+// joiner could have launched.
+func validInstanceID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "i-")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, r := range rest {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }

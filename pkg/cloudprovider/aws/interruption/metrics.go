@@ -2,7 +2,6 @@ package interruption
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
@@ -12,21 +11,17 @@ const LabelMessageType = "message_type"
 
 // Karpenter's interruption metrics (reference §4.4).
 var (
-	ReceivedMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+	ReceivedMessages = metrics.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "interruption", Name: "received_messages_total",
 		Help: "Number of messages received from the interruption queue, by message type (unknown: it did not parse).",
-	}, []string{LabelMessageType})
-	DeletedMessages = prometheus.NewCounter(prometheus.CounterOpts{
+	}, LabelMessageType)
+	DeletedMessages = metrics.NewCounter(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "interruption", Name: "deleted_messages_total",
 		Help: "Number of messages deleted from the interruption queue.",
 	})
-	MessageQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	MessageQueueDuration = metrics.NewHistogram(prometheus.HistogramOpts{
 		Namespace: metrics.Namespace, Subsystem: "interruption", Name: "message_queue_duration_seconds",
 		Help:    "Time from a message entering the interruption queue to its deletion.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
 	})
 )
-
-func init() {
-	crmetrics.Registry.MustRegister(ReceivedMessages, DeletedMessages, MessageQueueDuration)
-}

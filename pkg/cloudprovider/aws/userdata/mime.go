@@ -110,13 +110,18 @@ func ParseMIME(s string) ([]Part, error) {
 }
 
 // WriteMIME writes parts as a multipart/mixed archive with Boundary, LF
-// line endings (as Karpenter writes them; cloud-init accepts both).
+// line endings (as Karpenter writes them; cloud-init accepts both). When a
+// part's body holds the delimiter --// (a user's script that prints a MIME
+// archive, say), another boundary is chosen: with Boundary that line would
+// end the part early, forge parts, or close the archive before joiner's
+// bootstrap part, and the node would never join.
 func WriteMIME(parts []Part) string {
+	boundary := boundaryFor(parts)
 	var b strings.Builder
 	b.WriteString("MIME-Version: 1.0\n")
-	fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=%q\n\n", Boundary)
+	fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=%q\n\n", boundary)
 	for _, p := range parts {
-		fmt.Fprintf(&b, "--%s\n", Boundary)
+		fmt.Fprintf(&b, "--%s\n", boundary)
 		fmt.Fprintf(&b, "Content-Type: %s\n", p.ContentType)
 		keys := make([]string, 0, len(p.Header))
 		for k := range p.Header {
@@ -132,8 +137,29 @@ func WriteMIME(parts []Part) string {
 			b.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "--%s--\n", Boundary)
+	fmt.Fprintf(&b, "--%s--\n", boundary)
 	return b.String()
+}
+
+// boundaryFor returns Boundary, or the first of //1, //2, ... that no
+// part's body contains after "--".
+func boundaryFor(parts []Part) string {
+	for n := 0; ; n++ {
+		boundary := Boundary
+		if n > 0 {
+			boundary = fmt.Sprintf("%s%d", Boundary, n)
+		}
+		clash := false
+		for _, p := range parts {
+			if strings.Contains(p.Body, "--"+boundary) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			return boundary
+		}
+	}
 }
 
 // scriptPart wraps a non-MIME user script as a part, with the content

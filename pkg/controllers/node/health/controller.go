@@ -153,6 +153,7 @@ func condition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondit
 // Reconcile repairs node when a policy says it is unhealthy and its pool
 // allows it.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "node.health")
 	if len(c.policies) == 0 {
 		return reconcile.Result{}, nil
 	}

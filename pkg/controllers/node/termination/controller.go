@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -115,6 +117,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 // Reconcile runs the termination phases in order; each phase either
 // finishes or asks to be called again.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "node.termination")
 	node := &corev1.Node{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -178,6 +181,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !gone {
 		return reconcile.Result{RequeueAfter: instancePollInterval}, err
 	}
+	metrics.NodesDrained.WithLabelValues(node.Labels[v1.LabelNodePool]).Inc()
 	return reconcile.Result{}, c.removeFinalizer(ctx, node, "drained and instance terminated")
 }
 
@@ -188,6 +192,10 @@ func (c *Controller) removeFinalizer(ctx context.Context, node *corev1.Node, why
 	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	pool := node.Labels[v1.LabelNodePool]
+	metrics.NodesTerminated.WithLabelValues(pool).Inc()
+	metrics.NodesTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.DeletionTimestamp.Time).Seconds())
+	metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.CreationTimestamp.Time).Seconds())
 	log.FromContext(ctx).Info("deleted node", "reason", why)
 	return nil
 }
@@ -350,6 +358,7 @@ func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
 	}
 	err := c.opts.Client.SubResource("eviction").Create(ctx, p, eviction)
+	metrics.NodesEvictionRequests.WithLabelValues(responseCode(err)).Inc()
 	switch {
 	case err == nil:
 		c.opts.Recorder.Publish(events.Normal(p, events.Evicted, "Evict", "Evicted pod: its node is terminating"))
@@ -492,4 +501,18 @@ func summarize(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// responseCode is an eviction request's HTTP status for
+// karpenter_nodes_eviction_requests_total ("unknown" when the error is not
+// the API server's).
+func responseCode(err error) string {
+	if err == nil {
+		return "200"
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return strconv.Itoa(int(status.Status().Code))
+	}
+	return "unknown"
 }

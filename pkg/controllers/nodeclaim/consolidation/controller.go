@@ -123,7 +123,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // The quiet window starts at the last pod event or, when no pod ever came
 // or went, at initialisation: that is when pods could first land.
 func Evaluate(nc *v1.NodeClaim, pool *v1.NodePool, now time.Time) time.Duration {
-	conds := nc.StatusConditions().WithClock(fixedClock(now))
+	conds := nc.StatusConditions().At(now)
 	after := pool.Spec.Disruption.ConsolidateAfter.Duration
 	if after == nil {
 		conds.Clear(v1.ConditionTypeConsolidatable)
@@ -154,9 +154,3 @@ func conditionEqual(a, b *v1.NodeClaim) bool {
 	}
 	return x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
 }
-
-// fixedClock stamps condition transitions with the evaluation's now.
-type fixedClock time.Time
-
-func (f fixedClock) Now() time.Time                  { return time.Time(f) }
-func (f fixedClock) Since(t time.Time) time.Duration { return time.Time(f).Sub(t) }

@@ -28,6 +28,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // DefaultRecheckInterval is how often a NodeClaim is checked again when
@@ -134,6 +135,7 @@ func (c *Controller) nodeClaims(ctx context.Context, match func(*v1.NodeClaim) b
 
 // Reconcile sets or clears nc's Drifted condition.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "nodeclaim.disruption.drift")
 	nc := &v1.NodeClaim{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // Defaults of Options.
@@ -128,6 +129,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 
 // Reconcile runs one collection pass and asks to run again after Interval.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "nodeclaim.garbagecollection")
 	if err := c.Collect(ctx); err != nil {
 		return reconcile.Result{}, err
 	}

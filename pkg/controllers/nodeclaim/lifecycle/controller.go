@@ -186,6 +186,7 @@ type step func(ctx context.Context, nc *v1.NodeClaim) (stepResult, error)
 // Reconcile runs launch, registration, initialization and liveness in
 // order on one NodeClaim and patches its metadata and status once.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "nodeclaim.lifecycle")
 	nc := &v1.NodeClaim{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -257,6 +258,10 @@ func countTransitions(stored, patched *v1.NodeClaim) {
 	} {
 		if !stored.StatusConditions().IsTrue(typ) && patched.StatusConditions().IsTrue(typ) {
 			counter.WithLabelValues(pool).Inc()
+			if typ == v1.ConditionTypeRegistered {
+				// The NodeClaim's Node joined: Karpenter's node creation.
+				metrics.NodesCreated.WithLabelValues(pool).Inc()
+			}
 		}
 	}
 }

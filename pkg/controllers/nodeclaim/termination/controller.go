@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -105,6 +106,7 @@ func ownerNodeClaims(_ context.Context, o client.Object) []reconcile.Request {
 
 // Reconcile runs the finalization phases in order.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, "nodeclaim.termination")
 	nc := &v1.NodeClaim{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -142,7 +144,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	pool := nc.Labels[v1.LabelNodePool]
+	metrics.NodeClaimsTerminated.WithLabelValues(pool, nc.Labels[v1.LabelCapacityType]).Inc()
+	metrics.NodeClaimsTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(nc.DeletionTimestamp.Time).Seconds())
+	if cond := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
+		metrics.NodeClaimsInstanceTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(cond.LastTransitionTime.Time).Seconds())
+	}
 	log.FromContext(ctx).Info("deleted nodeclaim", "provider-id", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }

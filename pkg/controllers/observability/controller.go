@@ -1,0 +1,337 @@
+package observability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
+)
+
+// DefaultInterval is how often the gauges are recomputed.
+const DefaultInterval = 5 * time.Second
+
+// controllerName labels the cloud provider calls this controller makes.
+const controllerName = "metrics.observability"
+
+// Cluster is the part of the cluster state the gauges are read from.
+type Cluster interface {
+	Nodes() []*state.StateNode
+	NodePoolUsage() map[string]corev1.ResourceList
+}
+
+// InstanceTypes lists a NodePool's instance types (the cloud provider).
+type InstanceTypes interface {
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+}
+
+// Options configure the controller.
+type Options struct {
+	Client        client.Client
+	Cluster       Cluster
+	InstanceTypes InstanceTypes
+	Clock         clock.Clock
+	// Interval between two recomputations (0: DefaultInterval).
+	Interval time.Duration
+}
+
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+
+// Controller recomputes the gauges on a timer.
+type Controller struct {
+	opts Options
+	// started and bound hold the pods whose startup and binding latencies
+	// were observed, so each pod counts once.
+	started, bound map[types.UID]bool
+}
+
+// NewController validates opts.
+func NewController(opts Options) (*Controller, error) {
+	var errs []error
+	if opts.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if opts.Cluster == nil {
+		errs = append(errs, errors.New("cluster state is required"))
+	}
+	if opts.InstanceTypes == nil {
+		errs = append(errs, errors.New("instance types are required"))
+	}
+	if opts.Clock == nil {
+		errs = append(errs, errors.New("clock is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	return &Controller{opts: opts, started: map[types.UID]bool{}, bound: map[types.UID]bool{}}, nil
+}
+
+// Register adds the controller to the manager, on the leader only (the
+// cluster state is the leader's).
+func (c *Controller) Register(mgr manager.Manager) error {
+	return mgr.Add(c)
+}
+
+// NeedLeaderElection runs the controller on the leader only.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start recomputes the gauges every interval until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = metrics.WithController(ctx, controllerName)
+	for {
+		if err := c.Update(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "updating cluster state metrics")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.opts.Clock.After(c.opts.Interval):
+		}
+	}
+}
+
+// Update recomputes every gauge once.
+func (c *Controller) Update(ctx context.Context) error {
+	var pools v1.NodePoolList
+	if err := c.opts.Client.List(ctx, &pools); err != nil {
+		return fmt.Errorf("listing nodepools: %w", err)
+	}
+	var pods corev1.PodList
+	if err := c.opts.Client.List(ctx, &pods); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	nodes := c.opts.Cluster.Nodes()
+	c.updateNodes(nodes)
+	c.updatePods(pods.Items, nodes)
+	c.updateNodePools(pools.Items)
+	return c.updateInstanceTypes(ctx, pools.Items)
+}
+
+// nodeLabelValues are the NodeLabels values of node for one resource.
+func nodeLabelValues(node *corev1.Node, resourceName corev1.ResourceName) []string {
+	l := node.Labels
+	return []string{node.Name, l[v1.LabelNodePool], resourceLabel(resourceName), string(node.Status.Phase),
+		l[corev1.LabelArchStable], l[v1.LabelCapacityType], l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone],
+		l[corev1.LabelOSStable], l[corev1.LabelTopologyRegion]}
+}
+
+// resourceLabel spells a resource as Karpenter's resource_type label does
+// (lower case, '/' and '.' and '-' as '_').
+func resourceLabel(name corev1.ResourceName) string {
+	return strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(strings.ToLower(string(name)))
+}
+
+func (c *Controller) updateNodes(nodes []*state.StateNode) {
+	gauges := []*prometheus.GaugeVec{
+		metrics.NodesAllocatable, metrics.NodesSystemOverhead,
+		metrics.NodesTotalPodRequests, metrics.NodesTotalPodLimits,
+		metrics.NodesTotalDaemonRequests, metrics.NodesTotalDaemonLimits,
+	}
+	for _, g := range gauges {
+		g.Reset()
+	}
+	metrics.NodesCurrentLifetime.Reset()
+	now := c.opts.Clock.Now()
+	totalRequests, totalAllocatable := corev1.ResourceList{}, corev1.ResourceList{}
+	for _, sn := range nodes {
+		node := sn.Node
+		if node == nil {
+			continue
+		}
+		metrics.NodesCurrentLifetime.WithLabelValues(node.Name, node.Labels[v1.LabelNodePool]).Set(now.Sub(node.CreationTimestamp.Time).Seconds())
+		var podReq, podLim, dsReq, dsLim corev1.ResourceList
+		for _, p := range sn.Pods {
+			req, lim := podResources(p)
+			podReq, podLim = add(podReq, req), add(podLim, lim)
+			if scheduling.IsOwnedByDaemonSet(p) {
+				dsReq, dsLim = add(dsReq, req), add(dsLim, lim)
+			}
+		}
+		overhead := corev1.ResourceList{}
+		for name, capacity := range node.Status.Capacity {
+			o := capacity.DeepCopy()
+			if a, ok := node.Status.Allocatable[name]; ok {
+				o.Sub(a)
+			}
+			overhead[name] = o
+		}
+		for i, list := range []corev1.ResourceList{node.Status.Allocatable, overhead, podReq, podLim, dsReq, dsLim} {
+			for name, q := range list {
+				gauges[i].WithLabelValues(nodeLabelValues(node, name)...).Set(q.AsApproximateFloat64())
+			}
+		}
+		totalRequests = add(totalRequests, podReq)
+		totalAllocatable = add(totalAllocatable, node.Status.Allocatable)
+	}
+	metrics.ClusterUtilization.Reset()
+	for name, alloc := range totalAllocatable {
+		if alloc.IsZero() {
+			continue
+		}
+		req := totalRequests[name]
+		metrics.ClusterUtilization.WithLabelValues(resourceLabel(name)).Set(100 * req.AsApproximateFloat64() / alloc.AsApproximateFloat64())
+	}
+}
+
+func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
+	byName := map[string]*corev1.Node{}
+	for _, sn := range nodes {
+		if sn.Node != nil {
+			byName[sn.Node.Name] = sn.Node
+		}
+	}
+	metrics.PodsState.Reset()
+	live := map[types.UID]bool{}
+	for i := range pods {
+		p := &pods[i]
+		live[p.UID] = true
+		var nl map[string]string
+		if n := byName[p.Spec.NodeName]; n != nil {
+			nl = n.Labels
+		}
+		metrics.PodsState.WithLabelValues(p.Name, p.Namespace, owner(p), p.Spec.NodeName, nl[v1.LabelNodePool], nl[corev1.LabelTopologyZone],
+			nl[corev1.LabelArchStable], nl[v1.LabelCapacityType], nl[corev1.LabelInstanceTypeStable], string(p.Status.Phase)).Set(1)
+		for _, cond := range p.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue {
+				continue
+			}
+			since := cond.LastTransitionTime.Sub(p.CreationTimestamp.Time).Seconds()
+			switch {
+			case cond.Type == corev1.PodScheduled && !c.bound[p.UID]:
+				c.bound[p.UID] = true
+				metrics.PodsBoundDuration.Observe(since)
+			case cond.Type == corev1.PodReady && !c.started[p.UID]:
+				c.started[p.UID] = true
+				metrics.PodsStartupDuration.Observe(since)
+			}
+		}
+	}
+	for _, seen := range []map[types.UID]bool{c.started, c.bound} {
+		for uid := range seen {
+			if !live[uid] {
+				delete(seen, uid)
+			}
+		}
+	}
+}
+
+// owner is Karpenter's owner label: the API path of the pod's controller.
+func owner(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return fmt.Sprintf("%s/namespaces/%s/%ss/%s", o.APIVersion, p.Namespace, strings.ToLower(o.Kind), o.Name)
+		}
+	}
+	return ""
+}
+
+func (c *Controller) updateNodePools(pools []v1.NodePool) {
+	metrics.NodePoolsUsage.Reset()
+	metrics.NodePoolsLimit.Reset()
+	usage := c.opts.Cluster.NodePoolUsage()
+	for i := range pools {
+		np := &pools[i]
+		for name, q := range usage[np.Name] {
+			metrics.NodePoolsUsage.WithLabelValues(np.Name, resourceLabel(name)).Set(q.AsApproximateFloat64())
+		}
+		for name, q := range np.Spec.Limits {
+			metrics.NodePoolsLimit.WithLabelValues(np.Name, resourceLabel(name)).Set(q.AsApproximateFloat64())
+		}
+	}
+}
+
+func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePool) error {
+	type offeringKey struct{ it, ct, zone string }
+	cpu, mem := map[string]float64{}, map[string]float64{}
+	available, price := map[offeringKey]bool{}, map[offeringKey]float64{}
+	var errs []error
+	for i := range pools {
+		its, err := c.opts.InstanceTypes.GetInstanceTypes(ctx, &pools[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing instance types of nodepool %s: %w", pools[i].Name, err))
+			continue
+		}
+		for _, it := range its {
+			cpu[it.Name] = it.Capacity.Cpu().AsApproximateFloat64()
+			mem[it.Name] = it.Capacity.Memory().AsApproximateFloat64()
+			for _, o := range it.Offerings {
+				k := offeringKey{it.Name, o.CapacityType, o.Zone}
+				available[k] = available[k] || o.Available
+				price[k] = o.Price
+			}
+		}
+	}
+	metrics.InstanceTypeCPUCores.Reset()
+	metrics.InstanceTypeMemoryBytes.Reset()
+	metrics.InstanceTypeOfferingAvailable.Reset()
+	metrics.InstanceTypeOfferingPrice.Reset()
+	for name := range cpu {
+		metrics.InstanceTypeCPUCores.WithLabelValues(name).Set(cpu[name])
+		metrics.InstanceTypeMemoryBytes.WithLabelValues(name).Set(mem[name])
+	}
+	for k, ok := range available {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		metrics.InstanceTypeOfferingAvailable.WithLabelValues(k.it, k.ct, k.zone).Set(v)
+		metrics.InstanceTypeOfferingPrice.WithLabelValues(k.it, k.ct, k.zone).Set(price[k])
+	}
+	return errors.Join(errs...)
+}
+
+// podResources are a pod's effective requests and limits: the larger of
+// the sum of its containers and of any init container, plus overhead.
+func podResources(p *corev1.Pod) (corev1.ResourceList, corev1.ResourceList) {
+	var req, lim corev1.ResourceList
+	for _, ctr := range p.Spec.Containers {
+		req, lim = add(req, ctr.Resources.Requests), add(lim, ctr.Resources.Limits)
+	}
+	for _, ctr := range p.Spec.InitContainers {
+		req, lim = maxOf(req, ctr.Resources.Requests), maxOf(lim, ctr.Resources.Limits)
+	}
+	return add(req, p.Spec.Overhead), add(lim, p.Spec.Overhead)
+}
+
+func add(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	return out
+}
+
+func maxOf(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}

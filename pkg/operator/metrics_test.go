@@ -1,0 +1,207 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestMetricsAfterScaleUpAndDown scrapes the real joiner process's
+// /metrics after a scale-up and after the scale-down that empties its
+// nodes, and checks that what Karpenter's dashboards and alerts query is
+// there, under Karpenter's names and labels: every karpenter_ and joiner_
+// family carries exactly its catalog labels, and the series the two
+// phases must have produced exist with the scenario's values.
+func TestMetricsAfterScaleUpAndDown(t *testing.T) {
+	s := newScenario(t)
+	s.nodePool.Spec.Disruption = v1.Disruption{
+		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty,
+		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+	}
+	s.apply()
+	port := freePort(t)
+	s.joiner("--metrics-port="+strconv.Itoa(port), "--disruption-poll-interval=1s", "--disruption-validation-period=1s")
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	pool := s.nodePool.Name
+
+	d := s.deployment("metrics", 3, "1", "1Gi", nil)
+	s.waitRunning("metrics", 3, 90*time.Second)
+	expectSeries(t, url, []want{
+		{"karpenter_nodeclaims_created_total", map[string]string{"reason": "provisioning", "nodepool": pool, "min_values_relaxed": "false"}},
+		{"karpenter_nodes_created_total", map[string]string{"nodepool": pool}},
+		{"karpenter_nodes_allocatable", map[string]string{"nodepool": pool, "resource_type": "cpu"}},
+		{"karpenter_nodes_total_pod_requests", map[string]string{"nodepool": pool, "resource_type": "memory"}},
+		{"karpenter_pods_state", map[string]string{"namespace": s.ns, "nodepool": pool, "phase": "Running"}},
+		{"karpenter_pods_startup_duration_seconds", nil},
+		{"karpenter_nodepools_usage", map[string]string{"nodepool": pool, "resource_type": "cpu"}},
+		{"karpenter_cloudprovider_duration_seconds", map[string]string{"controller": "nodeclaim.lifecycle", "method": "Create", "provider": "sim"}},
+		{"karpenter_cloudprovider_instance_type_offering_price_estimate", nil},
+		{"karpenter_scheduler_scheduling_duration_seconds", map[string]string{"controller": "provisioner"}},
+		{"karpenter_cluster_state_synced", nil},
+		{"karpenter_cluster_state_node_count", nil},
+		{"karpenter_cluster_utilization_percent", map[string]string{"resource_type": "cpu"}},
+		{"karpenter_build_info", nil},
+		{"joiner_nodeclaims_launched_total", map[string]string{"nodepool": pool}},
+	})
+
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](0)
+	if err := s.env.Client.Patch(t.Context(), d, patch); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) > 0 {
+			return fmt.Errorf("%d nodeclaims left", len(claims))
+		}
+		return nil
+	})
+	expectSeries(t, url, []want{
+		{"karpenter_nodeclaims_disrupted_total", map[string]string{"reason": "empty", "nodepool": pool}},
+		{"karpenter_nodeclaims_terminated_total", map[string]string{"nodepool": pool}},
+		{"karpenter_nodeclaims_termination_duration_seconds", map[string]string{"nodepool": pool}},
+		{"karpenter_nodes_terminated_total", map[string]string{"nodepool": pool}},
+		{"karpenter_nodes_drained_total", map[string]string{"nodepool": pool}},
+		{"karpenter_nodes_lifetime_duration_seconds", map[string]string{"nodepool": pool}},
+		{"karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "delete", "reason": "empty", "consolidation_type": "empty"}},
+		{"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", nil},
+		{"karpenter_nodepools_allowed_disruptions", map[string]string{"nodepool": pool}},
+		{"karpenter_cloudprovider_duration_seconds", map[string]string{"method": "Delete", "provider": "sim"}},
+	})
+}
+
+// want is a series that must exist: a family and the label values one of
+// its series must carry (other labels free).
+type want struct {
+	name   string
+	labels map[string]string
+}
+
+// expectSeries scrapes url until every wanted series is there (gauges are
+// recomputed every few seconds), then checks every karpenter_ and joiner_
+// family against the catalog's label names.
+func expectSeries(t *testing.T, url string, wants []want) {
+	t.Helper()
+	var families map[string]*dto.MetricFamily
+	test.Eventually(t, 60*time.Second, func(ctx context.Context) error {
+		var err error
+		if families, err = scrape(ctx, url); err != nil {
+			return err
+		}
+		var missing []string
+		for _, w := range wants {
+			if !hasSeries(families[w.name], w.labels) {
+				missing = append(missing, fmt.Sprintf("%s%v", w.name, w.labels))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("missing series: %s", strings.Join(missing, ", "))
+		}
+		return nil
+	})
+	catalog := map[string][]string{}
+	for _, d := range metrics.Catalog() {
+		catalog[d.Name] = d.Labels
+	}
+	for name, f := range families {
+		if !strings.HasPrefix(name, "karpenter_") && !strings.HasPrefix(name, "joiner_") {
+			continue
+		}
+		labels, ok := catalog[name]
+		if !ok {
+			t.Errorf("served %s is not in the metrics catalog (docs/metrics.md)", name)
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if got := labelNames(m); !slices.Equal(got, sorted(labels)) {
+				t.Errorf("%s has labels %v, the catalog says %v", name, got, sorted(labels))
+				break
+			}
+		}
+	}
+}
+
+func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", url, err)
+	}
+	return families, nil
+}
+
+func hasSeries(f *dto.MetricFamily, labels map[string]string) bool {
+	if f == nil {
+		return false
+	}
+	for _, m := range f.GetMetric() {
+		match := true
+		for k, v := range labels {
+			found := false
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == k && lp.GetValue() == v {
+					found = true
+				}
+			}
+			match = match && found
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+func labelNames(m *dto.Metric) []string {
+	var out []string
+	for _, lp := range m.GetLabel() {
+		out = append(out, lp.GetName())
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// freePort asks the kernel for a port no one listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

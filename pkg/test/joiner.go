@@ -1,0 +1,133 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// JoinerBinary builds cmd/joiner once per test binary into dir (a
+// directory of the caller's own: a path shared by concurrent test binaries
+// would let one overwrite the executable another is starting) and returns
+// its path.
+type JoinerBinary struct {
+	Dir  string
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path builds the binary on first use; a build failure fails t.
+func (b *JoinerBinary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.path = filepath.Join(b.Dir, "joiner")
+		out, err := exec.Command("go", "build", "-o", b.path, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("building joiner: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// JoinerProcess is one running `joiner` process whose output goes to a
+// log file. It is stopped (SIGTERM) when the test ends, and its log's tail
+// is printed when the test failed.
+type JoinerProcess struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// StartJoiner runs bin with args and env (added to the test's environment).
+func StartJoiner(t testing.TB, bin, name string, args, env []string) *JoinerProcess {
+	t.Helper()
+	j := &JoinerProcess{Name: name, done: make(chan struct{})}
+	j.LogPath = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
+	logFile, err := os.Create(j.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cmd = exec.Command(bin, args...)
+	j.cmd.Env = append(os.Environ(), env...)
+	j.cmd.Stdout, j.cmd.Stderr = logFile, logFile
+	if err := j.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatal(err)
+	}
+	go func() {
+		_ = j.cmd.Wait()
+		logFile.Close()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		j.Stop()
+		if t.Failed() {
+			t.Logf("%s log %s (last lines):\n%s", j.Name, j.LogPath, tailLines(j.LogPath, 40))
+		}
+	})
+	return j
+}
+
+// Pid is the process id.
+func (j *JoinerProcess) Pid() int { return j.cmd.Process.Pid }
+
+// Alive reports whether the process still runs.
+func (j *JoinerProcess) Alive() bool {
+	select {
+	case <-j.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop ends the process gracefully (SIGTERM), killing it after 20s.
+func (j *JoinerProcess) Stop() { j.signal(syscall.SIGTERM) }
+
+// Kill ends the process as a crash would (SIGKILL).
+func (j *JoinerProcess) Kill() { j.signal(syscall.SIGKILL) }
+
+func (j *JoinerProcess) signal(sig syscall.Signal) {
+	if !j.Alive() {
+		return
+	}
+	_ = j.cmd.Process.Signal(sig)
+	select {
+	case <-j.done:
+	case <-time.After(20 * time.Second):
+		_ = j.cmd.Process.Kill()
+		<-j.done
+	}
+}
+
+// LogContains reports whether the process's log holds s.
+func (j *JoinerProcess) LogContains(s string) bool {
+	b, err := os.ReadFile(j.LogPath)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// Tail returns the last n lines of the log.
+func (j *JoinerProcess) Tail(n int) string { return tailLines(j.LogPath, n) }
+
+func tailLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

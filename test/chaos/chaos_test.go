@@ -1,0 +1,615 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/operator"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// The harness drives joiner (it may use joiner's API types to create
+// objects); the observer (observer.go) judges it without joiner's code.
+
+var binary test.JoinerBinary
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "joiner-chaos-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: creating the joiner binary's directory:", err)
+		os.Exit(1)
+	}
+	binary.Dir = dir
+	code := test.Run(m, controlPlaneOptions())
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func controlPlaneOptions() controlplane.Options {
+	crds, err := apis.CRDFiles()
+	if err != nil {
+		panic(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		panic(err)
+	}
+	opts := controlplane.Options{Scheduler: true, ControllerManager: true, Kwok: true, Scheme: scheme}
+	for _, b := range crds {
+		opts.CRDs = append(opts.CRDs, b)
+	}
+	return opts
+}
+
+// regressionSeeds are round seeds that once found a bug; they run first,
+// every time (see README.md, "What it found").
+var regressionSeeds = []uint64{}
+
+// TestChaos runs seeded rounds against two joiner replicas. CHAOS_ROUNDS
+// (default 2) and CHAOS_SEED (default 1) choose them; `make chaos` runs
+// more. A failing round prints its seed and fault schedule.
+func TestChaos(t *testing.T) {
+	rounds, seed := 2, uint64(1)
+	if s := os.Getenv("CHAOS_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("CHAOS_ROUNDS=%q: want a positive number of rounds", s)
+		}
+		rounds = n
+	}
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: want an unsigned integer", s)
+		}
+		seed = n
+	}
+	seeds := append([]uint64(nil), regressionSeeds...)
+	if os.Getenv("CHAOS_SEED") != "" {
+		seeds = nil // reproducing one seed: run exactly it
+	}
+	for i := range rounds {
+		seeds = append(seeds, seed+uint64(i))
+	}
+	w := newWorld(t)
+	defer w.teardown() // before the replicas stop (cleanups)
+	for _, s := range seeds {
+		if !w.round(t, s) {
+			break // the world is in an unknown state; one failure is enough
+		}
+	}
+}
+
+// world is one cluster under test with its replicas, a namesake cluster
+// on the same cloud, and the observer.
+type world struct {
+	// t is the whole test's: replicas outlive a round.
+	t           *testing.T
+	env         *test.Environment
+	ns          string
+	clusterName string
+	store       string
+	nodeClass   *simv1alpha1.SimNodeClass
+	nodePool    *v1.NodePool
+	web         *appsv1.Deployment
+	replicas    []*test.JoinerProcess
+	started     int // replicas started so far, for names and seeds
+	observer    *Observer
+	roundSeed   uint64
+	cancel      context.CancelFunc
+	log         func(string, ...any)
+}
+
+func newWorld(t *testing.T) *world {
+	env := test.Env(t)
+	w := &world{t: t, env: env, ns: env.Namespace(t), clusterName: "chaos", store: filepath.Join(t.TempDir(), "instances.json"), log: t.Logf}
+	w.nodeClass = &simv1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")},
+		Spec: simv1alpha1.SimNodeClassSpec{
+			LaunchDelay:       metav1.Duration{Duration: time.Second},
+			RegistrationDelay: metav1.Duration{Duration: time.Second},
+		},
+	}
+	w.nodePool = &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "np")},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: w.nodeClass.Name},
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+					{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+					// Small nodes, so a round has several to launch and consolidate.
+					{Key: v1.LabelAWSInstanceCPU, Operator: corev1.NodeSelectorOpIn, Values: []string{"2", "4"}},
+				},
+				ExpireAfter: v1.MustParseNillableDuration("720h"),
+			}},
+			Disruption: v1.Disruption{
+				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+				ConsolidateAfter:    v1.MustParseNillableDuration("2s"),
+				Budgets:             []v1.Budget{{Nodes: "1"}},
+			},
+		},
+	}
+	env.Create(t, w.nodeClass, w.nodePool)
+
+	// The namesake cluster: its instances exist before ours and must
+	// survive every round.
+	foreign := w.startNamesake(t)
+	self, err := ClusterIdentity(t.Context(), env.Config, w.clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A do-not-disrupt pod whose node must outlive every round, and the
+	// PDB-protected workload the rounds scale.
+	w.deployment(t, "dnd", 1, func(p *corev1.PodTemplateSpec) {
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+	})
+	w.web = w.deployment(t, "web", 0, nil)
+	env.Create(t, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	})
+
+	w.observer, err = NewObserver(ObserverOptions{Config: env.Config, Store: w.store, Cluster: self, Foreign: foreign, Namespace: w.ns, NodePool: w.nodePool.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	if err := w.observer.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// startNamesake runs a second cluster (its own API server, so another
+// kube-system UID) with the same cluster name on the same cloud, gives it
+// instances, and returns its identity.
+func (w *world) startNamesake(t *testing.T) Identity {
+	opts := controlPlaneOptions()
+	opts.Scheduler, opts.ControllerManager, opts.Kwok = false, false, false
+	b := test.Start(t, opts)
+	nc, np := w.nodeClass.DeepCopy(), w.nodePool.DeepCopy()
+	for _, o := range []client.Object{nc, np} {
+		o.SetResourceVersion("")
+		o.SetUID("")
+		if err := b.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	test.StartJoiner(t, binary.Path(t), "namesake", w.joinerArgs(b.ControlPlane.KubeconfigPath(), "", true), nil)
+	for i := range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{v1.LabelNodePool: np.Name},
+				Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}},
+			},
+		}
+		if err := b.Client.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		// No scheduler there: mark the pods unschedulable as it would.
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
+		if err := b.Client.Status().Update(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := ClusterIdentity(t.Context(), b.Config, w.clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, 60*time.Second, func(context.Context) error {
+		inv, err := readInventory(w.store)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, inst := range inv {
+			if id.owns(inst) && inst.State != stateTerminated {
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("the namesake cluster has no instance yet")
+		}
+		return nil
+	})
+	// Its Nodes register in the namesake's API server, never Ready (no kwok):
+	// enough to own instances. Its NodeClaims keep their finalizers until
+	// its API server goes.
+	return id
+}
+
+// joinerArgs are a replica's flags: fast garbage collection and
+// disruption so a round sees them, and the round's cloud call faults.
+func (w *world) joinerArgs(kubeconfig, faults string, single bool) []string {
+	args := []string{
+		"controller",
+		"--kubeconfig=" + kubeconfig,
+		"--cluster-name=" + w.clusterName,
+		"--sim-store=" + w.store,
+		"--metrics-port=0",
+		"--health-probe-port=0",
+		"--leader-election-name=" + w.clusterName + "-" + w.ns,
+		"--gc-interval=1s",
+		"--gc-grace-period=5s",
+		"--disruption-poll-interval=1s",
+		"--disruption-validation-period=2s",
+		"--log-level=debug",
+	}
+	if faults != "" {
+		args = append(args, "--sim-call-faults="+faults)
+	}
+	if single {
+		args = append(args, "--disable-leader-election")
+	}
+	return args
+}
+
+func (w *world) deployment(t *testing.T, name string, replicas int32, mutate func(*corev1.PodTemplateSpec)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{v1.LabelNodePool: w.nodePool.Name},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+				}},
+			}},
+		},
+	}
+	if mutate != nil {
+		mutate(&tmpl)
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tmpl,
+		},
+	}
+	w.env.Create(t, d)
+	return d
+}
+
+// faultsFor draws a replica's cloud call faults from the round's seed.
+func faultsFor(r *rand.Rand, seed uint64) sim.CallFaults {
+	pick := func(xs ...float64) float64 { return xs[r.IntN(len(xs))] }
+	return sim.CallFaults{
+		Seed:        seed,
+		Throttle:    pick(0, 0.05, 0.15),
+		ServerError: pick(0, 0.05, 0.1),
+		Capacity:    pick(0, 0.05, 0.1),
+		Slow:        pick(0, 0.2),
+		SlowFor:     time.Duration(1+r.IntN(3)) * time.Second,
+		Ghost:       pick(0.1, 0.2, 0.3),
+	}
+}
+
+// startReplica starts one more replica with faults drawn for it and
+// describes it.
+func (w *world) startReplica(r *rand.Rand) string {
+	w.started++
+	f := faultsFor(r, w.roundSeed*100+uint64(w.started))
+	name := fmt.Sprintf("replica-%d", w.started)
+	j := test.StartJoiner(w.t, binary.Path(w.t), name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), f.String(), false), nil)
+	w.replicas = append(w.replicas, j)
+	w.log("started %s (pid %d) with cloud faults %s", name, j.Pid(), f)
+	return name + " " + f.String()
+}
+
+// leader returns the alive replica holding the lease, waiting for a
+// failover to finish.
+func (w *world) leader(ctx context.Context) *test.JoinerProcess {
+	var found *test.JoinerProcess
+	_ = test.Poll(ctx, 40*time.Second, func(context.Context) error {
+		for _, j := range w.replicas {
+			if j.Alive() && (j.LogContains("successfully acquired lease") || j.LogContains("Successfully acquired lease")) {
+				found = j
+				return nil
+			}
+		}
+		return fmt.Errorf("no replica leads")
+	})
+	return found
+}
+
+// fault is one scheduled fault: what, and the phase it waits for.
+type fault struct {
+	What  string // "kill-leader" or "restart-apiserver"
+	Phase string // launch, registration, drain, consolidation
+	// Outcome is filled in as the round runs.
+	Outcome string
+}
+
+func (f fault) String() string {
+	s := f.What + "@" + f.Phase
+	if f.Outcome != "" {
+		s += " (" + f.Outcome + ")"
+	}
+	return s
+}
+
+// schedule is a round's plan, drawn from its seed.
+type schedule struct {
+	Seed          uint64
+	Up, Down      int32
+	Faults        []fault
+	ReplicaFaults []string
+}
+
+func (s *schedule) String() string {
+	var fs []string
+	for _, f := range s.Faults {
+		fs = append(fs, f.String())
+	}
+	return fmt.Sprintf("seed %d: web 0 -> %d -> %d replicas; faults [%s]; replica cloud faults [%s]",
+		s.Seed, s.Up, s.Down, strings.Join(fs, ", "), strings.Join(s.ReplicaFaults, " | "))
+}
+
+func plan(seed uint64) (*schedule, *rand.Rand) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "chaos-%d", seed)
+	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	s := &schedule{Seed: seed, Up: int32(4 + r.IntN(5)), Down: int32(1 + r.IntN(2))}
+	phases := []string{"launch", "registration", "drain", "consolidation"}
+	// One or two kills of the leader, sometimes an API server restart.
+	for _, i := range r.Perm(len(phases))[:1+r.IntN(2)] {
+		s.Faults = append(s.Faults, fault{What: "kill-leader", Phase: phases[i]})
+	}
+	if r.IntN(2) == 0 {
+		s.Faults = append(s.Faults, fault{What: "restart-apiserver", Phase: phases[r.IntN(len(phases))]})
+	}
+	return s, r
+}
+
+// round runs one seeded round and reports whether it passed.
+func (w *world) round(t *testing.T, seed uint64) bool {
+	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		w.log = t.Logf
+		w.roundSeed = seed
+		s, r := plan(seed)
+		start := time.Now()
+		defer func() {
+			if t.Failed() {
+				t.Logf("REPRODUCE: make chaos ROUNDS=1 SEED=%d\nschedule: %s", seed, s)
+			} else {
+				t.Logf("round %s passed in %.0fs", s, time.Since(start).Seconds())
+			}
+		}()
+		// Each round's replicas draw their faults from its seed.
+		for _, j := range aliveReplicas(w.replicas) {
+			j.Stop()
+		}
+		for range 2 {
+			s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
+		}
+		ctx := t.Context()
+
+		w.scale(t, s.Up)
+		w.injectAt(t, r, s, "launch", "registration")
+		test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
+			return w.webRunning(ctx, s.Up)
+		})
+
+		w.scale(t, s.Down)
+		w.injectAt(t, r, s, "drain", "consolidation")
+		// Settled, and still settled a while later (consolidation had its
+		// chance to act again).
+		for range 2 {
+			if problems := w.observer.CheckSettled(ctx, 2*time.Minute); len(problems) > 0 {
+				t.Errorf("not settled 2m after the last fault:\n  %s", strings.Join(problems, "\n  "))
+				break
+			}
+			time.Sleep(8 * time.Second)
+		}
+		if v := w.observer.Violations(); len(v) > 0 {
+			t.Errorf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  "))
+		}
+		faults := 0
+		for _, j := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
+			b, _ := os.ReadFile(j.LogPath)
+			faults += strings.Count(string(b), "(simulated fault)")
+			for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
+				if strings.Contains(string(b), bad) {
+					t.Errorf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60))
+				}
+			}
+		}
+		t.Logf("%d failed cloud calls logged by the round's replicas", faults)
+	})
+}
+
+func aliveReplicas(js []*test.JoinerProcess) []*test.JoinerProcess {
+	var out []*test.JoinerProcess
+	for _, j := range js {
+		if j.Alive() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (w *world) scale(t *testing.T, n int32) {
+	d := &appsv1.Deployment{}
+	if err := w.env.Client.Get(t.Context(), client.ObjectKeyFromObject(w.web), d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(n)
+	if err := w.env.Client.Patch(t.Context(), d, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.log("web scaled to %d", n)
+}
+
+func (w *world) webRunning(ctx context.Context, n int32) error {
+	var pods corev1.PodList
+	if err := w.env.Client.List(ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{"app": "web"}); err != nil {
+		return err
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	if running != int(n) {
+		return fmt.Errorf("%d of %d web pods running", running, n)
+	}
+	return nil
+}
+
+// injectAt runs the schedule's faults of these phases, in order, each as
+// soon as its phase is under way.
+func (w *world) injectAt(t *testing.T, r *rand.Rand, s *schedule, phases ...string) {
+	for _, phase := range phases {
+		for i := range s.Faults {
+			f := &s.Faults[i]
+			if f.Phase != phase {
+				continue
+			}
+			if !w.waitPhase(t.Context(), phase) {
+				f.Outcome = "phase not seen in 45s, injected anyway"
+			}
+			switch f.What {
+			case "kill-leader":
+				j := w.leader(t.Context())
+				if j == nil {
+					f.Outcome += "no leader to kill"
+					continue
+				}
+				j.Kill()
+				w.log("kill -9 %s (leader) during %s", j.Name, phase)
+				s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
+			case "restart-apiserver":
+				w.log("restarting kube-apiserver during %s", phase)
+				if err := w.env.ControlPlane.RestartAPIServer(t.Context(), 2*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if f.Outcome == "" {
+				f.Outcome = "done"
+			}
+		}
+	}
+}
+
+// waitPhase waits until the cluster is in phase: a NodeClaim launching
+// (no provider ID yet), registering (launched, no Node yet), a node
+// draining (its NodeClaim deleting, the Node still there), or a node
+// tainted for disruption (consolidation's decision taken).
+func (w *world) waitPhase(ctx context.Context, phase string) bool {
+	err := test.Poll(ctx, 45*time.Second, func(ctx context.Context) error {
+		var claims v1.NodeClaimList
+		if err := w.env.Client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name}); err != nil {
+			return err
+		}
+		for _, c := range claims.Items {
+			switch phase {
+			case "launch":
+				if c.Status.ProviderID == "" && c.DeletionTimestamp == nil {
+					return nil
+				}
+			case "registration":
+				if c.Status.ProviderID != "" && c.Status.NodeName == "" && c.DeletionTimestamp == nil {
+					return nil
+				}
+			case "drain":
+				if c.DeletionTimestamp != nil && c.Status.NodeName != "" {
+					return nil
+				}
+			}
+		}
+		if phase == "consolidation" {
+			var nodes corev1.NodeList
+			if err := w.env.Client.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name}); err != nil {
+				return err
+			}
+			for _, n := range nodes.Items {
+				for _, taint := range n.Spec.Taints {
+					if taint.Key == v1.TaintKeyDisrupted {
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("phase %s not under way", phase)
+	})
+	return err == nil
+}
+
+// teardown scales the workload away and lets the replicas give the nodes
+// back, then stops the observer.
+func (w *world) teardown() {
+	defer w.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := w.env.Client
+	_ = c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(w.ns))
+	var nodes corev1.NodeList
+	_ = c.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name})
+	for _, n := range nodes.Items {
+		w.observer.AllowNodeDeletion(n.Name)
+	}
+	var claims v1.NodeClaimList
+	_ = c.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name})
+	for i := range claims.Items {
+		_ = c.Delete(ctx, &claims.Items[i])
+	}
+	_ = test.Poll(ctx, 30*time.Second, func(ctx context.Context) error {
+		var claims v1.NodeClaimList
+		if err := c.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name}); err != nil {
+			return err
+		}
+		if len(claims.Items) > 0 {
+			return fmt.Errorf("%d NodeClaims left", len(claims.Items))
+		}
+		return nil
+	})
+	// Whatever a failed round left: drop finalizers so the namespace goes.
+	_ = c.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name})
+	for i := range claims.Items {
+		patch := client.MergeFrom(claims.Items[i].DeepCopy())
+		claims.Items[i].Finalizers = nil
+		_ = c.Patch(ctx, &claims.Items[i], patch)
+	}
+	_ = c.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name})
+	for i := range nodes.Items {
+		patch := client.MergeFrom(nodes.Items[i].DeepCopy())
+		nodes.Items[i].Finalizers = nil
+		_ = c.Patch(ctx, &nodes.Items[i], patch)
+		_ = c.Delete(ctx, &nodes.Items[i])
+	}
+}

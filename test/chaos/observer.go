@@ -1,0 +1,502 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The observer knows joiner only from the outside: the Kubernetes API
+// (Karpenter's published names) and the simulated cloud's inventory file
+// with its documented tags. It imports none of joiner's packages, so a bug
+// shared by joiner's code and its own tests cannot hide here.
+
+// Tags the simulated cloud writes on its instances (see the sim provider's
+// documentation); the observer reads them as any inventory tool would.
+const (
+	tagCluster      = "sim.joiner.dev/cluster"
+	tagClusterID    = "sim.joiner.dev/cluster-id"
+	tagNodeClaim    = "karpenter.sh/nodeclaim"
+	tagNodeClaimUID = "sim.joiner.dev/nodeclaim-uid"
+	stateTerminated = "terminated"
+
+	annotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	labelNodePool          = "karpenter.sh/nodepool"
+)
+
+var nodeClaimsGVR = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+
+// cloudInstance is one instance as the cloud's inventory file lists it.
+type cloudInstance struct {
+	ID         string            `json:"id"`
+	Zone       string            `json:"zone"`
+	State      string            `json:"state"`
+	LaunchTime time.Time         `json:"launchTime"`
+	Tags       map[string]string `json:"tags"`
+}
+
+// readInventory reads the cloud's inventory. The file is replaced
+// atomically (rename), so a plain read sees a whole version.
+func readInventory(path string) (map[string]cloudInstance, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return map[string]cloudInstance{}, nil
+		}
+		return nil, fmt.Errorf("reading the cloud inventory %s: %w", path, err)
+	}
+	var f struct {
+		Instances map[string]cloudInstance `json:"instances"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("decoding the cloud inventory %s: %w", path, err)
+	}
+	return f.Instances, nil
+}
+
+// Identity is a cluster as its instances' tags name it.
+type Identity struct{ Name, ID string }
+
+func (c Identity) owns(inst cloudInstance) bool {
+	return inst.Tags[tagCluster] == c.Name && inst.Tags[tagClusterID] == c.ID
+}
+
+// ClusterIdentity reads a cluster's unique id, the UID of kube-system.
+func ClusterIdentity(ctx context.Context, cfg *rest.Config, name string) (Identity, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Identity{}, err
+	}
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return Identity{}, fmt.Errorf("reading kube-system: %w", err)
+	}
+	return Identity{Name: name, ID: string(ns.UID)}, nil
+}
+
+// ObserverOptions say what the observer watches.
+type ObserverOptions struct {
+	Config *rest.Config
+	// Store is the simulated cloud's inventory file.
+	Store string
+	// Cluster is the cluster under test; Foreign the other cluster sharing
+	// the cloud (and the name), whose instances must never be touched.
+	Cluster, Foreign Identity
+	// Namespace holds the workload; NodePool names the cluster's nodes.
+	Namespace, NodePool string
+}
+
+// Observer watches a cluster and its cloud while faults are injected and
+// records every broken promise. Violations are sticky: once seen, a
+// violation is reported at the end of the round even if the state healed.
+type Observer struct {
+	opts ObserverOptions
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+
+	mu         sync.Mutex
+	violations []string
+	seen       map[string]bool // violations already recorded
+	// foreign is the other cluster's live instances when Start ran.
+	foreign map[string]cloudInstance
+	// evicted are pods whose eviction was already judged.
+	evicted map[string]bool
+	// dnd maps a node to its running do-not-disrupt pods.
+	dnd map[string][]string
+	// allowed: node deletions the harness itself makes (teardown).
+	allowed map[string]bool
+
+	pods  cache.Indexer
+	nodes cache.Indexer
+}
+
+// NewObserver connects to the cluster.
+func NewObserver(opts ObserverOptions) (*Observer, error) {
+	kube, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	return &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
+		dnd: map[string][]string{}, allowed: map[string]bool{}}, nil
+}
+
+// Start records the foreign cluster's instances and watches pods, nodes
+// and the cloud until ctx ends.
+func (o *Observer) Start(ctx context.Context) error {
+	inv, err := readInventory(o.opts.Store)
+	if err != nil {
+		return err
+	}
+	o.foreign = map[string]cloudInstance{}
+	for id, inst := range inv {
+		if o.opts.Foreign.owns(inst) && inst.State != stateTerminated {
+			o.foreign[id] = inst
+		}
+	}
+	pods := informers.NewSharedInformerFactoryWithOptions(o.kube, 0, informers.WithNamespace(o.opts.Namespace))
+	podInf := pods.Core().V1().Pods().Informer()
+	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.onPod(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { o.onPod(obj.(*corev1.Pod)) },
+	})
+	nodes := informers.NewSharedInformerFactory(o.kube, 0)
+	nodeInf := nodes.Core().V1().Nodes().Informer()
+	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				o.onNodeDeleted(ctx, n)
+			}
+		},
+	})
+	o.pods, o.nodes = podInf.GetIndexer(), nodeInf.GetIndexer()
+	pods.Start(ctx.Done())
+	nodes.Start(ctx.Done())
+	for _, synced := range []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced} {
+		if !cache.WaitForCacheSync(ctx.Done(), synced) {
+			return fmt.Errorf("observer: caches did not sync")
+		}
+	}
+	go func() {
+		t := time.NewTicker(300 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				o.sampleCloud()
+			}
+		}
+	}()
+	return nil
+}
+
+func (o *Observer) violate(key, format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen[key] {
+		return
+	}
+	o.seen[key] = true
+	o.violations = append(o.violations, time.Now().UTC().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// Violations returns what went wrong so far.
+func (o *Observer) Violations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.violations)
+}
+
+// AllowNodeDeletion exempts the harness's own teardown of a node.
+func (o *Observer) AllowNodeDeletion(node string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.allowed[node] = true
+}
+
+// sampleCloud checks the invariants that must hold at every instant: one
+// live instance per NodeClaim, and the foreign cluster's instances alive
+// and unchanged.
+func (o *Observer) sampleCloud() {
+	inv, err := readInventory(o.opts.Store)
+	if err != nil {
+		o.violate("inventory", "the cloud inventory is unreadable: %v", err)
+		return
+	}
+	byClaim := map[string][]string{}
+	for id, inst := range inv {
+		if inst.State == stateTerminated || !o.opts.Cluster.owns(inst) {
+			continue
+		}
+		if uid := inst.Tags[tagNodeClaimUID]; uid != "" {
+			byClaim[uid] = append(byClaim[uid], id)
+		}
+	}
+	for uid, ids := range byClaim {
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			o.violate("dup/"+uid, "two live instances for one NodeClaim (uid %s): %v", uid, ids)
+		}
+	}
+	for id, was := range o.foreign {
+		now, ok := inv[id]
+		switch {
+		case !ok, now.State == stateTerminated:
+			o.violate("foreign/"+id, "instance %s of the other cluster (%s/%s) was terminated", id, was.Tags[tagCluster], was.Tags[tagClusterID])
+		case !mapsEqual(now.Tags, was.Tags):
+			o.violate("foreign-tags/"+id, "instance %s of the other cluster had its tags changed: %v -> %v", id, was.Tags, now.Tags)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// onPod judges evictions against the pod's PDBs and tracks do-not-disrupt
+// pods' nodes.
+func (o *Observer) onPod(pod *corev1.Pod) {
+	if pod.Annotations[annotationDoNotDisrupt] == "true" && pod.Spec.NodeName != "" {
+		o.mu.Lock()
+		running := pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
+		list := slices.DeleteFunc(o.dnd[pod.Spec.NodeName], func(n string) bool { return n == pod.Name })
+		if running {
+			list = append(list, pod.Name)
+		}
+		o.dnd[pod.Spec.NodeName] = list
+		o.mu.Unlock()
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		o.mu.Lock()
+		judged := o.evicted[pod.Name]
+		o.evicted[pod.Name] = true
+		o.mu.Unlock()
+		if judged {
+			return
+		}
+		switch c.Reason {
+		case "EvictionByEvictionAPI":
+			o.judgeEviction(pod)
+		case "DeletionByPodGC", "DeletionByTaintManager":
+			if o.hasPDB(pod) {
+				o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained",
+					pod.Name, c.Reason, c.Message)
+			}
+		}
+	}
+}
+
+// hasPDB reports whether a PDB selects pod.
+func (o *Observer) hasPDB(pod *corev1.Pod) bool {
+	pdbs, err := o.pdbsOf(pod)
+	return err == nil && len(pdbs) > 0
+}
+
+func (o *Observer) pdbsOf(pod *corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := o.kube.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []policyv1.PodDisruptionBudget
+	for _, pdb := range list.Items {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, pdb)
+		}
+	}
+	return out, nil
+}
+
+// judgeEviction checks, from the observer's own count of healthy pods,
+// that the eviction left at least what each PDB of the pod demands.
+func (o *Observer) judgeEviction(pod *corev1.Pod) {
+	pdbs, err := o.pdbsOf(pod)
+	if err != nil || len(pdbs) == 0 {
+		return
+	}
+	for _, pdb := range pdbs {
+		sel, _ := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		healthy, total := 0, 0
+		for _, obj := range o.pods.List() {
+			p := obj.(*corev1.Pod)
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			total++
+			if p.Name != pod.Name && podHealthy(p) {
+				healthy++
+			}
+		}
+		// maxUnavailable counts against the workload's desired replicas,
+		// which the PDB's expected count reports.
+		desired := int(pdb.Status.ExpectedPods)
+		if desired == 0 {
+			desired = total
+		}
+		var minAvailable int
+		switch {
+		case pdb.Spec.MinAvailable != nil:
+			minAvailable, _ = intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, desired, true)
+		case pdb.Spec.MaxUnavailable != nil:
+			maxUnavailable, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, desired, true)
+			minAvailable = desired - maxUnavailable
+		}
+		if healthy < minAvailable {
+			o.violate("pdb/"+pod.Name, "eviction of %s left %d healthy pods, PDB %s demands %d of %d", pod.Name, healthy, pdb.Name, minAvailable, desired)
+		}
+	}
+}
+
+func podHealthy(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// onNodeDeleted: a node running a do-not-disrupt pod may go only once its
+// NodeClaim's terminationGracePeriod has passed since deletion began.
+func (o *Observer) onNodeDeleted(ctx context.Context, node *corev1.Node) {
+	o.mu.Lock()
+	pods := slices.Clone(o.dnd[node.Name])
+	allowed := o.allowed[node.Name]
+	delete(o.dnd, node.Name)
+	o.mu.Unlock()
+	if len(pods) == 0 || allowed {
+		return
+	}
+	// Find the NodeClaim: its deletion start and grace period.
+	claims, err := o.dyn.Resource(nodeClaimsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		o.violate("dnd-list/"+node.Name, "listing NodeClaims after node %s went: %v", node.Name, err)
+		return
+	}
+	var since time.Time
+	var grace time.Duration = -1
+	for _, c := range claims.Items {
+		if name, _, _ := unstructured.NestedString(c.Object, "status", "nodeName"); name != node.Name {
+			continue
+		}
+		if ts := c.GetDeletionTimestamp(); ts != nil {
+			since = ts.Time
+		}
+		if s, ok, _ := unstructured.NestedString(c.Object, "spec", "terminationGracePeriod"); ok {
+			if d, err := time.ParseDuration(s); err == nil {
+				grace = d
+			}
+		}
+	}
+	if grace >= 0 && !since.IsZero() && time.Since(since) >= grace {
+		return
+	}
+	o.violate("dnd/"+node.Name, "node %s was deleted while do-not-disrupt pods %s ran on it (grace period %s, deletion began %s)",
+		node.Name, strings.Join(pods, ", "), graceString(grace), since.UTC().Format(time.RFC3339))
+}
+
+func graceString(d time.Duration) string {
+	if d < 0 {
+		return "unset"
+	}
+	return d.String()
+}
+
+// CheckSettled waits up to timeout for the settled state: every pod of
+// the namespace Running, and the cluster's live instances matching its
+// NodeClaims one to one (no orphan once garbage collection has had its
+// period, no NodeClaim with two instances). It returns what still does
+// not hold at the deadline.
+func (o *Observer) CheckSettled(ctx context.Context, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		problems, err := o.settled(ctx)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		if len(problems) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return problems
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (o *Observer) settled(ctx context.Context) ([]string, error) {
+	var problems []string
+	pods, err := o.kube.CoreV1().Pods(o.opts.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodRunning {
+			problems = append(problems, fmt.Sprintf("pod %s is %s", p.Name, p.Status.Phase))
+		}
+	}
+	claims, err := o.dyn.Resource(nodeClaimsGVR).List(ctx, metav1.ListOptions{LabelSelector: labelNodePool + "=" + o.opts.NodePool})
+	if err != nil {
+		return nil, err
+	}
+	claimOf := map[string]string{} // instance id -> NodeClaim
+	names := map[string]bool{}
+	for _, c := range claims.Items {
+		names[c.GetName()] = true
+		if c.GetDeletionTimestamp() != nil {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s is still being deleted", c.GetName()))
+		}
+		pid, _, _ := unstructured.NestedString(c.Object, "status", "providerID")
+		if pid == "" {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s is not launched", c.GetName()))
+			continue
+		}
+		claimOf[pid[strings.LastIndex(pid, "/")+1:]] = c.GetName()
+	}
+	inv, err := readInventory(o.opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	launched := map[string][]string{}
+	for id, inst := range inv {
+		if inst.State == stateTerminated || !o.opts.Cluster.owns(inst) {
+			continue
+		}
+		if _, ok := claimOf[id]; !ok {
+			problems = append(problems, fmt.Sprintf("instance %s (tagged for NodeClaim %s, launched %s) has no NodeClaim",
+				id, inst.Tags[tagNodeClaim], inst.LaunchTime.UTC().Format(time.RFC3339)))
+			continue
+		}
+		launched[claimOf[id]] = append(launched[claimOf[id]], id)
+	}
+	for name := range names {
+		if ids := launched[name]; len(ids) > 1 {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s has %d instances %v", name, len(ids), ids))
+		}
+	}
+	slices.Sort(problems)
+	return problems, nil
+}
