@@ -357,8 +357,9 @@ func TestKarpenterValues(t *testing.T) {
 				t.Errorf("%d ServiceMonitors and dashboard ConfigMaps by default, want none", n)
 			}
 			env := envOf(c)
-			if env["LEADER_ELECTION_NAMESPACE"] != "fieldRef:metadata.namespace" {
-				t.Errorf("LEADER_ELECTION_NAMESPACE %q, want the pod's namespace (where the chart's Role grants the Lease)", env["LEADER_ELECTION_NAMESPACE"])
+			if env["LEADER_ELECTION_NAMESPACE"] != ns || env["CPU_REQUESTS"] != "resourceFieldRef:requests.cpu" || env["MEMORY_LIMIT"] != "resourceFieldRef:limits.memory" {
+				t.Errorf("LEADER_ELECTION_NAMESPACE %q, CPU_REQUESTS %q, MEMORY_LIMIT %q; want the release namespace (where the chart's Role grants the Lease) and the container's resources",
+					env["LEADER_ELECTION_NAMESPACE"], env["CPU_REQUESTS"], env["MEMORY_LIMIT"])
 			}
 		},
 	}, {
@@ -400,6 +401,22 @@ func TestKarpenterValues(t *testing.T) {
 				o.BatchIdleDuration.String() != "2s" || !o.IsolatedVPC || o.VMMemoryOverheadPercent != 0.1 || o.ReservedENIs != 1 ||
 				!o.FeatureGates.SpotToSpotConsolidation || !o.FeatureGates.NodeRepair || o.LogLevel != "debug" || o.CloudProvider != "aws" {
 				t.Errorf("joiner parsed the chart's environment as %+v", o)
+			}
+		},
+	}, {
+		name:   "the Lease in Karpenter's namespace through leaderElection.namespace",
+		values: map[string]any{"leaderElection": map[string]any{"namespace": "kube-system"}},
+		check:  leaseIn("kube-system", 1),
+	}, {
+		name:   "the Lease in Karpenter's namespace through controller.env, as docs/migrating.md says",
+		values: map[string]any{"controller": map[string]any{"env": []any{map[string]any{"name": "LEADER_ELECTION_NAMESPACE", "value": "karpenter-old"}}}},
+		check:  leaseIn("karpenter-old", 1),
+	}, {
+		name:   "no CPU_REQUESTS without a CPU request (joiner rejects 0)",
+		values: map[string]any{"controller": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": nil}}}},
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			if _, c := controller(t, objs); envOf(c)["CPU_REQUESTS"] != "" {
+				t.Errorf("CPU_REQUESTS = %q without a CPU request", envOf(c)["CPU_REQUESTS"])
 			}
 		},
 	}, {
@@ -460,6 +477,29 @@ func TestKarpenterValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check(t, render(t, chartDir(), ns, tc.values))
 		})
+	}
+}
+
+// leaseIn checks that the Lease's Role, its binding and
+// LEADER_ELECTION_NAMESPACE (set once) all name ns.
+func leaseIn(ns string, envCount int) func(t *testing.T, objs []*unstructured.Unstructured) {
+	return func(t *testing.T, objs []*unstructured.Unstructured) {
+		t.Helper()
+		var role rbacv1.Role
+		var rb rbacv1.RoleBinding
+		find(t, objs, "Role", "", &role)
+		find(t, objs, "RoleBinding", "", &rb)
+		_, c := controller(t, objs)
+		n := 0
+		for _, e := range c.Env {
+			if e.Name == "LEADER_ELECTION_NAMESPACE" {
+				n++
+			}
+		}
+		if role.Namespace != ns || rb.Namespace != ns || envOf(c)["LEADER_ELECTION_NAMESPACE"] != ns || n != envCount {
+			t.Errorf("Role in %q, RoleBinding in %q, LEADER_ELECTION_NAMESPACE %q set %d times; want %q, once",
+				role.Namespace, rb.Namespace, envOf(c)["LEADER_ELECTION_NAMESPACE"], n, ns)
+		}
 	}
 }
 

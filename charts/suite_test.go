@@ -314,8 +314,8 @@ type replica struct {
 }
 
 // startReplica runs the container's args with its env: values as written,
-// the namespace field as the release namespace, the memory limit from the
-// container's resources. Only the ports differ: the two processes share
+// the namespace field as the release namespace, the memory limit and CPU
+// request from the container's resources. Only the ports differ: the two processes share
 // one network namespace, which pods do not, so they bind none (0).
 func startReplica(t *testing.T, binary, kubeconfig string, c corev1.Container, ns string) *replica {
 	t.Helper()
@@ -326,8 +326,10 @@ func startReplica(t *testing.T, binary, kubeconfig string, c corev1.Container, n
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			value = ns
-		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil:
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
 			value = fmt.Sprint(c.Resources.Limits.Memory().Value())
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu":
+			value = fmt.Sprint(c.Resources.Requests.Cpu().MilliValue())
 		case e.ValueFrom != nil:
 			t.Fatalf("env %s: the test does not know how to resolve %+v", e.Name, e.ValueFrom)
 		}

@@ -113,3 +113,28 @@ config/rbac/role.yaml, which controller-gen writes from the code's
 {{- $_ := set ._target "labelSelector" (dict "matchLabels" $selectorLabels) }}
 {{- end }}
 {{- end }}
+
+{{/*
+joiner.leaderElectionNamespace is where the Lease lives, and so where the
+chart's Role grants it: leaderElection.namespace, or a
+LEADER_ELECTION_NAMESPACE the user put in controller.env (to share
+Karpenter's Lease from another namespace during a migration), else the
+release namespace.
+*/}}
+{{- define "joiner.leaderElectionNamespace" -}}
+{{- $ns := .Values.leaderElection.namespace | default "" }}
+{{- range .Values.controller.env }}
+{{- if and (eq .name "LEADER_ELECTION_NAMESPACE") .value }}
+{{- $ns = .value }}
+{{- end }}
+{{- end }}
+{{- $ns | default .Release.Namespace }}
+{{- end }}
+
+{{/* joiner.envSet reports "true" when controller.env sets the variable named by the argument. */}}
+{{- define "joiner.envSet" -}}
+{{- $name := index . 1 }}
+{{- range (index . 0).Values.controller.env }}
+{{- if eq .name $name }}true{{ end }}
+{{- end }}
+{{- end }}
