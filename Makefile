@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane chromium clean chaos fuzz
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane chromium clean chaos fuzz image helm-test
 
 all: build
 
@@ -21,6 +21,10 @@ generate:
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	$(GO) tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:artifacts:config=pkg/apis/crds
 	$(GO) tool controller-gen rbac:roleName=joiner "paths=./pkg/controllers/...;./pkg/state/...;./pkg/operator/..." output:rbac:artifacts:config=config/rbac
+	@# The chart ships the same CRDs and takes its RBAC rules from the same file
+	@# (charts/chart_test.go fails when the copies drift).
+	rm -f charts/joiner/crds/*.yaml && cp pkg/apis/crds/*.yaml charts/joiner/crds/
+	cp config/rbac/role.yaml charts/joiner/rbac/role.yaml
 	$(GO) test ./pkg/operator/reference -run TestGeneratedDocs -count=1 -update
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.
@@ -61,6 +65,21 @@ e2e-aws:
 	@if [ -z "$$CLUSTER_NAME" ]; then \
 		echo "e2e-aws: CLUSTER_NAME is not set: set it to the cluster whose subnets and security groups carry karpenter.sh/discovery=<cluster>; nothing was launched" >&2; exit 2; fi
 	$(GO) test -tags e2eaws -count=1 -timeout 30m -v -run '^TestRealAccount$$' ./pkg/cloudprovider/aws/e2e/realaccount/
+
+## image: joiner's container image without a Docker daemon (hack/image: go-containerregistry,
+## static binary on an empty base, user 65532, reproducible from the commit's time), written to
+## bin/joiner-image.tar for `docker load -i` / `podman load -i`. Docker users: see Dockerfile.
+IMAGE ?= ghcr.io/joiner-dev/joiner
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image:
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		$(GO) run ./hack/image -o bin/joiner-image.tar -tag $(IMAGE):$(VERSION) -version $(VERSION) \
+		-revision $$(git rev-parse HEAD 2>/dev/null)
+
+## helm-test: the chart's tests alone (lint, template drift, server dry-run, install with
+## leader election between two replicas); helm is a go.mod tool (`go tool helm`).
+helm-test: controlplane
+	$(GO) test -count=1 -v ./charts/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...

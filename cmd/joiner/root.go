@@ -16,5 +16,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newSimulateCommand())
 	root.AddCommand(newExplainCommand())
 	root.AddCommand(newDoctorCommand())
+	root.AddCommand(newVersionCommand())
 	return root
 }

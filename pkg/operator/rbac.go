@@ -7,7 +7,11 @@ package operator
 // annotation and termination finalizer). `make generate` folds these markers and the
 // controllers' into config/rbac/role.yaml.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The leader election Lease is the one namespaced permission: a Role in the
+// Lease's namespace (kube-system here; the Helm chart binds it in its release
+// namespace), read and written with get, create and update only.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kube-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
