@@ -318,8 +318,9 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev
 		if err := c.opts.Client.Delete(ctx, p, client.GracePeriodSeconds(plan.DeleteGrace[i]), client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
 		}
-		c.opts.Recorder.Publish(events.Warning(p, events.Evicted, "Delete",
-			"Deleted pod: node %s reached its terminationGracePeriod deadline, which overrides PodDisruptionBudgets and %s", node.Name, v1.AnnotationDoNotDisrupt))
+		// Karpenter's reason for a pod deleted, not evicted, at the deadline.
+		c.opts.Recorder.Publish(events.Warning(p, events.Disrupted, "Delete",
+			"Deleted pod with %ds of grace: node %s reached its terminationGracePeriod deadline, which overrides PodDisruptionBudgets and %s", plan.DeleteGrace[i], node.Name, v1.AnnotationDoNotDisrupt))
 	}
 	for _, p := range plan.Evict {
 		msg, err := c.evict(ctx, p)

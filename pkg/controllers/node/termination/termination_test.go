@@ -205,6 +205,9 @@ func TestTerminationGracePeriodOverridesBudget(t *testing.T) {
 	}
 	gone(t, h.client, node)
 	gone(t, h.client, nc)
+	if !hasEvent(h.recorder, events.Disrupted, "terminationGracePeriod deadline") {
+		t.Errorf("no Disrupted event on the pods deleted at the deadline; events: %v", h.recorder.Reasons())
+	}
 }
 
 func hasEvent(b *events.Buffer, reason, substring string) bool {

@@ -56,9 +56,19 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResu
 		return stepResult{}, nil
 	}
 	if reason, msg := notInitialized(nc, node); reason != "" {
+		prev := conds.Get(v1.ConditionTypeInitialized)
+		entered := prev == nil || prev.Reason != reason
 		conds.SetUnknownWithReason(v1.ConditionTypeInitialized, reason, msg)
-		if reason == ReasonLegacyUninitializedTaint {
+		switch {
+		case reason == ReasonLegacyUninitializedTaint:
 			c.opts.Recorder.Publish(events.Warning(nc, events.LegacyUninitializedTaint, "Initialize", "%s", msg))
+		case reason == ReasonResourceNotRegistered && entered:
+			// Said once, when the node is otherwise ready: the resource is
+			// what the pods wait for, and a device plugin that is not
+			// running will not start by waiting (the initialisation
+			// timeout deletes the node later, naming the same cause).
+			c.opts.Recorder.Publish(events.Warning(nc, events.ExtendedResourceMissing, "Initialize", "%s", msg),
+				events.Warning(node, events.ExtendedResourceMissing, "Initialize", "%s", msg))
 		}
 		return stepResult{}, nil
 	}

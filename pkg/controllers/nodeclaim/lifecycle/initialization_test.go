@@ -80,11 +80,16 @@ func TestInitializationWaitsForRequestedExtendedResources(t *testing.T) {
 	nc, node := u.registered(nc, func(id string) *corev1.Node { return registeringNode("node-gpu", id, "amd64") })
 	c := requireCondition(t, nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonResourceNotRegistered)
 	contains(t, c.Message, "nvidia.com/gpu", "device plugin")
+	contains(t, u.event(events.ExtendedResourceMissing).Message, "nvidia.com/gpu", "device plugin")
+	published := len(u.events.Events())
 
 	node.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("0")
 	u.update(node)
 	u.reconcile("init-gpu")
 	requireCondition(t, u.nodeClaim("init-gpu"), v1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonResourceNotRegistered)
+	if got := len(u.events.Events()); got != published {
+		t.Fatalf("%d more events while still waiting for the same resource (%v); ExtendedResourceMissing is said once", got-published, u.events.Reasons())
+	}
 
 	node = u.node("node-gpu")
 	node.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
