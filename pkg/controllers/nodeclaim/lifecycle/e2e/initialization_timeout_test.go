@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -99,15 +100,17 @@ func TestInitializationTimeout(t *testing.T) {
 			}
 			pod := pendingPod(t)
 			noms.nominate(nc.Name, client.ObjectKeyFromObject(pod))
+			// The test's own finalizer keeps the deleted NodeClaim readable,
+			// so its Initialized condition is always checked.
+			nc.Finalizers = append(nc.Finalizers, holdFinalizer)
 			h.create(t, nc)
 			h.condition(t, nc.Name, v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
 
-			// Deleted with the failed check on its Initialized condition
-			// (read while termination holds the finalizer, or after).
+			// Deleted with the failed check on its Initialized condition.
 			test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 				got := &v1.NodeClaim{}
 				if err := h.kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
-					return client.IgnoreNotFound(err)
+					return fmt.Errorf("reading nodeclaim %s held by %s: %w", nc.Name, holdFinalizer, err)
 				}
 				if got.DeletionTimestamp == nil {
 					return fmt.Errorf("nodeclaim %s not deleted yet", nc.Name)
@@ -117,6 +120,7 @@ func TestInitializationTimeout(t *testing.T) {
 				}
 				return nil
 			})
+			release(t, h.kube, nc)
 			for _, regarding := range []string{nc.Name, h.pool} {
 				requireMentions(t, h.event(t, regarding, events.InitializationTimeout), append(tc.mentions, "3s")...)
 			}
@@ -149,4 +153,22 @@ func pendingPod(t *testing.T) *corev1.Pod {
 	}
 	test.Env(t).Create(t, pod)
 	return pod
+}
+
+// holdFinalizer is the test's own finalizer on a NodeClaim it must read
+// after joiner deleted it.
+const holdFinalizer = "test.joiner.dev/hold"
+
+// release removes holdFinalizer so the deleted NodeClaim can go.
+func release(t *testing.T, kube client.Client, nc *v1.NodeClaim) {
+	t.Helper()
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		got := &v1.NodeClaim{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		stored := got.DeepCopy()
+		got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == holdFinalizer })
+		return kube.Patch(ctx, got, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
 }
