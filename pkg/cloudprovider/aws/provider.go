@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"maps"
 	"sync"
 
@@ -171,6 +172,7 @@ func (p *Provider) reportNamesake(ctx context.Context, tags map[string]string, i
 		p.namesakes = map[string]bool{}
 	}
 	p.namesakes[other] = true
+	metrics.ClusterNamesakes.Set(float64(len(p.namesakes)))
 	log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct cluster names or tooling that trusts eks:eks-cluster-name (Karpenter, IAM conditions, cost reports) will mix them up",
 		"clusterName", p.opts.ClusterName, "clusterID", p.opts.ClusterID, "otherClusterID", other, "instance", instanceID)
 }

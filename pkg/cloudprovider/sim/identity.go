@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,7 @@ func (r *namesakeReporter) report(ctx context.Context, self identity, insts []*I
 			r.seen = map[string]bool{}
 		}
 		r.seen[other] = true
+		metrics.ClusterNamesakes.Set(float64(len(r.seen)))
 		log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct --cluster-name values or tooling that trusts the name (IAM conditions, cost reports, older controllers) will mix them up",
 			"cluster-name", self.name, "cluster-id", self.id, "other-cluster-id", other, "instance", inst.ID)
 	}
