@@ -215,6 +215,17 @@ var (
 		Namespace: Namespace, Subsystem: "pods", Name: "startup_duration_seconds",
 		Help: "The time from pod creation until the pod is ready.", Buckets: lifetimeBuckets,
 	})
+	// PodsUnboundTime and PodsUnstartedTime are Karpenter's per-pod
+	// waiting gauges: how long a pod not yet bound, or bound but not yet
+	// running, has existed.
+	PodsUnboundTime = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "unbound_time_seconds",
+		Help: "The time from pod creation until the pod is bound, for pods not bound yet.",
+	}, "name", "namespace")
+	PodsUnstartedTime = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "pods", Name: "unstarted_time_seconds",
+		Help: "The time from pod creation until the pod is running, for bound pods not running yet.",
+	}, "name", "namespace")
 	PodsBoundDuration = NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "bound_duration_seconds",
 		Help: "The time from pod creation until the pod is bound to a node.", Buckets: lifetimeBuckets,

@@ -198,10 +198,21 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 		}
 	}
 	metrics.PodsState.Reset()
+	metrics.PodsUnboundTime.Reset()
+	metrics.PodsUnstartedTime.Reset()
+	now := c.opts.Clock.Now()
 	live := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
 		live[p.UID] = true
+		if waiting := now.Sub(p.CreationTimestamp.Time).Seconds(); p.DeletionTimestamp == nil {
+			switch {
+			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
+				metrics.PodsUnboundTime.WithLabelValues(p.Name, p.Namespace).Set(waiting)
+			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
+				metrics.PodsUnstartedTime.WithLabelValues(p.Name, p.Namespace).Set(waiting)
+			}
+		}
 		var nl map[string]string
 		if n := byName[p.Spec.NodeName]; n != nil {
 			nl = n.Labels

@@ -2,6 +2,14 @@ package observability
 
 import (
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/joiner-dev/joiner/pkg/metrics"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -53,5 +61,44 @@ func TestPodResources(t *testing.T) {
 	}
 	if got := lim[corev1.ResourceCPU]; got.Cmp(q("2100m")) != 0 {
 		t.Errorf("cpu limit %s, want 2100m", got.String())
+	}
+}
+
+// Unbound pods and bound-but-not-running pods each report how long they
+// have existed; running, terminal and deleting pods report nothing.
+func TestPodWaitingTimes(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(created.Add(90 * time.Second))
+	c := &Controller{opts: Options{Clock: clk}, started: map[types.UID]bool{}, bound: map[types.UID]bool{}}
+	pod := func(name, node string, phase corev1.PodPhase, deleting bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: created}
+		}
+		return p
+	}
+	c.updatePods([]corev1.Pod{
+		pod("pending", "", corev1.PodPending, false),
+		pod("bound", "n1", corev1.PodPending, false),
+		pod("running", "n1", corev1.PodRunning, false),
+		pod("done", "n1", corev1.PodSucceeded, false),
+		pod("leaving", "", corev1.PodPending, true),
+	}, nil)
+	for _, tc := range []struct {
+		gauge *prometheus.GaugeVec
+		name  string
+		want  float64
+		count int
+	}{
+		{metrics.PodsUnboundTime, "pending", 90, 1},
+		{metrics.PodsUnstartedTime, "bound", 90, 1},
+	} {
+		if got := testutil.CollectAndCount(tc.gauge); got != tc.count {
+			t.Errorf("%d series, want %d", got, tc.count)
+		}
+		if got := testutil.ToFloat64(tc.gauge.WithLabelValues(tc.name, "ns")); got != tc.want {
+			t.Errorf("%s: %g s, want %g", tc.name, got, tc.want)
+		}
 	}
 }
