@@ -2,7 +2,9 @@ package provisioning
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +42,10 @@ type NominationState interface {
 // the pod after the model took it in.
 const nominationRecheck = 5 * time.Second
 
+// conflictRetry is how soon a pod whose patch conflicted is decided again:
+// long enough for the cache to see the version that won.
+const conflictRetry = 200 * time.Millisecond
+
 // NominationWriter keeps status.nominatedNodeName on the pods the
 // provisioner planned: once a planned pod's NodeClaim has a Node, the pod
 // names that Node, so kube-scheduler keeps room there for it (KEP-5278,
@@ -54,15 +60,43 @@ const nominationRecheck = 5 * time.Second
 // per failed attempt, for at most the nomination window. Where
 // kube-scheduler does not honour the field nothing breaks: the pod is
 // planned by the model as before.
+//
+// Which values joiner wrote survives a restart in the pod itself: the
+// writer patches as field manager "joiner", and the API server records
+// who last set status.nominatedNodeName in the pod's managedFields. A new
+// joiner process (or a new leader) that finds a value it has no record of
+// reads the pod's managedFields once: a value joiner wrote is adopted, so
+// the pod is joiner's to plan again and the value is cleared or kept by
+// the same rules as before the restart; any other value is left alone.
+//
+// Every patch carries the resourceVersion it was computed from: a pod
+// changed in between (kube-scheduler setting its own nomination, binding
+// the pod) is read again and decided afresh, never overwritten.
 type NominationWriter struct {
 	client client.Client
+	// reader reads pods past the cache, whose copies have no managedFields
+	// (the manager strips them to save memory).
+	reader client.Reader
 	state  NominationState
+
+	mu sync.Mutex
+	// foreign are pods whose current value was checked and is not
+	// joiner's, so the check is not repeated while the value stays.
+	foreign map[types.NamespacedName]string
 }
+
+// NominationFieldManager is the field manager of the writer's patches:
+// the API server's record of who set a pod's status.nominatedNodeName.
+// It is joiner's user agent, so values written by any joiner version are
+// recognised.
+const NominationFieldManager = "joiner"
 
 // NewNominationWriter returns a writer that reads pods and NodeClaims
 // through c (the manager's cached client) and writes pod status through it.
+// Register sets the uncached reader from the manager; a writer used
+// without Register reads managedFields through c.
 func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
-	return &NominationWriter{client: c, state: s}
+	return &NominationWriter{client: c, reader: c, state: s, foreign: map[types.NamespacedName]string{}}
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -71,6 +105,7 @@ func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
 // nominated node, and NodeClaims (their pods' room appears when they
 // register and vanishes when they go away).
 func (w *NominationWriter) Register(mgr manager.Manager) error {
+	w.reader = mgr.GetAPIReader()
 	err := builder.ControllerManagedBy(mgr).
 		Named("provisioner.nomination").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -99,11 +134,23 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := w.client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(req.NamespacedName, "")
+			w.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	owned, isOwned := w.state.NominatedNodeName(req.NamespacedName)
 	current := pod.Status.NominatedNodeName
+	if current == "" {
+		w.forget(req.NamespacedName)
+	} else if !isOwned {
+		adopted, err := w.adopt(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if adopted {
+			owned, isOwned = current, true
+		}
+	}
 	want, err := w.wanted(ctx, pod)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -119,6 +166,11 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 		// Someone changed the value joiner wrote: theirs now.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
+			if apierrors.IsConflict(err) {
+				// Changed since the cache's copy: decide again on the
+				// new version, which the cache's watch brings.
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return reconcile.Result{}, err
 		}
 		log.FromContext(ctx).V(1).Info("set nominated node name", "pod", klogRef(pod), "node", want, "previous", current)
@@ -159,21 +211,86 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string,
 	return nc.Status.NodeName, nil
 }
 
+// adopt reports whether the pod's current status.nominatedNodeName, which
+// this process has no record of writing, was written by joiner (before a
+// restart, or by the previous leader), and if so records it as joiner's.
+func (w *NominationWriter) adopt(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	current := pod.Status.NominatedNodeName
+	w.mu.Lock()
+	checked, ok := w.foreign[key]
+	w.mu.Unlock()
+	if ok && checked == current {
+		return false, nil
+	}
+	fresh := &corev1.Pod{}
+	if err := w.reader.Get(ctx, key, fresh); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if fresh.Status.NominatedNodeName != current {
+		// Moved on since the cache's copy; its event brings it back.
+		return false, nil
+	}
+	if !wroteNominatedNodeName(fresh) {
+		w.mu.Lock()
+		w.foreign[key] = current
+		w.mu.Unlock()
+		return false, nil
+	}
+	w.state.SetNominatedNodeName(key, current)
+	log.FromContext(ctx).V(1).Info("adopted nominated node name", "pod", klogRef(pod), "node", current)
+	return true, nil
+}
+
+// wroteNominatedNodeName reports whether the pod's managedFields name
+// joiner as the manager of status.nominatedNodeName.
+func wroteNominatedNodeName(pod *corev1.Pod) bool {
+	for _, mf := range pod.ManagedFields {
+		if mf.Manager != NominationFieldManager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if _, ok := fields.Status["f:nominatedNodeName"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // patch sets (or, with node "", clears) the pod's nominated node name and
-// records that joiner owns the value.
+// records that joiner owns the value. The patch is conditional on the
+// pod's resourceVersion: it fails with a conflict if the pod changed since
+// pod was read.
 func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node string) error {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	base := pod.DeepCopy()
 	pod.Status.NominatedNodeName = node
-	if err := w.client.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil {
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := w.client.Status().Patch(ctx, pod, patch, client.FieldOwner(NominationFieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
 			return nil
 		}
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("setting nominated node name of pod %s to %q: %w", key, node, err)
 	}
 	w.state.SetNominatedNodeName(key, node)
+	w.forget(key)
 	return nil
+}
+
+// forget drops the record that pod's value is not joiner's.
+func (w *NominationWriter) forget(pod types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.foreign, pod)
+	w.mu.Unlock()
 }
 
 func klogRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
