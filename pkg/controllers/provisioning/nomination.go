@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -78,6 +79,9 @@ type NominationWriter struct {
 	// (the manager strips them to save memory).
 	reader client.Reader
 	state  NominationState
+	// indexed: the client's cache indexes Nodes by provider ID (set by
+	// Register), so a Node is found before registration names it.
+	indexed bool
 
 	mu sync.Mutex
 	// foreign are pods whose current value was checked and is not
@@ -106,6 +110,7 @@ func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
 // register and vanishes when they go away).
 func (w *NominationWriter) Register(mgr manager.Manager) error {
 	w.reader = mgr.GetAPIReader()
+	w.indexed = true
 	err := builder.ControllerManagedBy(mgr).
 		Named("provisioner.nomination").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -113,11 +118,31 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 			return ok && (pod.Spec.NodeName == "" || pod.Status.NominatedNodeName != "")
 		}))).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return w.podsNominatedTo(o.GetName())
+		})).
+		// A NodeClaim's Node appears before registration records it on the
+		// NodeClaim: its pods are named to it at once.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			node, ok := o.(*corev1.Node)
+			if !ok || node.Spec.ProviderID == "" {
+				return nil
+			}
+			claims := &v1.NodeClaimList{}
+			if err := w.client.List(ctx, claims, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+				return nil
+			}
 			var out []reconcile.Request
-			for _, pod := range w.state.PodsNominatedTo(o.GetName()) {
-				out = append(out, reconcile.Request{NamespacedName: pod})
+			for i := range claims.Items {
+				out = append(out, w.podsNominatedTo(claims.Items[i].Name)...)
 			}
 			return out
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return true },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.(*corev1.Node).Spec.ProviderID != e.ObjectNew.(*corev1.Node).Spec.ProviderID
+			},
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(w)
@@ -125,6 +150,14 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 		return fmt.Errorf("registering nomination writer: %w", err)
 	}
 	return nil
+}
+
+func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, pod := range w.state.PodsNominatedTo(nodeClaimName) {
+		out = append(out, reconcile.Request{NamespacedName: pod})
+	}
+	return out
 }
 
 // Reconcile brings one pod's status.nominatedNodeName in line with its
@@ -182,8 +215,8 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // wanted is the node pod should be nominated to: its nomination's Node
-// while the pod is pending and the NodeClaim is registered and not going
-// away; otherwise none (for a bound pod, the node it is bound to keeps a
+// while the pod is pending, the Node exists (registered or not) and the
+// NodeClaim is not going away; otherwise none (for a bound pod, the node it is bound to keeps a
 // matching value as it is).
 func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string, error) {
 	if pod.Spec.NodeName != "" {
@@ -208,7 +241,34 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string,
 	if nc.DeletionTimestamp != nil {
 		return "", nil
 	}
-	return nc.Status.NodeName, nil
+	if nc.Status.NodeName != "" {
+		return nc.Status.NodeName, nil
+	}
+	// Not registered yet, but its Node may exist: name it now, while the
+	// Node still carries karpenter.sh/unregistered and nothing can be
+	// scheduled there. Registration removes that taint before it records
+	// the node name on the NodeClaim, and in between kube-scheduler gives
+	// the room to the first pod it tries.
+	if nom.Node != "" {
+		return nom.Node, nil
+	}
+	return w.nodeByProviderID(ctx, nc.Status.ProviderID)
+}
+
+// nodeByProviderID names the Node with providerID in the cache, or ""
+// when there is none (or the writer runs without the manager's index).
+func (w *NominationWriter) nodeByProviderID(ctx context.Context, providerID string) (string, error) {
+	if providerID == "" || !w.indexed {
+		return "", nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := w.client.List(ctx, nodes, client.MatchingFields{state.IndexNodeProviderID: providerID}); err != nil {
+		return "", fmt.Errorf("listing nodes with provider id %s: %w", providerID, err)
+	}
+	if len(nodes.Items) != 1 {
+		return "", nil
+	}
+	return nodes.Items[0].Name, nil
 }
 
 // adopt reports whether the pod's current status.nominatedNodeName, which

@@ -76,6 +76,39 @@ func TestNominationWriter(t *testing.T) {
 	}
 }
 
+// TestNominationWriterNamesTheNodeBeforeRegistration: the NodeClaim's
+// Node exists but is not registered yet (it still carries the
+// unregistered taint, so nothing can take its room): the pod is named to
+// it already, before registration removes the taint.
+func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	base := f.claim.DeepCopy()
+	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
+	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.UpdateNodeClaim(f.claim)
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
+		t.Fatalf("nominatedNodeName = %q before the Node exists", got)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
+		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
+			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
+		}},
+	}
+	f.env.Create(t, node)
+	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
+	f.cluster.UpdateNode(node)
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
+		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
+	}
+}
+
 // TestNominationWriterAfterRestart: a new joiner process (or leader)
 // finds values in status.nominatedNodeName it has no memory of. The ones
 // joiner wrote (the API server's managedFields say so) are adopted: kept
