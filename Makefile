@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane clean
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench bench-latency load controlplane clean
 
 all: build
 
@@ -65,6 +65,14 @@ bench:
 LATENCY ?= 1
 bench-latency: controlplane
 	JOINER_BENCH_LATENCY=$(LATENCY) $(GO) test ./pkg/operator -run '^TestLatency$$' -v -count=1 -timeout 40m
+
+## load: issue 12's load test on the local control plane and the simulated
+## cloud: LOAD_PODS pods (default 10,000) on nodes of ten pods each, time to
+## all Running, joiner's peak RSS, CPU and API request rate, then scale to
+## zero and time until every node is given back. Figures: docs/performance.md.
+LOAD_PODS ?= 10000
+load: controlplane
+	JOINER_LOAD_PODS=$(LOAD_PODS) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 90m
 
 clean:
 	rm -rf bin .run
