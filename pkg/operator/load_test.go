@@ -359,4 +359,3 @@ func rateStats(samples []metricSample, from, to time.Time) rates {
 	}
 	return r
 }
-
