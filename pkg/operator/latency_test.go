@@ -218,11 +218,16 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		want += int(wl.apply(s, wl.name))
 	}
 	applied := time.Since(start)
+	timedOut := false
+watching:
 	for {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d of %d pods Running after %s", times.live(), want, time.Since(start).Round(time.Second))
+			// Report what ran by then: under heavy machine load a run
+			// may not finish, and the partial figures still compare.
+			timedOut = true
+			break watching
 		case e, open := <-w.ResultChan():
 			if !open {
 				t.Fatalf("the pod watch ended with %d of %d pods Running", times.live(), want)
@@ -271,6 +276,11 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	}
 	for _, wl := range workloads {
 		lines = append(lines, fmt.Sprintf("  %-22s %s", wl.name, percentiles(groups[wl.name])))
+	}
+	if timedOut {
+		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %d NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
+			want, applied.Seconds(), times.live(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
+		return
 	}
 	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %d NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
 		want, applied.Seconds(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
