@@ -72,7 +72,7 @@ bench-latency: controlplane
 ## zero and time until every node is given back. Figures: docs/performance.md.
 LOAD_PODS ?= 10000
 load: controlplane
-	JOINER_LOAD_PODS=$(LOAD_PODS) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 90m
+	JOINER_LOAD_PODS=$(LOAD_PODS) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
 
 clean:
 	rm -rf bin .run
