@@ -99,7 +99,9 @@ func TestLoad(t *testing.T) {
 		claims, _ := s.nodeClaims(ctx)
 		t.Logf("%6.0fs %s: %d of %d pods Running, %d NodeClaims", time.Since(start).Seconds(), what, counter.running(), pods, len(claims))
 	}
-	waitFor(t, upCtx, func() bool { return counter.running() >= pods }, progress, "scaling up")
+	if !waitFor(t, upCtx, func() bool { return counter.running() >= pods }, progress, "scaling up") {
+		return
+	}
 	upDone := time.Since(start)
 	upCPU := m.last().cpu
 	nodes, err := s.nodes(ctx)
@@ -124,11 +126,13 @@ func TestLoad(t *testing.T) {
 	}
 	downCtx, cancelDown := context.WithTimeout(ctx, phase)
 	defer cancelDown()
+	// A scale-down that times out still reports the figures so far.
 	waitFor(t, downCtx, func() bool { c, n := left(); return c == 0 && n == 0 }, func(string) {
 		c, n := left()
 		t.Logf("%6.0fs scaling down: %d NodeClaims and %d Nodes left", time.Since(downStart).Seconds(), c, n)
 	}, "scaling down")
 	downDone := time.Since(downStart)
+	_, nodesLeft := left()
 	samples := stopSampling()
 	j.stop()
 
@@ -136,11 +140,11 @@ func TestLoad(t *testing.T) {
 	last := samples[len(samples)-1]
 	t.Logf("load: %d pods on %d nodes (%s, %s CPU per pod)\n"+
 		"  scale-up:   all Running %.1fs after the Deployment; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
-		"  scale-down: every node given back %.1fs after replicas=0; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
+		"  scale-down: %d of %d nodes given back %.1fs after replicas=0; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
 		"  joiner peak RSS %.0f MiB (VmHWM of the process); KUBE_CLIENT_QPS %d, burst %d",
 		pods, len(nodes), loadNodeType, loadPodCPU,
 		upDone.Seconds(), upCPU, up.requests, up.mean, up.peak,
-		downDone.Seconds(), last.cpu-upCPU, down.requests, down.mean, down.peak,
+		len(nodes)-nodesLeft, len(nodes), downDone.Seconds(), last.cpu-upCPU, down.requests, down.mean, down.peak,
 		float64(j.peakRSS)/1024, loadQPS, loadBurst)
 	for _, r := range []rates{up, down} {
 		// The client's token bucket allows its burst on top of QPS × time.
@@ -164,15 +168,16 @@ func freePort(t *testing.T) int {
 }
 
 // waitFor polls done every second until it holds, logging progress every
-// 15 seconds; it fails the test when ctx ends first.
-func waitFor(t *testing.T, ctx context.Context, done func() bool, progress func(string), what string) {
+// 15 seconds; it reports false (and fails the test) when ctx ends first.
+func waitFor(t *testing.T, ctx context.Context, done func() bool, progress func(string), what string) bool {
 	t.Helper()
 	lastLog := time.Now()
 	for !done() {
 		select {
 		case <-ctx.Done():
 			progress(what + " timed out")
-			t.Fatalf("%s: timed out", what)
+			t.Errorf("%s: timed out", what)
+			return false
 		case <-time.After(time.Second):
 		}
 		if time.Since(lastLog) >= 15*time.Second {
@@ -180,6 +185,7 @@ func waitFor(t *testing.T, ctx context.Context, done func() bool, progress func(
 			lastLog = time.Now()
 		}
 	}
+	return true
 }
 
 // runningCounter counts the Running pods of a namespace from a watch:
