@@ -71,8 +71,9 @@ bench-latency: controlplane
 ## all Running, joiner's peak RSS, CPU and API request rate, then scale to
 ## zero and time until every node is given back. Figures: docs/performance.md.
 LOAD_PODS ?= 10000
+LOAD_BUDGET ?=
 load: controlplane
-	JOINER_LOAD_PODS=$(LOAD_PODS) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
+	JOINER_LOAD_PODS=$(LOAD_PODS) JOINER_LOAD_BUDGET=$(LOAD_BUDGET) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
 
 clean:
 	rm -rf bin .run

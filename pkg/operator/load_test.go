@@ -71,6 +71,12 @@ func TestLoad(t *testing.T) {
 		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty,
 		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
 	}
+	// JOINER_LOAD_BUDGET sets the NodePool's disruption budget (nodes: a
+	// count or a percentage); unset, Karpenter's default of 10% applies.
+	budget := os.Getenv("JOINER_LOAD_BUDGET")
+	if budget != "" {
+		s.nodePool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: budget}}
+	}
 	s.nodeClass.Spec.LaunchDelay.Duration = 2 * time.Second
 	s.nodeClass.Spec.RegistrationDelay.Duration = time.Second
 	s.apply()
@@ -138,11 +144,14 @@ func TestLoad(t *testing.T) {
 
 	up, down := rateStats(samples, start, start.Add(upDone)), rateStats(samples, downStart, downStart.Add(downDone))
 	last := samples[len(samples)-1]
-	t.Logf("load: %d pods on %d nodes (%s, %s CPU per pod)\n"+
+	if budget == "" {
+		budget = "10% (default)"
+	}
+	t.Logf("load: %d pods on %d nodes (%s, %s CPU per pod), disruption budget %s\n"+
 		"  scale-up:   all Running %.1fs after the Deployment; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
 		"  scale-down: %d of %d nodes given back %.1fs after replicas=0; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
 		"  joiner peak RSS %.0f MiB (VmHWM of the process); KUBE_CLIENT_QPS %d, burst %d",
-		pods, len(nodes), loadNodeType, loadPodCPU,
+		pods, len(nodes), loadNodeType, loadPodCPU, budget,
 		upDone.Seconds(), upCPU, up.requests, up.mean, up.peak,
 		len(nodes)-nodesLeft, len(nodes), downDone.Seconds(), last.cpu-upCPU, down.requests, down.mean, down.peak,
 		float64(j.peakRSS)/1024, loadQPS, loadBurst)
