@@ -69,7 +69,8 @@ bench-latency: controlplane
 ## load: issue 12's load test on the local control plane and the simulated
 ## cloud: LOAD_PODS pods (default 10,000) on nodes of ten pods each, time to
 ## all Running, joiner's peak RSS, CPU and API request rate, then scale to
-## zero and time until every node is given back. Figures: docs/performance.md.
+## zero and time until every node is given back (LOAD_BUDGET: the NodePool's
+## disruption budget, default Karpenter's 10%). Figures: docs/performance.md.
 LOAD_PODS ?= 10000
 LOAD_BUDGET ?=
 load: controlplane
