@@ -278,6 +278,14 @@ watching:
 		lines = append(lines, fmt.Sprintf("  %-22s %s", wl.name, percentiles(groups[wl.name])))
 	}
 	if timedOut {
+		// The pods that never ran are the ones to explain.
+		var stuck []types.UID
+		for uid := range times.created {
+			if _, ran := times.running[uid]; !ran && !times.gone[uid] {
+				stuck = append(stuck, uid)
+			}
+		}
+		s.trace(t, times, start, claims, stuck[:min(5, len(stuck))])
 		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %d NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
 			want, applied.Seconds(), times.live(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
 		return
@@ -301,6 +309,11 @@ func (s *scenario) traceSlowest(t *testing.T, times *podTimes, start time.Time, 
 	slices.SortFunc(uids, func(a, b types.UID) int {
 		return cmp.Compare(times.running[b].Sub(times.created[b]), times.running[a].Sub(times.created[a]))
 	})
+	s.trace(t, times, start, claims, uids[:min(n, len(uids))])
+}
+
+// trace logs the timelines of the given pods (see traceSlowest).
+func (s *scenario) trace(t *testing.T, times *podTimes, start time.Time, claims []v1.NodeClaim, uids []types.UID) {
 	var events corev1.EventList
 	if err := s.env.Client.List(t.Context(), &events, client.InNamespace(s.ns)); err != nil {
 		t.Fatal(err)
@@ -309,7 +322,7 @@ func (s *scenario) traceSlowest(t *testing.T, times *podTimes, start time.Time, 
 	if err := s.env.Client.List(t.Context(), &nodes, client.MatchingLabels{v1.LabelNodePool: s.nodePool.Name}); err != nil {
 		t.Fatal(err)
 	}
-	for _, uid := range uids[:min(n, len(uids))] {
+	for _, uid := range uids {
 		var out []step
 		add := func(at time.Duration, format string, args ...any) {
 			out = append(out, step{at: at, what: fmt.Sprintf(format, args...)})
@@ -329,7 +342,7 @@ func (s *scenario) traceSlowest(t *testing.T, times *podTimes, start time.Time, 
 		}
 		node := times.last[uid].Spec.NodeName
 		for _, nc := range claims {
-			if nc.Status.NodeName != node {
+			if node == "" || nc.Status.NodeName != node {
 				continue
 			}
 			add(since(nc.CreationTimestamp), "nodeclaim/%s created", nc.Name)
@@ -353,7 +366,11 @@ func (s *scenario) traceSlowest(t *testing.T, times *podTimes, start time.Time, 
 		for i, st := range out {
 			lines[i] = fmt.Sprintf("  %+6.1fs  %s", st.at.Seconds(), st.what)
 		}
-		t.Logf("pod %s (%s) pending → Running %.1fs:\n%s", times.names[uid], times.group[uid], times.running[uid].Sub(times.created[uid]).Seconds(), strings.Join(lines, "\n"))
+		outcome := "never Running"
+		if ran, ok := times.running[uid]; ok {
+			outcome = fmt.Sprintf("pending → Running %.1fs", ran.Sub(times.created[uid]).Seconds())
+		}
+		t.Logf("pod %s (%s) %s:\n%s", times.names[uid], times.group[uid], outcome, strings.Join(lines, "\n"))
 	}
 }
 
