@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench controlplane chromium clean chaos fuzz image helm-test
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium clean chaos fuzz image helm-test
 
 all: build
 
@@ -108,6 +108,16 @@ fuzz:
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
 		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -parallel 1; \
 	done
+
+## load: issue 12's load test on the local control plane and the simulated
+## cloud: LOAD_PODS pods (default 10,000) on nodes of ten pods each, time to
+## all Running, joiner's peak RSS, CPU and API request rate, then scale to
+## zero and time until every node is given back (LOAD_BUDGET: the NodePool's
+## disruption budget, default Karpenter's 10%). Figures: docs/performance.md.
+LOAD_PODS ?= 10000
+LOAD_BUDGET ?=
+load: controlplane
+	JOINER_LOAD_PODS=$(LOAD_PODS) JOINER_LOAD_BUDGET=$(LOAD_BUDGET) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
 
 clean:
 	rm -rf bin .run

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -116,6 +118,52 @@ type podTimes struct {
 	group   map[types.UID]string
 	// gone are pods deleted (a replaced pod's replacement must run too).
 	gone map[types.UID]bool
+	// steps is each pod's timeline as the watch saw it: its
+	// PodScheduled condition, nominatedNodeName and binding changing.
+	steps map[types.UID][]step
+	last  map[types.UID]*corev1.Pod
+	names map[types.UID]string
+}
+
+// step is one change of a pod, at a time since apply.
+type step struct {
+	at   time.Duration
+	what string
+}
+
+// observe records what changed in pod since the last version seen.
+func (p *podTimes) observe(pod *corev1.Pod, at time.Duration) {
+	prev := p.last[pod.UID]
+	if prev == nil {
+		prev = &corev1.Pod{}
+	}
+	var what []string
+	if c, was := podCondition(pod, corev1.PodScheduled), podCondition(prev, corev1.PodScheduled); c != nil && (was == nil || c.Status != was.Status || c.Message != was.Message) {
+		what = append(what, fmt.Sprintf("PodScheduled=%s %q", c.Status, c.Message))
+	}
+	if pod.Status.NominatedNodeName != prev.Status.NominatedNodeName {
+		what = append(what, fmt.Sprintf("nominatedNodeName=%q", pod.Status.NominatedNodeName))
+	}
+	if pod.Spec.NodeName != prev.Spec.NodeName {
+		what = append(what, "bound to "+pod.Spec.NodeName)
+	}
+	if pod.Status.Phase != prev.Status.Phase {
+		what = append(what, string(pod.Status.Phase))
+	}
+	if len(what) > 0 {
+		p.steps[pod.UID] = append(p.steps[pod.UID], step{at: at, what: strings.Join(what, ", ")})
+	}
+	p.last[pod.UID] = pod
+	p.names[pod.UID] = pod.Name
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // live counts the Running pods not deleted.
@@ -161,7 +209,8 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{}}
+	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{},
+		steps: map[types.UID][]step{}, last: map[types.UID]*corev1.Pod{}, names: map[types.UID]string{}}
 
 	start := time.Now()
 	var want int
@@ -169,11 +218,16 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		want += int(wl.apply(s, wl.name))
 	}
 	applied := time.Since(start)
+	timedOut := false
+watching:
 	for {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d of %d pods Running after %s", times.live(), want, time.Since(start).Round(time.Second))
+			// Report what ran by then: under heavy machine load a run
+			// may not finish, and the partial figures still compare.
+			timedOut = true
+			break watching
 		case e, open := <-w.ResultChan():
 			if !open {
 				t.Fatalf("the pod watch ended with %d of %d pods Running", times.live(), want)
@@ -185,6 +239,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 			continue
 		}
 		now := time.Now()
+		times.observe(pod, now.Sub(start))
 		if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
 			if !times.gone[pod.UID] && times.group[pod.UID] != "" {
 				t.Logf("pod %s (%s) deleted %.1fs after apply; its replacement counts instead", pod.Name, pod.Spec.NodeName, time.Since(start).Seconds())
@@ -222,8 +277,101 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	for _, wl := range workloads {
 		lines = append(lines, fmt.Sprintf("  %-22s %s", wl.name, percentiles(groups[wl.name])))
 	}
+	if timedOut {
+		// The pods that never ran are the ones to explain.
+		var stuck []types.UID
+		for uid := range times.created {
+			if _, ran := times.running[uid]; !ran && !times.gone[uid] {
+				stuck = append(stuck, uid)
+			}
+		}
+		s.trace(t, times, start, claims, stuck[:min(5, len(stuck))])
+		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %d NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
+			want, applied.Seconds(), times.live(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
+		return
+	}
 	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %d NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
 		want, applied.Seconds(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
+	s.traceSlowest(t, times, start, claims, 5)
+}
+
+// traceSlowest logs the timeline of the n slowest pods: their own changes
+// (watched, to the millisecond), the events joiner and kube-scheduler
+// gave them, and the steps of the NodeClaim and Node they ran on (API
+// timestamps, to the second), all in seconds after apply.
+func (s *scenario) traceSlowest(t *testing.T, times *podTimes, start time.Time, claims []v1.NodeClaim, n int) {
+	uids := make([]types.UID, 0, len(times.running))
+	for uid := range times.running {
+		if !times.gone[uid] {
+			uids = append(uids, uid)
+		}
+	}
+	slices.SortFunc(uids, func(a, b types.UID) int {
+		return cmp.Compare(times.running[b].Sub(times.created[b]), times.running[a].Sub(times.created[a]))
+	})
+	s.trace(t, times, start, claims, uids[:min(n, len(uids))])
+}
+
+// trace logs the timelines of the given pods (see traceSlowest).
+func (s *scenario) trace(t *testing.T, times *podTimes, start time.Time, claims []v1.NodeClaim, uids []types.UID) {
+	var events corev1.EventList
+	if err := s.env.Client.List(t.Context(), &events, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	var nodes corev1.NodeList
+	if err := s.env.Client.List(t.Context(), &nodes, client.MatchingLabels{v1.LabelNodePool: s.nodePool.Name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range uids {
+		var out []step
+		add := func(at time.Duration, format string, args ...any) {
+			out = append(out, step{at: at, what: fmt.Sprintf(format, args...)})
+		}
+		since := func(at metav1.Time) time.Duration { return at.Sub(start) }
+		for _, st := range times.steps[uid] {
+			add(st.at, "%s", st.what)
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == uid {
+				at := e.LastTimestamp
+				if at.IsZero() {
+					at = metav1.Time{Time: e.EventTime.Time}
+				}
+				add(since(at), "event %s (%s, x%d): %s", e.Reason, e.Source.Component+e.ReportingController, max(e.Count, 1), e.Message)
+			}
+		}
+		node := times.last[uid].Spec.NodeName
+		for _, nc := range claims {
+			if node == "" || nc.Status.NodeName != node {
+				continue
+			}
+			add(since(nc.CreationTimestamp), "nodeclaim/%s created", nc.Name)
+			for _, c := range nc.Status.Conditions {
+				add(since(c.LastTransitionTime), "nodeclaim %s=%s", c.Type, c.Status)
+			}
+		}
+		for _, nd := range nodes.Items {
+			if nd.Name != node {
+				continue
+			}
+			add(since(nd.CreationTimestamp), "node/%s created", nd.Name)
+			for _, c := range nd.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					add(since(c.LastTransitionTime), "node Ready=%s", c.Status)
+				}
+			}
+		}
+		slices.SortStableFunc(out, func(a, b step) int { return cmp.Compare(a.at, b.at) })
+		lines := make([]string, len(out))
+		for i, st := range out {
+			lines[i] = fmt.Sprintf("  %+6.1fs  %s", st.at.Seconds(), st.what)
+		}
+		outcome := "never Running"
+		if ran, ok := times.running[uid]; ok {
+			outcome = fmt.Sprintf("pending → Running %.1fs", ran.Sub(times.created[uid]).Seconds())
+		}
+		t.Logf("pod %s (%s) %s:\n%s", times.names[uid], times.group[uid], outcome, strings.Join(lines, "\n"))
+	}
 }
 
 // percentiles formats n, p50, p90 and max of ds.

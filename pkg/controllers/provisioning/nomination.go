@@ -2,7 +2,9 @@ package provisioning
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -40,6 +43,10 @@ type NominationState interface {
 // the pod after the model took it in.
 const nominationRecheck = 5 * time.Second
 
+// conflictRetry is how soon a pod whose patch conflicted is decided again:
+// long enough for the cache to see the version that won.
+const conflictRetry = 200 * time.Millisecond
+
 // NominationWriter keeps status.nominatedNodeName on the pods the
 // provisioner planned: once a planned pod's NodeClaim has a Node, the pod
 // names that Node, so kube-scheduler keeps room there for it (KEP-5278,
@@ -54,15 +61,46 @@ const nominationRecheck = 5 * time.Second
 // per failed attempt, for at most the nomination window. Where
 // kube-scheduler does not honour the field nothing breaks: the pod is
 // planned by the model as before.
+//
+// Which values joiner wrote survives a restart in the pod itself: the
+// writer patches as field manager "joiner", and the API server records
+// who last set status.nominatedNodeName in the pod's managedFields. A new
+// joiner process (or a new leader) that finds a value it has no record of
+// reads the pod's managedFields once: a value joiner wrote is adopted, so
+// the pod is joiner's to plan again and the value is cleared or kept by
+// the same rules as before the restart; any other value is left alone.
+//
+// Every patch carries the resourceVersion it was computed from: a pod
+// changed in between (kube-scheduler setting its own nomination, binding
+// the pod) is read again and decided afresh, never overwritten.
 type NominationWriter struct {
 	client client.Client
+	// reader reads pods past the cache, whose copies have no managedFields
+	// (the manager strips them to save memory).
+	reader client.Reader
 	state  NominationState
+	// indexed: the client's cache indexes Nodes by provider ID (set by
+	// Register), so a Node is found before registration names it.
+	indexed bool
+
+	mu sync.Mutex
+	// foreign are pods whose current value was checked and is not
+	// joiner's, so the check is not repeated while the value stays.
+	foreign map[types.NamespacedName]string
 }
+
+// NominationFieldManager is the field manager of the writer's patches:
+// the API server's record of who set a pod's status.nominatedNodeName.
+// It is joiner's user agent, so values written by any joiner version are
+// recognised.
+const NominationFieldManager = "joiner"
 
 // NewNominationWriter returns a writer that reads pods and NodeClaims
 // through c (the manager's cached client) and writes pod status through it.
+// Register sets the uncached reader from the manager; a writer used
+// without Register reads managedFields through c.
 func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
-	return &NominationWriter{client: c, state: s}
+	return &NominationWriter{client: c, reader: c, state: s, foreign: map[types.NamespacedName]string{}}
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -71,6 +109,8 @@ func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
 // nominated node, and NodeClaims (their pods' room appears when they
 // register and vanishes when they go away).
 func (w *NominationWriter) Register(mgr manager.Manager) error {
+	w.reader = mgr.GetAPIReader()
+	w.indexed = true
 	err := builder.ControllerManagedBy(mgr).
 		Named("provisioner.nomination").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -78,11 +118,31 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 			return ok && (pod.Spec.NodeName == "" || pod.Status.NominatedNodeName != "")
 		}))).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return w.podsNominatedTo(o.GetName())
+		})).
+		// A NodeClaim's Node appears before registration records it on the
+		// NodeClaim: its pods are named to it at once.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			node, ok := o.(*corev1.Node)
+			if !ok || node.Spec.ProviderID == "" {
+				return nil
+			}
+			claims := &v1.NodeClaimList{}
+			if err := w.client.List(ctx, claims, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+				return nil
+			}
 			var out []reconcile.Request
-			for _, pod := range w.state.PodsNominatedTo(o.GetName()) {
-				out = append(out, reconcile.Request{NamespacedName: pod})
+			for i := range claims.Items {
+				out = append(out, w.podsNominatedTo(claims.Items[i].Name)...)
 			}
 			return out
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return true },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.(*corev1.Node).Spec.ProviderID != e.ObjectNew.(*corev1.Node).Spec.ProviderID
+			},
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(w)
@@ -92,6 +152,14 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 	return nil
 }
 
+func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, pod := range w.state.PodsNominatedTo(nodeClaimName) {
+		out = append(out, reconcile.Request{NamespacedName: pod})
+	}
+	return out
+}
+
 // Reconcile brings one pod's status.nominatedNodeName in line with its
 // nomination.
 func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -99,11 +167,23 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := w.client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(req.NamespacedName, "")
+			w.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	owned, isOwned := w.state.NominatedNodeName(req.NamespacedName)
 	current := pod.Status.NominatedNodeName
+	if current == "" {
+		w.forget(req.NamespacedName)
+	} else if !isOwned {
+		adopted, err := w.adopt(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if adopted {
+			owned, isOwned = current, true
+		}
+	}
 	want, err := w.wanted(ctx, pod)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -119,6 +199,11 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 		// Someone changed the value joiner wrote: theirs now.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
+			if apierrors.IsConflict(err) {
+				// Changed since the cache's copy: decide again on the
+				// new version, which the cache's watch brings.
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return reconcile.Result{}, err
 		}
 		log.FromContext(ctx).V(1).Info("set nominated node name", "pod", klogRef(pod), "node", want, "previous", current)
@@ -130,8 +215,8 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // wanted is the node pod should be nominated to: its nomination's Node
-// while the pod is pending and the NodeClaim is registered and not going
-// away; otherwise none (for a bound pod, the node it is bound to keeps a
+// while the pod is pending, the Node exists (registered or not) and the
+// NodeClaim is not going away; otherwise none (for a bound pod, the node it is bound to keeps a
 // matching value as it is).
 func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string, error) {
 	if pod.Spec.NodeName != "" {
@@ -156,24 +241,116 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string,
 	if nc.DeletionTimestamp != nil {
 		return "", nil
 	}
-	return nc.Status.NodeName, nil
+	if nc.Status.NodeName != "" {
+		return nc.Status.NodeName, nil
+	}
+	// Not registered yet, but its Node may exist: name it now, while the
+	// Node still carries karpenter.sh/unregistered and nothing can be
+	// scheduled there. Registration removes that taint before it records
+	// the node name on the NodeClaim, and in between kube-scheduler gives
+	// the room to the first pod it tries.
+	if nom.Node != "" {
+		return nom.Node, nil
+	}
+	return w.nodeByProviderID(ctx, nc.Status.ProviderID)
+}
+
+// nodeByProviderID names the Node with providerID in the cache, or ""
+// when there is none (or the writer runs without the manager's index).
+func (w *NominationWriter) nodeByProviderID(ctx context.Context, providerID string) (string, error) {
+	if providerID == "" || !w.indexed {
+		return "", nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := w.client.List(ctx, nodes, client.MatchingFields{state.IndexNodeProviderID: providerID}); err != nil {
+		return "", fmt.Errorf("listing nodes with provider id %s: %w", providerID, err)
+	}
+	if len(nodes.Items) != 1 {
+		return "", nil
+	}
+	return nodes.Items[0].Name, nil
+}
+
+// adopt reports whether the pod's current status.nominatedNodeName, which
+// this process has no record of writing, was written by joiner (before a
+// restart, or by the previous leader), and if so records it as joiner's.
+func (w *NominationWriter) adopt(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	current := pod.Status.NominatedNodeName
+	w.mu.Lock()
+	checked, ok := w.foreign[key]
+	w.mu.Unlock()
+	if ok && checked == current {
+		return false, nil
+	}
+	fresh := &corev1.Pod{}
+	if err := w.reader.Get(ctx, key, fresh); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if fresh.Status.NominatedNodeName != current {
+		// Moved on since the cache's copy; its event brings it back.
+		return false, nil
+	}
+	if !wroteNominatedNodeName(fresh) {
+		w.mu.Lock()
+		w.foreign[key] = current
+		w.mu.Unlock()
+		return false, nil
+	}
+	w.state.SetNominatedNodeName(key, current)
+	log.FromContext(ctx).V(1).Info("adopted nominated node name", "pod", klogRef(pod), "node", current)
+	return true, nil
+}
+
+// wroteNominatedNodeName reports whether the pod's managedFields name
+// joiner as the manager of status.nominatedNodeName.
+func wroteNominatedNodeName(pod *corev1.Pod) bool {
+	for _, mf := range pod.ManagedFields {
+		if mf.Manager != NominationFieldManager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if _, ok := fields.Status["f:nominatedNodeName"]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // patch sets (or, with node "", clears) the pod's nominated node name and
-// records that joiner owns the value.
+// records that joiner owns the value. The patch is conditional on the
+// pod's resourceVersion: it fails with a conflict if the pod changed since
+// pod was read.
 func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node string) error {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	base := pod.DeepCopy()
 	pod.Status.NominatedNodeName = node
-	if err := w.client.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil {
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := w.client.Status().Patch(ctx, pod, patch, client.FieldOwner(NominationFieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
 			return nil
 		}
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("setting nominated node name of pod %s to %q: %w", key, node, err)
 	}
 	w.state.SetNominatedNodeName(key, node)
+	w.forget(key)
 	return nil
+}
+
+// forget drops the record that pod's value is not joiner's.
+func (w *NominationWriter) forget(pod types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.foreign, pod)
+	w.mu.Unlock()
 }
 
 func klogRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -74,6 +76,133 @@ func TestNominationWriter(t *testing.T) {
 	}
 }
 
+// TestNominationWriterNamesTheNodeBeforeRegistration: the NodeClaim's
+// Node exists but is not registered yet (it still carries the
+// unregistered taint, so nothing can take its room): the pod is named to
+// it already, before registration removes the taint.
+func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	base := f.claim.DeepCopy()
+	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
+	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.UpdateNodeClaim(f.claim)
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
+		t.Fatalf("nominatedNodeName = %q before the Node exists", got)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
+		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
+			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
+		}},
+	}
+	f.env.Create(t, node)
+	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
+	f.cluster.UpdateNode(node)
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
+		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
+	}
+}
+
+// TestNominationWriterAfterRestart: a new joiner process (or leader)
+// finds values in status.nominatedNodeName it has no memory of. The ones
+// joiner wrote (the API server's managedFields say so) are adopted: kept
+// while the new process plans the pod there again, cleared otherwise, so
+// the pod is planned again rather than mistaken for a preemption. A value
+// another component wrote stays.
+func TestNominationWriterAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// act runs in the restarted process before its first reconcile.
+		act       func(t *testing.T, f *writerFixture)
+		want      string
+		wantOwned bool
+	}{
+		{name: "clears its own value when the new process has no plan for the pod", want: "", act: func(*testing.T, *writerFixture) {}},
+		{name: "keeps its own value when the new process plans the pod there again", want: "planned", wantOwned: true, act: func(t *testing.T, f *writerFixture) {
+			f.cluster.UpdateNodeClaim(f.claim)
+			f.cluster.Nominate(f.pod, f.claim.Name)
+		}},
+		{name: "moves its own value to the new plan", want: "moved", wantOwned: true, act: func(t *testing.T, f *writerFixture) {
+			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+		}},
+		{name: "leaves a value another component wrote", want: "preemptor", act: func(t *testing.T, f *writerFixture) {
+			f.setNominatedNodeName(t, "preemptor", client.FieldOwner("kube-scheduler"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newWriterFixture(t)
+			f.claim = f.nodeClaim(t, "planned")
+			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.reconcile(t)
+			if got := f.refresh(t).Status.NominatedNodeName; got != "planned" {
+				t.Fatalf("before the restart nominatedNodeName = %q, want planned", got)
+			}
+
+			f.restart(t)
+			tc.act(t, f)
+			f.reconcile(t)
+			key := client.ObjectKeyFromObject(f.pod)
+			if got := f.refresh(t).Status.NominatedNodeName; got != tc.want {
+				t.Fatalf("nominatedNodeName = %q, want %q", got, tc.want)
+			}
+			if owned, ok := f.cluster.NominatedNodeName(key); ok != tc.wantOwned || (ok && owned != tc.want) {
+				t.Fatalf("the new process records %q (%v) as its own, want %q (%v)", owned, ok, tc.want, tc.wantOwned)
+			}
+		})
+	}
+}
+
+// TestNominationWriterDoesNotOverwriteAConcurrentChange: the pod changes
+// between the writer's read and its patch (kube-scheduler nominates it
+// for preemption): the patch fails on the resourceVersion, and the writer
+// decides again on the new version, leaving the other component's value.
+func TestNominationWriterDoesNotOverwriteAConcurrentChange(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "planned")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	raced := false
+	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	racing := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if _, isPod := obj.(*corev1.Pod); isPod && !raced {
+				raced = true
+				f.setNominatedNodeName(t, "preemptor", client.FieldOwner("kube-scheduler"))
+			}
+			return nil
+		},
+	})
+	f.writer = provisioning.NewNominationWriter(racing, f.cluster)
+	res, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !raced {
+		t.Fatal("the writer never read the pod")
+	}
+	if got := f.refresh(t).Status.NominatedNodeName; got != "preemptor" {
+		t.Fatalf("nominatedNodeName = %q: the writer overwrote a change made after its read", got)
+	}
+	if res.RequeueAfter == 0 {
+		t.Fatal("after a conflict the writer must decide again")
+	}
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "preemptor" {
+		t.Fatalf("deciding again, nominatedNodeName = %q, want the other component's preemptor", got)
+	}
+}
+
 type writerFixture struct {
 	env     *test.Environment
 	ns      string
@@ -131,12 +260,29 @@ func (f *writerFixture) register(t *testing.T, nc *v1.NodeClaim, node string) {
 	f.cluster.UpdateNodeClaim(nc)
 }
 
-func (f *writerFixture) setNominatedNodeName(t *testing.T, node string) {
-	base := f.pod.DeepCopy()
-	f.pod.Status.NominatedNodeName = node
-	if err := f.env.Client.Status().Patch(t.Context(), f.pod, client.MergeFrom(base)); err != nil {
+// setNominatedNodeName writes the pod's nominated node name as another
+// component would.
+func (f *writerFixture) setNominatedNodeName(t *testing.T, node string, opts ...client.SubResourcePatchOption) {
+	pod := &corev1.Pod{}
+	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(f.pod), pod); err != nil {
 		t.Fatal(err)
 	}
+	base := pod.DeepCopy()
+	pod.Status.NominatedNodeName = node
+	if err := f.env.Client.Status().Patch(t.Context(), pod, client.MergeFrom(base), opts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart replaces the model and the writer with a new process's: no
+// memory of nominations or of the values written.
+func (f *writerFixture) restart(t *testing.T) {
+	cluster, err := state.NewCluster(state.Options{Reader: f.env.Client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cluster = cluster
+	f.writer = provisioning.NewNominationWriter(f.env.Client, cluster)
 }
 
 func (f *writerFixture) reconcile(t *testing.T) {
