@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"k8s.io/utils/clock"
 	"maps"
 	"slices"
 	"strings"
@@ -23,6 +24,8 @@ import (
 // transition, with the time since the clock was started.
 type story struct {
 	out io.Writer
+	// clock is the real clock; tests stop it.
+	clock clock.PassiveClock
 
 	mu       sync.Mutex
 	start    time.Time
@@ -51,7 +54,7 @@ type observation struct {
 }
 
 func newStory(out io.Writer) *story {
-	return &story{out: out, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}, pools: map[string]string{}, lastPods: "none"}
+	return &story{out: out, clock: clock.RealClock{}, claims: map[string]*claimSeen{}, nodes: map[string]*nodeSeen{}, pools: map[string]string{}, lastPods: "none"}
 }
 
 // startClock makes later lines carry the time since now.
@@ -138,7 +141,8 @@ func (s *story) observeNodePools(nodePools []v1.NodePool) {
 		if c != nil && c.Status == metav1.ConditionFalse {
 			state = c.Reason
 		}
-		active := record.Active(time.Now(), np.Hash())
+		now := s.clock.Now()
+		active := record.Active(now, np.Hash())
 		for _, b := range active {
 			state += fmt.Sprintf(" %s×%d", b.What(), b.Failures)
 		}
@@ -153,7 +157,7 @@ func (s *story) observeNodePools(nodePools []v1.NodePool) {
 		case len(active) > 0:
 			b := active[0]
 			s.printf("nodepool   %s backing off: %s failed to %s %d time(s) in a row (%s); next attempt in %s, at %s. Pods that another NodePool can serve go there meanwhile",
-				np.Name, b.What(), failedTo(b.Phase), b.Failures, b.Reason, time.Until(b.RetryAfter.Time).Round(time.Second), b.RetryAfter.Format(time.TimeOnly))
+				np.Name, b.What(), failedTo(b.Phase), b.Failures, b.Reason, b.RetryAfter.Sub(now).Round(time.Second), b.RetryAfter.Format(time.TimeOnly))
 		default:
 			s.printf("nodepool   %s NodeRegistrationHealthy=False (%s)", np.Name, c.Reason)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
@@ -16,12 +17,13 @@ import (
 // for a healthy one (the default demo's story is unchanged), the back-off
 // of a failing one once per change, and its recovery.
 func TestStoryNodePools(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	failing := func(failures int) v1.NodePool {
 		np := v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: demoFaultPool}}
 		np.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeNodeRegistrationHealthy, Status: metav1.ConditionFalse, Reason: "RegistrationFailed"}}
 		var r launchhealth.Record
 		for i := range failures {
-			r.Failed(launchhealth.Failure{Phase: launchhealth.PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))},
+			r.Failed(launchhealth.Failure{Phase: launchhealth.PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now.Add(time.Duration(i) * time.Second))},
 				launchhealth.Scope{NodeClass: demoFaultNodeClass}, np.Hash(), 20*time.Second, time.Hour)
 		}
 		launchhealth.Set(&np, r)
@@ -30,6 +32,7 @@ func TestStoryNodePools(t *testing.T) {
 	healthy := v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: demoNodePool}}
 	var out bytes.Buffer
 	s := newStory(&out)
+	s.clock = clocktesting.NewFakePassiveClock(now)
 	steps := []struct {
 		pools []v1.NodePool
 		want  string // "" is silence
