@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/util/workqueue"
 	"maps"
 	"slices"
 	"strings"
@@ -145,18 +146,28 @@ func (m *Machines) Step(ctx context.Context) error {
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return fmt.Errorf("reading instances: %w", err)
 	}
+	// Each machine's kubelet registers on its own, as real ones do: one
+	// slow API call must not hold back every other node of the step.
+	registerErrs := make([]error, len(register))
+	workqueue.ParallelizeUntil(ctx, machineWorkers, len(register), func(i int) {
+		registerErrs[i] = m.registerNode(ctx, &register[i])
+	})
+	removeErrs := make([]error, len(remove))
+	workqueue.ParallelizeUntil(ctx, machineWorkers, len(remove), func(i int) {
+		removeErrs[i] = m.removeNode(ctx, &remove[i])
+	})
 	var errs []error
 	var registered, removed []string
-	for _, inst := range register {
-		if err := m.registerNode(ctx, &inst); err != nil {
-			errs = append(errs, err)
+	for i, inst := range register {
+		if registerErrs[i] != nil {
+			errs = append(errs, registerErrs[i])
 			continue
 		}
 		registered = append(registered, inst.ID)
 	}
-	for _, inst := range remove {
-		if err := m.removeNode(ctx, &inst); err != nil {
-			errs = append(errs, err)
+	for i, inst := range remove {
+		if removeErrs[i] != nil {
+			errs = append(errs, removeErrs[i])
 			continue
 		}
 		removed = append(removed, inst.ID)
@@ -181,6 +192,10 @@ func (m *Machines) Step(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// machineWorkers bounds how many machines of one step talk to the API
+// server at once.
+const machineWorkers = 16
 
 // errUnchanged makes Store.Update skip the write when a pass changed
 // nothing, so idle machines do not rewrite the store every interval.
