@@ -135,6 +135,20 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 	return l
 }
 
+// PodsRequests sums the pods' requests with Kubernetes' own request
+// arithmetic (init-container max, sidecars, overhead, pod-level resources).
+func PodsRequests(pods []*corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, p := range pods {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	return out
+}
+
 // allocatable returns Capacity minus overhead as a vector (floored at 0).
 func (ri *resourceIndex) allocatable(it *InstanceType) resVec {
 	v := ri.vec(it.Capacity)

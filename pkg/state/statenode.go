@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -171,7 +170,7 @@ func (n *StateNode) Allocatable() corev1.ResourceList {
 // PodRequests is the sum of the requests of the bound pods and the
 // nominated pods.
 func (n *StateNode) PodRequests() corev1.ResourceList {
-	return sumRequests(append(append([]*corev1.Pod(nil), n.Pods...), n.NominatedPods...))
+	return scheduling.PodsRequests(append(append([]*corev1.Pod(nil), n.Pods...), n.NominatedPods...))
 }
 
 // DaemonSetRequests is the sum of the requests of the bound DaemonSet pods.
@@ -182,7 +181,7 @@ func (n *StateNode) DaemonSetRequests() corev1.ResourceList {
 			ds = append(ds, p)
 		}
 	}
-	return sumRequests(ds)
+	return scheduling.PodsRequests(ds)
 }
 
 // Available is Allocatable minus PodRequests, floored at zero.
@@ -223,16 +222,4 @@ func (n *StateNode) ExistingNode() *scheduling.ExistingNode {
 		en.NodeClaim = n.NodeClaim.Name
 	}
 	return en
-}
-
-func sumRequests(pods []*corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, p := range pods {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	return out
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -289,7 +288,7 @@ func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.I
 			n.Incoming++
 		}
 	}
-	b, i := requests(bound), requests(incoming)
+	b, i := scheduling.PodsRequests(bound), scheduling.PodsRequests(incoming)
 	n.CPU = usage(corev1.ResourceCPU, b, i, en.Allocatable)
 	n.Memory = usage(corev1.ResourceMemory, b, i, en.Allocatable)
 	return n
@@ -417,18 +416,6 @@ func singleValue(reqs []scheduling.Requirement, key string) string {
 		}
 	}
 	return ""
-}
-
-func requests(pods []*corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, p := range pods {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	return out
 }
 
 // usage is one resource's bar.
