@@ -135,7 +135,10 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 	}
 	var ok []priced
 	for _, it := range its {
-		if price, found := cheapestAllowed(pool, it); found && typeAllowed(pool, it) {
+		if !admitsLabels(pool, it) {
+			continue
+		}
+		if price, found := cheapestAllowed(pool, it); found {
 			ok = append(ok, priced{it.Name, price})
 		}
 	}
@@ -152,13 +155,18 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 // typeAllowed: every requirement of the pool admits the type's labels,
 // and it has an available offering the pool allows.
 func typeAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) bool {
-	if slices.ContainsFunc(pool.Requirements, func(r scheduling.Requirement) bool {
-		return !v1.RequirementAdmitsAny(r.Operator, r.Values, it.Requirements[r.Key])
-	}) {
+	if !admitsLabels(pool, it) {
 		return false
 	}
 	_, found := cheapestAllowed(pool, it)
 	return found
+}
+
+// admitsLabels: every requirement of the pool admits the type's labels.
+func admitsLabels(pool *scheduling.NodePool, it *scheduling.InstanceType) bool {
+	return !slices.ContainsFunc(pool.Requirements, func(r scheduling.Requirement) bool {
+		return !v1.RequirementAdmitsAny(r.Operator, r.Values, it.Requirements[r.Key])
+	})
 }
 
 // cheapestAllowed is the lowest price of the type's available offerings in
