@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,12 +88,8 @@ func claimFor(n *corev1.Node, now time.Time) *v1.NodeClaim {
 }
 
 func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // price is the NodePool's offering of the node's type in its zone and

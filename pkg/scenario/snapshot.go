@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"slices"
 	"strconv"
 	"time"
@@ -261,10 +262,8 @@ func (m *Manifests) existingNode(n *corev1.Node, pods []*corev1.Pod) *scheduling
 	}
 	en.Initialized = n.Labels[labelInitialized] == "true"
 	if en.NodePool == "" {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				en.Initialized = true
-			}
+		if _, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); c != nil && c.Status == corev1.ConditionTrue {
+			en.Initialized = true
 		}
 	}
 	for _, cn := range m.csiNodes {

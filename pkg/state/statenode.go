@@ -1,6 +1,7 @@
 package state
 
 import (
+	nodeutil "k8s.io/component-helpers/node/util"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,12 +89,8 @@ func (n *StateNode) Initialized() bool {
 	if n.Node == nil {
 		return false
 	}
-	for _, c := range n.Node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Node.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // Labels are the Node's labels once it registered (with the NodeClaim's

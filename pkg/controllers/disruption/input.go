@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -110,10 +111,6 @@ func offeringPrice(its []*scheduling.InstanceType, typ, zone, capacityType strin
 }
 
 func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }

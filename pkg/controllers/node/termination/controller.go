@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"strconv"
 	"strings"
 	"time"
@@ -237,12 +238,8 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 }
 
 func nodeReady(node *corev1.Node) bool {
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&node.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // nodeClaimsFor returns the NodeClaims launched as node's instance.

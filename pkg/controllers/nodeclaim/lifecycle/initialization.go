@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"slices"
 	"sort"
 	"strings"
@@ -173,12 +174,8 @@ func architectureMismatch(nc *v1.NodeClaim, node *corev1.Node) string {
 }
 
 func nodeReady(node *corev1.Node) *corev1.NodeCondition {
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == corev1.NodeReady {
-			return &node.Status.Conditions[i]
-		}
-	}
-	return nil
+	_, c := nodeutil.GetNodeCondition(&node.Status, corev1.NodeReady)
+	return c
 }
 
 func hasTaintKeyEffect(taints []corev1.Taint, want corev1.Taint) bool {
