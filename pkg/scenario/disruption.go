@@ -66,7 +66,8 @@ func (m *Manifests) DisruptionInput(opts SnapshotOptions, dopts disruption.Optio
 				dn.Disrupting = true
 			}
 		}
-		dn.Price = price(snap, en.NodePool, dn.InstanceType, dn.Zone, dn.CapacityType)
+		// 0 when the catalog has no such offering.
+		dn.Price, _ = scheduling.OfferingPrice(snap.InstanceTypes[en.NodePool], dn.InstanceType, dn.Zone, dn.CapacityType)
 		in.Nodes = append(in.Nodes, dn)
 	}
 	if len(madeUp) > 0 {
@@ -90,22 +91,6 @@ func claimFor(n *corev1.Node, now time.Time) *v1.NodeClaim {
 func nodeReady(n *corev1.Node) bool {
 	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
 	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// price is the NodePool's offering of the node's type in its zone and
-// capacity type, 0 when the catalog has none.
-func price(snap *scheduling.Snapshot, pool, it, zone, ct string) float64 {
-	for _, t := range snap.InstanceTypes[pool] {
-		if t.Name != it {
-			continue
-		}
-		for _, o := range t.Offerings {
-			if o.Zone == zone && o.CapacityType == ct {
-				return o.Price
-			}
-		}
-	}
-	return 0
 }
 
 func shortNames(names []string) string {

@@ -96,6 +96,23 @@ const (
 	OpLte = v1.NodeSelectorOpLte
 )
 
+// OfferingPrice is the price of type typ's offering in zone with
+// capacityType among its, and false when none of its has that offering:
+// what a running node costs, for adapters that price existing nodes.
+func OfferingPrice(its []*InstanceType, typ, zone, capacityType string) (float64, bool) {
+	for _, it := range its {
+		if it.Name != typ {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == capacityType {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // RequirementsAdmit reports whether every requirement of reqs on key admits
 // a node labelled key=value, as v1.RequirementAdmits reads the operators;
 // keys reqs does not mention are unconstrained. Adapters use it to check an

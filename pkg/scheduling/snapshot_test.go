@@ -107,3 +107,32 @@ func TestNamespaceSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestOfferingPrice: the price of exactly the (type, zone, capacity type)
+// offering, and false when any of the three does not match.
+func TestOfferingPrice(t *testing.T) {
+	its := []*scheduling.InstanceType{
+		{Name: "m5.large", Offerings: []scheduling.Offering{
+			{Zone: "a", CapacityType: "on-demand", Price: 0.096},
+			{Zone: "a", CapacityType: "spot", Price: 0.04},
+		}},
+		{Name: "m5.xlarge", Offerings: []scheduling.Offering{{Zone: "b", CapacityType: "on-demand", Price: 0.192}}},
+	}
+	for _, tc := range []struct {
+		typ, zone, ct string
+		want          float64
+		found         bool
+	}{
+		{"m5.large", "a", "spot", 0.04, true},
+		{"m5.large", "a", "on-demand", 0.096, true},
+		{"m5.xlarge", "b", "on-demand", 0.192, true},
+		{"m5.large", "b", "on-demand", 0, false},
+		{"m5.xlarge", "b", "spot", 0, false},
+		{"c5.large", "a", "on-demand", 0, false},
+	} {
+		got, found := scheduling.OfferingPrice(its, tc.typ, tc.zone, tc.ct)
+		if got != tc.want || found != tc.found {
+			t.Errorf("OfferingPrice(%s, %s, %s) = %g, %v; want %g, %v", tc.typ, tc.zone, tc.ct, got, found, tc.want, tc.found)
+		}
+	}
+}

@@ -394,15 +394,8 @@ func offeringPrice(prices map[string][]*scheduling.InstanceType, nodePool, typ, 
 		pools = slices.Sorted(maps.Keys(prices))
 	}
 	for _, pool := range pools {
-		for _, it := range prices[pool] {
-			if it.Name != typ {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if o.Zone == zone && o.CapacityType == capacityType {
-					return o.Price, true
-				}
-			}
+		if p, ok := scheduling.OfferingPrice(prices[pool], typ, zone, capacityType); ok {
+			return p, true
 		}
 	}
 	return 0, false

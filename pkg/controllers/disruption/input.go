@@ -90,24 +90,10 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 		NotReady:     sn.Node != nil && !nodeReady(sn.Node),
 		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && hasDisruptedTaint(sn.Node)),
 	}
-	n.Price = offeringPrice(its, n.InstanceType, n.Zone, n.CapacityType)
+	// 0 when its NodePool no longer offers it: the engine then says
+	// Unconsolidatable.
+	n.Price, _ = scheduling.OfferingPrice(its, n.InstanceType, n.Zone, n.CapacityType)
 	return n
-}
-
-// offeringPrice is the price of the offering a node runs on, or 0 when
-// its NodePool no longer offers it (the engine then says Unconsolidatable).
-func offeringPrice(its []*scheduling.InstanceType, typ, zone, capacityType string) float64 {
-	for _, it := range its {
-		if it.Name != typ {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == capacityType {
-				return o.Price
-			}
-		}
-	}
-	return 0
 }
 
 func nodeReady(n *corev1.Node) bool {
