@@ -60,11 +60,7 @@ func (m *Manifests) DisruptionInput(opts SnapshotOptions, dopts disruption.Optio
 			Initialized: en.Initialized,
 			Deleting:    n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil,
 			NotReady:    !nodeReady(n),
-		}
-		for _, t := range n.Spec.Taints {
-			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-				dn.Disrupting = true
-			}
+			Disrupting:  v1.HasDisruptedTaint(n.Spec.Taints),
 		}
 		// 0 when the catalog has no such offering.
 		dn.Price, _ = scheduling.OfferingPrice(snap.InstanceTypes[en.NodePool], dn.InstanceType, dn.Zone, dn.CapacityType)

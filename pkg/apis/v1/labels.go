@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,6 +189,12 @@ var (
 	// DisruptedNoScheduleTaint is the taint on nodes being disrupted.
 	DisruptedNoScheduleTaint = corev1.Taint{Key: TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
 )
+
+// HasDisruptedTaint reports whether taints include DisruptedNoScheduleTaint
+// (key and effect): the node is being disrupted or terminated.
+func HasDisruptedTaint(taints []corev1.Taint) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&DisruptedNoScheduleTaint) })
+}
 
 // TaintKeyPrefixReadiness marks readiness gates set by node agents; any taint
 // with this key prefix is ephemeral.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -320,7 +319,7 @@ func (c *Controller) cleanUp(ctx context.Context) error {
 		if sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil) {
 			continue
 		}
-		if sn.Node != nil && hasDisruptedTaint(sn.Node) {
+		if sn.Node != nil && v1.HasDisruptedTaint(sn.Node.Spec.Taints) {
 			log.FromContext(ctx).Info("removing a disrupted taint no command accounts for", "node", sn.Node.Name)
 			if err := untaint(ctx, c.opts.Client, sn.Node.Name); err != nil {
 				errs = append(errs, err)
@@ -333,13 +332,4 @@ func (c *Controller) cleanUp(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func hasDisruptedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			return true
-		}
-	}
-	return false
 }

@@ -88,7 +88,7 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 		Deleting:     sn.MarkedForDeletion || sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil),
 		Nominated:    len(sn.NominatedPods) > 0,
 		NotReady:     sn.Node != nil && !nodeReady(sn.Node),
-		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && hasDisruptedTaint(sn.Node)),
+		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && v1.HasDisruptedTaint(sn.Node.Spec.Taints)),
 	}
 	// 0 when its NodePool no longer offers it: the engine then says
 	// Unconsolidatable.

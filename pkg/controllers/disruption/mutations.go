@@ -25,7 +25,7 @@ import (
 // new lands on a candidate while its command is in flight.
 func taint(ctx context.Context, c client.Client, name string) error {
 	return patchNode(ctx, c, name, func(n *corev1.Node) bool {
-		if n.DeletionTimestamp != nil || hasDisruptedTaint(n) {
+		if n.DeletionTimestamp != nil || v1.HasDisruptedTaint(n.Spec.Taints) {
 			return false
 		}
 		n.Spec.Taints = append(n.Spec.Taints, v1.DisruptedNoScheduleTaint)

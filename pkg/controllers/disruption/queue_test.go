@@ -241,7 +241,7 @@ func TestExecute(t *testing.T) {
 			if err := u.ctrl.queue.Execute(u.ctx, tc.cmd, u.input(n1)); err != nil {
 				t.Fatal(err)
 			}
-			if !hasDisruptedTaint(u.getNode("n1")) {
+			if !v1.HasDisruptedTaint(u.getNode("n1").Spec.Taints) {
 				t.Fatal("candidate not tainted by Execute")
 			}
 			if sn, _ := u.state.NodeByName("n1"); !sn.MarkedForDeletion {
@@ -254,7 +254,7 @@ func TestExecute(t *testing.T) {
 			if got := nc.DeletionTimestamp != nil; got != tc.wantDeleted {
 				t.Errorf("candidate deleted = %v, want %v", got, tc.wantDeleted)
 			}
-			if got := hasDisruptedTaint(u.getNode("n1")); got != tc.wantTainted {
+			if got := v1.HasDisruptedTaint(u.getNode("n1").Spec.Taints); got != tc.wantTainted {
 				t.Errorf("candidate tainted = %v, want %v", got, tc.wantTainted)
 			}
 			got := ""
@@ -355,10 +355,10 @@ func TestCleanUpRemovesStaleDisruptedTaints(t *testing.T) {
 	if err := u.ctrl.cleanUp(u.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hasDisruptedTaint(u.getNode("stale")) {
+	if v1.HasDisruptedTaint(u.getNode("stale").Spec.Taints) {
 		t.Error("stale disrupted taint was not removed")
 	}
-	if !hasDisruptedTaint(u.getNode("busy")) {
+	if !v1.HasDisruptedTaint(u.getNode("busy").Spec.Taints) {
 		t.Error("the taint of a candidate in flight was removed")
 	}
 }
@@ -472,7 +472,7 @@ func TestRollbackSparesANamesakeReplacement(t *testing.T) {
 	if u.ctrl.queue.Len() != 0 {
 		t.Fatal("command still queued after its replacement was deleted")
 	}
-	if hasDisruptedTaint(u.getNode("n1")) {
+	if v1.HasDisruptedTaint(u.getNode("n1").Spec.Taints) {
 		t.Error("candidate still tainted after the rollback")
 	}
 	if got := u.getClaim(name); got.DeletionTimestamp != nil {

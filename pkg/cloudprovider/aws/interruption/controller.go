@@ -316,10 +316,8 @@ func (c *Controller) node(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, 
 // cordon adds the karpenter.sh/disrupted:NoSchedule taint, so nothing new
 // lands on the node before termination drains it.
 func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			return nil
-		}
+	if v1.HasDisruptedTaint(node.Spec.Taints) {
+		return nil
 	}
 	stored := node.DeepCopy()
 	node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)

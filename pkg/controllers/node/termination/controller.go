@@ -276,12 +276,7 @@ func terminationDeadline(nodeClaims []*v1.NodeClaim) time.Time {
 
 // taint keeps new pods off the node and takes it out of load balancers.
 func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
-	hasTaint := false
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			hasTaint = true
-		}
-	}
+	hasTaint := v1.HasDisruptedTaint(node.Spec.Taints)
 	if hasTaint && node.Labels[labelExcludeFromLB] != "" {
 		return nil
 	}
