@@ -298,9 +298,10 @@ var (
 		Namespace: Namespace, Subsystem: "scheduler", Name: "unschedulable_pods_count",
 		Help: "The number of unschedulable pods, by controller.",
 	}, LabelController)
-	// IgnoredPods is the number of pending pods the provisioner leaves to
-	// others (not provisionable by joiner: nominated elsewhere, owned by
-	// a DaemonSet, ...).
+	// IgnoredPods is Karpenter's count of pending pods it passes over
+	// (invalid affinity to its labels, unsupported volumes). joiner passes
+	// over none, such pods go to the solver and get a typed reason, so it
+	// stays 0; it is served so Karpenter's dashboards find it.
 	IgnoredPods = NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "ignored_pod_count",
 		Help: "Number of pods ignored during scheduling.",

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -155,10 +154,6 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Pods = append(v.snapshot.Pods, pod)
 	}
 
-	// Karpenter counts here the pods it passes over (invalid affinity to its
-	// labels, unsupported volumes); joiner passes over none: such pods go to
-	// the solver and get a typed reason.
-	metrics.IgnoredPods.Set(0)
 	for name, np := range v.nodePools {
 		snp := schedulingNodePool(np, v.inUse[name])
 		snp.Backoffs = v.backoffs[name]
