@@ -5,12 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +43,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "FAIL: creating the joiner binary's directory:", err)
 		os.Exit(1)
 	}
-	binDir = dir
+	joinerBin.Dir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
 		return test.Run(m, controlPlaneOptions())
@@ -70,36 +67,14 @@ func controlPlaneOptions() controlplane.Options {
 	return opts
 }
 
-var (
-	buildOnce sync.Once
-	// binDir is TestMain's private directory for the built binary.
-	binDir   string
-	binary   string
-	buildErr error
-)
-
-// joinerBinary builds cmd/joiner once per test binary.
-func joinerBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binary = filepath.Join(binDir, "joiner")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building joiner: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
+// joinerBin is the joiner binary the tests run, built once into TestMain's
+// private directory.
+var joinerBin test.JoinerBinary
 
 // joiner is one `joiner controller` process.
 type joiner struct {
-	t       *testing.T
-	cmd     *exec.Cmd
+	*test.JoinerProcess
 	logPath string
-	done    chan struct{}
 	peakRSS int64 // KiB, read just before the process stops
 }
 
@@ -129,62 +104,40 @@ func startJoiner(t *testing.T, cfg joinerConfig) *joiner {
 		"--gc-grace-period=5s",
 	}
 	args = append(args, cfg.extraArgs...)
-	j := &joiner{t: t, done: make(chan struct{})}
-	j.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("joiner-%d.log", time.Now().UnixNano()))
-	logFile, err := os.Create(j.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.cmd = exec.Command(joinerBinary(t), args...)
-	j.cmd.Stdout, j.cmd.Stderr = logFile, logFile
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = j.cmd.Wait()
-		logFile.Close()
-		close(j.done)
-	}()
+	j := &joiner{}
+	// Registered before the process starts, so it runs after the process's
+	// own cleanup has stopped it: JOINER_TEST_KEEP_LOGS=DIR keeps every
+	// joiner log, whole, in DIR.
 	t.Cleanup(func() {
-		j.stop()
-		if t.Failed() {
-			t.Logf("joiner log %s (last lines):\n%s", j.logPath, tailFile(j.logPath, 40))
-		}
-		// JOINER_TEST_KEEP_LOGS=DIR keeps every joiner log in DIR.
-		if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" {
+		if dir := os.Getenv("JOINER_TEST_KEEP_LOGS"); dir != "" && j.logPath != "" {
 			_ = os.MkdirAll(dir, 0o755)
 			b, _ := os.ReadFile(j.logPath)
 			_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+filepath.Base(j.logPath)), b, 0o644)
 		}
 	})
+	j.JoinerProcess = test.StartJoiner(t, joinerBin.Path(t), "joiner", args, nil)
+	j.logPath = j.LogPath
 	return j
 }
 
 // stop ends the process gracefully (SIGTERM), recording its peak RSS.
 func (j *joiner) stop() {
-	j.signal(syscall.SIGTERM)
+	j.recordPeakRSS()
+	j.Stop()
 }
 
 // kill ends the process as a crash would (SIGKILL).
 func (j *joiner) kill() {
-	j.signal(syscall.SIGKILL)
+	j.recordPeakRSS()
+	j.Kill()
 }
 
-func (j *joiner) signal(sig syscall.Signal) {
-	select {
-	case <-j.done:
+func (j *joiner) recordPeakRSS() {
+	if !j.Alive() {
 		return
-	default:
 	}
-	if rss := readPeakRSS(j.cmd.Process.Pid); rss > 0 {
+	if rss := readPeakRSS(j.Pid()); rss > 0 {
 		j.peakRSS = rss
-	}
-	_ = j.cmd.Process.Signal(sig)
-	select {
-	case <-j.done:
-	case <-time.After(20 * time.Second):
-		_ = j.cmd.Process.Kill()
-		<-j.done
 	}
 }
 
@@ -203,18 +156,6 @@ func readPeakRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // scenario is one test's NodePool, SimNodeClass, namespace and cloud.
