@@ -119,32 +119,49 @@ func (m *Machines) Start(ctx context.Context) error {
 // terminated instances lose their Node. Tests call it directly.
 func (m *Machines) Step(ctx context.Context) error {
 	now := m.opts.Clock.Now()
+	owns := identity{name: m.opts.ClusterName, id: m.opts.ClusterID}.owns
+	// starting: a pending instance whose launch delay passed.
+	starting := func(inst *Instance) bool {
+		return owns(inst) && inst.State == StatePending && !now.Before(inst.RunningAt)
+	}
+	// Most steps change nothing: look first, under the shared lock, and
+	// write only when an instance starts running.
 	var register, remove []Instance
-	err := m.opts.Store.Update(func(st *StoreState) error {
-		changed := false
+	start := false
+	scan := func(st *StoreState) {
+		register, remove = register[:0], remove[:0]
 		for _, inst := range st.Instances {
-			if !(identity{name: m.opts.ClusterName, id: m.opts.ClusterID}).owns(inst) {
+			if !owns(inst) {
 				continue
 			}
-			if inst.State == StatePending && !now.Before(inst.RunningAt) {
-				inst.State = StateRunning
-				changed = true
+			if starting(inst) {
+				start = true
 			}
 			r := &inst.Registration
 			switch {
-			case inst.State == StateRunning && !r.Registered && !r.Never && !now.Before(r.After):
+			case (inst.State == StateRunning || starting(inst)) && !r.Registered && !r.Never && !now.Before(r.After):
 				register = append(register, *inst)
 			case inst.State == StateTerminated && r.Registered && !r.NodeGone:
 				remove = append(remove, *inst)
 			}
 		}
-		if !changed {
-			return errUnchanged // nothing to write back
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errUnchanged) {
+	}
+	if err := m.opts.Store.View(func(st *StoreState) error { scan(st); return nil }); err != nil {
 		return fmt.Errorf("reading instances: %w", err)
+	}
+	if start {
+		err := m.opts.Store.Update(func(st *StoreState) error {
+			scan(st)
+			for _, inst := range st.Instances {
+				if starting(inst) {
+					inst.State = StateRunning
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("starting instances: %w", err)
+		}
 	}
 	// Each machine's kubelet registers on its own, as real ones do: one
 	// slow API call must not hold back every other node of the step.
@@ -196,10 +213,6 @@ func (m *Machines) Step(ctx context.Context) error {
 // machineWorkers bounds how many machines of one step talk to the API
 // server at once.
 const machineWorkers = 16
-
-// errUnchanged makes Store.Update skip the write when a pass changed
-// nothing, so idle machines do not rewrite the store every interval.
-var errUnchanged = errors.New("unchanged")
 
 // Node returns the Node an instance's kubelet registers.
 func (inst *Instance) Node() *corev1.Node {

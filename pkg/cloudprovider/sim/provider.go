@@ -364,7 +364,8 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		p.purge(st, now)
 		if existing := p.instanceOf(st, nodeClaim); existing != nil {
-			inst = existing // a concurrent Create for the same NodeClaim won
+			own := *existing // a concurrent Create for the same NodeClaim won
+			inst = &own
 			return nil
 		}
 		st.Sequence++
@@ -404,6 +405,11 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 			},
 		}
 		st.Instances[id] = inst
+		// The store keeps the instance in its state, which later Updates
+		// change: the caller gets a copy (the maps never change after
+		// launch).
+		own := *inst
+		inst = &own
 		return nil
 	})
 	if err != nil {

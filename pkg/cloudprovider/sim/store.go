@@ -113,14 +113,47 @@ type StoreState struct {
 
 // Store is the simulated cloud's instance database: a JSON file guarded by
 // an flock(2) on a sibling lock file, rewritten atomically (write to a
-// temporary file, fsync, rename). It survives process restarts and can be
+// temporary file, rename). It survives process restarts and can be
 // shared by several processes (two joiner instances, or a controller and a
 // test) pointing at the same path. A Store is safe for concurrent use.
+//
+// A burst of thousands of launches must not cost thousands of full
+// rewrites of a file that grows with every instance (each a read, a JSON
+// decode, an encode and a write of the whole store: quadratic in the
+// burst). So the Store keeps the decoded state in memory and reads the file
+// again only when another writer replaced it (its inode, size or
+// modification time changed), and concurrent Updates of one process are
+// committed together: the goroutine that gets the file applies every
+// Update queued so far and writes once.
 type Store struct {
 	path string
 	// mu serializes this process's goroutines; the flock serializes
-	// processes (and separate Stores on one path).
+	// processes (and separate Stores on one path). It guards cached and
+	// stamp.
 	mu sync.Mutex
+	// cached is the state as last read or written, valid while the file
+	// still has stamp.
+	cached *StoreState
+	stamp  fileStamp
+
+	// queueMu guards queue, the Updates waiting to be committed.
+	queueMu sync.Mutex
+	queue   []*pendingUpdate
+}
+
+// fileStamp identifies one version of the store file: every write renames
+// a new file into place, so another writer's change shows as a new inode
+// (and modification time).
+type fileStamp struct {
+	ino, size int64
+	mtime     time.Time
+}
+
+// pendingUpdate is one Update waiting for its commit.
+type pendingUpdate struct {
+	fn   func(*StoreState) error
+	err  error
+	done chan struct{}
 }
 
 // OpenStore opens (creating when needed) the store at path. The directory
@@ -161,23 +194,83 @@ func (s *Store) View(fn func(*StoreState) error) error {
 }
 
 // Update calls fn with the current state under an exclusive lock and, if fn
-// returns nil, writes the state back atomically.
+// returns nil, writes the state back atomically. fn may be called more than
+// once (when an Update committed together with it fails, the others are
+// applied again to a fresh copy of the state), so it must compute its
+// result from the state it is given, as a retry-on-conflict function does.
 func (s *Store) Update(fn func(*StoreState) error) error {
+	u := &pendingUpdate{fn: fn, done: make(chan struct{})}
+	s.queueMu.Lock()
+	s.queue = append(s.queue, u)
+	s.queueMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case <-u.done: // committed by the goroutine that held the file before
+		return u.err
+	default:
+	}
+	s.queueMu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.queueMu.Unlock()
+	s.commit(batch)
+	return u.err
+}
+
+// commit applies a batch of Updates to the state and writes it once.
+// An Update that fails may have changed the state before failing, so then
+// the state is read afresh and only the others are applied again.
+func (s *Store) commit(batch []*pendingUpdate) {
+	defer func() {
+		for _, u := range batch {
+			close(u.done)
+		}
+	}()
+	fail := func(err error) {
+		for _, u := range batch {
+			if u.err == nil {
+				u.err = err
+			}
+		}
+	}
 	unlock, err := s.lock(syscall.LOCK_EX)
 	if err != nil {
-		return err
+		fail(err)
+		return
 	}
 	defer unlock()
-	st, err := s.read()
-	if err != nil {
-		return err
+	for {
+		st, err := s.read()
+		if err != nil {
+			fail(err)
+			return
+		}
+		failed, applied := false, 0
+		for _, u := range batch {
+			if u.err != nil {
+				continue
+			}
+			if u.err = u.fn(st); u.err != nil {
+				failed = true
+				continue
+			}
+			applied++
+		}
+		if failed {
+			// The cached state may hold a failed Update's changes.
+			s.cached = nil
+			if applied > 0 {
+				continue // once more with the Updates that succeeded
+			}
+			return
+		}
+		if err := s.write(st); err != nil {
+			s.cached = nil
+			fail(err)
+		}
+		return
 	}
-	if err := fn(st); err != nil {
-		return err
-	}
-	return s.write(st)
 }
 
 func (s *Store) lock(how int) (func(), error) {
@@ -201,7 +294,17 @@ func (s *Store) lock(how int) (func(), error) {
 	}, nil
 }
 
+// read returns the state, from memory while the file is the one last read
+// or written. Callers hold mu and the flock.
 func (s *Store) read() (*StoreState, error) {
+	stamp, err := statStamp(s.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading instance store: %w", err)
+	}
+	exists := err == nil
+	if s.cached != nil && exists && stamp == s.stamp {
+		return s.cached, nil
+	}
 	st := &StoreState{}
 	data, err := os.ReadFile(s.path)
 	switch {
@@ -216,11 +319,32 @@ func (s *Store) read() (*StoreState, error) {
 	if st.Instances == nil {
 		st.Instances = map[string]*Instance{}
 	}
+	s.cached = nil
+	if exists {
+		s.cached, s.stamp = st, stamp
+	}
 	return st, nil
 }
 
+// statStamp returns the stamp of the file at path.
+func statStamp(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	stamp := fileStamp{size: fi.Size(), mtime: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		stamp.ino = int64(sys.Ino)
+	}
+	return stamp, nil
+}
+
+// write replaces the file with st and keeps st as the cached state. The
+// temporary file is not fsynced: the store is a simulation that must
+// survive its processes, not the machine, and the rename is atomic for
+// every reader either way.
 func (s *Store) write(st *StoreState) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encoding instance store: %w", err)
 	}
@@ -233,15 +357,17 @@ func (s *Store) write(st *StoreState) error {
 		tmp.Close()
 		return fmt.Errorf("writing instance store: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing instance store: %w", err)
-	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("writing instance store: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), s.path); err != nil {
 		return fmt.Errorf("writing instance store: %w", err)
 	}
+	stamp, err := statStamp(s.path)
+	if err != nil {
+		s.cached = nil
+		return nil // written; the next read decodes the file
+	}
+	s.cached, s.stamp = st, stamp
 	return nil
 }

@@ -117,3 +117,83 @@ func TestStoreRejectsCorruptFile(t *testing.T) {
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(content), 0o644)
 }
+
+// Updates queued while another goroutine holds the store are committed
+// together; one that fails returns its error to its caller alone, and
+// whatever it changed before failing is not written with the others.
+func TestStoreCommitsQueuedUpdatesTogether(t *testing.T) {
+	tests := []struct {
+		name string
+		fail []bool // per queued Update
+	}{
+		{name: "all succeed", fail: []bool{false, false, false, false}},
+		{name: "one fails among others", fail: []bool{false, true, false, false}},
+		{name: "all fail", fail: []bool{true, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "instances.json")
+			s, err := OpenStore(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boom := fmt.Errorf("boom")
+			// Hold the store, as a commit in progress would, until every
+			// Update is queued.
+			s.mu.Lock()
+			errs := make([]error, len(tt.fail))
+			var wg sync.WaitGroup
+			for i, fail := range tt.fail {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = s.Update(func(st *StoreState) error {
+						id := fmt.Sprintf("i-%d", i)
+						st.Instances[id] = &Instance{ID: id}
+						st.Sequence++
+						if fail {
+							return boom
+						}
+						return nil
+					})
+				}()
+			}
+			for queued := 0; queued < len(tt.fail); {
+				s.queueMu.Lock()
+				queued = len(s.queue)
+				s.queueMu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+			s.mu.Unlock()
+			wg.Wait()
+
+			want := 0
+			for i, fail := range tt.fail {
+				if fail != (errs[i] == boom) || (!fail && errs[i] != nil) {
+					t.Errorf("update %d (fails: %v) returned %v", i, fail, errs[i])
+				}
+				if !fail {
+					want++
+				}
+			}
+			// A fresh Store reads the file, not a cache.
+			fresh, err := OpenStore(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range []*Store{s, fresh} {
+				_ = st.View(func(st *StoreState) error {
+					if int(st.Sequence) != want || len(st.Instances) != want {
+						t.Errorf("sequence %d, %d instances, want %d (the successful updates only)", st.Sequence, len(st.Instances), want)
+					}
+					for i, fail := range tt.fail {
+						if _, ok := st.Instances[fmt.Sprintf("i-%d", i)]; ok == fail {
+							t.Errorf("instance of update %d (fails: %v) present: %v", i, fail, ok)
+						}
+					}
+					return nil
+				})
+			}
+		})
+	}
+}
