@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ import (
 // with its default launch and registration delays. It runs only with
 // JOINER_BENCH_LATENCY set (make bench-latency): "1" runs Karpenter's
 // example workloads and a 500-pod burst, "all" adds a 5,000-pod burst.
+// JOINER_BENCH_BURST=N adds a burst of N pods (bound: 15 minutes).
+// JOINER_BENCH_PROFILE=DIR writes, per run, joiner's CPU profile over the
+// run and the metrics of joiner and kube-apiserver at its end into DIR.
 // docs/performance.md has the figures.
 func TestLatency(t *testing.T) {
 	mode := os.Getenv("JOINER_BENCH_LATENCY")
@@ -42,6 +46,13 @@ func TestLatency(t *testing.T) {
 	t.Run("burst-500", func(t *testing.T) { latencyRun(t, burst(500), 5*time.Minute) })
 	if mode == "all" {
 		t.Run("burst-5000", func(t *testing.T) { latencyRun(t, burst(5000), 15*time.Minute) })
+	}
+	if n := os.Getenv("JOINER_BENCH_BURST"); n != "" {
+		size, err := strconv.Atoi(n)
+		if err != nil || size <= 0 {
+			t.Fatalf("JOINER_BENCH_BURST=%q: want a positive number of pods", n)
+		}
+		t.Run(fmt.Sprintf("burst-%d", size), func(t *testing.T) { latencyRun(t, burst(int32(size)), 15*time.Minute) })
 	}
 }
 
@@ -186,7 +197,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	s.nodePool.Spec.Template.Spec.Requirements = append(s.nodePool.Spec.Template.Spec.Requirements,
 		v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})
 	s.apply()
-	s.joiner()
+	prof := startProfiling(t, s)
 
 	kube, err := kubernetes.NewForConfig(s.env.Config)
 	if err != nil {
@@ -259,6 +270,7 @@ watching:
 		}
 	}
 	all := time.Since(start)
+	prof.finish(t)
 	claims, err := s.nodeClaims(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,110 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// latencyProfile captures, for JOINER_BENCH_PROFILE=DIR, joiner's CPU
+// profile over a latency run (consecutive 20 s profiles, merged with
+// `go tool pprof -proto DIR/<run>-cpu-*.pprof`) and, at the run's end, the
+// metrics of joiner (client-go's rate limiter waits, workqueue depths and
+// latencies) and of kube-apiserver (request latencies).
+type latencyProfile struct {
+	dir, run string
+	s        *scenario
+	port     int
+	j        *joiner
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// startProfiling starts joiner for the scenario, with pprof and a metrics
+// port when JOINER_BENCH_PROFILE is set.
+func startProfiling(t *testing.T, s *scenario) *latencyProfile {
+	dir := os.Getenv("JOINER_BENCH_PROFILE")
+	if dir == "" {
+		s.joiner()
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &latencyProfile{dir: dir, run: filepath.Base(t.Name()), s: s, port: freePort(t), stop: make(chan struct{})}
+	p.j = s.joiner(fmt.Sprintf("--metrics-port=%d", p.port), "--enable-profiling")
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for i := 1; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			if err := p.fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", 20), fmt.Sprintf("cpu-%03d.pprof", i)); err != nil {
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(time.Second): // joiner not serving yet
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// fetch saves one of joiner's debug or metrics pages into the directory.
+func (p *latencyProfile) fetch(path, name string) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(p.dir, p.run+"-"+name), b, 0o644)
+}
+
+// finish waits for the profile in progress and saves both metrics pages.
+func (p *latencyProfile) finish(t *testing.T) {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	if err := p.fetch("/metrics", "joiner-metrics.txt"); err != nil {
+		t.Logf("joiner metrics: %v", err)
+	}
+	if b, err := os.ReadFile(p.j.logPath); err == nil {
+		_ = os.WriteFile(filepath.Join(p.dir, p.run+"-joiner.log"), b, 0o644)
+	}
+	kube, err := kubernetes.NewForConfig(p.s.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Logf("kube-apiserver metrics: %v", err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, p.run+"-apiserver-metrics.txt"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("profile and metrics of %s in %s", p.run, p.dir)
+}
