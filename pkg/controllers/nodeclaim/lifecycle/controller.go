@@ -31,10 +31,16 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultRegistrationTTL         = 15 * time.Minute
-	DefaultInitializationTTL       = 15 * time.Minute
-	DefaultLaunchTTL               = 5 * time.Minute
-	DefaultMaxConcurrentReconciles = 50
+	DefaultRegistrationTTL   = 15 * time.Minute
+	DefaultInitializationTTL = 15 * time.Minute
+	DefaultLaunchTTL         = 5 * time.Minute
+	// DefaultMaxConcurrentReconciles is Karpenter's for its lifecycle
+	// controller. A NodeClaim's reconciles are a few API writes each, so
+	// the work is waiting on the API server: with 50 workers a burst of
+	// 500 NodeClaims queued its registrations behind its launches for over
+	// a minute on a loaded API server (docs/performance.md); the client's
+	// QPS limit, not the worker count, should bound the rate.
+	DefaultMaxConcurrentReconciles = 1000
 	DefaultLaunchBackoffMax        = time.Hour
 )
 
