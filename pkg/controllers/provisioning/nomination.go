@@ -138,13 +138,19 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 			return out
 		}), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return true },
+			// A new provider ID joins the Node to its NodeClaim; losing the
+			// unregistered taint makes its room schedulable.
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.(*corev1.Node).Spec.ProviderID != e.ObjectNew.(*corev1.Node).Spec.ProviderID
+				old, cur := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+				return old.Spec.ProviderID != cur.Spec.ProviderID || hasUnregisteredTaint(old) != hasUnregisteredTaint(cur)
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		// Each reconcile is about one pod write: in a burst hundreds of
+		// pods are named to their Nodes at once, and ten workers left them
+		// waiting seconds in the queue while their room was given away.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 100}).
 		Complete(w)
 	if err != nil {
 		return fmt.Errorf("registering nomination writer: %w", err)
@@ -197,6 +203,14 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 		// kube-scheduler nominated it (preemption): not joiner's to move.
 	case isOwned && owned == want && current != "":
 		// Someone changed the value joiner wrote: theirs now.
+	case isOwned && owned == want && w.unregistered(ctx, want):
+		// kube-scheduler cleared the value after trying the pod while the
+		// Node still carries karpenter.sh/unregistered, where nothing can
+		// be scheduled: setting it again now would only be cleared at its
+		// next attempt, one pod write each way per attempt, and in a burst
+		// kube-scheduler tries every pending pod at each new Node. The
+		// Node's registration (the taint removed) brings the pod back
+		// here, and the value is set then.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
 			if apierrors.IsConflict(err) {
@@ -253,6 +267,25 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string,
 		return nom.Node, nil
 	}
 	return w.nodeByProviderID(ctx, nc.Status.ProviderID)
+}
+
+// unregistered reports whether the Node named node is in the cache and
+// still carries karpenter.sh/unregistered.
+func (w *NominationWriter) unregistered(ctx context.Context, node string) bool {
+	n := &corev1.Node{}
+	if err := w.client.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+		return false
+	}
+	return hasUnregisteredTaint(n)
+}
+
+func hasUnregisteredTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1.TaintKeyUnregistered {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeByProviderID names the Node with providerID in the cache, or ""

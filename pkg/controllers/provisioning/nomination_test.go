@@ -107,6 +107,33 @@ func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
 	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
 		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
 	}
+
+	// kube-scheduler tries the pod, finds the Node still tainted and
+	// clears the value: it stays cleared while the taint does (setting it
+	// again would only be cleared at the next attempt), and is set again
+	// once registration removed the taint.
+	for _, step := range []struct {
+		name string
+		act  func(t *testing.T)
+		want string
+	}{
+		{name: "cleared by kube-scheduler, Node still unregistered", want: "", act: func(t *testing.T) {
+			f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
+		}},
+		{name: "unregistered taint removed", want: node.Name, act: func(t *testing.T) {
+			base := node.DeepCopy()
+			node.Spec.Taints = nil
+			if err := f.env.Client.Patch(t.Context(), node, client.MergeFrom(base)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		step.act(t)
+		f.reconcile(t)
+		if got := f.refresh(t).Status.NominatedNodeName; got != step.want {
+			t.Fatalf("%s: nominatedNodeName = %q, want %q", step.name, got, step.want)
+		}
+	}
 }
 
 // TestNominationWriterAfterRestart: a new joiner process (or leader)

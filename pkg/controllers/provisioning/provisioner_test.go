@@ -2,8 +2,10 @@ package provisioning_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -269,6 +272,54 @@ func TestProvisionEvaluatesNamespaceSelectors(t *testing.T) {
 			res := f.replica().provision()
 			if len(res.Created) != tt.wantClaims || len(res.Unschedulable) != 0 {
 				t.Fatalf("created %d NodeClaims (want %d), %d unschedulable", len(res.Created), tt.wantClaims, len(res.Unschedulable))
+			}
+		})
+	}
+}
+
+// A pod whose nomination window passed before its NodeClaim's Node
+// registered is planned again onto the in-flight room (Karpenter
+// re-simulates with in-flight NodeClaims as capacity), not onto a new
+// NodeClaim: under load, launch and registration take longer than the
+// window, and every window would otherwise launch the burst once more.
+func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
+	tests := []struct {
+		name string
+		// launch marks the NodeClaims launched (provider ID, capacity).
+		launch bool
+	}{
+		{name: "not launched yet"},
+		{name: "launched, no Node yet", launch: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.createNodePool(nil)
+			f.pendingPods(4, "1", nil)
+			r := f.replica()
+			first := r.provision()
+			want := len(f.nodeClaims())
+			if want == 0 || len(first.Created) != want {
+				t.Fatalf("first pass created %d NodeClaims, API has %d", len(first.Created), want)
+			}
+			if tt.launch {
+				for i, nc := range f.nodeClaims() {
+					nc.Status.ProviderID = fmt.Sprintf("fake:///zone-a/i-%d", i)
+					nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+					nc.Status.Allocatable = nc.Status.Capacity
+					nc.StatusConditions().SetTrue(v1.ConditionTypeLaunched)
+					if err := f.env.Client.Status().Update(t.Context(), &nc); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			f.clock.Step(state.DefaultNominationTTL + time.Second)
+			res := r.provision()
+			if len(res.Created) != 0 {
+				t.Errorf("after the window: %d pending, %d NodeClaims created; want the pods planned onto the %d in flight", res.Pending, len(res.Created), want)
+			}
+			if got := len(f.nodeClaims()); got != want {
+				t.Errorf("%d NodeClaims, want %d", got, want)
 			}
 		})
 	}
