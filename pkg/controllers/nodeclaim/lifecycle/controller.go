@@ -34,13 +34,14 @@ const (
 	DefaultRegistrationTTL   = 15 * time.Minute
 	DefaultInitializationTTL = 15 * time.Minute
 	DefaultLaunchTTL         = 5 * time.Minute
-	// DefaultMaxConcurrentReconciles is Karpenter's for its lifecycle
-	// controller. A NodeClaim's reconciles are a few API writes each, so
-	// the work is waiting on the API server: with 50 workers a burst of
-	// 500 NodeClaims queued its registrations behind its launches for over
-	// a minute on a loaded API server (docs/performance.md); the client's
-	// QPS limit, not the worker count, should bound the rate.
-	DefaultMaxConcurrentReconciles = 1000
+	// DefaultMaxConcurrentReconciles: a NodeClaim's reconciles are a few
+	// API writes each, so the workers mostly wait on the API server. With
+	// 50, a burst of 500 NodeClaims queued its registrations behind its
+	// launches for over a minute on a loaded API server; 200 is the
+	// client's default QPS, about what it can feed at a second per write.
+	// (Karpenter's 1000 made one run on the loaded 2-core build machine
+	// lose its leader lease: docs/performance.md.)
+	DefaultMaxConcurrentReconciles = 200
 	DefaultLaunchBackoffMax        = time.Hour
 )
 
