@@ -149,8 +149,9 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 		})).
 		// Each reconcile is about one pod write: in a burst hundreds of
 		// pods are named to their Nodes at once, and ten workers left them
-		// waiting seconds in the queue while their room was given away.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 100}).
+		// waiting 8 s on average in the queue (500-pod burst) while their
+		// room could be given away.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
 		Complete(w)
 	if err != nil {
 		return fmt.Errorf("registering nomination writer: %w", err)

@@ -34,14 +34,12 @@ const (
 	DefaultRegistrationTTL   = 15 * time.Minute
 	DefaultInitializationTTL = 15 * time.Minute
 	DefaultLaunchTTL         = 5 * time.Minute
-	// DefaultMaxConcurrentReconciles: a NodeClaim's reconciles are a few
-	// API writes each, so the workers mostly wait on the API server. With
-	// 50, a burst of 500 NodeClaims queued its registrations behind its
-	// launches for over a minute on a loaded API server; 200 is the
-	// client's default QPS, about what it can feed at a second per write.
-	// (Karpenter's 1000 made one run on the loaded 2-core build machine
-	// lose its leader lease: docs/performance.md.)
-	DefaultMaxConcurrentReconciles = 200
+	// DefaultMaxConcurrentReconciles stays below Karpenter's 1000: on the
+	// loaded 2-core build machine, 1000 and 200 workers each made a
+	// 500-pod burst's joiner lose its leader lease (the API server took
+	// over 10 s to answer the renewal with that many writes in flight;
+	// docs/performance.md).
+	DefaultMaxConcurrentReconciles = 50
 	DefaultLaunchBackoffMax        = time.Hour
 )
 
