@@ -31,14 +31,9 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultRegistrationTTL   = 15 * time.Minute
-	DefaultInitializationTTL = 15 * time.Minute
-	DefaultLaunchTTL         = 5 * time.Minute
-	// DefaultMaxConcurrentReconciles stays below Karpenter's 1000: on the
-	// loaded 2-core build machine, 1000 and 200 workers each made a
-	// 500-pod burst's joiner lose its leader lease (the API server took
-	// over 10 s to answer the renewal with that many writes in flight;
-	// docs/performance.md).
+	DefaultRegistrationTTL         = 15 * time.Minute
+	DefaultInitializationTTL       = 15 * time.Minute
+	DefaultLaunchTTL               = 5 * time.Minute
 	DefaultMaxConcurrentReconciles = 50
 	DefaultLaunchBackoffMax        = time.Hour
 )
