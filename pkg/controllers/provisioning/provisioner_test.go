@@ -287,9 +287,13 @@ func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
 		name string
 		// launch marks the NodeClaims launched (provider ID, capacity).
 		launch bool
+		// node creates each launched NodeClaim's Node as its kubelet
+		// registers it: still tainted karpenter.sh/unregistered.
+		node bool
 	}{
 		{name: "not launched yet"},
 		{name: "launched, no Node yet", launch: true},
+		{name: "Node created, not registered yet", launch: true, node: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,6 +315,24 @@ func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
 					if err := f.env.Client.Status().Update(t.Context(), &nc); err != nil {
 						t.Fatal(err)
 					}
+					if !tt.node {
+						continue
+					}
+					name := fmt.Sprintf("node-%d", i)
+					labels := map[string]string{corev1.LabelHostname: name}
+					for k, v := range nc.Labels {
+						labels[k] = v
+					}
+					node := &corev1.Node{
+						ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+						Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+					}
+					f.env.Create(t, node)
+					node.Status.Capacity, node.Status.Allocatable = nc.Status.Capacity, nc.Status.Allocatable
+					if err := f.env.Client.Status().Update(t.Context(), node); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = f.env.Client.Delete(context.Background(), node) })
 				}
 			}
 			f.clock.Step(state.DefaultNominationTTL + time.Second)
