@@ -159,3 +159,32 @@ func TestThrottlingAndServerErrorsAreRetried(t *testing.T) {
 		t.Errorf("node class after a 500 and a throttle on DescribeSubnets is not Ready: %+v", got.Status.Conditions)
 	}
 }
+
+// A launch whose CreateTags fails on every attempt is an error, and the
+// retry for the same NodeClaim gets the instance already launched, now
+// tagged, instead of launching a second one.
+func TestFailedTaggingDoesNotLaunchTwice(t *testing.T) {
+	t.Cleanup(local.faults.clear)
+	ctx := context.Background()
+	p := newProvider(t, "cluster-a")
+	nc := readyNodeClass(t, p, nodeClass(t))
+	claim := nodeClaim(t, nc)
+	if _, err := p.GetInstanceTypes(ctx, nodePool(nc)); err != nil {
+		t.Fatal(err)
+	}
+	local.faults.inject("CreateTags", localec2.FaultThrottle, localec2.FaultThrottle, localec2.FaultThrottle)
+	if _, err := p.Create(ctx, claim); err == nil {
+		t.Fatal("Create whose CreateTags is throttled on every attempt succeeded, want an error")
+	}
+	local.calls.reset()
+	got, err := p.Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := local.calls.reset()["EC2:CreateFleet"]; n != 0 {
+		t.Errorf("the retry called CreateFleet %d times, want 0 (the first launch's instance)", n)
+	}
+	if tags := tagsOf(describeInstance(t, got.Status.ProviderID).Tags); tags[awsv1.TagNodeClaim] != claim.Name || tags[awsprovider.TagNodeClaimUID] != string(claim.UID) {
+		t.Errorf("instance tags after the retry = %v, want the NodeClaim's name and UID", tags)
+	}
+}
