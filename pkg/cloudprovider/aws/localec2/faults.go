@@ -60,6 +60,7 @@ type FaultInjector struct {
 	SlowFor time.Duration
 
 	mu       sync.Mutex
+	calls    int               // EC2 requests seen
 	injected map[string]int    // "<action>:<fault>" -> count
 	tokens   map[string][]byte // ClientToken -> the launch's answer
 }
@@ -84,8 +85,12 @@ func (f *FaultInjector) Injected() map[string]int {
 	return out
 }
 
-// InjectedSummary renders Injected sorted, e.g. "CreateFleet:ghost=1 DescribeInstances:throttle=3".
+// InjectedSummary renders the EC2 requests seen and Injected sorted, e.g.
+// "40 EC2 calls, faults: CreateFleet:ghost=1 DescribeInstances:throttle=3".
 func (f *FaultInjector) InjectedSummary() string {
+	f.mu.Lock()
+	calls := f.calls
+	f.mu.Unlock()
 	counts := f.Injected()
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
@@ -96,7 +101,7 @@ func (f *FaultInjector) InjectedSummary() string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
 	}
-	return strings.Join(parts, " ")
+	return fmt.Sprintf("%d EC2 calls, faults: %s", calls, strings.Join(parts, " "))
 }
 
 // ec2APIVersion is the Version of every EC2 Query request.
@@ -135,6 +140,9 @@ func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
 			return xmlResponse(req, http.StatusOK, string(answer)), nil
 		}
 	}
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
 	var flt Fault
 	if f.Choose != nil {
 		flt = f.Choose(action)
