@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -296,7 +297,8 @@ func StartFaultProxy(target string, rates FaultRates) (*FaultProxy, error) {
 		director(r)
 		r.Host = host
 	}
-	rp.ErrorLog = nil
+	// A caller giving up (a killed process) is not the proxy's error.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	p := &FaultProxy{Endpoint: "http://" + l.Addr().String(), FaultInjector: inj, srv: &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
