@@ -92,12 +92,18 @@ bench-latency: controlplane
 	JOINER_BENCH_LATENCY=$(LATENCY) $(GO) test ./pkg/operator -run '^TestLatency$$' -v -count=1 -timeout 40m
 
 ## chaos: seeded chaos rounds (kill -9 the leader, restart kube-apiserver, cloud call
-## faults, a namesake cluster) judged by an independent observer; `make test` runs 2.
-## A failing round prints `make chaos ROUNDS=1 SEED=<seed>` to reproduce it. See test/chaos/README.md.
+## faults, a namesake cluster) judged by an independent observer, on the simulated cloud
+## (CLOUD=sim) or the local EC2 behind a fault proxy (CLOUD=aws); `make test` runs one of
+## each plus the regression rounds. A failing round prints
+## `make chaos CLOUD=<cloud> ROUNDS=1 SEED=<seed>` to reproduce it. See test/chaos/README.md.
 ROUNDS ?= 10
 SEED ?= $(shell date +%s)
+CLOUD ?= sim
+CHAOS_TEST_sim := TestChaos
+CHAOS_TEST_aws := TestChaosEC2
 chaos: controlplane
-	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test ./test/chaos -run '^TestChaos$$' -v -count=1 -timeout $$(( $(ROUNDS) * 5 + 5 ))m
+	@test -n "$(CHAOS_TEST_$(CLOUD))" || { echo "CLOUD=$(CLOUD): want sim or aws"; exit 2; }
+	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test ./test/chaos -run '^$(CHAOS_TEST_$(CLOUD))$$' -v -count=1 -timeout $$(( $(ROUNDS) * 5 + 5 ))m
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora under testdata/fuzz run in `make test`).
 FUZZTIME ?= 60s

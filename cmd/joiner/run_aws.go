@@ -40,11 +40,11 @@ type localAWS struct {
 // the process's AWS SDK configuration at it (AWS_ENDPOINT_URL, AWS_REGION
 // and static credentials, as a user would set them).
 func startLocalAWS(ctx context.Context, s *story, runDir string, settings *options.Options, kube client.Client, apiServer string) (*localAWS, error) {
-	srv, err := localec2.Start(ctx, localec2.StartOptions{LogPath: filepath.Join(runDir, "moto_server.log")})
+	srv, cl, err := localec2.StartSeeded(ctx, localec2.StartOptions{LogPath: filepath.Join(runDir, "moto_server.log")}, localec2.SeedOptions{ClusterName: settings.ClusterName})
 	if err != nil {
 		return nil, err
 	}
-	l := &localAWS{server: srv}
+	l := &localAWS{server: srv, cluster: cl}
 	if err := l.seed(ctx, settings, kube, apiServer); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -55,13 +55,10 @@ func startLocalAWS(ctx context.Context, s *story, runDir string, settings *optio
 	return l, nil
 }
 
+// seed maps the seeded node role, creates the interruption queue and
+// points the settings and the SDK at the local EC2.
 func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube client.Client, apiServer string) error {
-	cfg := l.server.Config()
-	cl, err := localec2.Seed(ctx, cfg, localec2.SeedOptions{ClusterName: settings.ClusterName})
-	if err != nil {
-		return err
-	}
-	l.cluster = cl
+	cfg, cl := l.server.Config(), l.cluster
 	role, err := iam.NewFromConfig(cfg).GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(cl.RoleName)})
 	if err != nil {
 		return fmt.Errorf("reading node role %s: %w", cl.RoleName, err)

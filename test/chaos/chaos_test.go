@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
-	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
@@ -63,19 +63,22 @@ func controlPlaneOptions() controlplane.Options {
 	return opts
 }
 
-// regressionSeeds are round seeds that once found a bug; they run first,
-// every time (see README.md, "What it found").
-var regressionSeeds = []uint64{}
-
-// TestChaos runs seeded rounds against two joiner replicas. CHAOS_ROUNDS
-// (default 2) and CHAOS_SEED (default 1) choose them; `make chaos` runs
-// more. A failing round prints its seed and fault schedule.
+// TestChaos runs seeded rounds on the simulated cloud. CHAOS_ROUNDS
+// (default 1) and CHAOS_SEED (default 1) choose them, after the sim's
+// regression rounds; `make chaos` runs more. A failing round prints its
+// seed and fault schedule.
 func TestChaos(t *testing.T) {
-	rounds, seed := 2, uint64(1)
+	runRounds(t, &simCloud{})
+}
+
+// runRounds runs the cloud's regression rounds, then CHAOS_ROUNDS rounds
+// from CHAOS_SEED (only those when CHAOS_SEED is set: a reproduction).
+func runRounds(t *testing.T, cloud cloudHarness) {
+	rounds, seed := 1, uint64(1)
 	if s := os.Getenv("CHAOS_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("CHAOS_ROUNDS=%q: want a positive number of rounds", s)
+		if err != nil || n < 0 {
+			t.Fatalf("CHAOS_ROUNDS=%q: want a number of rounds", s)
 		}
 		rounds = n
 	}
@@ -86,14 +89,20 @@ func TestChaos(t *testing.T) {
 		}
 		seed = n
 	}
-	seeds := append([]uint64(nil), regressionSeeds...)
-	if os.Getenv("CHAOS_SEED") != "" {
-		seeds = nil // reproducing one seed: run exactly it
+	var seeds []uint64
+	if os.Getenv("CHAOS_SEED") == "" {
+		for _, r := range regressions {
+			if r.Cloud == cloud.name() {
+				seeds = append(seeds, r.Seed)
+			}
+		}
 	}
 	for i := range rounds {
-		seeds = append(seeds, seed+uint64(i))
+		if s := seed + uint64(i); !slices.Contains(seeds, s) {
+			seeds = append(seeds, s)
+		}
 	}
-	w := newWorld(t)
+	w := newWorld(t, cloud)
 	defer w.teardown() // before the replicas stop (cleanups)
 	for _, s := range seeds {
 		if !w.round(t, s) {
@@ -102,16 +111,39 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// cloudHarness is what a round needs from a cloud: how to start it, a
+// node class, a replica's flags with the round's cloud faults, the
+// namesake cluster, and the cloud's own inventory for the observer.
+type cloudHarness interface {
+	name() string
+	// start readies the cloud for w's cluster.
+	start(t *testing.T, w *world)
+	// nodeClass is the NodePool's node class (to create) and its reference.
+	nodeClass(t *testing.T, w *world) (client.Object, *v1.NodeClassReference)
+	// requirements narrow the NodePool to small, cheap nodes.
+	requirements() []v1.NodeSelectorRequirementWithMinValues
+	// replica returns a replica's cloud flags and environment with f's
+	// call faults, and describes the faults.
+	replica(t *testing.T, w *world, f sim.CallFaults) (args, env []string, desc string)
+	// namesake runs a second cluster with w's cluster name on the same
+	// cloud, waits until it owns instances and returns its identity.
+	namesake(t *testing.T, w *world) Identity
+	// observed is the cloud's own inventory.
+	observed() Cloud
+	// faultsMet summarises the cloud faults the replicas met.
+	faultsMet(replicas []*test.JoinerProcess) string
+}
+
 // world is one cluster under test with its replicas, a namesake cluster
 // on the same cloud, and the observer.
 type world struct {
 	// t is the whole test's: replicas outlive a round.
 	t           *testing.T
+	cloud       cloudHarness
 	env         *test.Environment
 	ns          string
 	clusterName string
-	store       string
-	nodeClass   *simv1alpha1.SimNodeClass
+	nodeClass   client.Object
 	nodePool    *v1.NodePool
 	web         *appsv1.Deployment
 	replicas    []*test.JoinerProcess
@@ -122,26 +154,20 @@ type world struct {
 	log         func(string, ...any)
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, cloud cloudHarness) *world {
 	env := test.Env(t)
-	w := &world{t: t, env: env, ns: env.Namespace(t), clusterName: "chaos", store: filepath.Join(t.TempDir(), "instances.json"), log: t.Logf}
-	w.nodeClass = &simv1alpha1.SimNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")},
-		Spec: simv1alpha1.SimNodeClassSpec{
-			LaunchDelay:       metav1.Duration{Duration: time.Second},
-			RegistrationDelay: metav1.Duration{Duration: time.Second},
-		},
-	}
+	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", log: t.Logf}
+	cloud.start(t, w)
+	var ref *v1.NodeClassReference
+	w.nodeClass, ref = cloud.nodeClass(t, w)
 	w.nodePool = &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "np")},
 		Spec: v1.NodePoolSpec{
 			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: w.nodeClass.Name},
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				NodeClassRef: ref,
+				Requirements: append([]v1.NodeSelectorRequirementWithMinValues{
 					{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-					// Small nodes, so a round has several to launch and consolidate.
-					{Key: v1.LabelAWSInstanceCPU, Operator: corev1.NodeSelectorOpIn, Values: []string{"2", "4"}},
-				},
+				}, cloud.requirements()...),
 				ExpireAfter: v1.MustParseNillableDuration("720h"),
 			}},
 			Disruption: v1.Disruption{
@@ -155,7 +181,7 @@ func newWorld(t *testing.T) *world {
 
 	// The namesake cluster: its instances exist before ours and must
 	// survive every round.
-	foreign := w.startNamesake(t)
+	foreign := cloud.namesake(t, w)
 	self, err := ClusterIdentity(t.Context(), env.Config, w.clusterName)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +201,7 @@ func newWorld(t *testing.T) *world {
 		},
 	})
 
-	w.observer, err = NewObserver(ObserverOptions{Config: env.Config, Store: w.store, Cluster: self, Foreign: foreign, Namespace: w.ns, NodePool: w.nodePool.Name})
+	w.observer, err = NewObserver(ObserverOptions{Config: env.Config, Cloud: cloud.observed(), Cluster: self, Foreign: foreign, Namespace: w.ns, NodePool: w.nodePool.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,22 +213,25 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// startNamesake runs a second cluster (its own API server, so another
-// kube-system UID) with the same cluster name on the same cloud, gives it
-// instances, and returns its identity.
-func (w *world) startNamesake(t *testing.T) Identity {
+// startNamesake starts a second API server (another kube-system UID)
+// with nodeClass and w's NodePool, runs ready on it, then a single joiner
+// for it with args (and env), and gives it two pending pods.
+func (w *world) startNamesake(t *testing.T, nodeClass client.Object, ready func(*test.Environment), args func(*test.Environment) []string, env []string) *test.Environment {
 	opts := controlPlaneOptions()
 	opts.Scheduler, opts.ControllerManager, opts.Kwok = false, false, false
 	b := test.Start(t, opts)
-	nc, np := w.nodeClass.DeepCopy(), w.nodePool.DeepCopy()
-	for _, o := range []client.Object{nc, np} {
+	np := w.nodePool.DeepCopy()
+	for _, o := range []client.Object{nodeClass, np} {
 		o.SetResourceVersion("")
 		o.SetUID("")
 		if err := b.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	test.StartJoiner(t, binary.Path(t), "namesake", w.joinerArgs(b.ControlPlane.KubeconfigPath(), "", true), nil)
+	if ready != nil {
+		ready(b)
+	}
+	test.StartJoiner(t, binary.Path(t), "namesake", args(b), env)
 	for i := range 2 {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%d", i), Namespace: "default"},
@@ -221,40 +250,37 @@ func (w *world) startNamesake(t *testing.T) Identity {
 			t.Fatal(err)
 		}
 	}
+	return b
+}
+
+// namesakeIdentity waits until the namesake cluster owns instances and
+// returns its identity.
+func (w *world) namesakeIdentity(t *testing.T, b *test.Environment) Identity {
 	id, err := ClusterIdentity(t.Context(), b.Config, w.clusterName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	test.Eventually(t, 60*time.Second, func(context.Context) error {
-		inv, err := readInventory(w.store)
+	cloud := w.cloud.observed()
+	test.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		live, err := cloud.Live(ctx, id)
 		if err != nil {
 			return err
 		}
-		n := 0
-		for _, inst := range inv {
-			if id.owns(inst) && inst.State != stateTerminated {
-				n++
-			}
-		}
-		if n == 0 {
+		if len(live) == 0 {
 			return fmt.Errorf("the namesake cluster has no instance yet")
 		}
 		return nil
 	})
-	// Its Nodes register in the namesake's API server, never Ready (no kwok):
-	// enough to own instances. Its NodeClaims keep their finalizers until
-	// its API server goes.
 	return id
 }
 
 // joinerArgs are a replica's flags: fast garbage collection and
-// disruption so a round sees them, and the round's cloud call faults.
-func (w *world) joinerArgs(kubeconfig, faults string, single bool) []string {
+// disruption so a round sees them, and the cloud's flags.
+func (w *world) joinerArgs(kubeconfig string, single bool, cloudArgs ...string) []string {
 	args := []string{
 		"controller",
 		"--kubeconfig=" + kubeconfig,
 		"--cluster-name=" + w.clusterName,
-		"--sim-store=" + w.store,
 		"--metrics-port=0",
 		"--health-probe-port=0",
 		"--leader-election-name=" + w.clusterName + "-" + w.ns,
@@ -264,13 +290,10 @@ func (w *world) joinerArgs(kubeconfig, faults string, single bool) []string {
 		"--disruption-validation-period=2s",
 		"--log-level=debug",
 	}
-	if faults != "" {
-		args = append(args, "--sim-call-faults="+faults)
-	}
 	if single {
 		args = append(args, "--disable-leader-election")
 	}
-	return args
+	return append(args, cloudArgs...)
 }
 
 func (w *world) deployment(t *testing.T, name string, replicas int32, mutate func(*corev1.PodTemplateSpec)) *appsv1.Deployment {
@@ -323,10 +346,11 @@ func (w *world) startReplica(r *rand.Rand) string {
 	w.started++
 	f := faultsFor(r, w.roundSeed*100+uint64(w.started))
 	name := fmt.Sprintf("replica-%d", w.started)
-	j := test.StartJoiner(w.t, binary.Path(w.t), name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), f.String(), false), nil)
+	cloudArgs, env, desc := w.cloud.replica(w.t, w, f)
+	j := test.StartJoiner(w.t, binary.Path(w.t), name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), false, cloudArgs...), env)
 	w.replicas = append(w.replicas, j)
-	w.log("started %s (pid %d) with cloud faults %s", name, j.Pid(), f)
-	return name + " " + f.String()
+	w.log("started %s (pid %d) with cloud faults %s", name, j.Pid(), desc)
+	return name + " " + desc
 }
 
 // leader returns the alive replica holding the lease, waiting for a
@@ -363,6 +387,7 @@ func (f fault) String() string {
 
 // schedule is a round's plan, drawn from its seed.
 type schedule struct {
+	Cloud         string
 	Seed          uint64
 	Up, Down      int32
 	Faults        []fault
@@ -374,8 +399,8 @@ func (s *schedule) String() string {
 	for _, f := range s.Faults {
 		fs = append(fs, f.String())
 	}
-	return fmt.Sprintf("seed %d: web 0 -> %d -> %d replicas; faults [%s]; replica cloud faults [%s]",
-		s.Seed, s.Up, s.Down, strings.Join(fs, ", "), strings.Join(s.ReplicaFaults, " | "))
+	return fmt.Sprintf("cloud %s, seed %d: web 0 -> %d -> %d replicas; faults [%s]; replica cloud faults [%s]",
+		s.Cloud, s.Seed, s.Up, s.Down, strings.Join(fs, ", "), strings.Join(s.ReplicaFaults, " | "))
 }
 
 func plan(seed uint64) (*schedule, *rand.Rand) {
@@ -400,10 +425,12 @@ func (w *world) round(t *testing.T, seed uint64) bool {
 		w.log = t.Logf
 		w.roundSeed = seed
 		s, r := plan(seed)
+		s.Cloud = w.cloud.name()
 		start := time.Now()
 		defer func() {
 			if t.Failed() {
-				t.Logf("REPRODUCE: make chaos ROUNDS=1 SEED=%d\nschedule: %s", seed, s)
+				t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
+				w.keepLogs(t, s)
 			} else {
 				t.Logf("round %s passed in %.0fs", s, time.Since(start).Seconds())
 			}
@@ -437,18 +464,33 @@ func (w *world) round(t *testing.T, seed uint64) bool {
 		if v := w.observer.Violations(); len(v) > 0 {
 			t.Errorf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  "))
 		}
-		faults := 0
-		for _, j := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
+		roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
+		for _, j := range roundReplicas {
 			b, _ := os.ReadFile(j.LogPath)
-			faults += strings.Count(string(b), "(simulated fault)")
 			for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
 				if strings.Contains(string(b), bad) {
 					t.Errorf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60))
 				}
 			}
 		}
-		t.Logf("%d failed cloud calls logged by the round's replicas", faults)
+		t.Logf("cloud faults met by the round's replicas: %s", w.cloud.faultsMet(roundReplicas))
 	})
+}
+
+// keepLogs copies every replica's log out of the test's temporary
+// directories, which go when the test ends, and says where.
+func (w *world) keepLogs(t *testing.T, s *schedule) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("joiner-chaos-%s-%d-", s.Cloud, s.Seed))
+	if err != nil {
+		t.Logf("keeping the replicas' logs: %v", err)
+		return
+	}
+	for _, j := range w.replicas {
+		if b, err := os.ReadFile(j.LogPath); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, j.Name+".log"), b, 0o644)
+		}
+	}
+	t.Logf("replica logs kept in %s", dir)
 }
 
 func aliveReplicas(js []*test.JoinerProcess) []*test.JoinerProcess {

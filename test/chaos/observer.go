@@ -33,11 +33,11 @@ import (
 // Tags the simulated cloud writes on its instances (see the sim provider's
 // documentation); the observer reads them as any inventory tool would.
 const (
-	tagCluster      = "sim.joiner.dev/cluster"
-	tagClusterID    = "sim.joiner.dev/cluster-id"
-	tagNodeClaim    = "karpenter.sh/nodeclaim"
-	tagNodeClaimUID = "sim.joiner.dev/nodeclaim-uid"
-	stateTerminated = "terminated"
+	simTagCluster      = "sim.joiner.dev/cluster"
+	simTagClusterID    = "sim.joiner.dev/cluster-id"
+	simTagNodeClaimUID = "sim.joiner.dev/nodeclaim-uid"
+	tagNodeClaim       = "karpenter.sh/nodeclaim"
+	stateTerminated    = "terminated"
 
 	annotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 	labelNodePool          = "karpenter.sh/nodepool"
@@ -45,8 +45,8 @@ const (
 
 var nodeClaimsGVR = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
 
-// cloudInstance is one instance as the cloud's inventory file lists it.
-type cloudInstance struct {
+// CloudInstance is one instance as the cloud's own inventory lists it.
+type CloudInstance struct {
 	ID         string            `json:"id"`
 	Zone       string            `json:"zone"`
 	State      string            `json:"state"`
@@ -54,31 +54,73 @@ type cloudInstance struct {
 	Tags       map[string]string `json:"tags"`
 }
 
-// readInventory reads the cloud's inventory. The file is replaced
-// atomically (rename), so a plain read sees a whole version.
-func readInventory(path string) (map[string]cloudInstance, error) {
-	b, err := os.ReadFile(path)
+// Cloud is how the observer reads a cloud: its inventory, the tags that
+// name an instance's cluster (name and unique id) and its NodeClaim, and
+// which states mean the instance is gone.
+type Cloud struct {
+	Name string
+	// Instances lists every instance the cloud knows, gone ones included.
+	Instances func(ctx context.Context) (map[string]CloudInstance, error)
+	// ClusterTag and ClusterIDTag name the owning cluster; NodeClaimTag
+	// the NodeClaim an instance was launched for (one live instance each).
+	ClusterTag, ClusterIDTag, NodeClaimTag string
+	// GoneStates are the states of an instance that no longer runs.
+	GoneStates []string
+	// SampleEvery is how often the instant checks read the inventory.
+	SampleEvery time.Duration
+}
+
+// owns reports whether id's cluster launched inst.
+func (c Cloud) owns(id Identity, inst CloudInstance) bool {
+	return inst.Tags[c.ClusterTag] == id.Name && inst.Tags[c.ClusterIDTag] == id.ID
+}
+
+func (c Cloud) gone(inst CloudInstance) bool { return slices.Contains(c.GoneStates, inst.State) }
+
+// Live returns the instances id's cluster owns that still run.
+func (c Cloud) Live(ctx context.Context, id Identity) (map[string]CloudInstance, error) {
+	inv, err := c.Instances(ctx)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return map[string]cloudInstance{}, nil
+		return nil, err
+	}
+	out := map[string]CloudInstance{}
+	for k, inst := range inv {
+		if c.owns(id, inst) && !c.gone(inst) {
+			out[k] = inst
 		}
-		return nil, fmt.Errorf("reading the cloud inventory %s: %w", path, err)
 	}
-	var f struct {
-		Instances map[string]cloudInstance `json:"instances"`
+	return out, nil
+}
+
+// SimCloud reads the simulated cloud's inventory file. The file is
+// replaced atomically (rename), so a plain read sees a whole version.
+func SimCloud(store string) Cloud {
+	return Cloud{
+		Name: "sim",
+		Instances: func(context.Context) (map[string]CloudInstance, error) {
+			b, err := os.ReadFile(store)
+			if err != nil {
+				if os.IsNotExist(err) {
+					return map[string]CloudInstance{}, nil
+				}
+				return nil, fmt.Errorf("reading the cloud inventory %s: %w", store, err)
+			}
+			var f struct {
+				Instances map[string]CloudInstance `json:"instances"`
+			}
+			if err := json.Unmarshal(b, &f); err != nil {
+				return nil, fmt.Errorf("decoding the cloud inventory %s: %w", store, err)
+			}
+			return f.Instances, nil
+		},
+		ClusterTag: simTagCluster, ClusterIDTag: simTagClusterID, NodeClaimTag: simTagNodeClaimUID,
+		GoneStates:  []string{stateTerminated},
+		SampleEvery: 300 * time.Millisecond,
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("decoding the cloud inventory %s: %w", path, err)
-	}
-	return f.Instances, nil
 }
 
 // Identity is a cluster as its instances' tags name it.
 type Identity struct{ Name, ID string }
-
-func (c Identity) owns(inst cloudInstance) bool {
-	return inst.Tags[tagCluster] == c.Name && inst.Tags[tagClusterID] == c.ID
-}
 
 // ClusterIdentity reads a cluster's unique id, the UID of kube-system.
 func ClusterIdentity(ctx context.Context, cfg *rest.Config, name string) (Identity, error) {
@@ -96,8 +138,8 @@ func ClusterIdentity(ctx context.Context, cfg *rest.Config, name string) (Identi
 // ObserverOptions say what the observer watches.
 type ObserverOptions struct {
 	Config *rest.Config
-	// Store is the simulated cloud's inventory file.
-	Store string
+	// Cloud is the cloud's own inventory.
+	Cloud Cloud
 	// Cluster is the cluster under test; Foreign the other cluster sharing
 	// the cloud (and the name), whose instances must never be touched.
 	Cluster, Foreign Identity
@@ -117,7 +159,7 @@ type Observer struct {
 	violations []string
 	seen       map[string]bool // violations already recorded
 	// foreign is the other cluster's live instances when Start ran.
-	foreign map[string]cloudInstance
+	foreign map[string]CloudInstance
 	// evicted are pods whose eviction was already judged.
 	evicted map[string]bool
 	// dnd maps a node to its running do-not-disrupt pods.
@@ -146,15 +188,9 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 // Start records the foreign cluster's instances and watches pods, nodes
 // and the cloud until ctx ends.
 func (o *Observer) Start(ctx context.Context) error {
-	inv, err := readInventory(o.opts.Store)
-	if err != nil {
-		return err
-	}
-	o.foreign = map[string]cloudInstance{}
-	for id, inst := range inv {
-		if o.opts.Foreign.owns(inst) && inst.State != stateTerminated {
-			o.foreign[id] = inst
-		}
+	var err error
+	if o.foreign, err = o.opts.Cloud.Live(ctx, o.opts.Foreign); err != nil {
+		return fmt.Errorf("observer: %w", err)
 	}
 	pods := informers.NewSharedInformerFactoryWithOptions(o.kube, 0, informers.WithNamespace(o.opts.Namespace))
 	podInf := pods.Core().V1().Pods().Informer()
@@ -183,14 +219,14 @@ func (o *Observer) Start(ctx context.Context) error {
 		}
 	}
 	go func() {
-		t := time.NewTicker(300 * time.Millisecond)
+		t := time.NewTicker(o.opts.Cloud.SampleEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				o.sampleCloud()
+				o.sampleCloud(ctx)
 			}
 		}
 	}()
@@ -224,32 +260,35 @@ func (o *Observer) AllowNodeDeletion(node string) {
 // sampleCloud checks the invariants that must hold at every instant: one
 // live instance per NodeClaim, and the foreign cluster's instances alive
 // and unchanged.
-func (o *Observer) sampleCloud() {
-	inv, err := readInventory(o.opts.Store)
+func (o *Observer) sampleCloud(ctx context.Context) {
+	c := o.opts.Cloud
+	inv, err := c.Instances(ctx)
 	if err != nil {
-		o.violate("inventory", "the cloud inventory is unreadable: %v", err)
+		if ctx.Err() == nil {
+			o.violate("inventory", "the cloud inventory is unreadable: %v", err)
+		}
 		return
 	}
 	byClaim := map[string][]string{}
 	for id, inst := range inv {
-		if inst.State == stateTerminated || !o.opts.Cluster.owns(inst) {
+		if c.gone(inst) || !c.owns(o.opts.Cluster, inst) {
 			continue
 		}
-		if uid := inst.Tags[tagNodeClaimUID]; uid != "" {
-			byClaim[uid] = append(byClaim[uid], id)
+		if claim := inst.Tags[c.NodeClaimTag]; claim != "" {
+			byClaim[claim] = append(byClaim[claim], id)
 		}
 	}
-	for uid, ids := range byClaim {
+	for claim, ids := range byClaim {
 		if len(ids) > 1 {
 			slices.Sort(ids)
-			o.violate("dup/"+uid, "two live instances for one NodeClaim (uid %s): %v", uid, ids)
+			o.violate("dup/"+claim, "two live instances for one NodeClaim (%s=%s): %v", c.NodeClaimTag, claim, ids)
 		}
 	}
 	for id, was := range o.foreign {
 		now, ok := inv[id]
 		switch {
-		case !ok, now.State == stateTerminated:
-			o.violate("foreign/"+id, "instance %s of the other cluster (%s/%s) was terminated", id, was.Tags[tagCluster], was.Tags[tagClusterID])
+		case !ok, c.gone(now):
+			o.violate("foreign/"+id, "instance %s of the other cluster (%s/%s) was terminated", id, was.Tags[c.ClusterTag], was.Tags[c.ClusterIDTag])
 		case !mapsEqual(now.Tags, was.Tags):
 			o.violate("foreign-tags/"+id, "instance %s of the other cluster had its tags changed: %v -> %v", id, was.Tags, now.Tags)
 		}
@@ -476,15 +515,12 @@ func (o *Observer) settled(ctx context.Context) ([]string, error) {
 		}
 		claimOf[pid[strings.LastIndex(pid, "/")+1:]] = c.GetName()
 	}
-	inv, err := readInventory(o.opts.Store)
+	live, err := o.opts.Cloud.Live(ctx, o.opts.Cluster)
 	if err != nil {
 		return nil, err
 	}
 	launched := map[string][]string{}
-	for id, inst := range inv {
-		if inst.State == stateTerminated || !o.opts.Cluster.owns(inst) {
-			continue
-		}
+	for id, inst := range live {
 		if _, ok := claimOf[id]; !ok {
 			problems = append(problems, fmt.Sprintf("instance %s (tagged for NodeClaim %s, launched %s) has no NodeClaim",
 				id, inst.Tags[tagNodeClaim], inst.LaunchTime.UTC().Format(time.RFC3339)))

@@ -224,14 +224,16 @@ func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
 	out := make([]*v1.NodeClaim, 0, len(insts))
-	p.instances.mu.Lock()
-	p.instances.primed = true
-	p.instances.mu.Unlock()
 	for i := range insts {
 		nc := p.hydrate(ctx, &insts[i])
 		out = append(out, nc)
 		p.instances.remember(nc.UID, nc)
 	}
+	// Primed only once every launch is remembered: a Create that sees the
+	// index primed trusts a miss and launches.
+	p.instances.mu.Lock()
+	p.instances.primed = true
+	p.instances.mu.Unlock()
 	return out, nil
 }
 

@@ -47,6 +47,13 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		if err != nil {
 			return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 		}
+		// The Create that launched it may have failed to tag it; CreateTags
+		// is idempotent, and a restarted controller finds it by the tags.
+		if id, err := parseProviderID(existing.Status.ProviderID); err == nil {
+			if err := p.tagNodeClaim(ctx, id, nodeClaim); err != nil {
+				return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+			}
+		}
 		return existing, nil
 	}
 	its, err := p.instanceTypes(ctx, nc)
@@ -62,11 +69,13 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
+	// Remembered before tagging: a retry after a failed CreateTags gets
+	// this instance (and tags it) instead of launching a second one.
+	out := p.hydrateLaunch(nodeClaim, nc, inst, cand)
+	p.instances.remember(nodeClaim.UID, out)
 	if err := p.tagNodeClaim(ctx, inst.ID, nodeClaim); err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	out := p.hydrateLaunch(nodeClaim, nc, inst, cand)
-	p.instances.remember(nodeClaim.UID, out)
 	return out, nil
 }
 

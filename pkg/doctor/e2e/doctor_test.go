@@ -54,17 +54,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	srv, err := localec2.Start(ctx, localec2.StartOptions{})
+	srv, cl, err := localec2.StartSeeded(ctx, localec2.StartOptions{}, localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{kubernetesVersion}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	defer srv.Stop()
-	cl, err := localec2.Seed(ctx, srv.Config(), localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{kubernetesVersion}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: seeding the local EC2:", err)
-		return 1
-	}
 	local.server, local.cluster = srv, cl
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)

@@ -4,15 +4,17 @@ import (
 	"context"
 
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -54,7 +56,7 @@ func TestInsufficientCapacityMarksOfferings(t *testing.T) {
 	nc := readyNodeClass(t, p, nodeClass(t))
 	claim := nodeClaim(t, nc)
 	claim.Spec.Requirements[0].Values = []string{"m5.large"}
-	local.faults.inject("CreateFleet", faultICE)
+	local.faults.inject("CreateFleet", localec2.FaultCapacity)
 	_, err := p.Create(ctx, claim)
 	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "m5.large/us-east-1") {
 		t.Fatalf("Create with no capacity = %v, want an InsufficientCapacityError naming m5.large's offerings", err)
@@ -85,7 +87,7 @@ func TestSubnetExhaustionIsNamed(t *testing.T) {
 	p := newProvider(t, "cluster-a")
 	nc := readyNodeClass(t, p, nodeClass(t))
 	claim := nodeClaim(t, nc)
-	local.faults.inject("CreateFleet", faultSubnetExhausted)
+	local.faults.inject("CreateFleet", localec2.FaultSubnetExhausted)
 	for i := range 2 {
 		local.calls.reset()
 		_, err := p.Create(ctx, claim)
@@ -139,21 +141,50 @@ func TestThrottlingAndServerErrorsAreRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	local.faults.clear()
-	local.faults.inject("CreateFleet", faultThrottle, faultServerError)
+	local.faults.inject("CreateFleet", localec2.FaultThrottle, localec2.FaultServerError)
 	if _, err := p.Create(ctx, nodeClaim(t, nc)); err != nil {
 		t.Fatalf("Create after a throttle and a 500 = %v, want the third attempt to launch", err)
 	}
 	if n := local.faults.injected("CreateFleet"); n != 2 {
 		t.Errorf("injected %d CreateFleet faults, want 2", n)
 	}
-	local.faults.inject("CreateFleet", faultThrottle, faultThrottle, faultThrottle)
+	local.faults.inject("CreateFleet", localec2.FaultThrottle, localec2.FaultThrottle, localec2.FaultThrottle)
 	_, err := p.Create(ctx, nodeClaim(t, nc))
 	if ce := cloudprovider.AsCreateError(err); ce == nil || ce.ConditionReason != "RequestLimitExceeded" {
 		t.Errorf("Create throttled on every attempt = %v, want a CreateError RequestLimitExceeded", err)
 	}
-	local.faults.inject("DescribeSubnets", faultServerError, faultThrottle)
+	local.faults.inject("DescribeSubnets", localec2.FaultServerError, localec2.FaultThrottle)
 	other := nodeClass(t, func(nc *awsv1.EC2NodeClass) { nc.Spec.Tags = map[string]string{"team": "retry"} })
 	if got := createAndReconcile(t, p, other); !got.IsReady() {
 		t.Errorf("node class after a 500 and a throttle on DescribeSubnets is not Ready: %+v", got.Status.Conditions)
+	}
+}
+
+// A launch whose CreateTags fails on every attempt is an error, and the
+// retry for the same NodeClaim gets the instance already launched, now
+// tagged, instead of launching a second one.
+func TestFailedTaggingDoesNotLaunchTwice(t *testing.T) {
+	t.Cleanup(local.faults.clear)
+	ctx := context.Background()
+	p := newProvider(t, "cluster-a")
+	nc := readyNodeClass(t, p, nodeClass(t))
+	claim := nodeClaim(t, nc)
+	if _, err := p.GetInstanceTypes(ctx, nodePool(nc)); err != nil {
+		t.Fatal(err)
+	}
+	local.faults.inject("CreateTags", localec2.FaultThrottle, localec2.FaultThrottle, localec2.FaultThrottle)
+	if _, err := p.Create(ctx, claim); err == nil {
+		t.Fatal("Create whose CreateTags is throttled on every attempt succeeded, want an error")
+	}
+	local.calls.reset()
+	got, err := p.Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := local.calls.reset()["EC2:CreateFleet"]; n != 0 {
+		t.Errorf("the retry called CreateFleet %d times, want 0 (the first launch's instance)", n)
+	}
+	if tags := tagsOf(describeInstance(t, got.Status.ProviderID).Tags); tags[awsv1.TagNodeClaim] != claim.Name || tags[awsprovider.TagNodeClaimUID] != string(claim.UID) {
+		t.Errorf("instance tags after the retry = %v, want the NodeClaim's name and UID", tags)
 	}
 }

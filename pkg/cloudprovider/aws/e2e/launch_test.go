@@ -19,6 +19,8 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 func describeInstance(t *testing.T, providerID string) ec2types.Instance {
@@ -293,5 +295,71 @@ func TestIdentityKeepsNamesakesApart(t *testing.T) {
 	}
 	if err := a.Delete(ctx, mine); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Delete of a terminated instance = %v, want NodeClaimNotFoundError", err)
+	}
+}
+
+// A provider taking over from another (a new leader) that gets concurrent
+// Creates for NodeClaims the old one launched returns their instances and
+// launches none. Its instance index counted as primed as soon as List had
+// described the instances, before it remembered them (hydrating waits
+// for the cold instance type catalog), so the other Creates found it empty
+// and launched again: chaos round aws/1 saw three NodeClaims with two
+// instances each after a kill -9 of the leader.
+func TestNewLeaderFindsEarlierLaunchesUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	p := newProvider(t, "cluster-a")
+	nc := readyNodeClass(t, p, nodeClass(t))
+	const n = 3
+	claims := make([]*v1.NodeClaim, n)
+	want := map[string]string{}
+	for i := range claims {
+		claim := nodeClaim(t, nc)
+		claim.Name = fmt.Sprintf("%s-%d", claim.Name, i)
+		claim.UID = types.UID(fmt.Sprintf("%s-%d", claim.UID, i))
+		got, err := p.Create(ctx, claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims[i], want[claim.Name] = claim, got.Status.ProviderID
+	}
+	// The new provider's catalog is cold: its first DescribeInstanceTypes
+	// page is slow. The first Create's List reaches it while hydrating; the
+	// others start then.
+	t.Cleanup(local.faults.clear)
+	local.faults.inject("DescribeInstanceTypes", localec2.FaultSlow)
+	next := newProvider(t, "cluster-a")
+	local.calls.reset()
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	errs := make([]error, n)
+	for i, claim := range claims {
+		if i == 1 {
+			test.Eventually(t, 30*time.Second, func(context.Context) error {
+				if local.faults.injected("DescribeInstanceTypes") == 0 {
+					return fmt.Errorf("the first Create has not reached the instance type catalog")
+				}
+				return nil
+			})
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := next.Create(ctx, claim)
+			if err == nil {
+				got[i] = out.Status.ProviderID
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, claim := range claims {
+		if errs[i] != nil {
+			t.Errorf("Create of %s on the new provider: %v", claim.Name, errs[i])
+		} else if got[i] != want[claim.Name] {
+			t.Errorf("Create of %s on the new provider = %s, want the earlier launch %s", claim.Name, got[i], want[claim.Name])
+		}
+	}
+	if launches := local.calls.reset()["EC2:CreateFleet"]; launches != 0 {
+		t.Errorf("the new provider called CreateFleet %d times, want 0", launches)
 	}
 }

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -51,19 +48,14 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	srv, err := localec2.Start(ctx, localec2.StartOptions{})
+	srv, cl, err := localec2.StartSeeded(ctx, localec2.StartOptions{}, localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{kubernetesVersion}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	defer srv.Stop()
-	cl, err := localec2.Seed(ctx, srv.Config(), localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{kubernetesVersion}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: seeding the local EC2:", err)
-		return 1
-	}
 	local.server, local.cluster = srv, cl
-	local.faults = &faults{next: http.DefaultTransport, queued: map[string][]fault{}}
+	local.faults = newFaults()
 	local.calls = &calls{}
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -158,26 +150,35 @@ func describe(counts map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// fault is an answer the injector gives instead of the local EC2's.
-type fault string
-
-const (
-	faultThrottle        fault = "throttle"     // 503 RequestLimitExceeded
-	faultServerError     fault = "server-error" // 500 InternalError
-	faultICE             fault = "ice"          // CreateFleet: InsufficientInstanceCapacity for every override
-	faultSubnetExhausted fault = "subnet"       // CreateFleet: InsufficientFreeAddressesInSubnet for every override
-)
-
-// faults sits on the wire between the SDK and the local EC2 and answers
-// queued requests of an action itself, in EC2's wire format.
+// faults answers queued requests of an action with localec2's injected
+// faults, in EC2's wire format, and forwards the rest to the local EC2.
 type faults struct {
-	next   http.RoundTripper
+	*localec2.FaultInjector
 	mu     sync.Mutex
-	queued map[string][]fault // action -> faults, first first
-	seen   map[string]int     // action -> injected count
+	queued map[string][]localec2.Fault // action -> faults, first first
+	seen   map[string]int              // action -> injected count
 }
 
-func (f *faults) inject(action string, fs ...fault) {
+func newFaults() *faults {
+	f := &faults{queued: map[string][]localec2.Fault{}, seen: map[string]int{}}
+	f.FaultInjector = localec2.NewFaultInjector(nil, f.next)
+	return f
+}
+
+// next pops the action's next queued fault.
+func (f *faults) next(action string) localec2.Fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queued[action]
+	if len(q) == 0 {
+		return ""
+	}
+	f.queued[action] = q[1:]
+	f.seen[action]++
+	return q[0]
+}
+
+func (f *faults) inject(action string, fs ...localec2.Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queued[action] = append(f.queued[action], fs...)
@@ -186,7 +187,7 @@ func (f *faults) inject(action string, fs ...fault) {
 func (f *faults) clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.queued = map[string][]fault{}
+	f.queued = map[string][]localec2.Fault{}
 	f.seen = map[string]int{}
 }
 
@@ -194,70 +195,4 @@ func (f *faults) injected(action string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.seen[action]
-}
-
-func (f *faults) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Method != http.MethodPost {
-		return f.next.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	action := form.Get("Action")
-	f.mu.Lock()
-	var flt fault
-	if q := f.queued[action]; len(q) > 0 {
-		flt, f.queued[action] = q[0], q[1:]
-		if f.seen == nil {
-			f.seen = map[string]int{}
-		}
-		f.seen[action]++
-	}
-	f.mu.Unlock()
-	switch flt {
-	case faultThrottle:
-		return xmlResponse(req, 503, ec2Error("RequestLimitExceeded", "Request limit exceeded.")), nil
-	case faultServerError:
-		return xmlResponse(req, 500, ec2Error("InternalError", "An internal error has occurred.")), nil
-	case faultICE:
-		return xmlResponse(req, 200, fleetErrors(form, "InsufficientInstanceCapacity", "We currently do not have sufficient capacity in the Availability Zone you requested.")), nil
-	case faultSubnetExhausted:
-		return xmlResponse(req, 200, fleetErrors(form, "InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet to satisfy the requested number of instances.")), nil
-	}
-	return f.next.RoundTrip(req)
-}
-
-func ec2Error(code, msg string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>injected</RequestID></Response>`, code, msg)
-}
-
-// fleetErrors is a CreateFleet answer that launched nothing and reports
-// code for every override of the request.
-func fleetErrors(form url.Values, code, msg string) string {
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>injected</requestId><fleetId>fleet-injected</fleetId><errorSet>`)
-	for c := 1; form.Has(fmt.Sprintf("LaunchTemplateConfigs.%d.LaunchTemplateSpecification.LaunchTemplateName", c)); c++ {
-		lt := form.Get(fmt.Sprintf("LaunchTemplateConfigs.%d.LaunchTemplateSpecification.LaunchTemplateName", c))
-		for o := 1; ; o++ {
-			prefix := fmt.Sprintf("LaunchTemplateConfigs.%d.Overrides.%d.", c, o)
-			if !form.Has(prefix + "InstanceType") {
-				break
-			}
-			fmt.Fprintf(&b, `<item><launchTemplateAndOverrides><launchTemplateSpecification><launchTemplateName>%s</launchTemplateName><version>1</version></launchTemplateSpecification><overrides><instanceType>%s</instanceType><subnetId>%s</subnetId></overrides></launchTemplateAndOverrides><lifecycle>%s</lifecycle><errorCode>%s</errorCode><errorMessage>%s</errorMessage></item>`,
-				lt, form.Get(prefix+"InstanceType"), form.Get(prefix+"SubnetId"), form.Get("TargetCapacitySpecification.DefaultTargetCapacityType"), code, msg)
-		}
-	}
-	b.WriteString(`</errorSet><fleetInstanceSet></fleetInstanceSet></CreateFleetResponse>`)
-	return b.String()
-}
-
-func xmlResponse(req *http.Request, status int, body string) *http.Response {
-	return &http.Response{
-		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Header: http.Header{"Content-Type": []string{"text/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)), Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}
 }

@@ -11,6 +11,12 @@
 // under a configurable root (DefaultParameterRoot) and the provider's SSM
 // parameter root setting must name it.
 //
+// StartSeeded does both, the setup every AWS test suite shares. moto never
+// throttles, runs out of capacity or loses an answer: FaultInjector (an
+// http.RoundTripper) and FaultProxy (a loopback HTTP proxy for another
+// process's AWS_ENDPOINT_URL) add those in EC2's own error shapes, and
+// give launches the ClientToken idempotency moto lacks.
+//
 // The package never decides anything about nodes; it only stands up the
 // cloud the provider talks to. Tests and `joiner run --local-ec2` use it.
 package localec2

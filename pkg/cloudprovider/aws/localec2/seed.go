@@ -336,3 +336,19 @@ func (s *Server) Reset(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StartSeeded starts a local EC2 and seeds one cluster in it: the setup
+// every AWS test suite and `joiner run --local-ec2` share. On an error
+// nothing is left running.
+func StartSeeded(ctx context.Context, start StartOptions, seed SeedOptions) (*Server, *Cluster, error) {
+	srv, err := Start(ctx, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := Seed(ctx, srv.Config(), seed)
+	if err != nil {
+		_ = srv.Stop()
+		return nil, nil, err
+	}
+	return srv, cl, nil
+}

@@ -63,13 +63,13 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	srv, err := localec2.Start(ctx, localec2.StartOptions{})
+	srv, cl, err := localec2.StartSeeded(ctx, localec2.StartOptions{}, localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{"1.36"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 	defer srv.Stop()
-	if err := seed(ctx, srv.Config()); err != nil {
+	if err := seed(ctx, srv.Config(), cl); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: seeding the local EC2:", err)
 		return 1
 	}
@@ -82,11 +82,9 @@ func run(m *testing.M) int {
 	})
 }
 
-func seed(ctx context.Context, cfg aws.Config) error {
-	cl, err := localec2.Seed(ctx, cfg, localec2.SeedOptions{ClusterName: clusterName, KubernetesVersions: []string{"1.36"}})
-	if err != nil {
-		return err
-	}
+// seed adds the roles and instance profiles the diagnosis tests need to
+// the seeded cluster.
+func seed(ctx context.Context, cfg aws.Config, cl *localec2.Cluster) error {
 	local.cfg, local.cluster = cfg, cl
 	local.ec2, local.iam = ec2.NewFromConfig(cfg), iam.NewFromConfig(cfg)
 	role, err := local.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(cl.RoleName)})

@@ -18,16 +18,12 @@ import (
 // profile behind.
 func TestSuiteAgainstLocalEC2(t *testing.T) {
 	ctx := context.Background()
-	srv, err := localec2.Start(ctx, localec2.StartOptions{})
+	const cluster = "e2e-local"
+	srv, cl, err := localec2.StartSeeded(ctx, localec2.StartOptions{}, localec2.SeedOptions{ClusterName: cluster, KubernetesVersions: []string{"1.36"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
-	const cluster = "e2e-local"
-	cl, err := localec2.Seed(ctx, srv.Config(), localec2.SeedOptions{ClusterName: cluster, KubernetesVersions: []string{"1.36"}})
-	if err != nil {
-		t.Fatalf("seeding the local EC2: %v", err)
-	}
 	cfg := srv.Config()
 	t.Run("suite", func(t *testing.T) {
 		Run(t, cfg, Settings{ClusterName: cluster, NodeRole: cl.RoleName, KubernetesVersion: "1.36", SSMParameterRoot: cl.ParameterRoot})
