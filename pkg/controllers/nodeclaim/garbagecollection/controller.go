@@ -188,20 +188,23 @@ func (c *Controller) Collect(ctx context.Context) error {
 }
 
 // terminateOrphan terminates an instance no NodeClaim points at and deletes
-// its Node if one registered.
+// its Node if one registered. The Node is looked up before the instance is
+// terminated: the cloud's node lifecycle (the simulated cloud's machines,
+// the cloud controller manager on AWS) may delete it as soon as the
+// instance is gone, and the event must still find the Node it is about.
 func (c *Controller) terminateOrphan(ctx context.Context, inst *v1.NodeClaim) error {
 	pid := inst.Status.ProviderID
 	logger := log.FromContext(ctx).WithValues("provider-id", pid, "nodeclaim", inst.Name, "nodepool", inst.Labels[v1.LabelNodePool])
+	node, err := c.nodeFor(ctx, pid)
+	if err != nil {
+		return err
+	}
 	if err := c.opts.CloudProvider.Delete(ctx, inst); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
 		return fmt.Errorf("terminating orphan instance %s: %w", pid, err)
 	}
 	age := c.opts.Clock.Since(inst.CreationTimestamp.Time).Round(time.Second)
 	logger.Info("terminated orphan instance", "age", age.String())
 	msg := fmt.Sprintf("Terminated instance %s: it belongs to this cluster but no NodeClaim references it (launched %s ago; nodeclaim tag %q)", pid, age, inst.Name)
-	node, err := c.nodeFor(ctx, pid)
-	if err != nil {
-		return err
-	}
 	if node != nil {
 		c.opts.Recorder.Publish(events.Warning(node, ReasonOrphanInstanceTerminated, "GarbageCollect", "%s", msg))
 		if err := c.opts.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
