@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,10 @@ import (
 )
 
 // solve is the solver simulate runs; tests may replace it.
+// simulateNow is the plan's clock: a NodePool dumped from a cluster
+// carries its launch back-offs, which are judged against it. Tests fix it.
+var simulateNow = time.Now
+
 var solve simulate.Solver = func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 	return scheduling.Solve(s, scheduling.Options{})
 }
@@ -174,6 +179,7 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 	snap, err := m.Snapshot(scenario.SnapshotOptions{
 		InstanceTypes: its,
 		Catalog:       catalog.Options{Zones: o.zones, Families: o.families},
+		Now:           simulateNow(),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,6 +40,9 @@ func TestMethods(t *testing.T) {
 		replacements []string
 		// verdict: node → substring of its Unconsolidatable or Drift.
 		verdict map[string]string
+		// backedOff are instance types the NodePool's launches are
+		// waiting on (a launch back-off, as the provisioner's snapshot has).
+		backedOff []string
 	}{
 		{
 			name:  "emptiness takes every empty node at once",
@@ -95,6 +99,18 @@ func TestMethods(t *testing.T) {
 			want:  disruption.MethodSingleNode, candidates: []string{"a"}, replacements: []string{"c2"},
 		},
 		{
+			name:      "single-node: a backed-off type is not a replacement",
+			nodes:     []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "1500m")}}},
+			backedOff: []string{"c2"},
+			want:      disruption.MethodSingleNode, candidates: []string{"a"}, replacements: []string{"c4"},
+		},
+		{
+			name:      "drift waits while every replacement type is backed off",
+			nodes:     []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "6")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){withNode(drifted)}}},
+			backedOff: []string{"c1", "c2", "c4", "c8"},
+			verdict:   map[string]string{"a": "nodepool default is backing off launches"},
+		},
+		{
 			name:    "never the same type again",
 			nodes:   []node{{name: "a", it: "c2", pods: []*corev1.Pod{pod("p", "1500m")}}},
 			verdict: map[string]string{"a": "can't replace with a cheaper node"},
@@ -139,6 +155,9 @@ func TestMethods(t *testing.T) {
 			}
 			in := input(t, np, tc.nodes...)
 			in.Options, in.PausedDrift = tc.opts, tc.pause
+			if len(tc.backedOff) > 0 {
+				in.Cluster.NodePools[0].Backoffs = []scheduling.LaunchBackoff{{What: "node class default", Phase: "Registration", Failures: 1, NextAttempt: fixtureNow.Add(time.Hour), InstanceTypes: tc.backedOff}}
+			}
 			d, err := disruption.Decide(in)
 			if err != nil {
 				t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // Phase is where a failed launch stopped.
@@ -268,4 +269,38 @@ func (s Scope) What() string {
 		return "instance type " + s.InstanceType
 	}
 	return "node class " + s.NodeClass
+}
+
+// SolverBackoffs turns np's record into the solver's input: the back-offs
+// still waiting at now under np's current template and node class, each
+// with the instance types of its that it covers. It also returns the
+// NodePool's failure count, which names relaunched NodeClaims. The
+// provisioner, `joiner simulate` and `joiner explain` all read back-offs
+// through it, so a what-if plan sees the same unavailable types as the
+// next real batch.
+func SolverBackoffs(np *v1.NodePool, its []*scheduling.InstanceType, now time.Time) ([]scheduling.LaunchBackoff, int64, error) {
+	record, err := Get(np)
+	if err != nil {
+		return nil, 0, err
+	}
+	nodeClass := ""
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		nodeClass = ref.Name
+	}
+	var out []scheduling.LaunchBackoff
+	for _, b := range record.Active(now, np.Hash()) {
+		if b.NodeClass != nodeClass {
+			continue
+		}
+		lb := scheduling.LaunchBackoff{What: b.What(), Phase: string(b.Phase), Cause: b.Reason, Failures: b.Failures, NextAttempt: b.RetryAfter.Time}
+		for _, it := range its {
+			if b.Covers(it.Name) {
+				lb.InstanceTypes = append(lb.InstanceTypes, it.Name)
+			}
+		}
+		if len(lb.InstanceTypes) > 0 {
+			out = append(out, lb)
+		}
+	}
+	return out, record.Failures, nil
 }

@@ -1,13 +1,16 @@
 package launchhealth
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 func TestDelay(t *testing.T) {
@@ -230,6 +233,72 @@ func TestCovers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := (Backoff{Scope: tc.scope}).Covers(tc.it); got != tc.want {
 				t.Fatalf("Covers(%s) = %t, want %t", tc.it, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSolverBackoffs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	its := []*scheduling.InstanceType{{Name: "m5.large"}, {Name: "g5.xlarge"}}
+	pool := func(nodeClass string) *v1.NodePool {
+		np := &v1.NodePool{}
+		np.Name = "default"
+		np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "sim.joiner.dev", Kind: "SimNodeClass", Name: nodeClass}
+		return np
+	}
+	withRecord := func(np *v1.NodePool, hash string, scopes ...Scope) *v1.NodePool {
+		var r Record
+		for _, s := range scopes {
+			r.Failed(Failure{Phase: PhaseRegistration, Reason: "NodeNotFound", Time: metav1.NewTime(now.Add(-time.Minute))}, s, hash, 5*time.Minute, time.Hour)
+		}
+		Set(np, r)
+		return np
+	}
+	for _, tc := range []struct {
+		name         string
+		np           *v1.NodePool
+		now          time.Time
+		want         [][]string // instance types per back-off
+		wantFailures int64
+		wantErr      string
+	}{
+		{name: "no record", np: pool("a"), now: now},
+		{name: "node class back-off covers every type", np: withRecord(pool("a"), pool("a").Hash(), Scope{NodeClass: "a"}), now: now,
+			want: [][]string{{"m5.large", "g5.xlarge"}}, wantFailures: 1},
+		{name: "instance type back-off covers its type", np: withRecord(pool("a"), pool("a").Hash(), Scope{NodeClass: "a", InstanceType: "g5.xlarge", ImageID: "ami-1"}), now: now,
+			want: [][]string{{"g5.xlarge"}}, wantFailures: 1},
+		{name: "type the node class no longer offers", np: withRecord(pool("a"), pool("a").Hash(), Scope{NodeClass: "a", InstanceType: "p3.2xlarge"}), now: now,
+			wantFailures: 1},
+		{name: "another node class", np: withRecord(pool("b"), pool("b").Hash(), Scope{NodeClass: "a"}), now: now, wantFailures: 1},
+		{name: "template changed since", np: withRecord(pool("a"), "old-hash", Scope{NodeClass: "a"}), now: now, wantFailures: 1},
+		{name: "back-off over", np: withRecord(pool("a"), pool("a").Hash(), Scope{NodeClass: "a"}), now: now.Add(5 * time.Minute), wantFailures: 1},
+		{name: "unreadable record", np: func() *v1.NodePool {
+			np := pool("a")
+			np.Annotations = map[string]string{v1.AnnotationLaunchHealth: "{"}
+			return np
+		}(), now: now, wantErr: "reading annotation joiner.dev/launch-health of nodepool default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, failures, err := SolverBackoffs(tc.np, its, tc.now)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types [][]string
+			for _, b := range got {
+				types = append(types, b.InstanceTypes)
+				if !b.NextAttempt.After(tc.now) || b.What == "" || b.Phase != string(PhaseRegistration) {
+					t.Errorf("back-off %+v: want a later next attempt, a scope and the phase", b)
+				}
+			}
+			if !reflect.DeepEqual(types, tc.want) || failures != tc.wantFailures {
+				t.Fatalf("back-offs cover %v with %d failures, want %v with %d", types, failures, tc.want, tc.wantFailures)
 			}
 		})
 	}

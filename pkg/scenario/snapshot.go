@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	nodeutil "k8s.io/component-helpers/node/util"
 	"slices"
 	"strconv"
 	"time"
@@ -12,8 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	nodeutil "k8s.io/component-helpers/node/util"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -130,7 +132,30 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 	if err := m.offerInstanceTypes(snap, opts); err != nil {
 		return nil, err
 	}
+	if err := m.launchBackoffs(snap, opts.Now); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// launchBackoffs gives each NodePool the launch back-offs its
+// joiner.dev/launch-health annotation holds at now, as the provisioner
+// does, so a plan made from a cluster dump leaves out the instance types a
+// failing launch is waiting on. Without a clock (now zero) nothing is
+// backed off: the record's times mean nothing against the zero time.
+func (m *Manifests) launchBackoffs(snap *scheduling.Snapshot, now time.Time) error {
+	if now.IsZero() {
+		return nil
+	}
+	for i, np := range m.apiNodePools {
+		pool := m.nodePools[i]
+		backoffs, _, err := launchhealth.SolverBackoffs(np, snap.InstanceTypes[np.Name], now)
+		if err != nil {
+			return fmt.Errorf("%s: metadata.annotations[%s]: %w (remove the annotation: joiner writes it again on the next launch)", pool.where, v1.AnnotationLaunchHealth, err)
+		}
+		pool.obj.Backoffs = backoffs
+	}
+	return nil
 }
 
 // snapshotNamespaces are the Namespace objects read, so pod affinity's

@@ -111,8 +111,12 @@ func backingOffMessage(r BackingOff) string {
 		if b.Phase == "Initialization" {
 			verb = "initialize"
 		}
-		parts = append(parts, fmt.Sprintf("%s failed to %s %d time(s) in a row (%s), next attempt at %s",
-			b.What, verb, b.Failures, b.Cause, b.NextAttempt.UTC().Format(time.RFC3339)))
+		cause := ""
+		if b.Cause != "" {
+			cause = " (" + b.Cause + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s failed to %s %d time(s) in a row%s, next attempt at %s",
+			b.What, verb, b.Failures, cause, b.NextAttempt.UTC().Format(time.RFC3339)))
 	}
 	return fmt.Sprintf("nodepool %s is backing off launches that failed: %s", r.NodePool, strings.Join(parts, "; "))
 }

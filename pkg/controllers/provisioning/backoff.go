@@ -14,36 +14,16 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// launchBackoffs turns np's launch health record into the solver's input:
-// the back-offs still waiting at now under np's current template and node
-// class, each with the instance types of its it covers. It also returns the NodePool's failure
-// count, which names relaunched NodeClaims.
+// launchBackoffs is launchhealth.SolverBackoffs for a batch: an
+// unreadable record is logged and read as no back-off, so one bad
+// annotation never stops provisioning.
 func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.InstanceType, now time.Time) ([]scheduling.LaunchBackoff, int64) {
-	record, err := launchhealth.Get(np)
+	out, failures, err := launchhealth.SolverBackoffs(np, its, now)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "ignoring unreadable launch health record", "nodepool", np.Name)
 		return nil, 0
 	}
-	nodeClass := ""
-	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-		nodeClass = ref.Name
-	}
-	var out []scheduling.LaunchBackoff
-	for _, b := range record.Active(now, np.Hash()) {
-		if b.NodeClass != nodeClass {
-			continue
-		}
-		lb := scheduling.LaunchBackoff{What: b.What(), Phase: string(b.Phase), Cause: b.Reason, Failures: b.Failures, NextAttempt: b.RetryAfter.Time}
-		for _, it := range its {
-			if b.Covers(it.Name) {
-				lb.InstanceTypes = append(lb.InstanceTypes, it.Name)
-			}
-		}
-		if len(lb.InstanceTypes) > 0 {
-			out = append(out, lb)
-		}
-	}
-	return out, record.Failures
+	return out, failures
 }
 
 // earliestRetry is the first NextAttempt among the back-offs that kept a
