@@ -1,9 +1,12 @@
 package state
 
 import (
+	"cmp"
 	"errors"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -301,11 +304,24 @@ func (c *Cluster) deleteNodeClaimLocked(name string) {
 // UpdatePod records a pod: bound, non-terminal pods count on their node;
 // a pod that is bound or gone loses its nomination.
 func (c *Cluster) UpdatePod(p *corev1.Pod) {
+	c.updatePod(p, false)
+}
+
+// updatePod is UpdatePod; owned says the caller hands p over (the state.pod
+// reconciler's fresh copy from the cache), so the model keeps p itself
+// instead of a copy: one allocation of every pod event fewer.
+func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
+	own := func() *corev1.Pod {
+		if owned {
+			return p
+		}
+		return p.DeepCopy()
+	}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	var stored *corev1.Pod
 	if p.Spec.NodeName != "" && !terminal {
-		stored = p.DeepCopy()
+		stored = own()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -313,7 +329,8 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	if p.Spec.NodeName != "" || terminal {
 		delete(c.nominations, key)
 	} else if n, ok := c.nominations[key]; ok {
-		n.pod = p.DeepCopy()
+		// Not bound, so not stored above: p is taken once at most.
+		n.pod = own()
 		if n.initialized && rejectedSince(p, n.scheduled) {
 			c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(n.nodeClaim))
 		}
@@ -574,6 +591,12 @@ func (c *Cluster) changedLocked() {
 	metrics.ClusterStateNodeCount.Set(float64(len(c.entries)))
 }
 
+// byPodKey orders pods by namespace, then name (without building a
+// "namespace/name" string per comparison).
+func byPodKey(a, b *corev1.Pod) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
 // stateNodeLocked builds a deep copy of the entry at key.
 func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNode {
 	sn := &StateNode{MarkedForDeletion: c.marked[key]}
@@ -583,9 +606,7 @@ func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNod
 		for _, p := range c.podsByNode[e.node.Name] {
 			sn.Pods = append(sn.Pods, p.DeepCopy())
 		}
-		sort.Slice(sn.Pods, func(i, j int) bool {
-			return sn.Pods[i].Namespace+"/"+sn.Pods[i].Name < sn.Pods[j].Namespace+"/"+sn.Pods[j].Name
-		})
+		slices.SortFunc(sn.Pods, byPodKey)
 	}
 	if e.nodeClaim != nil {
 		sn.NodeClaim = e.nodeClaim.DeepCopy()
@@ -594,9 +615,7 @@ func (c *Cluster) stateNodeLocked(key string, e *entry, now time.Time) *StateNod
 				sn.NominatedPods = append(sn.NominatedPods, n.pod.DeepCopy())
 			}
 		}
-		sort.Slice(sn.NominatedPods, func(i, j int) bool {
-			return sn.NominatedPods[i].Namespace+"/"+sn.NominatedPods[i].Name < sn.NominatedPods[j].Namespace+"/"+sn.NominatedPods[j].Name
-		})
+		slices.SortFunc(sn.NominatedPods, byPodKey)
 	}
 	if (sn.Node != nil && sn.Node.DeletionTimestamp != nil) || (sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) {
 		sn.MarkedForDeletion = true

@@ -113,8 +113,10 @@ func (c *Controller) Update(ctx context.Context) error {
 	if err := c.opts.Client.List(ctx, &pools); err != nil {
 		return fmt.Errorf("listing nodepools: %w", err)
 	}
+	// The pods are only read: the cache's own objects, not a copy of
+	// every pod of the cluster each interval.
 	var pods corev1.PodList
-	if err := c.opts.Client.List(ctx, &pods); err != nil {
+	if err := c.opts.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	nodes := c.opts.Cluster.Nodes()
