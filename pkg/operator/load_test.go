@@ -113,8 +113,8 @@ func TestLoad(t *testing.T) {
 	progress := func(what string) {
 		claims, _ := s.nodeClaims(ctx)
 		now := m.latest()
-		t.Logf("%6.0fs %s: %d of %d pods Running, %d NodeClaims; joiner's Go heap %.0f MiB, %.0f goroutines",
-			time.Since(start).Seconds(), what, counter.running(), pods, len(claims), now.heap/(1<<20), now.goroutines)
+		t.Logf("%6.0fs %s: %d of %d pods Running, %d NodeClaims; joiner's Go heap %.0f MiB, %.0f goroutines, peak RSS so far %.0f MiB",
+			time.Since(start).Seconds(), what, counter.running(), pods, len(claims), now.heap/(1<<20), now.goroutines, float64(readPeakRSS(j.Pid()))/1024)
 	}
 	if !waitFor(t, upCtx, func() bool { return counter.running() >= pods }, progress, "scaling up") {
 		return
@@ -151,8 +151,8 @@ func TestLoad(t *testing.T) {
 	waitFor(t, downCtx, func() bool { c, n := left(); return c == 0 && n == 0 }, func(string) {
 		c, n := left()
 		now := m.latest()
-		t.Logf("%6.0fs scaling down: %d NodeClaims and %d Nodes left; joiner's Go heap %.0f MiB, %.0f goroutines",
-			time.Since(downStart).Seconds(), c, n, now.heap/(1<<20), now.goroutines)
+		t.Logf("%6.0fs scaling down: %d NodeClaims and %d Nodes left; joiner's Go heap %.0f MiB, %.0f goroutines, peak RSS so far %.0f MiB",
+			time.Since(downStart).Seconds(), c, n, now.heap/(1<<20), now.goroutines, float64(readPeakRSS(j.Pid()))/1024)
 	}, "scaling down")
 	downDone := time.Since(downStart)
 	_, nodesLeft := left()
