@@ -90,6 +90,12 @@ func TestLoad(t *testing.T) {
 	// saves joiner's heap profile to PATH once every pod runs (the most
 	// pods and nodes in the caches), and to PATH.down once every node is
 	// given back: `go tool pprof -top -inuse_space joiner PATH`.
+	// JOINER_LOAD_MEMORY_LIMIT=BYTES runs joiner with MEMORY_LIMIT, as the
+	// chart does from the container's memory limit: the Go GC's soft
+	// limit is then 90% of it.
+	if limit := os.Getenv("JOINER_LOAD_MEMORY_LIMIT"); limit != "" {
+		args = append(args, "--memory-limit="+limit)
+	}
 	heapProfile := os.Getenv("JOINER_LOAD_HEAP_PROFILE")
 	if heapProfile != "" {
 		args = append(args, "--enable-profiling")
