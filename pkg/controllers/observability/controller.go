@@ -29,7 +29,9 @@ const controllerName = "metrics.observability"
 
 // Cluster is the part of the cluster state the gauges are read from.
 type Cluster interface {
-	Nodes() []*state.StateNode
+	// ReadOnlyNodes are the tracked nodes, not copied: the controller
+	// only reads them.
+	ReadOnlyNodes() []*state.StateNode
 	NodePoolUsage() map[string]corev1.ResourceList
 }
 
@@ -119,7 +121,8 @@ func (c *Controller) Update(ctx context.Context) error {
 	if err := c.opts.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	nodes := c.opts.Cluster.Nodes()
+	// Read only, like the pods above: no copy of every node and pod.
+	nodes := c.opts.Cluster.ReadOnlyNodes()
 	c.updateNodes(nodes)
 	c.updatePods(pods.Items, nodes)
 	c.updateNodePools(pools.Items)
