@@ -66,9 +66,11 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		obj  client.ObjectList
 		opts []client.ListOption
 	}{
-		// Only pods bound to no node can be provisioned for: listing them
-		// alone spares a copy of every running pod per batch.
-		{"nodepools", &nodePools, nil}, {"pods", &pods, []client.ListOption{client.MatchingFields{state.IndexPodNodeName: ""}}},
+		// Only pods bound to no node can be provisioned for, and they are
+		// only read (provisionable copies a pod before changing it): the
+		// cache's own pods, without a copy of each per batch.
+		{"nodepools", &nodePools, nil},
+		{"pods", &pods, []client.ListOption{client.MatchingFields{state.IndexPodNodeName: ""}, client.UnsafeDisableDeepCopy}},
 		{"persistentvolumeclaims", &pvcs, nil}, {"persistentvolumes", &pvs, nil}, {"storageclasses", &storageClass, nil},
 		{"namespaces", &namespaces, nil},
 	}
