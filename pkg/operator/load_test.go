@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -83,9 +84,24 @@ func TestLoad(t *testing.T) {
 	// One replica without leader election: on this loaded 2-core machine a
 	// lease renewal can miss its 10 s deadline, and joiner then exits (as
 	// it must) while no Deployment restarts it here.
-	j := s.joiner(fmt.Sprintf("--metrics-port=%d", port), "--disable-leader-election",
-		fmt.Sprintf("--kube-client-qps=%d", loadQPS), fmt.Sprintf("--kube-client-burst=%d", loadBurst))
-	m := &joinerMetrics{url: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
+	args := []string{fmt.Sprintf("--metrics-port=%d", port), "--disable-leader-election",
+		fmt.Sprintf("--kube-client-qps=%d", loadQPS), fmt.Sprintf("--kube-client-burst=%d", loadBurst)}
+	// JOINER_LOAD_HEAP_PROFILE=PATH serves pprof (ENABLE_PROFILING) and
+	// saves joiner's heap profile to PATH once every pod runs (the most
+	// pods and nodes in the caches), and to PATH.down once every node is
+	// given back: `go tool pprof -top -inuse_space joiner PATH`.
+	// JOINER_LOAD_MEMORY_LIMIT=BYTES runs joiner with MEMORY_LIMIT, as the
+	// chart does from the container's memory limit: the Go GC's soft
+	// limit is then 90% of it.
+	if limit := os.Getenv("JOINER_LOAD_MEMORY_LIMIT"); limit != "" {
+		args = append(args, "--memory-limit="+limit)
+	}
+	heapProfile := os.Getenv("JOINER_LOAD_HEAP_PROFILE")
+	if heapProfile != "" {
+		args = append(args, "--enable-profiling")
+	}
+	j := s.joiner(args...)
+	m := &joinerMetrics{url: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), heapProfile: heapProfile}
 	m.waitUp(t)
 	stopSampling := m.sample(t)
 
@@ -102,13 +118,19 @@ func TestLoad(t *testing.T) {
 	d := s.deployment("load", int32(pods), loadPodCPU, "1Gi", nil)
 	progress := func(what string) {
 		claims, _ := s.nodeClaims(ctx)
-		t.Logf("%6.0fs %s: %d of %d pods Running, %d NodeClaims", time.Since(start).Seconds(), what, counter.running(), pods, len(claims))
+		now := m.latest()
+		t.Logf("%6.0fs %s: %d of %d pods Running, %d NodeClaims; joiner's Go heap %.0f MiB, %.0f goroutines, peak RSS so far %.0f MiB",
+			time.Since(start).Seconds(), what, counter.running(), pods, len(claims), now.heap/(1<<20), now.goroutines, float64(readPeakRSS(j.Pid()))/1024)
 	}
 	if !waitFor(t, upCtx, func() bool { return counter.running() >= pods }, progress, "scaling up") {
 		return
 	}
 	upDone := time.Since(start)
 	upCPU := m.last().cpu
+	upRSS := readPeakRSS(j.Pid())
+	if heapProfile != "" {
+		m.saveHeapProfile(t, heapProfile, true)
+	}
 	nodes, err := s.nodes(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -134,26 +156,36 @@ func TestLoad(t *testing.T) {
 	// A scale-down that times out still reports the figures so far.
 	waitFor(t, downCtx, func() bool { c, n := left(); return c == 0 && n == 0 }, func(string) {
 		c, n := left()
-		t.Logf("%6.0fs scaling down: %d NodeClaims and %d Nodes left", time.Since(downStart).Seconds(), c, n)
+		now := m.latest()
+		t.Logf("%6.0fs scaling down: %d NodeClaims and %d Nodes left; joiner's Go heap %.0f MiB, %.0f goroutines, peak RSS so far %.0f MiB",
+			time.Since(downStart).Seconds(), c, n, now.heap/(1<<20), now.goroutines, float64(readPeakRSS(j.Pid()))/1024)
 	}, "scaling down")
 	downDone := time.Since(downStart)
 	_, nodesLeft := left()
+	if heapProfile != "" {
+		m.saveHeapProfile(t, heapProfile+".down", true)
+	}
 	samples := stopSampling()
 	j.stop()
 
 	up, down := rateStats(samples, start, start.Add(upDone)), rateStats(samples, downStart, downStart.Add(downDone))
 	last := samples[len(samples)-1]
+	var peakHeap, peakGoroutines float64
+	for _, x := range samples {
+		peakHeap, peakGoroutines = max(peakHeap, x.heap), max(peakGoroutines, x.goroutines)
+	}
 	if budget == "" {
 		budget = "10% (default)"
 	}
 	t.Logf("load: %d pods on %d nodes (%s, %s CPU per pod), disruption budget %s\n"+
 		"  scale-up:   all Running %.1fs after the Deployment; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
 		"  scale-down: %d of %d nodes given back %.1fs after replicas=0; joiner CPU %.1fs; API requests %d, mean %.1f/s, highest 10s window %.1f/s\n"+
-		"  joiner peak RSS %.0f MiB (VmHWM of the process); KUBE_CLIENT_QPS %d, burst %d",
+		"  joiner peak RSS %.0f MiB (VmHWM of the process; %.0f MiB when every pod ran); Go heap in use at most %.0f MiB, at most %.0f goroutines (sampled every second)\n"+
+		"  KUBE_CLIENT_QPS %d, burst %d",
 		pods, len(nodes), loadNodeType, loadPodCPU, budget,
 		upDone.Seconds(), upCPU, up.requests, up.mean, up.peak,
 		len(nodes)-nodesLeft, len(nodes), downDone.Seconds(), last.cpu-upCPU, down.requests, down.mean, down.peak,
-		float64(j.peakRSS)/1024, loadQPS, loadBurst)
+		float64(j.peakRSS)/1024, float64(upRSS)/1024, peakHeap/(1<<20), peakGoroutines, loadQPS, loadBurst)
 	for _, r := range []rates{up, down} {
 		// The client's token bucket allows its burst on top of QPS × time.
 		if limit := loadQPS + float64(loadBurst)/rateWindow.Seconds(); r.peak > limit {
@@ -235,15 +267,22 @@ func watchRunning(t *testing.T, ctx context.Context, kube kubernetes.Interface, 
 // joinerMetrics scrapes joiner's metrics endpoint.
 type joinerMetrics struct {
 	url string
-	mu  sync.Mutex
-	all []metricSample
+	// heapProfile, when set, is where the sampler saves a heap profile
+	// (as heapProfile.peak) each time the heap in use passes its highest
+	// yet by a quarter.
+	heapProfile string
+	mu          sync.Mutex
+	all         []metricSample
 }
 
-// metricSample is joiner's request count and CPU seconds at a time.
+// metricSample is joiner's request count, CPU seconds, Go heap in use
+// and goroutines at a time.
 type metricSample struct {
-	at       time.Time
-	requests float64
-	cpu      float64
+	at         time.Time
+	requests   float64
+	cpu        float64
+	heap       float64
+	goroutines float64
 }
 
 func (m *joinerMetrics) waitUp(t *testing.T) {
@@ -259,7 +298,8 @@ func (m *joinerMetrics) waitUp(t *testing.T) {
 }
 
 // scrape reads rest_client_requests_total (summed over code, method and
-// host) and process_cpu_seconds_total.
+// host), process_cpu_seconds_total, go_memstats_heap_inuse_bytes and
+// go_goroutines.
 func (m *joinerMetrics) scrape() (metricSample, error) {
 	s := metricSample{at: time.Now()}
 	resp, err := http.Get(m.url)
@@ -276,7 +316,17 @@ func (m *joinerMetrics) scrape() (metricSample, error) {
 		line := sc.Text()
 		name, _, _ := strings.Cut(line, "{")
 		name, _, _ = strings.Cut(name, " ")
-		if name != "rest_client_requests_total" && name != "process_cpu_seconds_total" {
+		var to *float64
+		switch name {
+		case "rest_client_requests_total":
+			to = &s.requests
+		case "process_cpu_seconds_total":
+			to = &s.cpu
+		case "go_memstats_heap_inuse_bytes":
+			to = &s.heap
+		case "go_goroutines":
+			to = &s.goroutines
+		default:
 			continue
 		}
 		f := strings.Fields(line)
@@ -284,11 +334,7 @@ func (m *joinerMetrics) scrape() (metricSample, error) {
 		if err != nil {
 			return s, fmt.Errorf("metric line %q: %w", line, err)
 		}
-		if name == "rest_client_requests_total" {
-			s.requests += v
-		} else {
-			s.cpu = v
-		}
+		*to += v
 	}
 	return s, sc.Err()
 }
@@ -300,11 +346,16 @@ func (m *joinerMetrics) sample(t *testing.T) func() []metricSample {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
+		var profiled float64
 		for {
 			if s, err := m.scrape(); err == nil {
 				m.mu.Lock()
 				m.all = append(m.all, s)
 				m.mu.Unlock()
+				if m.heapProfile != "" && s.heap > profiled*1.25 {
+					profiled = s.heap
+					m.saveHeapProfile(t, m.heapProfile+".peak", false)
+				}
 			}
 			select {
 			case <-done:
@@ -325,6 +376,16 @@ func (m *joinerMetrics) sample(t *testing.T) func() []metricSample {
 	}
 }
 
+// latest is the last sample taken (zero before the first).
+func (m *joinerMetrics) latest() metricSample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.all) == 0 {
+		return metricSample{}
+	}
+	return m.all[len(m.all)-1]
+}
+
 func (m *joinerMetrics) last() metricSample {
 	s, err := m.scrape()
 	if err != nil {
@@ -333,6 +394,35 @@ func (m *joinerMetrics) last() metricSample {
 		return m.all[len(m.all)-1]
 	}
 	return s
+}
+
+// saveHeapProfile writes joiner's heap profile (pprof's /debug/pprof/heap;
+// with gc, after a collection so in-use figures are current) to path.
+func (m *joinerMetrics) saveHeapProfile(t *testing.T, path string, gc bool) {
+	t.Helper()
+	url := strings.TrimSuffix(m.url, "/metrics") + "/debug/pprof/heap"
+	if gc {
+		url += "?gc=1"
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("heap profile: GET %s: %s", url, resp.Status)
+		return
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	t.Logf("heap profile saved to %s (Go heap %.0f MiB)", path, m.latest().heap/(1<<20))
 }
 
 // rateWindow is the window the request rate is checked over.

@@ -20,7 +20,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/apis"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // NewScheme returns a scheme with the Kubernetes built-in kinds and every
@@ -79,10 +79,9 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 			MaxConcurrentReconciles: max(1, opts.CPURequests/1000),
 			EnableWarmup:            ptr.To(!opts.DisableControllerWarmup),
 		},
-		Cache: cache.Options{
-			// Pods are the bulk of the cache: drop what joiner never reads.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		// The cache holds every pod and node of the cluster, the bulk of
+		// joiner's memory: it keeps only what joiner reads.
+		Cache:  state.CacheOptions(),
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 	})
 	if err != nil {

@@ -17,7 +17,9 @@ const (
 	IndexNodeProviderID = "spec.providerID"
 	// IndexNodeClaimProviderID indexes NodeClaims by status.providerID.
 	IndexNodeClaimProviderID = "status.providerID"
-	// IndexPodNodeName indexes Pods by spec.nodeName.
+	// IndexPodNodeName indexes Pods by spec.nodeName; pods bound to no
+	// node are under "", so the provisioner copies only the pending pods
+	// out of the cache each batch, not every pod of the cluster.
 	IndexPodNodeName = "spec.nodeName"
 )
 
@@ -44,10 +46,7 @@ func RegisterFieldIndexes(ctx context.Context, indexer client.FieldIndexer) erro
 		return fmt.Errorf("indexing nodeclaims by %s: %w", IndexNodeClaimProviderID, err)
 	}
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
+		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return fmt.Errorf("indexing pods by %s: %w", IndexPodNodeName, err)
 	}

@@ -74,7 +74,7 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 				}
 				return reconcile.Result{}, fmt.Errorf("getting pod %s: %w", req.NamespacedName, err)
 			}
-			c.UpdatePod(p)
+			c.updatePod(p, true)
 			return reconcile.Result{}, nil
 		})); err != nil {
 		return fmt.Errorf("registering state.pod: %w", err)

@@ -54,6 +54,7 @@ func (e *Environment) NewManager(t testing.TB) manager.Manager {
 	mgr, err := manager.New(e.Config, manager.Options{
 		Scheme:     Scheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      state.CacheOptions(),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

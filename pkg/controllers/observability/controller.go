@@ -29,7 +29,9 @@ const controllerName = "metrics.observability"
 
 // Cluster is the part of the cluster state the gauges are read from.
 type Cluster interface {
-	Nodes() []*state.StateNode
+	// ReadOnlyNodes are the tracked nodes, not copied: the controller
+	// only reads them.
+	ReadOnlyNodes() []*state.StateNode
 	NodePoolUsage() map[string]corev1.ResourceList
 }
 
@@ -113,11 +115,14 @@ func (c *Controller) Update(ctx context.Context) error {
 	if err := c.opts.Client.List(ctx, &pools); err != nil {
 		return fmt.Errorf("listing nodepools: %w", err)
 	}
+	// The pods are only read: the cache's own objects, not a copy of
+	// every pod of the cluster each interval.
 	var pods corev1.PodList
-	if err := c.opts.Client.List(ctx, &pods); err != nil {
+	if err := c.opts.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	nodes := c.opts.Cluster.Nodes()
+	// Read only, like the pods above: no copy of every node and pod.
+	nodes := c.opts.Cluster.ReadOnlyNodes()
 	c.updateNodes(nodes)
 	c.updatePods(pods.Items, nodes)
 	c.updateNodePools(pools.Items)

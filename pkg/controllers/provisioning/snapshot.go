@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // ResourceNodes is the limits key that bounds a NodePool's node count.
@@ -63,13 +64,18 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	lists := []struct {
 		what string
 		obj  client.ObjectList
+		opts []client.ListOption
 	}{
-		{"nodepools", &nodePools}, {"pods", &pods},
-		{"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs}, {"storageclasses", &storageClass},
-		{"namespaces", &namespaces},
+		// Only pods bound to no node can be provisioned for, and they are
+		// only read (provisionable copies a pod before changing it): the
+		// cache's own pods, without a copy of each per batch.
+		{"nodepools", &nodePools, nil},
+		{"pods", &pods, []client.ListOption{client.MatchingFields{state.IndexPodNodeName: ""}, client.UnsafeDisableDeepCopy}},
+		{"persistentvolumeclaims", &pvcs, nil}, {"persistentvolumes", &pvs, nil}, {"storageclasses", &storageClass, nil},
+		{"namespaces", &namespaces, nil},
 	}
 	for _, l := range lists {
-		if err := c.List(ctx, l.obj); err != nil {
+		if err := c.List(ctx, l.obj, l.opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
