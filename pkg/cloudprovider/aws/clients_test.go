@@ -59,7 +59,10 @@ func TestInstrumentCountsRequestsAndAttempts(t *testing.T) {
 		attempts, retriesBucket float64
 	}{
 		{name: "ec2 success", service: "EC2", action: "DescribeSubnets", code: "200", attempts: 1,
-			call: func() error { _, err := ec2.NewFromConfig(cfg).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); return err }},
+			call: func() error {
+				_, err := ec2.NewFromConfig(cfg).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+				return err
+			}},
 		{name: "ec2 client error", service: "EC2", action: "DescribeImages", code: "400", wantErr: true, attempts: 1,
 			call: func() error {
 				_, err := ec2.NewFromConfig(cfg).DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{"not-an-ami"}})
