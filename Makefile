@@ -25,6 +25,9 @@ generate:
 	@# (charts/chart_test.go fails when the copies drift).
 	rm -f charts/joiner/crds/*.yaml && cp pkg/apis/crds/*.yaml charts/joiner/crds/
 	cp config/rbac/role.yaml charts/joiner/rbac/role.yaml
+	@# The simulated cloud's Node rights, granted by the chart only with settings.cloudProvider=sim.
+	$(GO) tool controller-gen rbac:roleName=joiner-sim "paths=./pkg/cloudprovider/sim/..." output:rbac:artifacts:config=config/rbac/sim
+	cp config/rbac/sim/role.yaml charts/joiner/rbac/sim-role.yaml
 	$(GO) test ./pkg/operator/reference -run TestGeneratedDocs -count=1 -update
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.
