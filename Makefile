@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium clean chaos fuzz image helm-test
+.PHONY: all build generate verify test test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test
 
 all: build
 
@@ -25,6 +25,9 @@ generate:
 	@# (charts/chart_test.go fails when the copies drift).
 	rm -f charts/joiner/crds/*.yaml && cp pkg/apis/crds/*.yaml charts/joiner/crds/
 	cp config/rbac/role.yaml charts/joiner/rbac/role.yaml
+	@# The simulated cloud's Node rights, granted by the chart only with settings.cloudProvider=sim.
+	$(GO) tool controller-gen rbac:roleName=joiner-sim "paths=./pkg/cloudprovider/sim/..." output:rbac:artifacts:config=config/rbac/sim
+	cp config/rbac/sim/role.yaml charts/joiner/rbac/sim-role.yaml
 	$(GO) test ./pkg/operator/reference -run TestGeneratedDocs -count=1 -update
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.
@@ -44,7 +47,11 @@ chromium:
 	bash hack/chromium.sh
 
 ## test: the whole suite, against a real local control plane.
-test: controlplane chromium
+## podman: Debian's podman, for the image test that `podman load`s joiner's image (apt-get; once).
+podman:
+	bash hack/podman.sh
+
+test: controlplane chromium podman
 	$(GO) test -count=1 -timeout 60m ./...
 
 ## run: the main job on the embedded default (local control plane + simulated cloud).
@@ -67,8 +74,10 @@ e2e-aws:
 	$(GO) test -tags e2eaws -count=1 -timeout 30m -v -run '^TestRealAccount$$' ./pkg/cloudprovider/aws/e2e/realaccount/
 
 ## image: joiner's container image without a Docker daemon (hack/image: go-containerregistry,
-## static binary on an empty base, user 65532, reproducible from the commit's time), written to
-## bin/joiner-image.tar for `docker load -i` / `podman load -i`. Docker users: see Dockerfile.
+## static binary on an empty base, user 65532, reproducible from the commit's time) for linux/amd64
+## and linux/arm64: bin/joiner-image-linux-<arch>.tar for `docker load -i` / `podman load -i`, and
+## the multi-platform OCI index in bin/joiner-image.tar (`podman load`, `skopeo copy --all
+## oci-archive:`). Docker users: see Dockerfile. docs/install.md says more.
 IMAGE ?= ghcr.io/joiner-dev/joiner
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image:

@@ -270,6 +270,56 @@ func TestRBACIsGenerated(t *testing.T) {
 	}
 }
 
+// TestSimRBACIsGenerated checks the simulated cloud's Node rights: the
+// chart's copy is config/rbac/sim/role.yaml, the chart grants them only
+// with settings.cloudProvider=sim, and the core role never has them.
+func TestSimRBACIsGenerated(t *testing.T) {
+	want, err := os.ReadFile(test.RepoPath("config/rbac/sim/role.yaml"))
+	if err != nil {
+		t.Fatalf("%v: run `make generate`", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(chartDir(), "rbac", "sim-role.yaml"))
+	if !bytes.Equal(want, got) {
+		t.Fatal("charts/joiner/rbac/sim-role.yaml differs from config/rbac/sim/role.yaml: run `make generate`")
+	}
+	var sim rbacv1.ClusterRole
+	if !find(t, decode(t, string(want)), "ClusterRole", "", &sim) {
+		t.Fatal("config/rbac/sim/role.yaml has no ClusterRole: run `make generate`")
+	}
+	core, _ := generatedRBAC(t)
+	for _, r := range core.Rules {
+		if slices.Contains(r.Resources, "nodes") && slices.Contains(r.Verbs, "create") {
+			t.Errorf("the core ClusterRole may create nodes (%v): only the simulated cloud needs that", r)
+		}
+	}
+	for _, tc := range []struct {
+		cloudProvider string
+		wantSim       bool
+	}{{"aws", false}, {"sim", true}} {
+		t.Run(tc.cloudProvider, func(t *testing.T) {
+			objs := render(t, chartDir(), "karpenter", map[string]any{"settings": map[string]any{"cloudProvider": tc.cloudProvider}})
+			var cr rbacv1.ClusterRole
+			var crb rbacv1.ClusterRoleBinding
+			hasRole, hasBinding := find(t, objs, "ClusterRole", "joiner-sim", &cr), find(t, objs, "ClusterRoleBinding", "joiner-sim", &crb)
+			if hasRole != tc.wantSim || hasBinding != tc.wantSim {
+				t.Fatalf("cloudProvider %s renders the sim ClusterRole %v and its binding %v, want %v", tc.cloudProvider, hasRole, hasBinding, tc.wantSim)
+			}
+			if !tc.wantSim {
+				return
+			}
+			if !reflect.DeepEqual(cr.Rules, sim.Rules) {
+				t.Errorf("sim ClusterRole rules %v, want the generated %v", cr.Rules, sim.Rules)
+			}
+			if crb.RoleRef.Name != "joiner-sim" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "joiner" || crb.Subjects[0].Namespace != "karpenter" {
+				t.Errorf("sim binding %+v, want joiner-sim bound to the ServiceAccount karpenter/joiner", crb)
+			}
+		})
+	}
+	if out, err := runHelm(t, nil, "template", "joiner", chartDir(), "-f", valuesFile(t, map[string]any{"settings": map[string]any{"cloudProvider": "gcp"}})); err == nil || !strings.Contains(err.Error(), "settings.cloudProvider") {
+		t.Errorf("cloudProvider gcp rendered (%v):\n%.200s", err, out)
+	}
+}
+
 // controller returns the rendered Deployment and its controller container.
 func controller(t *testing.T, objs []*unstructured.Unstructured) (appsv1.Deployment, corev1.Container) {
 	t.Helper()

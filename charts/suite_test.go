@@ -216,7 +216,6 @@ func TestInstall(t *testing.T) {
 	for _, attrs := range []authorizationv1.ResourceAttributes{
 		{Namespace: "default", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
 		{Namespace: ns, Verb: "list", Resource: "secrets"},
-		{Verb: "create", Resource: "nodes"},
 	} {
 		review, err := saClient.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
@@ -226,6 +225,76 @@ func TestInstall(t *testing.T) {
 		if review.Status.Allowed {
 			t.Errorf("the chart's ServiceAccount may %s %s in %q: not needed by joiner", attrs.Verb, attrs.Resource, attrs.Namespace)
 		}
+	}
+}
+
+// TestCloudProviderAccess applies the chart's RBAC for each cloud provider
+// to the control plane and asks the API server, through access reviews,
+// what its ServiceAccount may do to Nodes: the simulated cloud plays the
+// kubelet, so it may create Nodes and write their status; with aws, whose
+// nodes register themselves, the ServiceAccount may not.
+func TestCloudProviderAccess(t *testing.T) {
+	env := test.Env(t)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatalf("kubectl is needed to apply the chart's RBAC: %v", err)
+	}
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, tc := range []struct {
+		cloudProvider string
+		simRights     bool
+	}{{"aws", false}, {"sim", true}} {
+		t.Run(tc.cloudProvider, func(t *testing.T) {
+			ns := env.Namespace(t)
+			release := test.Name(t, "j")
+			manifest := helm(t, nil, "template", release, chartDir(), "--namespace", ns,
+				"--show-only", "templates/rbac.yaml", "--show-only", "templates/serviceaccount.yaml",
+				"-f", valuesFile(t, map[string]any{"settings": map[string]any{"cloudProvider": tc.cloudProvider}}))
+			kubectl := func(args ...string) {
+				cmd := exec.Command("kubectl", args...)
+				cmd.Env = append(os.Environ(), "KUBECONFIG="+env.ControlPlane.KubeconfigPath())
+				cmd.Stdin = strings.NewReader(manifest)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+			}
+			kubectl("apply", "-f", "-")
+			t.Cleanup(func() { kubectl("delete", "--ignore-not-found", "-f", "-") })
+			var sa corev1.ServiceAccountList
+			if err := env.Client.List(t.Context(), &sa, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			user := ""
+			for _, a := range sa.Items {
+				if strings.HasPrefix(a.Name, release) {
+					user = "system:serviceaccount:" + ns + ":" + a.Name
+				}
+			}
+			if user == "" {
+				t.Fatalf("the chart made no ServiceAccount in %s", ns)
+			}
+			for _, tt := range []struct {
+				attrs authorizationv1.ResourceAttributes
+				want  bool
+			}{
+				{authorizationv1.ResourceAttributes{Verb: "create", Resource: "nodes"}, tc.simRights},
+				{authorizationv1.ResourceAttributes{Verb: "update", Resource: "nodes", Subresource: "status"}, tc.simRights},
+				// What every provider needs: the termination finalizer's
+				// delete, and reading Nodes.
+				{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},
+				{authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"}, true},
+				{authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"}, false},
+			} {
+				review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+					Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, ResourceAttributes: &tt.attrs},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if review.Status.Allowed != tt.want {
+					t.Errorf("cloudProvider %s: %s may %s %s/%s: %v, want %v", tc.cloudProvider, user, tt.attrs.Verb, tt.attrs.Resource, tt.attrs.Subresource, review.Status.Allowed, tt.want)
+				}
+			}
+		})
 	}
 }
 

@@ -216,6 +216,131 @@ func caBundle() ([]byte, error) {
 // load`, containerd's `ctr import` and skopeo all read it. Entries are
 // sorted with fixed headers: the same image gives the same bytes.
 func WriteTarball(path string, img v1.Image, ref name.Tag, mtime time.Time) error {
+	files := map[string][]byte{"oci-layout": []byte(ociLayout)}
+	if err := addImageBlobs(files, img); err != nil {
+		return err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	var layerPaths []string
+	for _, l := range m.Layers {
+		layerPaths = append(layerPaths, blobPath(l.Digest))
+	}
+	index, err := json.Marshal(v1.IndexManifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIImageIndex,
+		Manifests: []v1.Descriptor{{
+			MediaType: types.OCIManifestSchema1,
+			Size:      int64(len(files[blobPath(digest)])),
+			Digest:    digest,
+			Annotations: map[string]string{
+				// containerd (and Docker on it) name the image from this one,
+				// the OCI layout readers from ref.name.
+				"io.containerd.image.name":          ref.Name(),
+				"org.opencontainers.image.ref.name": ref.TagStr(),
+			},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	dockerManifest, err := json.Marshal([]tarball.Descriptor{{
+		Config:   blobPath(m.Config.Digest),
+		RepoTags: []string{ref.Name()},
+		Layers:   layerPaths,
+	}})
+	if err != nil {
+		return err
+	}
+	files["index.json"], files["manifest.json"] = index, dockerManifest
+	return writeArchive(path, files, mtime)
+}
+
+const ociLayout = `{"imageLayoutVersion":"1.0.0"}`
+
+// Index gathers one image per platform into an OCI image index, in the
+// order given (the same images in the same order give the same digest),
+// each under the platform its config names. Two images of one platform
+// are an error.
+func Index(images []v1.Image) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	seen := map[string]bool{}
+	adds := make([]mutate.IndexAddendum, 0, len(images))
+	for _, img := range images {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		platform := v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture}
+		if seen[platform.String()] {
+			return nil, fmt.Errorf("two images for %s", platform)
+		}
+		seen[platform.String()] = true
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
+	}
+	if len(adds) == 0 {
+		return nil, fmt.Errorf("no image to index")
+	}
+	return mutate.AppendManifests(idx, adds...), nil
+}
+
+// WriteIndexTarball writes idx as an OCI image layout in one tar file
+// (oci-archive): index.json names the multi-platform index, whose blobs
+// and every platform's manifest, config and layer follow. podman load,
+// skopeo (oci-archive:) and crane read it and pick the platform; entries
+// are sorted with fixed headers, so the same index gives the same bytes.
+func WriteIndexTarball(path string, idx v1.ImageIndex, ref name.Tag, mtime time.Time) error {
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return err
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"oci-layout": []byte(ociLayout), blobPath(digest): raw}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, d := range im.Manifests {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return err
+		}
+		if err := addImageBlobs(files, img); err != nil {
+			return err
+		}
+	}
+	index, err := json.Marshal(v1.IndexManifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIImageIndex,
+		Manifests: []v1.Descriptor{{
+			MediaType: types.OCIImageIndex,
+			Size:      int64(len(raw)),
+			Digest:    digest,
+			Annotations: map[string]string{
+				"io.containerd.image.name":          ref.Name(),
+				"org.opencontainers.image.ref.name": ref.TagStr(),
+			},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	files["index.json"] = index
+	return writeArchive(path, files, mtime)
+}
+
+// addImageBlobs adds an image's manifest, config and layers to files,
+// under their blob paths.
+func addImageBlobs(files map[string][]byte, img v1.Image) error {
 	manifest, err := img.RawManifest()
 	if err != nil {
 		return err
@@ -232,15 +357,11 @@ func WriteTarball(path string, img v1.Image, ref name.Tag, mtime time.Time) erro
 	if err != nil {
 		return err
 	}
+	files[blobPath(digest)], files[blobPath(configName)] = manifest, config
 	layers, err := img.Layers()
 	if err != nil {
 		return err
 	}
-	blobs := map[string][]byte{
-		blobPath(digest):     manifest,
-		blobPath(configName): config,
-	}
-	var layerPaths []string
 	for _, l := range layers {
 		d, err := l.Digest()
 		if err != nil {
@@ -255,43 +376,14 @@ func WriteTarball(path string, img v1.Image, ref name.Tag, mtime time.Time) erro
 		if err != nil {
 			return err
 		}
-		blobs[blobPath(d)] = b
-		layerPaths = append(layerPaths, blobPath(d))
+		files[blobPath(d)] = b
 	}
-	index, err := json.Marshal(v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Manifests: []v1.Descriptor{{
-			MediaType: types.OCIManifestSchema1,
-			Size:      int64(len(manifest)),
-			Digest:    digest,
-			Annotations: map[string]string{
-				// containerd (and Docker on it) name the image from this one,
-				// the OCI layout readers from ref.name.
-				"io.containerd.image.name":          ref.Name(),
-				"org.opencontainers.image.ref.name": ref.TagStr(),
-			},
-		}},
-	})
-	if err != nil {
-		return err
-	}
-	dockerManifest, err := json.Marshal([]tarball.Descriptor{{
-		Config:   blobPath(configName),
-		RepoTags: []string{ref.Name()},
-		Layers:   layerPaths,
-	}})
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{
-		"oci-layout":    []byte(`{"imageLayoutVersion":"1.0.0"}`),
-		"index.json":    index,
-		"manifest.json": dockerManifest,
-	}
-	for p, b := range blobs {
-		files[p] = b
-	}
+	return nil
+}
+
+// writeArchive writes files as a tar at path: entries sorted, parent
+// directories first, every header fixed, so the bytes depend on files only.
+func writeArchive(path string, files map[string][]byte, mtime time.Time) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

@@ -197,6 +197,13 @@ func TestImage(t *testing.T) {
 	}
 	manifest, _ := json.Marshal(cfg.Config)
 	t.Logf("config: %s", manifest)
+
+	// The tarball as users load it.
+	loaded := podmanLoad(t, filepath.Join(dir, "a.tar"), ref.Name())
+	if loaded.Config.User != "65532:65532" || strings.Join(loaded.Config.Entrypoint, " ") != "/joiner" ||
+		strings.Join(loaded.Config.Cmd, " ") != "controller" || loaded.Os+"/"+loaded.Architecture != "linux/"+runtime.GOARCH {
+		t.Errorf("podman loaded %+v, want user 65532:65532, entrypoint /joiner controller, linux/%s", loaded, runtime.GOARCH)
+	}
 }
 
 // untar extracts the tarball at path into dir.
@@ -247,4 +254,133 @@ func repoRoot(t *testing.T) string {
 		t.Fatalf("no go.mod at %s: %v", root, err)
 	}
 	return root
+}
+
+// TestIndex assembles the multi-platform index from small stand-in
+// binaries (the real cross-compiled ones are `make image`'s; TestImage
+// builds the host's) and checks it is reproducible, names each platform,
+// refuses two images of one platform, and that its OCI layout tarball
+// holds every platform's image, readable as go-containerregistry's
+// layout reader (skopeo's and podman's format) reads it.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	ref, err := name.NewTag("example.com/joiner:v9.9.9-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Unix(1700000000, 0)
+	build := func(arch, body string) v1.Image {
+		t.Helper()
+		bin := filepath.Join(dir, "joiner-"+arch)
+		if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		img, err := Build(Spec{Binary: bin, Arch: arch, Version: "v9.9.9-test", Created: created})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	write := func(images []v1.Image, path string) v1.Hash {
+		t.Helper()
+		idx, err := Index(images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteIndexTarball(path, idx, ref, created); err != nil {
+			t.Fatal(err)
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	amd, arm := build("amd64", "amd64 binary"), build("arm64", "arm64 binary")
+	first := write([]v1.Image{amd, arm}, filepath.Join(dir, "a.tar"))
+	second := write([]v1.Image{build("amd64", "amd64 binary"), build("arm64", "arm64 binary")}, filepath.Join(dir, "b.tar"))
+	if first != second {
+		t.Fatalf("same inputs, different index digests: %s and %s", first, second)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "a.tar"))
+	b, _ := os.ReadFile(filepath.Join(dir, "b.tar"))
+	if string(a) != string(b) {
+		t.Fatal("same inputs, different index tarball bytes")
+	}
+	if d := write([]v1.Image{amd, build("arm64", "another arm64 binary")}, filepath.Join(dir, "c.tar")); d == first {
+		t.Error("a different arm64 binary gave the same index digest")
+	}
+	if _, err := Index([]v1.Image{amd, build("amd64", "x")}); err == nil {
+		t.Error("two amd64 images made an index")
+	}
+
+	layoutDir := filepath.Join(dir, "layout")
+	untar(t, filepath.Join(dir, "a.tar"), layoutDir)
+	top, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatalf("reading the OCI layout: %v", err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tm.Manifests) != 1 || tm.Manifests[0].Digest != first || tm.Manifests[0].MediaType != "application/vnd.oci.image.index.v1+json" ||
+		tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != ref.TagStr() {
+		t.Fatalf("index.json = %+v, want the index %s tagged %s", tm.Manifests, first, ref.TagStr())
+	}
+	idx, err := top.ImageIndex(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]v1.Image{"amd64": amd, "arm64": arm}
+	if len(im.Manifests) != len(want) {
+		t.Fatalf("the index has %d manifests, want %d", len(im.Manifests), len(want))
+	}
+	for _, d := range im.Manifests {
+		if d.Platform == nil || d.Platform.OS != "linux" || want[d.Platform.Architecture] == nil {
+			t.Fatalf("manifest %s has platform %+v", d.Digest, d.Platform)
+		}
+		wantDigest, _ := want[d.Platform.Architecture].Digest()
+		if d.Digest != wantDigest {
+			t.Errorf("linux/%s is %s in the index, want the image built for it, %s", d.Platform.Architecture, d.Digest, wantDigest)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatalf("linux/%s's image is not in the layout: %v", d.Platform.Architecture, err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Architecture != d.Platform.Architecture || cfg.Config.User != "65532:65532" {
+			t.Errorf("linux/%s's config: arch %s, user %s", d.Platform.Architecture, cfg.Architecture, cfg.Config.User)
+		}
+		layers, err := img.Layers()
+		if err != nil || len(layers) != 1 {
+			t.Fatalf("linux/%s: %d layers (%v), want 1", d.Platform.Architecture, len(layers), err)
+		}
+		rc, err := layers[0].Compressed()
+		if err == nil {
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+		}
+		if err != nil {
+			t.Errorf("linux/%s's layer blob: %v", d.Platform.Architecture, err)
+		}
+	}
+	// podman loads the index and keeps the host's platform (amd64 here,
+	// arm64 on Graviton: both are in the index).
+	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
+		loaded := podmanLoad(t, filepath.Join(dir, "a.tar"), ref.Name())
+		if loaded.Architecture != runtime.GOARCH || loaded.Config.User != "65532:65532" || strings.Join(loaded.Config.Entrypoint, " ") != "/joiner" {
+			t.Errorf("podman loaded the index as %+v, want linux/%s run as 65532:65532 from /joiner", loaded, runtime.GOARCH)
+		}
+	}
+	if got := PlatformPath("bin/joiner-image.tar", "arm64"); got != "bin/joiner-image-linux-arm64.tar" {
+		t.Errorf("PlatformPath = %s", got)
+	}
 }

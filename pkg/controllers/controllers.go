@@ -10,9 +10,13 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/disruption"
 	nodehealth "github.com/joiner-dev/joiner/pkg/controllers/node/health"
@@ -29,7 +33,9 @@ import (
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/controllers/status"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -247,6 +253,11 @@ func New(o Options) ([]Controller, error) {
 		consolidatable,
 		disrupt,
 	}
+	statusCtrls, err := statusControllers(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, statusCtrls...)
 	if o.ClusterStateObservability {
 		obs, err := observability.NewController(observability.Options{
 			Client: mgr.GetClient(), Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
@@ -276,6 +287,36 @@ func New(o Options) ([]Controller, error) {
 		out = append(out, health)
 	}
 	return append(out, o.CloudControllers...), nil
+}
+
+// statusControllers publish the status condition metrics of NodeClaims,
+// NodePools, Nodes and the cloud provider's node classes.
+func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
+	kinds := []client.Object{&v1.NodeClaim{}, &v1.NodePool{}, &corev1.Node{}}
+	for _, nc := range o.CloudProvider.GetSupportedNodeClasses() {
+		kinds = append(kinds, nc)
+	}
+	var out []Controller
+	for _, obj := range kinds {
+		gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+		if err != nil {
+			return nil, fmt.Errorf("building status metrics: %w", err)
+		}
+		m := metrics.StatusMetricsFor(gvk.Kind)
+		if m == nil {
+			return nil, fmt.Errorf("building status metrics: kind %s has no status metrics in pkg/metrics", gvk.Kind)
+		}
+		proto := obj
+		c, err := status.NewController(status.Options{
+			Client: mgr.GetClient(), Clock: o.Clock, Metrics: m,
+			Object: func() client.Object { return proto.DeepCopyObject().(client.Object) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building status metrics of %s: %w", gvk.Kind, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // liveStatus draws the status page from what the provisioner would plan on

@@ -37,8 +37,10 @@ const (
 	// LabelMinValuesRelaxed is "true" when MIN_VALUES_POLICY=BestEffort
 	// lowered the NodeClaim's minValues.
 	LabelMinValuesRelaxed = "min_values_relaxed"
-	// LabelCode is the HTTP status of an eviction request.
+	// LabelCode is the HTTP status of an eviction request or an AWS call.
 	LabelCode = "code"
+	// LabelSchedulingID names one scheduling simulation.
+	LabelSchedulingID = "scheduling_id"
 )
 
 // Values of LabelReason on NodeClaimsDisrupted for the forceful methods
@@ -258,6 +260,19 @@ var (
 		Namespace: Namespace, Subsystem: "nodepools", Name: "limit",
 		Help: "Limits specified on the nodepool that restrict the quantity of resources provisioned, by nodepool and resource type.",
 	}, LabelNodePool, LabelResourceType)
+	// NodePoolsCost is what a NodePool's nodes cost per hour, the sum of
+	// their offerings' prices.
+	NodePoolsCost = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "nodepools", Name: "cost_total",
+		Help: "Total cost of the nodepool per hour from joiner's perspective: the sum of its nodes' offering prices, in the cloud provider's unit. Not an authoritative source for billing.",
+	}, LabelNodePool)
+	// NodePoolsCostTrackerErrors counts nodes whose price could not be
+	// found when the NodePool's cost was summed (an offering the cloud no
+	// longer lists).
+	NodePoolsCostTrackerErrors = NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "nodepools", Name: "cost_tracker_errors_total",
+		Help: "Number of errors encountered during cost tracking: nodes whose offering price was not found, by nodepool.",
+	}, LabelNodePool)
 	ClusterUtilization = NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "cluster", Name: "utilization_percent",
 		Help: "Utilization of allocatable resources by pod requests, by resource type.",
@@ -292,6 +307,13 @@ var (
 		Namespace: Namespace, Subsystem: "scheduler", Name: "queue_depth",
 		Help: "The number of pods currently waiting to be scheduled, by controller.",
 	}, LabelController)
+	// SchedulerUnfinishedWork is how long each scheduling simulation still
+	// running has been running, by controller and a per-simulation id; the
+	// series goes when the simulation ends.
+	SchedulerUnfinishedWork = NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "scheduler", Name: "unfinished_work_seconds",
+		Help: "How many seconds of work has been done that is in progress and hasn't been observed by scheduling_duration_seconds, by controller and scheduling id.",
+	}, LabelController, LabelSchedulingID)
 	// UnschedulablePodsCount is how many pods the last batch could not
 	// place, by the controller that ran the simulation ("provisioner").
 	UnschedulablePodsCount = NewGaugeVec(prometheus.GaugeOpts{

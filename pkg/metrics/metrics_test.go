@@ -36,12 +36,17 @@ func TestMetricsAreRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 
 // TestCatalogNamesAndLabels checks the catalog holds Karpenter's names
 // with Karpenter's labels (a sample of those dashboards query), and that
-// every name carries the karpenter_ or joiner_ prefix.
+// every name carries a prefix Karpenter serves (karpenter_, operatorpkg's
+// operator_, the AWS SDK's aws_sdk_go_) or joiner_.
 func TestCatalogNamesAndLabels(t *testing.T) {
 	byName := map[string]Definition{}
 	for _, d := range Catalog() {
 		byName[d.Name] = d
-		if !strings.HasPrefix(d.Name, "karpenter_") && !strings.HasPrefix(d.Name, "joiner_") {
+		known := false
+		for _, prefix := range []string{"karpenter_", "operator_", "aws_sdk_go_", "joiner_"} {
+			known = known || strings.HasPrefix(d.Name, prefix)
+		}
+		if !known {
 			t.Errorf("%s is neither Karpenter's nor joiner's", d.Name)
 		}
 	}
@@ -61,6 +66,33 @@ func TestCatalogNamesAndLabels(t *testing.T) {
 		{"karpenter_cloudprovider_instance_type_offering_price_estimate", []string{"instance_type", "capacity_type", "zone"}},
 		{"karpenter_scheduler_scheduling_duration_seconds", []string{"controller"}},
 		{"karpenter_cluster_state_synced", nil},
+		{"karpenter_nodepools_cost_total", []string{"nodepool"}},
+		{"karpenter_nodepools_cost_tracker_errors_total", []string{"nodepool"}},
+		{"karpenter_scheduler_unfinished_work_seconds", []string{"controller", "scheduling_id"}},
+		{"karpenter_pods_provisioning_unbound_time_seconds", []string{"name", "namespace", "dynamic_resources"}},
+		{"karpenter_pods_provisioning_unstarted_time_seconds", []string{"name", "namespace"}},
+		{"karpenter_pods_provisioning_scheduling_undecided_time_seconds", []string{"name", "namespace"}},
+		{"karpenter_pods_provisioning_bound_duration_seconds", []string{"dynamic_resources"}},
+		{"karpenter_pods_provisioning_startup_duration_seconds", nil},
+		{"karpenter_ec2nodeclasses_userdata_bytes", []string{"nodeclass"}},
+		{"aws_sdk_go_request_total", []string{"service", "action", "code"}},
+		{"aws_sdk_go_request_duration_seconds", []string{"service", "action", "code"}},
+		{"aws_sdk_go_request_retry_count", []string{"service", "action", "code"}},
+		{"aws_sdk_go_request_attempt_total", []string{"service", "action", "code"}},
+		{"aws_sdk_go_request_attempt_duration_seconds", []string{"service", "action", "code"}},
+	}
+	for _, kind := range []string{"operator_nodeclaim", "operator_nodepool", "operator_node", "operator_ec2nodeclass", "joiner_simnodeclass"} {
+		tests = append(tests, []struct {
+			name   string
+			labels []string
+		}{
+			{kind + "_status_condition_count", []string{"namespace", "name", "type", "status", "reason"}},
+			{kind + "_status_condition_current_status_seconds", []string{"namespace", "name", "type", "status", "reason"}},
+			{kind + "_status_condition_transitions_total", []string{"type", "status", "reason"}},
+			{kind + "_status_condition_transition_seconds", []string{"type", "status", "to_status"}},
+			{kind + "_termination_current_time_seconds", []string{"namespace", "name"}},
+			{kind + "_termination_duration_seconds", nil},
+		}...)
 	}
 	for _, tt := range tests {
 		d, ok := byName[tt.name]

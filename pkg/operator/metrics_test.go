@@ -59,7 +59,20 @@ func TestMetricsAfterScaleUpAndDown(t *testing.T) {
 		{"karpenter_cluster_utilization_percent", map[string]string{"resource_type": "cpu"}},
 		{"karpenter_build_info", nil},
 		{"joiner_nodeclaims_launched_total", map[string]string{"nodepool": pool}},
+		// operatorpkg's status condition metrics, one set per kind.
+		{"operator_nodeclaim_status_condition_count", map[string]string{"type": "Ready", "status": "True"}},
+		{"operator_nodeclaim_status_condition_current_status_seconds", map[string]string{"type": "Initialized", "status": "True"}},
+		{"operator_nodeclaim_status_condition_transitions_total", map[string]string{"type": "Launched", "status": "True"}},
+		{"operator_nodepool_status_condition_count", map[string]string{"name": pool, "type": "Ready", "status": "True"}},
+		{"operator_node_status_condition_count", map[string]string{"type": "Ready", "status": "True"}},
+		{"joiner_simnodeclass_status_condition_count", map[string]string{"name": s.nodePool.Spec.Template.Spec.NodeClassRef.Name, "type": "Ready", "status": "True"}},
+		// The provisioning latencies, from the provisioner's first look.
+		{"karpenter_pods_scheduling_decision_duration_seconds", nil},
+		{"karpenter_pods_provisioning_bound_duration_seconds", map[string]string{"dynamic_resources": "false"}},
+		{"karpenter_pods_provisioning_startup_duration_seconds", nil},
+		{"karpenter_nodepools_cost_total", map[string]string{"nodepool": pool}},
 	})
+	expectPositive(t, url, "karpenter_nodepools_cost_total", map[string]string{"nodepool": pool})
 
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To[int32](0)
@@ -87,7 +100,28 @@ func TestMetricsAfterScaleUpAndDown(t *testing.T) {
 		{"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", nil},
 		{"karpenter_nodepools_allowed_disruptions", map[string]string{"nodepool": pool}},
 		{"karpenter_cloudprovider_duration_seconds", map[string]string{"method": "Delete", "provider": "sim"}},
+		{"operator_nodeclaim_termination_duration_seconds", nil},
+		{"operator_node_termination_duration_seconds", nil},
 	})
+}
+
+// expectPositive checks that a gauge's series with labels reads above 0.
+func expectPositive(t *testing.T, url, name string, labels map[string]string) {
+	t.Helper()
+	families, err := scrape(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := families[name]
+	if f == nil {
+		t.Fatalf("%s not served", name)
+	}
+	for _, m := range f.GetMetric() {
+		if hasSeries(&dto.MetricFamily{Metric: []*dto.Metric{m}}, labels) && m.GetGauge().GetValue() > 0 {
+			return
+		}
+	}
+	t.Errorf("%s%v is not above 0", name, labels)
 }
 
 // want is a series that must exist: a family and the label values one of
@@ -98,8 +132,8 @@ type want struct {
 }
 
 // expectSeries scrapes url until every wanted series is there (gauges are
-// recomputed every few seconds), then checks every karpenter_ and joiner_
-// family against the catalog's label names.
+// recomputed every few seconds), then checks every karpenter_, joiner_,
+// operator_ and aws_sdk_go_ family against the catalog's label names.
 func expectSeries(t *testing.T, url string, wants []want) {
 	t.Helper()
 	var families map[string]*dto.MetricFamily
@@ -124,7 +158,7 @@ func expectSeries(t *testing.T, url string, wants []want) {
 		catalog[d.Name] = d.Labels
 	}
 	for name, f := range families {
-		if !strings.HasPrefix(name, "karpenter_") && !strings.HasPrefix(name, "joiner_") {
+		if !slices.ContainsFunc([]string{"karpenter_", "joiner_", "operator_", "aws_sdk_go_"}, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
 		labels, ok := catalog[name]

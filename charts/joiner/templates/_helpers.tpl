@@ -58,14 +58,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 joiner.generatedRules returns, as YAML, the rules of the object of the given
-kind in rbac/role.yaml: the copy `make generate` keeps of
-config/rbac/role.yaml, which controller-gen writes from the code's
-+kubebuilder:rbac markers. The chart never lists permissions by hand.
+kind in rbac/role.yaml (or the file named third): the copies `make generate`
+keeps of config/rbac/role.yaml and config/rbac/sim/role.yaml, which
+controller-gen writes from the code's +kubebuilder:rbac markers. The chart
+never lists permissions by hand.
 */}}
 {{- define "joiner.generatedRules" -}}
 {{- $kind := index . 1 }}
+{{- $file := "rbac/role.yaml" }}
+{{- if gt (len .) 2 }}{{ $file = index . 2 }}{{ end }}
 {{- $found := false }}
-{{- range $doc := regexSplit "(?m)^---\\s*$" ((index . 0).Files.Get "rbac/role.yaml") -1 }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" ((index . 0).Files.Get $file) -1 }}
 {{- $obj := fromYaml $doc }}
 {{- if and $obj (eq (get $obj "kind") $kind) }}
 {{- $found = true }}
@@ -73,7 +76,7 @@ config/rbac/role.yaml, which controller-gen writes from the code's
 {{- end }}
 {{- end }}
 {{- if not $found }}
-{{- fail (printf "rbac/role.yaml has no %s: run `make generate`" $kind) }}
+{{- fail (printf "%s has no %s: run `make generate`" $file $kind) }}
 {{- end }}
 {{- end }}
 

@@ -3,6 +3,7 @@ package aws
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -422,6 +424,9 @@ func (p *Provider) ensureTemplate(ctx context.Context, nodeClaim *v1.NodeClaim, 
 	if err != nil {
 		return "", cloudprovider.NewCreateError(fmt.Errorf("generating userData: %w", err), ReasonUserDataFailed,
 			fmt.Sprintf("generating userData for EC2NodeClass %s failed: %v; fix spec.userData", nc.Name, err))
+	}
+	if raw, err := base64.StdEncoding.DecodeString(ud); err == nil {
+		metrics.EC2NodeClassUserDataBytes.WithLabelValues(nc.Name).Set(float64(len(raw)))
 	}
 	sgs := make([]string, len(nc.Status.SecurityGroups))
 	for i, sg := range nc.Status.SecurityGroups {

@@ -80,6 +80,9 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 	if cfg.Region == "" {
 		return nil, errors.New("setting up the aws cloud provider: no AWS region; set AWS_REGION")
 	}
+	instrumented := cfg.Copy()
+	Instrument(&instrumented)
+	cfg = &instrumented
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if opts.ClusterID == "" {

@@ -125,8 +125,47 @@ func (c *Controller) Update(ctx context.Context) error {
 	nodes := c.opts.Cluster.ReadOnlyNodes()
 	c.updateNodes(nodes)
 	c.updatePods(pods.Items, nodes)
+	metrics.PodDecisions.Publish(pods.Items, c.opts.Clock.Now())
 	c.updateNodePools(pools.Items)
-	return c.updateInstanceTypes(ctx, pools.Items)
+	prices, err := c.updateInstanceTypes(ctx, pools.Items)
+	updateCost(pools.Items, nodes, prices)
+	return err
+}
+
+// offeringKey names one offering: instance type, capacity type, zone.
+type offeringKey struct{ it, ct, zone string }
+
+// updateCost sums, per NodePool, the hourly price of its launched nodes'
+// offerings (karpenter_nodepools_cost_total). A node whose offering has
+// no price any more counts as a cost tracker error and adds nothing.
+func updateCost(pools []v1.NodePool, nodes []*state.StateNode, prices map[offeringKey]float64) {
+	cost := make(map[string]float64, len(pools))
+	for i := range pools {
+		cost[pools[i].Name] = 0
+	}
+	for _, sn := range nodes {
+		if sn.NodeClaim == nil {
+			continue
+		}
+		l := sn.NodeClaim.Labels
+		if sn.Node != nil {
+			l = sn.Node.Labels
+		}
+		pool, it := l[v1.LabelNodePool], l[corev1.LabelInstanceTypeStable]
+		if _, ok := cost[pool]; !ok || it == "" {
+			continue // not launched yet, or its NodePool is gone
+		}
+		price, ok := prices[offeringKey{it, l[v1.LabelCapacityType], l[corev1.LabelTopologyZone]}]
+		if !ok {
+			metrics.NodePoolsCostTrackerErrors.WithLabelValues(pool).Inc()
+			continue
+		}
+		cost[pool] += price
+	}
+	metrics.NodePoolsCost.Reset()
+	for pool, c := range cost {
+		metrics.NodePoolsCost.WithLabelValues(pool).Set(c)
+	}
 }
 
 // nodeLabelValues are the NodeLabels values of node for one resource.
@@ -273,8 +312,9 @@ func (c *Controller) updateNodePools(pools []v1.NodePool) {
 	}
 }
 
-func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePool) error {
-	type offeringKey struct{ it, ct, zone string }
+// updateInstanceTypes publishes the NodePools' instance types and their
+// offerings, and returns the offerings' prices.
+func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePool) (map[offeringKey]float64, error) {
 	cpu, mem := map[string]float64{}, map[string]float64{}
 	available, price := map[offeringKey]bool{}, map[offeringKey]float64{}
 	var errs []error
@@ -310,7 +350,7 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 		metrics.InstanceTypeOfferingAvailable.WithLabelValues(k.it, k.ct, k.zone).Set(v)
 		metrics.InstanceTypeOfferingPrice.WithLabelValues(k.it, k.ct, k.zone).Set(price[k])
 	}
-	return errors.Join(errs...)
+	return price, errors.Join(errs...)
 }
 
 // podResources are a pod's effective requests and limits: the larger of

@@ -210,6 +210,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	}
 	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
 	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(v.snapshot.Pods)))
+	for _, pod := range v.snapshot.Pods {
+		metrics.PodDecisions.Seen(pod, p.opts.Clock.Now())
+	}
 	res := &Result{Pending: len(v.snapshot.Pods)}
 	if len(v.snapshot.Pods) == 0 {
 		publishUnschedulable(nil)
@@ -221,7 +224,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	p.warn(v.snapshot.Pods)
 
 	start := p.opts.Clock.Now()
+	// Wall time, as the simulation's own cost: a test's fake clock must not
+	// see the gauge's timer among its waiters.
+	solved := metrics.StartUnfinishedWork(clock.RealClock{}, controllerName)
 	plan, err := p.opts.Solve(v.snapshot)
+	solved()
 	metrics.SolverDuration.WithLabelValues(controllerName).Observe(p.opts.Clock.Since(start).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
@@ -244,6 +251,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
+		metrics.PodDecisions.Unschedulable(pe.Pod, p.opts.Clock.Now())
 		p.opts.State.Unnominate(types.NamespacedName{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name})
 		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
 	}
@@ -308,6 +316,7 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 		for _, pod := range c.planned.Pods {
 			seen[pod.UID] = true
 			p.opts.State.Nominate(pod, created[i].Name)
+			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
 	}
@@ -319,6 +328,7 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 		target := nodes[placement.Node]
 		for _, pod := range placement.Pods {
 			seen[pod.UID] = true
+			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
 			if target != nil && target.NodeClaim != "" {
 				p.opts.State.Nominate(pod, target.NodeClaim)
 			}

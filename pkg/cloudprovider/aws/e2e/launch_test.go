@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -105,6 +107,9 @@ func TestLaunchThroughCreateFleet(t *testing.T) {
 		if !strings.Contains(string(ud), want) {
 			t.Errorf("launch template userData lacks %q:\n%s", want, ud)
 		}
+	}
+	if got := testutil.ToFloat64(metrics.EC2NodeClassUserDataBytes.WithLabelValues(nc.Name)); got != float64(len(ud)) {
+		t.Errorf("karpenter_ec2nodeclasses_userdata_bytes{nodeclass=%q} = %v, want the launch template's %d bytes", nc.Name, got, len(ud))
 	}
 	if data.MetadataOptions == nil || data.MetadataOptions.HttpTokens != ec2types.LaunchTemplateHttpTokensStateRequired || aws.ToInt32(data.MetadataOptions.HttpPutResponseHopLimit) != 1 {
 		t.Errorf("metadata options = %+v, want tokens required and hop limit 1", data.MetadataOptions)

@@ -1,0 +1,174 @@
+// Package status publishes the status condition and termination metrics
+// Karpenter gets from awslabs/operatorpkg's status controller, one set per
+// kind (operator_nodeclaim_status_condition_count, ...): which conditions
+// each object has now and for how long, the transitions seen between two
+// reconciles, and how long deleted objects take to go. It reads objects
+// and decides nothing.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/joiner-dev/joiner/pkg/metrics"
+)
+
+// RequeueInterval is how often an object's current_status_seconds and
+// termination gauges are brought up to date without a change to it
+// (operatorpkg's 10 s).
+const RequeueInterval = 10 * time.Second
+
+// Options configure one kind's controller.
+type Options struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+	// Object returns an empty object of the kind.
+	Object func() client.Object
+	// Metrics are the kind's metrics.
+	Metrics *metrics.StatusMetrics
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// Controller publishes one kind's status metrics.
+type Controller struct {
+	opts Options
+	mu   sync.Mutex
+	// observed are the conditions each object had at its last reconcile,
+	// to see transitions; deleting is when each deleting object was
+	// deleted, to observe its termination duration once it is gone.
+	observed map[types.NamespacedName][]metav1.Condition
+	deleting map[types.NamespacedName]metav1.Time
+}
+
+// NewController validates opts.
+func NewController(opts Options) (*Controller, error) {
+	var errs []error
+	if opts.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if opts.Clock == nil {
+		errs = append(errs, errors.New("clock is required"))
+	}
+	if opts.Object == nil || opts.Metrics == nil {
+		errs = append(errs, errors.New("object kind and its metrics are required"))
+	} else if _, ok := conditionsOf(opts.Object()); !ok {
+		errs = append(errs, fmt.Errorf("%T has no status conditions", opts.Object()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Controller{opts: opts, observed: map[types.NamespacedName][]metav1.Condition{}, deleting: map[types.NamespacedName]metav1.Time{}}, nil
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("status." + c.opts.Metrics.Kind).
+		For(c.opts.Object()).
+		Complete(c)
+}
+
+// conditionsOf reads an object's conditions: the API types' GetConditions,
+// or a Node's, which are not metav1.Conditions.
+func conditionsOf(o client.Object) ([]metav1.Condition, bool) {
+	switch o := o.(type) {
+	case interface{ GetConditions() []metav1.Condition }:
+		return o.GetConditions(), true
+	case *corev1.Node:
+		out := make([]metav1.Condition, 0, len(o.Status.Conditions))
+		for _, nc := range o.Status.Conditions {
+			out = append(out, metav1.Condition{Type: string(nc.Type), Status: metav1.ConditionStatus(nc.Status), Reason: nc.Reason, LastTransitionTime: nc.LastTransitionTime})
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// Reconcile publishes one object's metrics.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	m := c.opts.Metrics
+	obj := c.opts.Object()
+	object := prometheus.Labels{metrics.LabelNamespace: req.Namespace, metrics.LabelName: req.Name}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("getting %s %s: %w", m.Kind, req.Name, err)
+		}
+		c.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	now := c.opts.Clock.Now()
+	current, _ := conditionsOf(obj)
+	m.ConditionCount.DeletePartialMatch(object)
+	m.ConditionCurrentStatusSeconds.DeletePartialMatch(object)
+	for _, cond := range current {
+		l := []string{req.Namespace, req.Name, cond.Type, string(cond.Status), cond.Reason}
+		m.ConditionCount.WithLabelValues(l...).Set(1)
+		m.ConditionCurrentStatusSeconds.WithLabelValues(l...).Set(now.Sub(cond.LastTransitionTime.Time).Seconds())
+	}
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		m.TerminationCurrentTime.WithLabelValues(req.Namespace, req.Name).Set(now.Sub(ts.Time).Seconds())
+	}
+
+	c.mu.Lock()
+	previous := c.observed[req.NamespacedName]
+	c.observed[req.NamespacedName] = current
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		c.deleting[req.NamespacedName] = *ts
+	}
+	c.mu.Unlock()
+	// Transitions are those seen between two reconciles: a condition that
+	// flips and flips back in between is missed, as in operatorpkg.
+	for _, cond := range current {
+		before := find(previous, cond.Type)
+		if before != nil && before.Status == cond.Status {
+			continue
+		}
+		m.ConditionTransitions.WithLabelValues(cond.Type, string(cond.Status), cond.Reason).Inc()
+		if before != nil {
+			m.ConditionTransitionSeconds.WithLabelValues(cond.Type, string(before.Status), string(cond.Status)).
+				Observe(cond.LastTransitionTime.Sub(before.LastTransitionTime.Time).Seconds())
+		}
+	}
+	return reconcile.Result{RequeueAfter: RequeueInterval}, nil
+}
+
+// forget drops a gone object's series and observes its termination.
+func (c *Controller) forget(key types.NamespacedName) {
+	m := c.opts.Metrics
+	object := prometheus.Labels{metrics.LabelNamespace: key.Namespace, metrics.LabelName: key.Name}
+	m.ConditionCount.DeletePartialMatch(object)
+	m.ConditionCurrentStatusSeconds.DeletePartialMatch(object)
+	m.TerminationCurrentTime.DeletePartialMatch(object)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ts, ok := c.deleting[key]; ok {
+		m.TerminationDuration.Observe(c.opts.Clock.Since(ts.Time).Seconds())
+	}
+	delete(c.deleting, key)
+	delete(c.observed, key)
+}
+
+func find(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}

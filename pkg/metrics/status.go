@@ -1,0 +1,101 @@
+package metrics
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// OperatorNamespace prefixes the status condition and termination metrics
+// Karpenter gets from awslabs/operatorpkg's status controller (one set per
+// kind: operator_nodeclaim_status_condition_count, ...).
+const OperatorNamespace = "operator"
+
+// Label names of the status condition metrics, operatorpkg's.
+const (
+	LabelNamespace       = "namespace"
+	LabelName            = "name"
+	LabelConditionType   = "type"
+	LabelConditionStatus = "status"
+	// LabelToStatus is the status a condition moved to; status is the one
+	// it left.
+	LabelToStatus = "to_status"
+)
+
+// StatusMetrics are one kind's status condition and termination metrics.
+type StatusMetrics struct {
+	// Kind is the lower-case kind the metrics are named after.
+	Kind string
+	// ConditionCount is 1 for each condition an object has now, by its
+	// type, status and reason.
+	ConditionCount *prometheus.GaugeVec
+	// ConditionCurrentStatusSeconds is how long each condition has had its
+	// current status.
+	ConditionCurrentStatusSeconds *prometheus.GaugeVec
+	// ConditionTransitions counts transitions, by the status moved to.
+	ConditionTransitions *prometheus.CounterVec
+	// ConditionTransitionSeconds is how long a condition kept a status
+	// before it changed.
+	ConditionTransitionSeconds *prometheus.HistogramVec
+	// TerminationCurrentTime is how long each deleting object has been
+	// terminating.
+	TerminationCurrentTime *prometheus.GaugeVec
+	// TerminationDuration is how long objects took to go once deleted.
+	TerminationDuration prometheus.Histogram
+}
+
+// newStatusMetrics defines a kind's metrics under namespace: operator_ for
+// the kinds Karpenter has, joiner_ for joiner's own (SimNodeClass).
+func newStatusMetrics(namespace, kind string) *StatusMetrics {
+	kind = strings.ToLower(kind)
+	object := []string{LabelNamespace, LabelName, LabelConditionType, LabelConditionStatus, LabelReason}
+	return &StatusMetrics{
+		Kind: kind,
+		ConditionCount: NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "count",
+			Help: "The number of a condition for a given " + kind + ", type and status (1 while the object has it). e.g. Alarm := Ready=False > 0",
+		}, object...),
+		ConditionCurrentStatusSeconds: NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "current_status_seconds",
+			Help: "The current amount of time in seconds that a status condition of a " + kind + " has been in a specific state. Alarm := P99(Ready=Unknown) > 5 minutes",
+		}, object...),
+		ConditionTransitions: NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "transitions_total",
+			Help: "The count of transitions of a " + kind + "'s conditions, by type, the status moved to and its reason.",
+		}, LabelConditionType, LabelConditionStatus, LabelReason),
+		ConditionTransitionSeconds: NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "transition_seconds",
+			Help: "The amount of time a condition of a " + kind + " was in a given state (status) before transitioning to another state (to_status).", Buckets: lifetimeBuckets,
+		}, LabelConditionType, LabelConditionStatus, LabelToStatus),
+		TerminationCurrentTime: NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: kind + "_termination", Name: "current_time_seconds",
+			Help: "The current amount of time in seconds that a " + kind + " has been in terminating state.",
+		}, LabelNamespace, LabelName),
+		TerminationDuration: NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: kind + "_termination", Name: "duration_seconds",
+			Help: "The amount of time taken by a " + kind + " to terminate completely, from its deletion.", Buckets: lifetimeBuckets,
+		}),
+	}
+}
+
+// The kinds whose conditions are published. Karpenter's (operatorpkg's
+// names) for its kinds; the SimNodeClass is joiner's, so its metrics are
+// joiner_simnodeclass_*.
+var (
+	NodeClaimStatus    = newStatusMetrics(OperatorNamespace, "NodeClaim")
+	NodePoolStatus     = newStatusMetrics(OperatorNamespace, "NodePool")
+	NodeStatus         = newStatusMetrics(OperatorNamespace, "Node")
+	EC2NodeClassStatus = newStatusMetrics(OperatorNamespace, "EC2NodeClass")
+	SimNodeClassStatus = newStatusMetrics(JoinerNamespace, "SimNodeClass")
+)
+
+// StatusMetricsFor returns the metrics of a kind ("NodeClaim",
+// "EC2NodeClass", ...), nil for a kind that has none.
+func StatusMetricsFor(kind string) *StatusMetrics {
+	for _, m := range []*StatusMetrics{NodeClaimStatus, NodePoolStatus, NodeStatus, EC2NodeClassStatus, SimNodeClassStatus} {
+		if m.Kind == strings.ToLower(kind) {
+			return m
+		}
+	}
+	return nil
+}
