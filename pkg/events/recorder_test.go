@@ -60,7 +60,9 @@ func TestRecorderLimitsTheEventRate(t *testing.T) {
 	sink := kevents.NewFakeRecorder(3 * EventBurst)
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := NewRecorder(sink, clk)
-	dropped := func() float64 { return testutil.ToFloat64(metrics.EventsDropped.WithLabelValues(corev1.EventTypeNormal, Nominated)) }
+	dropped := func() float64 {
+		return testutil.ToFloat64(metrics.EventsDropped.WithLabelValues(corev1.EventTypeNormal, Nominated))
+	}
 	before := dropped()
 	pod := func(i int) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default", UID: types.UID(fmt.Sprint(i))}}
