@@ -127,8 +127,7 @@ func environ(endpoint string) []string {
 }
 
 func (c *ec2Cloud) replica(t *testing.T, w *world, f sim.CallFaults) ([]string, []string, string) {
-	rates := localec2.FaultRates{Seed: f.Seed, Throttle: f.Throttle, ServerError: f.ServerError, Capacity: f.Capacity, Slow: f.Slow, SlowFor: f.SlowFor, Ghost: f.Ghost}
-	p, err := localec2.StartFaultProxy(c.server.Endpoint, rates)
+	p, err := localec2.StartFaultProxy(c.server.Endpoint, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func (c *ec2Cloud) replica(t *testing.T, w *world, f sim.CallFaults) ([]string, 
 	c.mu.Lock()
 	c.proxies[fmt.Sprintf("replica-%d", w.started)] = p
 	c.mu.Unlock()
-	return c.args(w.env), environ(p.Endpoint), rates.String()
+	return c.args(w.env), environ(p.Endpoint), f.String()
 }
 
 // namesake runs with its own node role, mapped only in its own aws-auth:

@@ -4,47 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 )
-
-func TestParseCallFaults(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    CallFaults
-		wantErr string
-	}{
-		{in: "", want: CallFaults{}},
-		{in: "seed=7,throttle=0.1,5xx=0.05,capacity=0.2,slow=0.5,slow-for=3s,ghost=1",
-			want: CallFaults{Seed: 7, Throttle: 0.1, ServerError: 0.05, Capacity: 0.2, Slow: 0.5, SlowFor: 3 * time.Second, Ghost: 1}},
-		{in: "slow=0.5", want: CallFaults{Slow: 0.5, SlowFor: 2 * time.Second}},
-		{in: "ghost=2", wantErr: "ghost rate \"2\" must be a number between 0 and 1"},
-		{in: "flaky=0.1", wantErr: "unknown key \"flaky\""},
-		{in: "seed", wantErr: "is not key=value"},
-		{in: "seed=-1", wantErr: "seed \"-1\" is not an unsigned integer"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseCallFaults(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-			if again, err := ParseCallFaults(got.String()); err != nil || again != got {
-				t.Fatalf("String %q does not round-trip: %+v, %v", got.String(), again, err)
-			}
-		})
-	}
-}
 
 // A ghost Create launches the instance and fails; the retry for the same
 // NodeClaim UID finds it, so the ghost never becomes a second instance.

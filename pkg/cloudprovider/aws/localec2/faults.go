@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/faults"
 )
 
 // Fault is an answer the FaultInjector gives in place of, or after, the
@@ -196,54 +196,17 @@ func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// FaultRates are per-request probabilities (0 to 1) of each fault, drawn
-// from Seed: the FaultProxy's schedule.
-type FaultRates struct {
-	Seed uint64
-	// Throttle and ServerError apply to every EC2 action.
-	Throttle, ServerError float64
-	// Capacity applies to CreateFleet.
-	Capacity float64
-	// Slow delays CreateFleet and RunInstances by SlowFor.
-	Slow    float64
-	SlowFor time.Duration
-	// Ghost applies to CreateFleet and RunInstances.
-	Ghost float64
-}
+// FaultRates are the FaultProxy's schedule (see package faults): Throttle
+// and ServerError apply to every EC2 action, Capacity to CreateFleet, Slow
+// and Ghost to CreateFleet and RunInstances.
+type FaultRates = faults.Rates
 
-// String renders the rates as "seed=7,throttle=0.05,...", zero rates left out.
-func (r FaultRates) String() string {
-	parts := []string{"seed=" + strconv.FormatUint(r.Seed, 10)}
-	add := func(k string, v float64) {
-		if v > 0 {
-			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64))
-		}
-	}
-	add("throttle", r.Throttle)
-	add("5xx", r.ServerError)
-	add("capacity", r.Capacity)
-	add("slow", r.Slow)
-	if r.Slow > 0 {
-		parts = append(parts, "slow-for="+r.SlowFor.String())
-	}
-	add("ghost", r.Ghost)
-	return strings.Join(parts, ",")
-}
-
-// Chooser returns a Choose function drawing the rates' faults from their
-// seed; safe for concurrent use. One seed gives one sequence of draws
-// (which request gets which draw is still the order requests arrive in).
-func (r FaultRates) Chooser() func(action string) Fault {
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(r.Seed, r.Seed^0x9e3779b97f4a7c15))
-	roll := func(p float64) bool {
-		if p <= 0 {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return rng.Float64() < p
-	}
+// Chooser returns a Choose function drawing r's faults from its seed; safe
+// for concurrent use. One seed gives one sequence of draws (which request
+// gets which draw is still the order requests arrive in).
+func Chooser(r FaultRates) func(action string) Fault {
+	dice := faults.NewDice(r.Seed)
+	roll := dice.Roll
 	return func(action string) Fault {
 		launch := launches[action]
 		switch {
@@ -284,7 +247,7 @@ func StartFaultProxy(target string, rates FaultRates) (*FaultProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the fault proxy: %w", err)
 	}
-	inj := NewFaultInjector(nil, rates.Chooser())
+	inj := NewFaultInjector(nil, Chooser(rates))
 	if rates.SlowFor > 0 {
 		inj.SlowFor = rates.SlowFor
 	}

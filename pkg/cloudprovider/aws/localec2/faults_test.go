@@ -92,7 +92,7 @@ func TestFaultProxyAnswersLikeEC2(t *testing.T) {
 // an action can meet.
 func TestFaultRatesChooser(t *testing.T) {
 	rates := FaultRates{Seed: 7, Throttle: 0.1, ServerError: 0.1, Capacity: 0.3, Ghost: 0.3, Slow: 0.2}
-	a, b := rates.Chooser(), rates.Chooser()
+	a, b := Chooser(rates), Chooser(rates)
 	seen := map[Fault]bool{}
 	for i := range 400 {
 		action := []string{"CreateFleet", "DescribeInstances"}[i%2]
