@@ -44,12 +44,12 @@ controlplane:
 
 ## chromium: Debian's chromium at /usr/bin/chromium, for the status page's headless browser tests (apt-get; once).
 chromium:
-	bash hack/chromium.sh
+	bash hack/apt-install.sh chromium
 
 ## test: the whole suite, against a real local control plane.
 ## podman: Debian's podman, for the image test that `podman load`s joiner's image (apt-get; once).
 podman:
-	bash hack/podman.sh
+	bash hack/apt-install.sh podman
 
 test: controlplane chromium podman
 	$(GO) test -count=1 -timeout 60m ./...

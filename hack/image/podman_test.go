@@ -27,7 +27,7 @@ func podmanLoad(t *testing.T, path, ref string) podmanConfig {
 	t.Helper()
 	bin, err := exec.LookPath("podman")
 	if err != nil {
-		t.Fatalf("podman is missing: run `bash hack/podman.sh` (apt-get install -y podman; `make test` does it first): %v", err)
+		t.Fatalf("podman is missing: run `bash hack/apt-install.sh podman` (apt-get install -y podman; `make test` does it first): %v", err)
 	}
 	store := t.TempDir()
 	podman := func(args ...string) []byte {

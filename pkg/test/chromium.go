@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// ChromiumPath is Debian's chromium, which hack/chromium.sh installs.
+// ChromiumPath is Debian's chromium, which hack/apt-install.sh chromium installs.
 const ChromiumPath = "/usr/bin/chromium"
 
 // BrowserWindow is the window headless Chromium renders in.
@@ -29,7 +29,7 @@ const (
 func Browse(t *testing.T, url string) (dom, screenshot string) {
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
-		t.Fatalf("headless Chromium is missing at %s: run `bash hack/chromium.sh` (it runs apt-get install -y chromium; `make test` does it first)", ChromiumPath)
+		t.Fatalf("headless Chromium is missing at %s: run `bash hack/apt-install.sh chromium` (it runs apt-get install -y chromium; `make test` does it first)", ChromiumPath)
 	}
 	profile := t.TempDir()
 	screenshot = filepath.Join(t.ArtifactDir(), "screenshot.png")
