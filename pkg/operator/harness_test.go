@@ -18,12 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
-	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -52,19 +50,11 @@ func TestMain(m *testing.M) {
 }
 
 func controlPlaneOptions() controlplane.Options {
-	crds, err := apis.CRDFiles()
-	if err != nil {
-		panic(err)
+	return controlplane.Options{
+		Scheduler: true, ControllerManager: true, Kwok: true,
+		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
+		Scheme:         test.Scheme(),
 	}
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		panic(err)
-	}
-	opts := controlplane.Options{Scheduler: true, ControllerManager: true, Kwok: true, Scheme: scheme}
-	for _, b := range crds {
-		opts.CRDs = append(opts.CRDs, b)
-	}
-	return opts
 }
 
 // joinerBin is the joiner binary the tests run, built once into TestMain's

@@ -22,11 +22,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
-	"github.com/joiner-dev/joiner/pkg/operator"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -48,19 +46,11 @@ func TestMain(m *testing.M) {
 }
 
 func controlPlaneOptions() controlplane.Options {
-	crds, err := apis.CRDFiles()
-	if err != nil {
-		panic(err)
+	return controlplane.Options{
+		Scheduler: true, ControllerManager: true, Kwok: true,
+		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
+		Scheme:         test.Scheme(),
 	}
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		panic(err)
-	}
-	opts := controlplane.Options{Scheduler: true, ControllerManager: true, Kwok: true, Scheme: scheme}
-	for _, b := range crds {
-		opts.CRDs = append(opts.CRDs, b)
-	}
-	return opts
 }
 
 // TestChaos runs seeded rounds on the simulated cloud. CHAOS_ROUNDS

@@ -9,12 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joiner-dev/joiner/pkg/apis"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
@@ -30,22 +27,7 @@ import (
 // kube-apiserver (no scheduler: the tests mark pods unschedulable
 // themselves) with the fake cloud for instance types.
 func TestMain(m *testing.M) {
-	crds, err := apis.CRDFiles()
-	if err != nil {
-		panic(err)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := apis.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	var docs [][]byte
-	for _, b := range crds {
-		docs = append(docs, b)
-	}
-	test.Main(m, controlplane.Options{CRDs: docs, Scheme: scheme})
+	test.Main(m, controlplane.Options{CRDDirectories: []string{test.RepoPath("pkg/apis/crds")}, Scheme: test.Scheme()})
 }
 
 // fixture is one test's provisioner and cluster objects.
