@@ -59,6 +59,8 @@ type Controller struct {
 	// started and bound hold the pods whose startup and binding latencies
 	// were observed, so each pod counts once.
 	started, bound map[types.UID]bool
+	// The per-pod series, kept across intervals (see series).
+	podsState, podsUnbound, podsUnstarted *series
 }
 
 // NewController validates opts.
@@ -82,7 +84,8 @@ func NewController(opts Options) (*Controller, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
-	return &Controller{opts: opts, started: map[types.UID]bool{}, bound: map[types.UID]bool{}}, nil
+	return &Controller{opts: opts, started: map[types.UID]bool{}, bound: map[types.UID]bool{},
+		podsState: newSeries(metrics.PodsState), podsUnbound: newSeries(metrics.PodsUnboundTime), podsUnstarted: newSeries(metrics.PodsUnstartedTime)}, nil
 }
 
 // Register adds the controller to the manager, on the leader only (the
@@ -241,9 +244,6 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 			byName[sn.Node.Name] = sn.Node
 		}
 	}
-	metrics.PodsState.Reset()
-	metrics.PodsUnboundTime.Reset()
-	metrics.PodsUnstartedTime.Reset()
 	now := c.opts.Clock.Now()
 	live := map[types.UID]bool{}
 	for i := range pods {
@@ -252,17 +252,17 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 		if waiting := now.Sub(p.CreationTimestamp.Time).Seconds(); p.DeletionTimestamp == nil {
 			switch {
 			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				metrics.PodsUnboundTime.WithLabelValues(p.Name, p.Namespace).Set(waiting)
+				c.podsUnbound.set(waiting, p.Name, p.Namespace)
 			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
-				metrics.PodsUnstartedTime.WithLabelValues(p.Name, p.Namespace).Set(waiting)
+				c.podsUnstarted.set(waiting, p.Name, p.Namespace)
 			}
 		}
 		var nl map[string]string
 		if n := byName[p.Spec.NodeName]; n != nil {
 			nl = n.Labels
 		}
-		metrics.PodsState.WithLabelValues(p.Name, p.Namespace, owner(p), p.Spec.NodeName, nl[v1.LabelNodePool], nl[corev1.LabelTopologyZone],
-			nl[corev1.LabelArchStable], nl[v1.LabelCapacityType], nl[corev1.LabelInstanceTypeStable], string(p.Status.Phase)).Set(1)
+		c.podsState.set(1, p.Name, p.Namespace, owner(p), p.Spec.NodeName, nl[v1.LabelNodePool], nl[corev1.LabelTopologyZone],
+			nl[corev1.LabelArchStable], nl[v1.LabelCapacityType], nl[corev1.LabelInstanceTypeStable], string(p.Status.Phase))
 		for _, cond := range p.Status.Conditions {
 			if cond.Status != corev1.ConditionTrue {
 				continue
@@ -278,6 +278,9 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 			}
 		}
 	}
+	c.podsState.flush()
+	c.podsUnbound.flush()
+	c.podsUnstarted.flush()
 	for _, seen := range []map[types.UID]bool{c.started, c.bound} {
 		for uid := range seen {
 			if !live[uid] {
