@@ -63,7 +63,7 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 	for _, en := range snap.Cluster.Nodes {
 		inSnapshot[en.Name] = true
 	}
-	for _, sn := range c.opts.State.Nodes() {
+	for _, sn := range c.opts.State.ReadOnlyNodes() {
 		if sn.NodeClaim == nil || !inSnapshot[sn.Name()] || !c.nodeClasses.Manages(sn.NodeClaim.Spec.NodeClassRef) {
 			continue
 		}

@@ -122,7 +122,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	// liveClaims can still take the pods nominated to them; a pod nominated
 	// to a NodeClaim that is going away is pending again.
 	liveClaims := map[string]bool{}
-	for _, sn := range p.opts.State.Nodes() {
+	for _, sn := range p.opts.State.ReadOnlyNodes() {
 		en := sn.ExistingNode()
 		if sn.MarkedForDeletion {
 			en.Pods = sn.Pods
