@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -58,6 +59,15 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
 	cfg.UserAgent = "joiner"
+	// Leader election keeps a limiter of its own, so a lease renewal never
+	// waits behind a burst's writes.
+	leaderElectionCfg := rest.CopyConfig(cfg)
+	// Every other client shares one token bucket. Without it client-go
+	// gives each REST client (controller-runtime makes one per resource,
+	// the event broadcaster its own) a limiter of its own, and
+	// KUBE_CLIENT_QPS bounds each of them rather than joiner: a
+	// 10,000-pod load run sent 292 requests/s against a QPS of 200.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 
 	metricsOpts := metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)}
 	if opts.EnableProfiling {
@@ -69,6 +79,7 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
 		LeaderElection:                !opts.DisableLeaderElection,
+		LeaderElectionConfig:          leaderElectionCfg,
 		LeaderElectionID:              opts.LeaderElectionName,
 		LeaderElectionNamespace:       leaderElectionNamespace(opts.LeaderElectionNamespace),
 		LeaderElectionReleaseOnCancel: true,

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+
 	"github.com/joiner-dev/joiner/pkg/operator/options"
+	"github.com/joiner-dev/joiner/pkg/test"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -71,5 +75,29 @@ func TestLoggerToPaths(t *testing.T) {
 	}
 	if _, err := NewLoggerToPaths("info", filepath.Join(dir, "missing", "x.log"), "stderr"); err == nil || !strings.Contains(err.Error(), "log-output-paths") {
 		t.Errorf("unwritable path: %v, want an error naming log-output-paths", err)
+	}
+}
+
+// TestClientsShareOneRateLimit: KUBE_CLIENT_QPS and KUBE_CLIENT_BURST bound
+// joiner as a whole, so every client built from the manager's config
+// shares one token bucket at those rates.
+func TestClientsShareOneRateLimit(t *testing.T) {
+	o := options.Default()
+	o.KubeClientQPS, o.KubeClientBurst = 37, 41
+	o.DisableLeaderElection = true
+	o.MetricsPort, o.HealthProbePort = 0, 0
+	mgr, err := NewManager(test.Env(t).Config, o, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mgr.GetConfig()
+	if cfg.RateLimiter == nil {
+		t.Fatal("the manager's config has no shared rate limiter: each client would get its own")
+	}
+	if got := cfg.RateLimiter.QPS(); got != 37 {
+		t.Errorf("shared limiter QPS %v, want KUBE_CLIENT_QPS 37", got)
+	}
+	if a, b := rest.CopyConfig(cfg).RateLimiter, cfg.RateLimiter; a != b {
+		t.Error("a copy of the config does not share the limiter")
 	}
 }
