@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/joiner-dev/joiner/pkg/operator/options"
-	"github.com/joiner-dev/joiner/pkg/test"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // TestSolverOptions checks PREFERENCE_POLICY and MIN_VALUES_POLICY reach
