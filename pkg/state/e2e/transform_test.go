@@ -41,15 +41,7 @@ func TestCacheKeepsWhatJoinerReads(t *testing.T) {
 	}
 
 	mgr := env.NewManager(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	test.StartManager(t, mgr)
 
 	for _, tc := range []struct {
 		name  string

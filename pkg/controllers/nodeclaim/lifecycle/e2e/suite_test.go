@@ -154,15 +154,7 @@ func start(t *testing.T, o options) *harness {
 	if err := mgr.Add(machines); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	test.StartManager(t, mgr)
 	return h
 }
 
