@@ -49,7 +49,14 @@ var (
 // provisioner writes it; the cluster state observability publishes the
 // karpenter_pods_provisioning_* metrics from it. It is process-wide, as
 // the metrics are.
-var PodDecisions = &PodDecisionTimes{pods: map[types.UID]*podTimes{}}
+var PodDecisions = newPodDecisionTimes()
+
+func newPodDecisionTimes() *PodDecisionTimes {
+	return &PodDecisionTimes{pods: map[types.UID]*podTimes{},
+		undecided: NewSeries(PodsProvisioningSchedulingUndecidedTime),
+		unbound:   NewSeries(PodsProvisioningUnboundTime),
+		unstarted: NewSeries(PodsProvisioningUnstartedTime)}
+}
 
 // PodDecisionTimes is the memory behind the provisioning latencies.
 type PodDecisionTimes struct {
@@ -59,6 +66,8 @@ type PodDecisionTimes struct {
 	// (DISABLE_CLUSTER_STATE_OBSERVABILITY), nothing is remembered, so
 	// the memory cannot grow without the Publish that prunes it.
 	publishing bool
+	// The per-pod gauges, kept across Publish calls (see Series).
+	undecided, unbound, unstarted *Series
 }
 
 type podTimes struct {
@@ -130,9 +139,6 @@ func (d *PodDecisionTimes) Publish(pods []corev1.Pod, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.publishing = true
-	PodsProvisioningSchedulingUndecidedTime.Reset()
-	PodsProvisioningUnboundTime.Reset()
-	PodsProvisioningUnstartedTime.Reset()
 	live := make(map[types.UID]bool, len(pods))
 	for i := range pods {
 		p := &pods[i]
@@ -143,13 +149,13 @@ func (d *PodDecisionTimes) Publish(pods []corev1.Pod, now time.Time) {
 		live[p.UID] = true
 		if t.decided.IsZero() {
 			if p.Spec.NodeName == "" && !t.judged {
-				PodsProvisioningSchedulingUndecidedTime.WithLabelValues(p.Name, p.Namespace).Set(now.Sub(t.seen).Seconds())
+				d.undecided.Set(now.Sub(t.seen).Seconds(), p.Name, p.Namespace)
 			}
 			continue
 		}
 		dra := strconv.FormatBool(t.dynamicResource)
 		if p.Spec.NodeName == "" {
-			PodsProvisioningUnboundTime.WithLabelValues(p.Name, p.Namespace, dra).Set(now.Sub(t.decided).Seconds())
+			d.unbound.Set(now.Sub(t.decided).Seconds(), p.Name, p.Namespace, dra)
 			continue
 		}
 		if !t.bound {
@@ -157,12 +163,15 @@ func (d *PodDecisionTimes) Publish(pods []corev1.Pod, now time.Time) {
 			PodsProvisioningBoundDuration.WithLabelValues(dra).Observe(since(p, corev1.PodScheduled, t.decided, now))
 		}
 		if p.Status.Phase != corev1.PodRunning {
-			PodsProvisioningUnstartedTime.WithLabelValues(p.Name, p.Namespace).Set(now.Sub(t.decided).Seconds())
+			d.unstarted.Set(now.Sub(t.decided).Seconds(), p.Name, p.Namespace)
 			continue
 		}
 		PodsProvisioningStartupDuration.Observe(since(p, corev1.PodReady, t.decided, now))
 		live[p.UID] = false
 	}
+	d.undecided.Flush()
+	d.unbound.Flush()
+	d.unstarted.Flush()
 	for uid := range d.pods {
 		if !live[uid] {
 			delete(d.pods, uid)

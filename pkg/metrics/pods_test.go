@@ -9,14 +9,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestPodDecisionsFollowAPodFromSeenToRunning walks one pod through the
 // provisioner's verdicts and the kubelet's progress, publishing at each
 // step, and checks the provisioning gauges and histograms.
 func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
-	d := &PodDecisionTimes{pods: map[types.UID]*podTimes{}}
+	d := newPodDecisionTimes()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	other := pod.DeepCopy()

@@ -59,8 +59,8 @@ type Controller struct {
 	// started and bound hold the pods whose startup and binding latencies
 	// were observed, so each pod counts once.
 	started, bound map[types.UID]bool
-	// The per-pod series, kept across intervals (see series).
-	podsState, podsUnbound, podsUnstarted *series
+	// The per-pod series, kept across intervals (see metrics.Series).
+	podsState, podsUnbound, podsUnstarted *metrics.Series
 }
 
 // NewController validates opts.
@@ -85,7 +85,7 @@ func NewController(opts Options) (*Controller, error) {
 		opts.Interval = DefaultInterval
 	}
 	return &Controller{opts: opts, started: map[types.UID]bool{}, bound: map[types.UID]bool{},
-		podsState: newSeries(metrics.PodsState), podsUnbound: newSeries(metrics.PodsUnboundTime), podsUnstarted: newSeries(metrics.PodsUnstartedTime)}, nil
+		podsState: metrics.NewSeries(metrics.PodsState), podsUnbound: metrics.NewSeries(metrics.PodsUnboundTime), podsUnstarted: metrics.NewSeries(metrics.PodsUnstartedTime)}, nil
 }
 
 // Register adds the controller to the manager, on the leader only (the
@@ -252,16 +252,16 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 		if waiting := now.Sub(p.CreationTimestamp.Time).Seconds(); p.DeletionTimestamp == nil {
 			switch {
 			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				c.podsUnbound.set(waiting, p.Name, p.Namespace)
+				c.podsUnbound.Set(waiting, p.Name, p.Namespace)
 			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
-				c.podsUnstarted.set(waiting, p.Name, p.Namespace)
+				c.podsUnstarted.Set(waiting, p.Name, p.Namespace)
 			}
 		}
 		var nl map[string]string
 		if n := byName[p.Spec.NodeName]; n != nil {
 			nl = n.Labels
 		}
-		c.podsState.set(1, p.Name, p.Namespace, owner(p), p.Spec.NodeName, nl[v1.LabelNodePool], nl[corev1.LabelTopologyZone],
+		c.podsState.Set(1, p.Name, p.Namespace, owner(p), p.Spec.NodeName, nl[v1.LabelNodePool], nl[corev1.LabelTopologyZone],
 			nl[corev1.LabelArchStable], nl[v1.LabelCapacityType], nl[corev1.LabelInstanceTypeStable], string(p.Status.Phase))
 		for _, cond := range p.Status.Conditions {
 			if cond.Status != corev1.ConditionTrue {
@@ -278,9 +278,9 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 			}
 		}
 	}
-	c.podsState.flush()
-	c.podsUnbound.flush()
-	c.podsUnstarted.flush()
+	c.podsState.Flush()
+	c.podsUnbound.Flush()
+	c.podsUnstarted.Flush()
 	for _, seen := range []map[types.UID]bool{c.started, c.bound} {
 		for uid := range seen {
 			if !live[uid] {

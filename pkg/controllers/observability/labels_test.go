@@ -70,7 +70,7 @@ func TestPodWaitingTimes(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(created.Add(90 * time.Second))
 	c := &Controller{opts: Options{Clock: clk}, started: map[types.UID]bool{}, bound: map[types.UID]bool{},
-		podsState: newSeries(metrics.PodsState), podsUnbound: newSeries(metrics.PodsUnboundTime), podsUnstarted: newSeries(metrics.PodsUnstartedTime)}
+		podsState: metrics.NewSeries(metrics.PodsState), podsUnbound: metrics.NewSeries(metrics.PodsUnboundTime), podsUnstarted: metrics.NewSeries(metrics.PodsUnstartedTime)}
 	pod := func(name, node string, phase corev1.PodPhase, deleting bool) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)},
 			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}

@@ -1,4 +1,4 @@
-package observability
+package metrics
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // set is deleted, and two objects with one label set share a series.
 func TestSeriesKeepsWhatIsSetAndDeletesWhatIsGone(t *testing.T) {
 	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "test_pods_state"}, []string{"name", "phase"})
-	s := newSeries(vec)
+	s := NewSeries(vec)
 	type want map[[2]string]float64
 	check := func(step string, w want) {
 		t.Helper()
@@ -37,9 +37,9 @@ func TestSeriesKeepsWhatIsSetAndDeletesWhatIsGone(t *testing.T) {
 		{name: "nothing", want: want{}},
 	} {
 		for _, v := range interval.set {
-			s.set(v[0].(float64), v[1].(string), v[2].(string))
+			s.Set(v[0].(float64), v[1].(string), v[2].(string))
 		}
-		s.flush()
+		s.Flush()
 		check(interval.name, interval.want)
 	}
 }

@@ -1,4 +1,4 @@
-package observability
+package metrics
 
 import (
 	"strings"
@@ -6,13 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// series keeps a gauge vector's per-object series from one interval to the
-// next: set writes this interval's values and flush deletes the series not
-// set since the last flush. The alternative, Reset then set every series
+// Series keeps a gauge vector's per-object series from one interval to the
+// next: Set writes this interval's values and Flush deletes the series not
+// set since the last Flush. The alternative, Reset then set every series
 // again, re-creates each series (its label pairs and metric) every
 // interval: at 10,000 pods tens of MiB of garbage per interval, and a
 // scrape between the Reset and the refill sees none of them.
-type series struct {
+type Series struct {
 	vec *prometheus.GaugeVec
 	// last and next are the label values set in the previous and the
 	// current interval, keyed by their joined values (a series is its
@@ -20,19 +20,21 @@ type series struct {
 	last, next map[string][]string
 }
 
-func newSeries(vec *prometheus.GaugeVec) *series {
-	return &series{vec: vec, last: map[string][]string{}, next: map[string][]string{}}
+// NewSeries keeps vec's series across intervals; vec must be set only
+// through it.
+func NewSeries(vec *prometheus.GaugeVec) *Series {
+	return &Series{vec: vec, last: map[string][]string{}, next: map[string][]string{}}
 }
 
-// set sets the series of labels to v for this interval.
-func (s *series) set(v float64, labels ...string) {
+// Set sets the series of labels to v for this interval.
+func (s *Series) Set(v float64, labels ...string) {
 	s.vec.WithLabelValues(labels...).Set(v)
 	s.next[strings.Join(labels, "\x00")] = labels
 }
 
-// flush deletes the series of the previous interval that were not set in
+// Flush deletes the series of the previous interval that were not set in
 // this one, and starts the next interval.
-func (s *series) flush() {
+func (s *Series) Flush() {
 	for key, labels := range s.last {
 		if _, ok := s.next[key]; !ok {
 			s.vec.DeleteLabelValues(labels...)
