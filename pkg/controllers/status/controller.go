@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -104,7 +105,6 @@ func conditionsOf(o client.Object) ([]metav1.Condition, bool) {
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := c.opts.Metrics
 	obj := c.opts.Object()
-	object := prometheus.Labels{metrics.LabelNamespace: req.Namespace, metrics.LabelName: req.Name}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting %s %s: %w", m.Kind, req.Name, err)
@@ -114,16 +114,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := c.opts.Clock.Now()
 	current, _ := conditionsOf(obj)
-	m.ConditionCount.DeletePartialMatch(object)
-	m.ConditionCurrentStatusSeconds.DeletePartialMatch(object)
-	for _, cond := range current {
-		l := []string{req.Namespace, req.Name, cond.Type, string(cond.Status), cond.Reason}
-		m.ConditionCount.WithLabelValues(l...).Set(1)
-		m.ConditionCurrentStatusSeconds.WithLabelValues(l...).Set(now.Sub(cond.LastTransitionTime.Time).Seconds())
-	}
-	if ts := obj.GetDeletionTimestamp(); ts != nil {
-		m.TerminationCurrentTime.WithLabelValues(req.Namespace, req.Name).Set(now.Sub(ts.Time).Seconds())
-	}
 
 	c.mu.Lock()
 	previous := c.observed[req.NamespacedName]
@@ -132,10 +122,29 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.deleting[req.NamespacedName] = *ts
 	}
 	c.mu.Unlock()
+
+	// Only the series of conditions whose status or reason changed since
+	// the last reconcile go (a partial-match delete would scan every
+	// object's series, each reconcile, every RequeueInterval).
+	for _, before := range previous {
+		if cur := meta.FindStatusCondition(current, before.Type); cur == nil || cur.Status != before.Status || cur.Reason != before.Reason {
+			l := []string{req.Namespace, req.Name, before.Type, string(before.Status), before.Reason}
+			m.ConditionCount.DeleteLabelValues(l...)
+			m.ConditionCurrentStatusSeconds.DeleteLabelValues(l...)
+		}
+	}
+	for _, cond := range current {
+		l := []string{req.Namespace, req.Name, cond.Type, string(cond.Status), cond.Reason}
+		m.ConditionCount.WithLabelValues(l...).Set(1)
+		m.ConditionCurrentStatusSeconds.WithLabelValues(l...).Set(now.Sub(cond.LastTransitionTime.Time).Seconds())
+	}
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		m.TerminationCurrentTime.WithLabelValues(req.Namespace, req.Name).Set(now.Sub(ts.Time).Seconds())
+	}
 	// Transitions are those seen between two reconciles: a condition that
 	// flips and flips back in between is missed, as in operatorpkg.
 	for _, cond := range current {
-		before := find(previous, cond.Type)
+		before := meta.FindStatusCondition(previous, cond.Type)
 		if before != nil && before.Status == cond.Status {
 			continue
 		}
@@ -162,13 +171,4 @@ func (c *Controller) forget(key types.NamespacedName) {
 	}
 	delete(c.deleting, key)
 	delete(c.observed, key)
-}
-
-func find(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
