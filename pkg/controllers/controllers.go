@@ -81,6 +81,9 @@ type Options struct {
 	// LaunchBackoffMax caps the back-off before launching again what failed
 	// to register or initialise (0: the lifecycle default, 1h).
 	LaunchBackoffMax time.Duration
+	// LifecycleWorkers are the NodeClaim lifecycle controller's parallel
+	// reconciles (0: the lifecycle default, 1,000).
+	LifecycleWorkers int
 	// NodeRepair runs node repair (the NodeRepair feature gate).
 	NodeRepair bool
 	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
@@ -154,6 +157,8 @@ func New(o Options) ([]Controller, error) {
 		LaunchBackoffMax:  o.LaunchBackoffMax,
 		APIReader:         mgr.GetAPIReader(),
 		Nominations:       cluster,
+
+		MaxConcurrentReconciles: o.LifecycleWorkers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)

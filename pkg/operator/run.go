@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/joiner-dev/joiner/pkg/controllers"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -55,6 +56,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		RegistrationTTL:            settings.RegistrationTTL,
 		InitializationTTL:          settings.InitializationTTL,
 		LaunchBackoffMax:           settings.LaunchBackoffMax,
+		LifecycleWorkers:           settings.ScaledWorkers(lifecycle.DefaultMaxConcurrentReconciles, 5000),
 		NodeRepair:                 settings.FeatureGates.NodeRepair,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,

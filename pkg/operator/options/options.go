@@ -365,3 +365,12 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ScaledWorkers is a controller's worker count for CPURequests, scaled as
+// Karpenter scales its busiest controllers: least at one core or less, most
+// at 60 cores or more, linear between (cores counted up to whole ones).
+func (o *Options) ScaledWorkers(least, most int) int {
+	cores := (o.CPURequests + 999) / 1000
+	n := least + int(float64(most-least)/59*float64(cores-1))
+	return min(max(n, least), most)
+}

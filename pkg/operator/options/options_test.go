@@ -127,3 +127,24 @@ func TestOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestScaledWorkers: Karpenter's linear scaling of worker counts with the
+// container's CPU requests (1,000 to 5,000 for the NodeClaim lifecycle).
+func TestScaledWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		millicores int
+		want       int
+	}{
+		{millicores: 500, want: 1000},
+		{millicores: 1000, want: 1000},
+		{millicores: 1500, want: 1067}, // counts as 2 cores
+		{millicores: 15000, want: 1949},
+		{millicores: 60000, want: 5000},
+		{millicores: 100000, want: 5000},
+	} {
+		o := &Options{CPURequests: tc.millicores}
+		if got := o.ScaledWorkers(1000, 5000); got != tc.want {
+			t.Errorf("CPURequests %d: %d workers, want %d", tc.millicores, got, tc.want)
+		}
+	}
+}

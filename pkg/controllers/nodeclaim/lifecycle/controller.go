@@ -34,7 +34,7 @@ const (
 	DefaultRegistrationTTL         = 15 * time.Minute
 	DefaultInitializationTTL       = 15 * time.Minute
 	DefaultLaunchTTL               = 5 * time.Minute
-	DefaultMaxConcurrentReconciles = 50
+	DefaultMaxConcurrentReconciles = 1000
 	DefaultLaunchBackoffMax        = time.Hour
 )
 
@@ -67,7 +67,9 @@ type Options struct {
 	// deleted (default DefaultLaunchTTL).
 	LaunchTTL time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (default
-	// DefaultMaxConcurrentReconciles).
+	// DefaultMaxConcurrentReconciles, Karpenter's value at one core). A
+	// reconcile mostly waits on the API server and the cloud, so the
+	// workers, not the CPU, bound how many NodeClaims a burst moves at once.
 	MaxConcurrentReconciles int
 	// LaunchBackoffMax caps the wait before launching again what failed to
 	// register or initialise; the wait doubles from the TTL that expired
@@ -124,6 +126,9 @@ type Controller struct {
 	// nodeClasses are the node class kinds the cloud provider serves;
 	// NodeClaims referencing other kinds are not ours.
 	nodeClasses cloudprovider.NodeClassKinds
+	// written tells a cached NodeClaim that this controller already
+	// replaced from the current one.
+	written *ownWrites
 }
 
 // NewController validates opts and returns the controller.
@@ -135,7 +140,7 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, nodeClasses: kinds}, nil
+	return &Controller{opts: opts, nodeClasses: kinds, written: newOwnWrites()}, nil
 }
 
 // Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
@@ -200,7 +205,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = metrics.WithController(ctx, "nodeclaim.lifecycle")
 	nc := &v1.NodeClaim{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.written.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if c.written.stale(req.NamespacedName, nc.ResourceVersion) {
+		// The watch event of the write enqueues the NodeClaim again; the
+		// requeue only covers a watch that never delivers it.
+		return reconcile.Result{RequeueAfter: staleRequeue}, nil
 	}
 	if !c.manages(nc) {
 		return reconcile.Result{}, nil
@@ -218,6 +231,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return quietConflict(fmt.Errorf("adding finalizer to nodeclaim %s: %w", nc.Name, err))
 		}
+		c.written.wrote(req.NamespacedName, before.ResourceVersion)
 	}
 
 	stored := nc.DeepCopy()
@@ -296,6 +310,7 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 		if err := c.opts.Client.Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching nodeclaim %s metadata: %w", nc.Name, err)
 		}
+		c.written.wrote(client.ObjectKeyFromObject(nc), stored.ResourceVersion)
 		base = obj
 	}
 	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -306,6 +321,7 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 	if err := c.opts.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
 	}
+	c.written.wrote(client.ObjectKeyFromObject(nc), base.ResourceVersion)
 	return nil
 }
 
@@ -325,6 +341,10 @@ func quietConflict(err error) (reconcile.Result, error) {
 	}
 	return reconcile.Result{}, err
 }
+
+// staleRequeue is how soon a reconcile that read a NodeClaim older than its
+// own last write looks again if no watch event came first.
+const staleRequeue = 2 * time.Second
 
 // conflictRequeue is how soon a reconcile that lost an optimistic-lock race
 // runs again.
