@@ -242,7 +242,22 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		requeue time.Duration
 		deleted bool
 	)
-	for _, s := range []step{c.launch, c.register, c.initialize, c.liveness} {
+	// node is the NodeClaim's Node as registration left it: initialization
+	// judges what registration just wrote instead of the cache's older copy
+	// (which still has the unregistered taint), so a Node that is ready
+	// when it registers is initialised in the same reconcile.
+	var node *corev1.Node
+	steps := []step{
+		c.launch,
+		func(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+			res, synced, err := c.register(ctx, nc)
+			node = synced
+			return res, err
+		},
+		func(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) { return c.initialize(ctx, nc, node) },
+		c.liveness,
+	}
+	for _, s := range steps {
 		res, err := s(ctx, nc)
 		if err != nil {
 			errs = append(errs, err)

@@ -35,11 +35,15 @@ const (
 // initialize marks the NodeClaim Initialized once its Node can run pods:
 // Ready, startup and ephemeral taints gone, requested or promised extended
 // resources allocatable. A Node whose architecture contradicts the NodeClaim is
-// reported as False: waiting will not fix it.
-func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResult, error) {
+// reported as False: waiting will not fix it. registered is the Node as
+// registration just patched it in this reconcile, or nil (read the cache).
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, registered *corev1.Node) (stepResult, error) {
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	if !conds.IsTrue(v1.ConditionTypeRegistered) || conds.IsTrue(v1.ConditionTypeInitialized) {
 		return stepResult{}, nil
+	}
+	if registered != nil && registered.Name == nc.Status.NodeName {
+		return c.initializeNode(ctx, nc, registered)
 	}
 	node := &corev1.Node{}
 	if err := c.opts.Client.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
@@ -49,7 +53,12 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (stepResu
 		}
 		return stepResult{}, fmt.Errorf("getting node %s for nodeclaim %s: %w", nc.Status.NodeName, nc.Name, err)
 	}
+	return c.initializeNode(ctx, nc, node)
+}
 
+// initializeNode is initialize's judgement of node.
+func (c *Controller) initializeNode(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (stepResult, error) {
+	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	if msg := architectureMismatch(nc, node); msg != "" {
 		conds.SetFalse(v1.ConditionTypeInitialized, ReasonArchitectureMismatch, msg)
 		c.opts.Recorder.Publish(events.Warning(nc, events.ArchitectureMismatch, "Initialize", "%s", msg),

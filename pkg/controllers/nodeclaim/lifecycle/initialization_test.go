@@ -1,11 +1,14 @@
 package lifecycle
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -137,4 +140,64 @@ func TestInitializationWaitsForExtendedResourcesTheInstanceTypePromises(t *testi
 	u.update(node)
 	u.reconcile("init-promised-gpu")
 	requireCondition(t, u.nodeClaim("init-promised-gpu"), v1.ConditionTypeInitialized, metav1.ConditionTrue, "")
+}
+
+// TestReadyNodeIsInitializedWhenItRegisters: a Node that is Ready, with no
+// startup taint and its resources advertised when it registers, is
+// registered and initialised by one reconcile, with one Node patch (the
+// initialized label rides on registration's) and one NodeClaim status
+// patch; a Node that is not Ready yet is registered only.
+func TestReadyNodeIsInitializedWhenItRegisters(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ready       corev1.ConditionStatus
+		initialized bool
+	}{
+		{name: "ready", ready: corev1.ConditionTrue, initialized: true},
+		{name: "not-ready", ready: corev1.ConditionFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodePatches, statusPatches int
+			u := newUnitWith(t, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if _, ok := obj.(*corev1.Node); ok {
+						nodePatches++
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if _, ok := obj.(*v1.NodeClaim); ok {
+						statusPatches++
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+			})
+			nc := testNodeClaim("init-" + tc.name)
+			nc.Spec.StartupTaints = nil
+			nc = u.launch(nc)
+			node := registeringNode("node-"+tc.name, nc.Status.ProviderID, "amd64")
+			node.Status.Conditions[0].Status = tc.ready
+			u.create(node)
+			nodePatches, statusPatches = 0, 0
+
+			u.reconcile(nc.Name)
+			nc = u.nodeClaim(nc.Name)
+			requireCondition(t, nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+			if nodePatches != 1 || statusPatches != 1 {
+				t.Errorf("%d Node patches and %d NodeClaim status patches, want one each", nodePatches, statusPatches)
+			}
+			labelled := u.node(node.Name).Labels[v1.LabelNodeInitialized] == "true"
+			if tc.initialized {
+				requireCondition(t, nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "")
+				if !labelled {
+					t.Errorf("the Node is labelled initialized")
+				}
+				return
+			}
+			requireCondition(t, nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonNodeNotReady)
+			if labelled {
+				t.Errorf("a Node that is not Ready is not labelled initialized")
+			}
+		})
+	}
 }
