@@ -79,7 +79,7 @@ func (c *Controller) recordSuccess(ctx context.Context, nc *v1.NodeClaim) {
 	if pool == "" {
 		return
 	}
-	err := c.updateRecord(ctx, pool, func(r *launchhealth.Record) bool {
+	change := func(r *launchhealth.Record) bool {
 		before := len(r.Backoffs)
 		if healthy, known := r.Healthy(); known && healthy && len(r.Outcomes) == launchhealth.Outcomes && allTrue(r.Outcomes) {
 			r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType])
@@ -87,7 +87,18 @@ func (c *Controller) recordSuccess(ctx context.Context, nc *v1.NodeClaim) {
 		}
 		r.Succeeded(nc.Spec.NodeClassRef.Name, nc.Labels[v1.LabelInstanceType])
 		return true
-	}, nil)
+	}
+	// The cached NodePool answers the common case, a healthy record that
+	// this success would not change, without a read from the API server
+	// per initialised node. A failure recorded within the cache's delay
+	// before this success keeps its back-off until the NodePool's next
+	// success or the back-off's end.
+	if np := (&v1.NodePool{}); c.opts.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
+		if r, err := launchhealth.Get(np); err == nil && !change(&r) {
+			return
+		}
+	}
+	err := c.updateRecord(ctx, pool, change, nil)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "recording launch success on nodepool")
 	}
