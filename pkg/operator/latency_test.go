@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,7 @@ import (
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	joinerevents "github.com/joiner-dev/joiner/pkg/events"
 )
 
 // TestLatency is the provisioning latency benchmark (issue 13): the time
@@ -134,6 +136,8 @@ type podTimes struct {
 	steps map[types.UID][]step
 	last  map[types.UID]*corev1.Pod
 	names map[types.UID]string
+	// bound is when each pod was first seen bound, since apply.
+	bound map[types.UID]time.Duration
 }
 
 // step is one change of a pod, at a time since apply.
@@ -157,6 +161,9 @@ func (p *podTimes) observe(pod *corev1.Pod, at time.Duration) {
 	}
 	if pod.Spec.NodeName != prev.Spec.NodeName {
 		what = append(what, "bound to "+pod.Spec.NodeName)
+		if _, seen := p.bound[pod.UID]; !seen && pod.Spec.NodeName != "" {
+			p.bound[pod.UID] = at
+		}
 	}
 	if pod.Status.Phase != prev.Status.Phase {
 		what = append(what, string(pod.Status.Phase))
@@ -221,7 +228,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	}
 	defer w.Stop()
 	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{},
-		steps: map[types.UID][]step{}, last: map[types.UID]*corev1.Pod{}, names: map[types.UID]string{}}
+		steps: map[types.UID][]step{}, last: map[types.UID]*corev1.Pod{}, names: map[types.UID]string{}, bound: map[types.UID]time.Duration{}}
 
 	start := time.Now()
 	var want int
@@ -304,7 +311,81 @@ watching:
 	}
 	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %d NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
 		want, applied.Seconds(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
+	s.reportPlannedNodeWaits(t, times, start, claims)
 	s.traceSlowest(t, times, start, claims, 5)
+}
+
+// batchWindow is the longest a provisioning batch stays open
+// (BATCH_MAX_DURATION's default): issue 13's bound on how long a pod may
+// wait once the node planned for it has initialised.
+const batchWindow = 10 * time.Second
+
+// reportPlannedNodeWaits logs, over the pods that ran, how long each
+// waited after a node planned for it was ready for it: for every plan
+// (a Nominated event of joiner's), from the later of the plan and its
+// NodeClaim's initialisation until the pod's next step, a binding or a
+// new plan. The longest such wait of each pod makes the percentiles; pods
+// over one batch window are named. The NodeClaim's Initialized time is
+// in whole seconds (truncated, so a wait reads up to a second long), and
+// events are sent late under load.
+func (s *scenario) reportPlannedNodeWaits(t *testing.T, times *podTimes, start time.Time, claims []v1.NodeClaim) {
+	var evts corev1.EventList
+	if err := s.env.Client.List(t.Context(), &evts, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	initialised := map[string]time.Duration{}
+	for _, nc := range claims {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.Status == metav1.ConditionTrue {
+			initialised["nodeclaim/"+nc.Name] = c.LastTransitionTime.Sub(start)
+		}
+	}
+	type plan struct {
+		at     time.Duration
+		target string
+	}
+	plans := map[types.UID][]plan{}
+	for _, e := range evts.Items {
+		if e.Reason != joinerevents.Nominated {
+			continue
+		}
+		first := e.EventTime.Time
+		if first.IsZero() {
+			first = e.FirstTimestamp.Time
+		}
+		_, target, _ := strings.Cut(e.Message, "Pod should schedule on: ")
+		plans[e.InvolvedObject.UID] = append(plans[e.InvolvedObject.UID], plan{at: first.Sub(start), target: target})
+	}
+	var waits []time.Duration
+	var over []string
+	for uid, bound := range times.bound {
+		if times.gone[uid] {
+			continue
+		}
+		ps := plans[uid]
+		slices.SortFunc(ps, func(a, b plan) int { return cmp.Compare(a.at, b.at) })
+		var longest time.Duration
+		for i, p := range ps {
+			ready := p.at
+			if init, ok := initialised[p.target]; ok && init > ready {
+				ready = init
+			} else if !ok && strings.HasPrefix(p.target, "nodeclaim/") {
+				continue // deleted since, or never initialised
+			}
+			next := bound
+			if i+1 < len(ps) {
+				next = ps[i+1].at
+			}
+			if w := next - ready; w > longest {
+				longest = w
+			}
+		}
+		waits = append(waits, longest)
+		if longest > batchWindow {
+			over = append(over, fmt.Sprintf("%s %.1fs", times.names[uid], longest.Seconds()))
+		}
+	}
+	t.Logf("wait after the planned node was ready, per pod: %s; over one batch window (%s): %d %v",
+		percentiles(waits), batchWindow, len(over), over[:min(10, len(over))])
 }
 
 // traceSlowest logs the timeline of the n slowest pods: their own changes
