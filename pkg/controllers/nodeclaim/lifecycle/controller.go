@@ -126,8 +126,8 @@ type Controller struct {
 	// nodeClasses are the node class kinds the cloud provider serves;
 	// NodeClaims referencing other kinds are not ours.
 	nodeClasses cloudprovider.NodeClassKinds
-	// written tells a cached NodeClaim that this controller already
-	// replaced from the current one.
+	// written tells which cached NodeClaims are older than this
+	// controller's own last write to them (see ownWrites).
 	written *ownWrites
 }
 
