@@ -157,6 +157,7 @@ func New(o Options) ([]Controller, error) {
 		LaunchBackoffMax:  o.LaunchBackoffMax,
 		APIReader:         mgr.GetAPIReader(),
 		Nominations:       cluster,
+		Room:              prov.Writer,
 
 		MaxConcurrentReconciles: o.LifecycleWorkers,
 	})

@@ -30,6 +30,9 @@ const requeuePending = 10 * time.Second
 // plans and creates NodeClaims.
 type Controller struct {
 	*Provisioner
+	// Writer keeps status.nominatedNodeName on the planned pods; the
+	// lifecycle controller's registration calls its HoldRoom.
+	Writer *NominationWriter
 }
 
 // NewController validates opts and returns the controller.
@@ -38,7 +41,7 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{Provisioner: p}, nil
+	return &Controller{Provisioner: p, Writer: NewNominationWriter(opts.Client, opts.State)}, nil
 }
 
 // Register adds the pod trigger and the provisioner to mgr.
@@ -66,8 +69,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioner pod trigger: %w", err)
 	}
-	writer := NewNominationWriter(c.opts.Client, c.opts.State)
-	if err := writer.Register(mgr); err != nil {
+	if err := c.Writer.Register(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(c.Provisioner); err != nil {

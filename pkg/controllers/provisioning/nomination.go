@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,7 +59,9 @@ const conflictRetry = 200 * time.Millisecond
 // clears the field each time it tries the pod and finds no node (as it
 // does while the node still carries its startup taints), so the writer
 // sets it again after each clearing while the nomination stands: one patch
-// per failed attempt, for at most the nomination window. Where
+// per failed attempt, for at most the nomination window; while the Node
+// is unregistered not at each attempt but once, just before registration
+// makes it schedulable (HoldRoom). Where
 // kube-scheduler does not honour the field nothing breaks: the pod is
 // planned by the model as before.
 //
@@ -170,18 +173,60 @@ func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Req
 // Reconcile brings one pod's status.nominatedNodeName in line with its
 // nomination.
 func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return w.sync(ctx, req.NamespacedName, nil)
+}
+
+// HoldRoom names node in status.nominatedNodeName of every pending pod
+// planned for nodeClaim that does not carry it yet. Registration calls it
+// just before it removes karpenter.sh/unregistered from node, the moment
+// the node's room becomes schedulable. kube-scheduler clears the value at
+// each attempt while the Node is still tainted, and Reconcile sets it
+// again only once the taint is gone (one write per pod, not one per
+// attempt), but the taint's removal wakes kube-scheduler too, and it gave
+// the room to whichever pod it tried first before the write arrived. A
+// value written while the taint is still there is in kube-scheduler's
+// nominator when the Node turns schedulable: other pods are filtered with
+// the planned pod counted on that node, and the planned pod is tried
+// there first. A pod whose write fails or conflicts is left to Reconcile.
+func (w *NominationWriter) HoldRoom(ctx context.Context, nodeClaim, node string) error {
+	h := &hold{nodeClaim: nodeClaim, node: node}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(holdRoomWrites)
+	for _, key := range w.state.PodsNominatedTo(nodeClaim) {
+		g.Go(func() error {
+			_, err := w.sync(ctx, key, h)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("holding room on node %s for the pods planned for nodeclaim %s: %w", node, nodeClaim, err)
+	}
+	return nil
+}
+
+// holdRoomWrites bounds HoldRoom's concurrent pod writes: a large node
+// planned for dozens of pods is registered after one round trip, not one
+// per pod.
+const holdRoomWrites = 16
+
+// hold is HoldRoom's knowledge, ahead of the cache: nodeClaim's Node is
+// node, which registration is about to make schedulable.
+type hold struct{ nodeClaim, node string }
+
+// sync is Reconcile for one pod; h is set when called by HoldRoom.
+func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h *hold) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
-	if err := w.client.Get(ctx, req.NamespacedName, pod); err != nil {
+	if err := w.client.Get(ctx, key, pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			w.state.SetNominatedNodeName(req.NamespacedName, "")
-			w.forget(req.NamespacedName)
+			w.state.SetNominatedNodeName(key, "")
+			w.forget(key)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	owned, isOwned := w.state.NominatedNodeName(req.NamespacedName)
+	owned, isOwned := w.state.NominatedNodeName(key)
 	current := pod.Status.NominatedNodeName
 	if current == "" {
-		w.forget(req.NamespacedName)
+		w.forget(key)
 	} else if !isOwned {
 		adopted, err := w.adopt(ctx, pod)
 		if err != nil {
@@ -191,27 +236,27 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 			owned, isOwned = current, true
 		}
 	}
-	want, err := w.wanted(ctx, pod)
+	want, err := w.wanted(ctx, pod, h)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	switch {
 	case want == current:
 		if pod.Spec.NodeName != "" {
-			w.state.SetNominatedNodeName(req.NamespacedName, "")
+			w.state.SetNominatedNodeName(key, "")
 		}
 	case current != "" && !isOwned:
 		// kube-scheduler nominated it (preemption): not joiner's to move.
 	case isOwned && owned == want && current != "":
 		// Someone changed the value joiner wrote: theirs now.
-	case isOwned && owned == want && w.unregistered(ctx, want):
+	case isOwned && owned == want && h == nil && w.unregistered(ctx, want):
 		// kube-scheduler cleared the value after trying the pod while the
 		// Node still carries karpenter.sh/unregistered, where nothing can
 		// be scheduled: setting it again now would only be cleared at its
 		// next attempt, one pod write each way per attempt, and in a burst
-		// kube-scheduler tries every pending pod at each new Node. The
-		// Node's registration (the taint removed) brings the pod back
-		// here, and the value is set then.
+		// kube-scheduler tries every pending pod at each new Node.
+		// Registration sets it again (HoldRoom) just before it removes
+		// the taint, and the taint's removal brings the pod back here.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
 			if apierrors.IsConflict(err) {
@@ -232,8 +277,8 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 // wanted is the node pod should be nominated to: its nomination's Node
 // while the pod is pending, the Node exists (registered or not) and the
 // NodeClaim is not going away; otherwise none (for a bound pod, the node it is bound to keeps a
-// matching value as it is).
-func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string, error) {
+// matching value as it is). h, when set, names the Node of h.nodeClaim.
+func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold) (string, error) {
 	if pod.Spec.NodeName != "" {
 		if pod.Status.NominatedNodeName == pod.Spec.NodeName {
 			return pod.Spec.NodeName, nil
@@ -258,6 +303,9 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod) (string,
 	}
 	if nc.Status.NodeName != "" {
 		return nc.Status.NodeName, nil
+	}
+	if h != nil && h.nodeClaim == nom.NodeClaim {
+		return h.node, nil
 	}
 	// Not registered yet, but its Node may exist: name it now, while the
 	// Node still carries karpenter.sh/unregistered and nothing can be

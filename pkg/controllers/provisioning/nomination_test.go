@@ -136,6 +136,80 @@ func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
 	}
 }
 
+// TestNominationWriterHoldsRoomBeforeRegistration: kube-scheduler cleared
+// the planned pod's value while its Node still carries the unregistered
+// taint, and Reconcile leaves it cleared (it would only be cleared again).
+// Registration calls HoldRoom just before it removes the taint: the value
+// is written back then, while nothing can be scheduled on the Node yet,
+// for the planned pods only, and a value another component wrote stays.
+func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	base := f.claim.DeepCopy()
+	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
+	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.UpdateNodeClaim(f.claim)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
+		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
+			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
+		}},
+	}
+	f.env.Create(t, node)
+	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
+	f.cluster.UpdateNode(node)
+
+	// A second pod planned for the same NodeClaim, preempting elsewhere:
+	// its value is kube-scheduler's and stays.
+	preemptor := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "preemptor", Namespace: f.ns},
+		Spec:       f.pod.Spec,
+	}
+	f.env.Create(t, preemptor)
+	base2 := preemptor.DeepCopy()
+	preemptor.Status.NominatedNodeName = "victims-node"
+	if err := f.env.Client.Status().Patch(t.Context(), preemptor, client.MergeFrom(base2), client.FieldOwner("kube-scheduler")); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.Nominate(preemptor, f.claim.Name)
+
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
+		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
+	}
+	f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
+		t.Fatalf("Reconcile set nominatedNodeName %q again while the Node is unregistered", got)
+	}
+
+	if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
+		t.Errorf("after HoldRoom nominatedNodeName = %q, want %s", got, node.Name)
+	}
+	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(preemptor), preemptor); err != nil {
+		t.Fatal(err)
+	}
+	if got := preemptor.Status.NominatedNodeName; got != "victims-node" {
+		t.Errorf("HoldRoom overwrote kube-scheduler's value: %q", got)
+	}
+
+	// A pod no longer planned there is not touched.
+	f.cluster.Unnominate(client.ObjectKeyFromObject(f.pod))
+	f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
+	if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
+		t.Errorf("HoldRoom named the node for a pod no longer planned there: %q", got)
+	}
+}
+
 // TestNominationWriterAfterRestart: a new joiner process (or leader)
 // finds values in status.nominatedNodeName it has no memory of. The ones
 // joiner wrote (the API server's managedFields say so) are adopted: kept

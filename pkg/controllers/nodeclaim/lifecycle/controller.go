@@ -63,6 +63,10 @@ type Options struct {
 	// Nominations names the pods the provisioner nominated to a NodeClaim,
 	// told when it is deleted for not initializing (optional).
 	Nominations Nominations
+	// Room holds the room of the pods planned for a NodeClaim on its Node
+	// just before registration makes the Node schedulable (optional: the
+	// provisioner's nomination writer).
+	Room RoomHolder
 	// LaunchTTL is how long a NodeClaim may fail to launch before it is
 	// deleted (default DefaultLaunchTTL).
 	LaunchTTL time.Duration

@@ -67,6 +67,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 		return stepResult{}, nil, nil
 	}
 	node := &nodes.Items[0]
+	c.holdRoom(ctx, nc, node)
 	if err := c.syncNode(ctx, nc, node); err != nil {
 		if !apierrors.IsConflict(err) {
 			conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonNodeSyncFailed,
@@ -78,6 +79,26 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	conds.SetTrue(v1.ConditionTypeRegistered)
 	log.FromContext(ctx).Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID)
 	return stepResult{}, node, nil
+}
+
+// RoomHolder names a NodeClaim's Node in status.nominatedNodeName of the
+// pods planned for it (provisioning.NominationWriter implements it).
+type RoomHolder interface {
+	HoldRoom(ctx context.Context, nodeClaim, node string) error
+}
+
+// holdRoom has the pods planned for nc name node before registration
+// removes karpenter.sh/unregistered: the taint's removal wakes
+// kube-scheduler, which would otherwise give the room to whichever pod it
+// tries first, before the planned pods' nominations reach it. A failure
+// only costs that protection, so registration goes on.
+func (c *Controller) holdRoom(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) {
+	if c.opts.Room == nil || !hasTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered) {
+		return
+	}
+	if err := c.opts.Room.HoldRoom(ctx, nc.Name, node.Name); err != nil {
+		log.FromContext(ctx).Error(err, "holding room for planned pods", "nodeclaim", nc.Name, "node", node.Name)
+	}
 }
 
 // syncNode applies the NodeClaim to its Node in one optimistic-locked patch,

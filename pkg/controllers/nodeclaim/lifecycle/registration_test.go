@@ -1,6 +1,10 @@
 package lifecycle
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,4 +111,51 @@ func TestRegistrationWithTwoNodesForOneInstanceFails(t *testing.T) {
 	u.reconcile("reg-two")
 	c := requireCondition(t, u.nodeClaim("reg-two"), v1.ConditionTypeRegistered, metav1.ConditionFalse, ReasonMultipleNodesFound)
 	contains(t, c.Message, "node-two-a", "node-two-b")
+}
+
+// roomHolder records HoldRoom calls with whether the Node still carried
+// the unregistered taint at the time, and fails with err.
+type roomHolder struct {
+	u     *unit
+	calls []string
+	err   error
+}
+
+func (r *roomHolder) HoldRoom(_ context.Context, nodeClaim, node string) error {
+	tainted := hasTaintKey(r.u.node(node).Spec.Taints, v1.TaintKeyUnregistered)
+	r.calls = append(r.calls, fmt.Sprintf("%s/%s tainted=%t", nodeClaim, node, tainted))
+	return r.err
+}
+
+// TestRegistrationHoldsTheRoomBeforeRemovingTheTaint: the planned pods'
+// room is held while the Node still carries karpenter.sh/unregistered
+// (the taint's removal wakes kube-scheduler); once per registration, and
+// a failure to hold it does not hold up the registration.
+func TestRegistrationHoldsTheRoomBeforeRemovingTheTaint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{name: "held"},
+		{name: "holding failed", err: errors.New("the API server is unavailable")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUnit(t)
+			room := &roomHolder{u: u, err: tc.err}
+			u.ctrl.opts.Room = room
+			nc := u.launch(testNodeClaim("reg-room"))
+			u.create(registeringNode("node-reg-room", nc.Status.ProviderID, "amd64"))
+			u.reconcile("reg-room")
+			u.reconcile("reg-room")
+
+			want := []string{"reg-room/node-reg-room tainted=true"}
+			if !slices.Equal(room.calls, want) {
+				t.Errorf("HoldRoom calls = %v, want %v", room.calls, want)
+			}
+			requireCondition(t, u.nodeClaim("reg-room"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+			if hasTaintKey(u.node("node-reg-room").Spec.Taints, v1.TaintKeyUnregistered) {
+				t.Errorf("the unregistered taint must be removed")
+			}
+		})
+	}
 }
