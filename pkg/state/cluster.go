@@ -165,12 +165,6 @@ type nomination struct {
 	// take the pod.
 	initialized bool
 	scheduled   corev1.PodCondition
-	// rejected is set once kube-scheduler rejected the pod after the node
-	// initialised. The nomination ends when the model also shows the room
-	// taken; until then the rejection had another cause (a topology spread
-	// skew while other zones' nodes come up, a retry racing a cache) and
-	// the pod keeps its place for the rest of its window.
-	rejected bool
 }
 
 // NewCluster validates opts and returns an empty model.
@@ -338,9 +332,6 @@ func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 		// Not bound, so not stored above: p is taken once at most.
 		n.pod = own()
 		if n.initialized && rejectedSince(p, n.scheduled) {
-			n.rejected = true
-		}
-		if n.rejected && !c.roomLeftLocked(key, n) {
 			c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(n.nodeClaim))
 		}
 	}
@@ -352,7 +343,6 @@ func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 		}
 		pods[key] = stored
 		c.podNode[key] = stored.Spec.NodeName
-		c.endFilledUpLocked(stored.Spec.NodeName)
 	}
 	c.changedLocked()
 }

@@ -7,14 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // Why a nomination ended before its window.
 const (
-	// EndedNodeFilledUp: the NodeClaim's node initialised, kube-scheduler
-	// rejected the pod since, and the node has no room left for it: others
-	// took the room.
+	// EndedNodeFilledUp: the NodeClaim's node initialised and
+	// kube-scheduler rejected the pod since; others took the room.
 	EndedNodeFilledUp = "NodeFilledUp"
 	// EndedNodeClaimFailed: the NodeClaim is being deleted or its launch
 	// failed.
@@ -155,52 +153,6 @@ func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, nod
 
 // maxEnded bounds the ended nominations kept for TakeEnded.
 const maxEnded = 10000
-
-// endFilledUpLocked ends the nominations to the NodeClaim of node whose
-// pods kube-scheduler rejected after the node initialised and for which the
-// node has no room left: a pod just bound there may have taken it, and the
-// rejected pod's own update (which checks the room too) may have come
-// first, since kube-scheduler binds asynchronously.
-func (c *Cluster) endFilledUpLocked(node string) {
-	e, ok := c.entries[c.nodeKeys[node]]
-	if !ok || e.nodeClaim == nil {
-		return
-	}
-	for key, n := range c.nominations {
-		if n.nodeClaim == e.nodeClaim.Name && n.rejected && !c.roomLeftLocked(key, n) {
-			c.endLocked(key, n, EndedNodeFilledUp, node)
-		}
-	}
-}
-
-// roomLeftLocked reports whether the Node of n's NodeClaim still has room
-// for n's pod by the model's count: its allocatable less the requests of the
-// pods bound to it and of the other pods nominated to it. Without a Node
-// reporting allocatable there is no room to judge, which counts as none.
-func (c *Cluster) roomLeftLocked(key types.NamespacedName, n *nomination) bool {
-	e, ok := c.entries[c.nodeClaimKeys[n.nodeClaim]]
-	if !ok || e.node == nil || len(e.node.Status.Allocatable) == 0 {
-		return false
-	}
-	taken := make([]*corev1.Pod, 0, len(c.podsByNode[e.node.Name]))
-	for _, p := range c.podsByNode[e.node.Name] {
-		taken = append(taken, p)
-	}
-	for other, o := range c.nominations {
-		if other != key && o.nodeClaim == n.nodeClaim {
-			taken = append(taken, o.pod)
-		}
-	}
-	used := scheduling.PodsRequests(taken)
-	for name, want := range scheduling.PodsRequests([]*corev1.Pod{n.pod}) {
-		free := e.node.Status.Allocatable[name].DeepCopy()
-		free.Sub(used[name])
-		if free.Cmp(want) < 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // registeredNodeLocked is the name of the Node joined to the NodeClaim, or
 // "" while there is none.

@@ -112,28 +112,6 @@ func TestNominationEndsEarly(t *testing.T) {
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 			c.UpdatePod(unschedulable("web", after))
 		}},
-		{name: "a rejection while the node still has room does not", steps: func(c *Cluster) {
-			c.UpdateNode(node("node-1", "p-1", nil))
-			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "p-1")))
-			c.UpdatePod(unschedulable("web", after))
-		}},
-		{name: "a pod bound later taking the room of a rejected pod ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster) {
-			c.UpdateNode(node("node-1", "p-1", nil))
-			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "p-1")))
-			c.UpdatePod(unschedulable("web", after))
-			c.UpdatePod(pod("ns", "other", "node-1", "3"))
-		}},
-		{name: "a pod bound without a rejection since does not", steps: func(c *Cluster) {
-			c.UpdateNode(node("node-1", "p-1", nil))
-			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "p-1")))
-			c.UpdatePod(pod("ns", "other", "node-1", "3"))
-		}},
-		{name: "a rejection once the room is taken ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster) {
-			c.UpdateNode(node("node-1", "p-1", nil))
-			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "p-1")))
-			c.UpdatePod(pod("ns", "other", "node-1", "3"))
-			c.UpdatePod(unschedulable("web", after))
-		}},
 		{name: "the same rejection seen again after initialisation does not", steps: func(c *Cluster) {
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 			c.UpdatePod(unschedulable("web", before))
