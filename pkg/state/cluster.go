@@ -23,8 +23,7 @@ import (
 // unset: Karpenter's nomination window for its default 10 s batch
 // (NominationWindow). A nomination usually ends sooner: when the pod binds,
 // or when the node planned for it initialised and kube-scheduler still
-// rejected the pod (see Cluster.Nominate). Once that node initialised the
-// window no longer ends it (nomination.live).
+// rejected the pod (see Cluster.Nominate).
 const DefaultNominationTTL = 20 * time.Second
 
 // NominationWindow is Karpenter's nomination window for a batch of at most
@@ -166,19 +165,6 @@ type nomination struct {
 	// take the pod.
 	initialized bool
 	scheduled   corev1.PodCondition
-}
-
-// live reports whether the nomination still holds the pod's place at now:
-// within its window, or for as long as it lasts once the NodeClaim's node
-// initialised. From then on only kube-scheduler's rejection (the early end),
-// the binding or the NodeClaim's end finish it: kube-scheduler has not
-// tried the pod on the ready node yet, so planning the pod again could only
-// move it onto another pod's room (in a burst, kube-scheduler reaches a
-// pod minutes after its node is ready, and each re-plan moved its
-// status.nominatedNodeName while the room it left was planned for a
-// third pod).
-func (n *nomination) live(now time.Time) bool {
-	return n.initialized || now.Before(n.until)
 }
 
 // NewCluster validates opts and returns an empty model.
@@ -455,7 +441,7 @@ func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, o
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n, ok := c.nominations[pod]
-	if !ok || !n.live(now) {
+	if !ok || !now.Before(n.until) {
 		return "", false
 	}
 	return n.nodeClaim, true
@@ -509,7 +495,7 @@ func (c *Cluster) nodes(deep bool) []*StateNode {
 	// per NodeClaim.
 	nominated := map[string][]*corev1.Pod{}
 	for _, n := range c.nominations {
-		if n.live(now) {
+		if now.Before(n.until) {
 			nominated[n.nodeClaim] = append(nominated[n.nodeClaim], n.pod)
 		}
 	}
@@ -649,7 +635,7 @@ func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.
 	}
 	out := map[string][]*corev1.Pod{}
 	for _, n := range c.nominations {
-		if n.nodeClaim == e.nodeClaim.Name && n.live(now) {
+		if n.nodeClaim == e.nodeClaim.Name && now.Before(n.until) {
 			out[n.nodeClaim] = append(out[n.nodeClaim], n.pod)
 		}
 	}

@@ -38,51 +38,6 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 	}
 }
 
-// TestANominationToAnInitialisedNodeOutlivesItsWindow: once the planned
-// node initialised, the window no longer ends the nomination (kube-scheduler
-// has not tried the pod there yet); kube-scheduler's rejection does.
-func TestANominationToAnInitialisedNodeOutlivesItsWindow(t *testing.T) {
-	const before, after = "0/3 nodes are available: 3 Insufficient cpu.", "0/4 nodes are available: 4 Insufficient cpu."
-	for _, tc := range []struct {
-		name string
-		// initialiseFirst: the NodeClaim's node initialised before the
-		// nomination (else within its window).
-		initialiseFirst bool
-	}{
-		{name: "planned onto an initialised node", initialiseFirst: true},
-		{name: "the node initialised within the window"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, clk, _ := newTestCluster(t)
-			key := types.NamespacedName{Namespace: "ns", Name: "web"}
-			c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
-			c.UpdatePod(unschedulable("web", before))
-			if tc.initialiseFirst {
-				c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
-			}
-			c.Nominate(unschedulable("web", before), "nc-1")
-			if !tc.initialiseFirst {
-				clk.Step(5 * time.Second)
-				c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
-			}
-			clk.Step(time.Hour)
-			if target, ok := c.IsNominated(key); !ok || target != "nc-1" {
-				t.Fatalf("IsNominated past the window = %q, %v; want nc-1", target, ok)
-			}
-			if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 1 {
-				t.Fatalf("the pod still counts on its initialised NodeClaim: %d pods", len(sn.NominatedPods))
-			}
-			c.UpdatePod(unschedulable("web", after))
-			if _, ok := c.IsNominated(key); ok {
-				t.Fatalf("kube-scheduler's rejection after initialisation ends it")
-			}
-			if ended := c.TakeEnded(); len(ended) != 1 || ended[0].Reason != EndedNodeFilledUp {
-				t.Fatalf("ended = %+v, want one %s", ended, EndedNodeFilledUp)
-			}
-		})
-	}
-}
-
 func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	c, _, _ := newTestCluster(t)
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
