@@ -430,9 +430,17 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 // away, and kube-scheduler rejecting the pod after the NodeClaim's node
 // initialised (others took the room: waiting out the window would only
 // delay the pod).
+//
+// The model keeps pod's fields without a deep copy, so the caller must
+// not change them afterwards: the provisioner passes the informer cache's
+// pods, which nobody changes, and in a scale-up thousands of pods are
+// nominated at once (a deep copy is about 4 KiB each). Only the Pod struct
+// is copied, so the model does not keep alive the list the caller's pod
+// may sit in.
 func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	n := &nomination{nodeClaim: nodeClaimName, pod: pod.DeepCopy(), until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
+	kept := *pod
+	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, bound := c.podNode[key]; bound {
