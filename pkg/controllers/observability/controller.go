@@ -40,9 +40,19 @@ type InstanceTypes interface {
 	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
 }
 
+// AllPods lists every pod as the informer cache holds it
+// (state.PodCache), without copying them.
+type AllPods interface {
+	All(ctx context.Context) ([]*corev1.Pod, error)
+}
+
 // Options configure the controller.
 type Options struct {
-	Client        client.Client
+	Client client.Client
+	// Pods, when set, is where each interval reads every pod from without
+	// a copy; unset, they are listed through Client (a Pod struct copied
+	// per pod and interval).
+	Pods          AllPods
 	Cluster       Cluster
 	InstanceTypes InstanceTypes
 	Clock         clock.Clock
@@ -142,21 +152,36 @@ func (c *Controller) Update(ctx context.Context) error {
 	if err := c.opts.Client.List(ctx, &pools); err != nil {
 		return fmt.Errorf("listing nodepools: %w", err)
 	}
-	// The pods are only read: the cache's own objects, not a copy of
-	// every pod of the cluster each interval.
-	var pods corev1.PodList
-	if err := c.opts.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
+	pods, err := c.pods(ctx)
+	if err != nil {
+		return err
 	}
-	// Read only, like the pods above: no copy of every node and pod.
+	// Read only, like the pods: no copy of every node and pod.
 	nodes := c.opts.Cluster.ReadOnlyNodes()
 	c.updateNodes(nodes)
-	c.updatePods(pods.Items, nodes)
-	metrics.PodDecisions.Publish(pods.Items, c.opts.Clock.Now())
+	c.updatePods(pods, nodes)
+	metrics.PodDecisions.Publish(pods, c.opts.Clock.Now())
 	c.updateNodePools(pools.Items)
 	prices, err := c.updateInstanceTypes(ctx, pools.Items)
 	updateCost(pools.Items, nodes, prices)
 	return err
+}
+
+// pods lists every pod. They are only read: the cache's own objects, from
+// Options.Pods without any copy, else from the client without a deep copy.
+func (c *Controller) pods(ctx context.Context) ([]*corev1.Pod, error) {
+	if c.opts.Pods != nil {
+		return c.opts.Pods.All(ctx)
+	}
+	var list corev1.PodList
+	if err := c.opts.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
 }
 
 // offeringKey names one offering: instance type, capacity type, zone.
@@ -260,7 +285,7 @@ func (c *Controller) updateNodes(nodes []*state.StateNode) {
 	}
 }
 
-func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
+func (c *Controller) updatePods(pods []*corev1.Pod, nodes []*state.StateNode) {
 	byName := map[string]*corev1.Node{}
 	for _, sn := range nodes {
 		if sn.Node != nil {
@@ -269,8 +294,7 @@ func (c *Controller) updatePods(pods []corev1.Pod, nodes []*state.StateNode) {
 	}
 	now := c.opts.Clock.Now()
 	live := map[types.UID]bool{}
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		live[p.UID] = true
 		if waiting := now.Sub(p.CreationTimestamp.Time).Seconds(); p.DeletionTimestamp == nil {
 			switch {
