@@ -134,8 +134,15 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building cluster state: %w", err)
 	}
+	// The provisioner's batches and the metrics read the cache's own pods
+	// (every pending pod, every pod) without copying them.
+	pods, err := state.NewPodCache(context.Background(), mgr.GetCache())
+	if err != nil {
+		return nil, fmt.Errorf("building the pod cache: %w", err)
+	}
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
+		Pods:              pods,
 		State:             cluster,
 		CloudProvider:     o.CloudProvider,
 		Recorder:          recorder,
@@ -266,7 +273,7 @@ func New(o Options) ([]Controller, error) {
 	out = append(out, statusCtrls...)
 	if o.ClusterStateObservability {
 		obs, err := observability.NewController(observability.Options{
-			Client: mgr.GetClient(), Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
+			Client: mgr.GetClient(), Pods: pods, Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building cluster state observability: %w", err)

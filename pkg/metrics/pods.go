@@ -135,13 +135,12 @@ func (d *PodDecisionTimes) judge(t *podTimes, now time.Time) {
 // cluster) at now, observes the bound and startup durations of the pods
 // that bound or started since the last call, and forgets pods that are
 // gone or running.
-func (d *PodDecisionTimes) Publish(pods []corev1.Pod, now time.Time) {
+func (d *PodDecisionTimes) Publish(pods []*corev1.Pod, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.publishing = true
 	live := make(map[types.UID]bool, len(pods))
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		t, ok := d.pods[p.UID]
 		if !ok {
 			continue

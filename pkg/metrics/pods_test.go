@@ -30,14 +30,14 @@ func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
 	d.Seen(other, t0)
 	d.Seen(&pod, t0.Add(time.Second)) // only the first sight counts
 	decisions, startups := sampleCount(t, PodsSchedulingDecisionDuration), sampleCount(t, PodsProvisioningStartupDuration)
-	d.Publish([]corev1.Pod{pod, *other}, t0.Add(2*time.Second))
+	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(2*time.Second))
 	if got := testutil.ToFloat64(PodsProvisioningSchedulingUndecidedTime.WithLabelValues("web", "default")); got != 2 {
 		t.Errorf("undecided = %v, want 2", got)
 	}
 
 	d.Decided(&pod, t0.Add(3*time.Second))
 	d.Unschedulable(other, t0.Add(3*time.Second))
-	d.Publish([]corev1.Pod{pod, *other}, t0.Add(5*time.Second))
+	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(5*time.Second))
 	if got := testutil.ToFloat64(PodsProvisioningUnboundTime.WithLabelValues("web", "default", "false")); got != 2 {
 		t.Errorf("provisioning unbound = %v, want 2", got)
 	}
@@ -47,7 +47,7 @@ func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
 
 	pod.Spec.NodeName = "node-a"
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(7 * time.Second))}}
-	d.Publish([]corev1.Pod{pod, *other}, t0.Add(8*time.Second))
+	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(8*time.Second))
 	if got := testutil.ToFloat64(PodsProvisioningUnstartedTime.WithLabelValues("web", "default")); got != 5 {
 		t.Errorf("provisioning unstarted = %v, want 5", got)
 	}
@@ -57,7 +57,7 @@ func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
 
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(9 * time.Second))})
-	d.Publish([]corev1.Pod{pod}, t0.Add(10*time.Second))
+	d.Publish([]*corev1.Pod{&pod}, t0.Add(10*time.Second))
 	if got := testutil.CollectAndCount(PodsProvisioningUnstartedTime); got != 0 {
 		t.Errorf("%d unstarted series after the pod ran, want 0", got)
 	}

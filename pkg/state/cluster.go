@@ -204,7 +204,13 @@ func nodeClaimKey(nc *v1.NodeClaim) string {
 
 // UpdateNode records the latest version of a Node.
 func (c *Cluster) UpdateNode(n *corev1.Node) {
-	n = n.DeepCopy()
+	c.updateNode(n.DeepCopy())
+}
+
+// updateNode records n itself: the caller hands it over and nobody changes
+// it afterwards (UpdateNode's copy, or the state.node reconciler's Node,
+// which shares its fields with the informer cache's).
+func (c *Cluster) updateNode(n *corev1.Node) {
 	key := nodeKey(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,7 +239,11 @@ func (c *Cluster) DeleteNode(name string) {
 
 // UpdateNodeClaim records the latest version of a NodeClaim.
 func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
-	nc = nc.DeepCopy()
+	c.updateNodeClaim(nc.DeepCopy())
+}
+
+// updateNodeClaim records nc itself, handed over as updateNode's Node is.
+func (c *Cluster) updateNodeClaim(nc *v1.NodeClaim) {
 	key := nodeClaimKey(nc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -307,9 +317,10 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	c.updatePod(p, false)
 }
 
-// updatePod is UpdatePod; owned says the caller hands p over (the state.pod
-// reconciler's fresh copy from the cache), so the model keeps p itself
-// instead of a copy: one allocation of every pod event fewer.
+// updatePod is UpdatePod; owned says the caller hands p over and nobody
+// changes it afterwards (the state.pod reconciler's pod, which shares its
+// fields with the informer cache's), so the model keeps p itself instead
+// of a deep copy.
 func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 	own := func() *corev1.Pod {
 		if owned {
@@ -419,9 +430,17 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 // away, and kube-scheduler rejecting the pod after the NodeClaim's node
 // initialised (others took the room: waiting out the window would only
 // delay the pod).
+//
+// The model keeps pod's fields without a deep copy, so the caller must
+// not change them afterwards: the provisioner passes the informer cache's
+// pods, which nobody changes, and in a scale-up thousands of pods are
+// nominated at once (a deep copy is about 4 KiB each). Only the Pod struct
+// is copied, so the model does not keep alive the list the caller's pod
+// may sit in.
 func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	n := &nomination{nodeClaim: nodeClaimName, pod: pod.DeepCopy(), until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
+	kept := *pod
+	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, bound := c.podNode[key]; bound {
@@ -479,8 +498,9 @@ func (c *Cluster) Nodes() []*StateNode {
 }
 
 // ReadOnlyNodes is Nodes without the copies: the StateNodes are new, but
-// their Node, NodeClaim and pods are the model's own, so the caller must
-// not change them. It is for readers that look at every pod of the
+// their Node, NodeClaim and pods are the model's own (which share their
+// fields with the informer cache's objects), so the caller must not change
+// them. It is for readers that look at every pod of the
 // cluster (the provisioner's batch, disruption's poll, metrics): at 10,000
 // pods a copy of them all is tens of MiB of garbage per call. The model
 // never changes an object it holds; an update replaces it.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -31,20 +32,29 @@ import (
 // events never matters.
 func (c *Cluster) Register(mgr manager.Manager) error {
 	kube := mgr.GetClient()
+	// The model keeps the cache's Nodes, NodeClaims and pods rather than
+	// deep copies of them: every object of the cluster would otherwise be
+	// held twice (a pod about 4 KiB, a Node more). Get without the copy
+	// hands over a new struct whose maps, slices and pointers are the
+	// cache's; that is safe because neither the informer nor the model ever
+	// changes an object it stored (an update replaces it), and the model's
+	// readers either copy (Nodes, NodeByName) or promise not to change what
+	// they read (ReadOnlyNodes).
+	noCopy := &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 	opts := func(workers int) controller.Options {
 		return controller.Options{MaxConcurrentReconciles: workers, NeedLeaderElection: ptr.To(false)}
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.node").For(&corev1.Node{}).WithOptions(opts(10)).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			n := &corev1.Node{}
-			if err := kube.Get(ctx, req.NamespacedName, n); err != nil {
+			if err := kube.Get(ctx, req.NamespacedName, n, noCopy); err != nil {
 				if apierrors.IsNotFound(err) {
 					c.DeleteNode(req.Name)
 					return reconcile.Result{}, nil
 				}
 				return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 			}
-			c.UpdateNode(n)
+			c.updateNode(n)
 			return reconcile.Result{}, nil
 		})); err != nil {
 		return fmt.Errorf("registering state.node: %w", err)
@@ -52,14 +62,14 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.nodeclaim").For(&v1.NodeClaim{}).WithOptions(opts(10)).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			nc := &v1.NodeClaim{}
-			if err := kube.Get(ctx, req.NamespacedName, nc); err != nil {
+			if err := kube.Get(ctx, req.NamespacedName, nc, noCopy); err != nil {
 				if apierrors.IsNotFound(err) {
 					c.DeleteNodeClaim(req.Name)
 					return reconcile.Result{}, nil
 				}
 				return reconcile.Result{}, fmt.Errorf("getting nodeclaim %s: %w", req.Name, err)
 			}
-			c.UpdateNodeClaim(nc)
+			c.updateNodeClaim(nc)
 			return reconcile.Result{}, nil
 		})); err != nil {
 		return fmt.Errorf("registering state.nodeclaim: %w", err)
@@ -67,7 +77,7 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.pod").For(&corev1.Pod{}).WithOptions(opts(20)).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			p := &corev1.Pod{}
-			if err := kube.Get(ctx, req.NamespacedName, p); err != nil {
+			if err := kube.Get(ctx, req.NamespacedName, p, noCopy); err != nil {
 				if apierrors.IsNotFound(err) {
 					c.DeletePod(req.NamespacedName)
 					return reconcile.Result{}, nil

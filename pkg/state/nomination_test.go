@@ -179,3 +179,29 @@ func TestUnnominateForgetsWithoutAReport(t *testing.T) {
 		t.Fatalf("Unnominate reports nothing: %+v", ended)
 	}
 }
+
+// TestNominationKeepsThePodsFields: a nomination keeps the nominated pod's
+// fields, not a deep copy of them (the provisioner nominates thousands of
+// the informer cache's pods at once in a scale-up), but a Pod struct of its
+// own, so the caller's list of pods is not kept alive through it.
+func TestNominationKeepsThePodsFields(t *testing.T) {
+	c, _, _ := newTestCluster(t)
+	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+	pods := []corev1.Pod{*pod("ns", "web-1", "", "2")}
+	c.Nominate(&pods[0], "nc-1")
+
+	var kept *corev1.Pod
+	for _, sn := range c.ReadOnlyNodes() {
+		if sn.Name() == "nc-1" && len(sn.NominatedPods) == 1 {
+			kept = sn.NominatedPods[0]
+		}
+	}
+	switch {
+	case kept == nil:
+		t.Fatal("the pod is not nominated to nc-1")
+	case kept == &pods[0]:
+		t.Error("the model keeps the caller's Pod struct (and with it the caller's list)")
+	case &kept.Spec.Containers[0] != &pods[0].Spec.Containers[0]:
+		t.Error("the model keeps a deep copy of the nominated pod")
+	}
+}

@@ -16,8 +16,9 @@ import (
 // readPod sets every pod field a joiner controller reads: the solver
 // (requests, sidecars, overhead, ports, volumes, affinity, tolerations,
 // spread, node selector), disruption (owners, annotations, priority, grace
-// period, deletion), the provisioner and the nomination writer (phase,
-// conditions, nominated node name, scheduling gates).
+// period, deletion, start time), the provisioner and the nomination writer
+// (phase, the PodScheduled condition, nominated node name, scheduling
+// gates), the metrics (the Ready condition).
 func readPod() *corev1.Pod {
 	requests := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
@@ -67,11 +68,13 @@ func readPod() *corev1.Pod {
 			ServiceAccountName:            "app",
 		},
 		Status: corev1.PodStatus{
-			Phase:             corev1.PodPending,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}},
+			Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+			},
 			NominatedNodeName: "node-2",
 			StartTime:         &now,
-			QOSClass:          corev1.PodQOSBurstable,
 		},
 	}
 }
@@ -94,8 +97,22 @@ func kubeletOnly(p *corev1.Pod) *corev1.Pod {
 		c.VolumeDevices = []corev1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvdb"}}
 		c.TerminationMessagePath, c.TerminationMessagePolicy = "/dev/termination-log", corev1.TerminationMessageReadFile
 	}
+	for _, c := range all {
+		c.SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
+	}
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
 	status := []corev1.ContainerStatus{{Name: "app", Image: "app:1", ImageID: "sha256:0123", ContainerID: "containerd://abc", Ready: true}}
 	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = status, status, status
+	p.Status.HostIP, p.Status.PodIP = "10.0.0.1", "10.0.1.2"
+	p.Status.HostIPs, p.Status.PodIPs = []corev1.HostIP{{IP: "10.0.0.1"}}, []corev1.PodIP{{IP: "10.0.1.2"}}
+	p.Status.QOSClass = corev1.PodQOSBurstable
+	// Conditions only the kubelet's readers use, between the two joiner
+	// reads.
+	p.Status.Conditions = []corev1.PodCondition{p.Status.Conditions[0],
+		{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse},
+		p.Status.Conditions[1]}
 	return p
 }
 

@@ -58,6 +58,60 @@ func filterForNodeClass(catalog []*scheduling.InstanceType, nc *simv1alpha1.SimN
 	return out
 }
 
+// filteredCatalogs remembers filterForNodeClass's result per catalog and
+// node class, as the AWS provider remembers its computed instance types:
+// GetInstanceTypes runs for every provisioning batch, disruption poll,
+// metrics interval, launch and drift check, and filtering the catalog
+// afresh each time (a copy of every type and its requirements) was the
+// largest allocator of joiner's 3,000-pod load run.
+type filteredCatalogs struct {
+	mu sync.Mutex
+	// byNodeClass is keyed by the node class's zones and families; an
+	// entry holds for the catalog slice it was filtered from only, so a
+	// CatalogFunc that builds a new catalog is filtered again (and the
+	// map holds one entry per zones and families, whatever the catalog).
+	byNodeClass map[string]filteredCatalog
+}
+
+type filteredCatalog struct {
+	catalog, types []*scheduling.InstanceType
+}
+
+// get returns filterForNodeClass(catalog, nc), computed once per catalog
+// and node class. The result is shared: callers must not change it.
+func (f *filteredCatalogs) get(catalog []*scheduling.InstanceType, nc *simv1alpha1.SimNodeClass) []*scheduling.InstanceType {
+	key := strings.Join(nc.Spec.Zones, ",") + "|" + strings.Join(nc.Spec.Catalog.InstanceFamilies, ",")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.byNodeClass[key]; ok && sameSlice(e.catalog, catalog) {
+		return e.types
+	}
+	types := filterForNodeClass(catalog, nc)
+	if f.byNodeClass == nil {
+		f.byNodeClass = map[string]filteredCatalog{}
+	}
+	f.byNodeClass[key] = filteredCatalog{catalog: catalog, types: types}
+	return types
+}
+
+// sameSlice reports whether a and b are the same slice (not merely equal).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// withOwnOfferings copies the types with offerings of their own, for
+// availability to be marked on: the rest (requirements, capacity,
+// overhead) stays shared, as the AWS provider's types share it.
+func withOwnOfferings(its []*scheduling.InstanceType) []*scheduling.InstanceType {
+	out := make([]*scheduling.InstanceType, len(its))
+	for i, it := range its {
+		c := *it
+		c.Offerings = slices.Clone(it.Offerings)
+		out[i] = &c
+	}
+	return out
+}
+
 func offeringValues(offerings []scheduling.Offering, f func(scheduling.Offering) string) []string {
 	var out []string
 	for _, o := range offerings {

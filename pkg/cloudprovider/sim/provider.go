@@ -141,6 +141,7 @@ type Provider struct {
 	identity    identity
 	namesakes   namesakeReporter
 	unavailable *unavailableOfferings
+	filtered    filteredCatalogs
 	// dice is nil unless CallFaults are enabled.
 	dice *faultDice
 }
@@ -201,13 +202,14 @@ func (p *Provider) nodeClass(ctx context.Context, ref *v1.NodeClassReference) (*
 }
 
 // instanceTypes returns the node class's instance types with current
-// availability. The result is the caller's to modify.
+// availability. The offerings are the caller's to modify; the rest of each
+// type is shared (as with the AWS provider) and must not be changed.
 func (p *Provider) instanceTypes(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
 	catalog, err := p.opts.Catalog(nc)
 	if err != nil {
 		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
-	its := filterForNodeClass(catalog, nc)
+	its := withOwnOfferings(p.filtered.get(catalog, nc))
 	p.unavailable.apply(its)
 	return its, nil
 }
@@ -248,7 +250,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
 	var cands, recentlyFailed []offering.Candidate
-	for _, c := range offering.Candidates(filterForNodeClass(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+	for _, c := range offering.Candidates(p.filtered.get(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
 		if p.unavailable.isUnavailable(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
 			recentlyFailed = append(recentlyFailed, c)
 			continue

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -708,5 +709,57 @@ func TestErrorsDoNotRepeatTheCallersContext(t *testing.T) {
 				t.Errorf("call %d: error %q repeats its caller's context %q", i, err, callers)
 			}
 		}
+	}
+}
+
+// TestInstanceTypesFilteredOncePerCatalog: GetInstanceTypes filters the
+// catalog for a node class once, not per call (it runs per batch, poll,
+// launch and drift check), while each call still gets offerings of its own
+// with the availability of the moment; a new catalog is filtered afresh.
+func TestInstanceTypesFilteredOncePerCatalog(t *testing.T) {
+	e := newEnv(t, nodeClass("default"))
+	first, err := testCatalog(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := first
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: "c", Clock: e.clock,
+		Catalog: func(*simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) { return catalog, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	get := func() []*scheduling.InstanceType {
+		t.Helper()
+		its, err := p.GetInstanceTypes(context.Background(), np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return its
+	}
+	// requirements identifies the filtered copy a result was built from.
+	requirements := func(its []*scheduling.InstanceType) uintptr {
+		return reflect.ValueOf(its[0].Requirements).Pointer()
+	}
+
+	a := get()
+	a[0].Offerings[0].Available = false
+	b := get()
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"the second call reuses the filtered catalog", requirements(a) == requirements(b)},
+		{"each call has offerings of its own", b[0].Offerings[0].Available},
+		{"the catalog itself is not changed", first[0].Offerings[0].Available && len(first[0].Requirements[v1.LabelTopologyZone]) == 0},
+	} {
+		if !tc.ok {
+			t.Errorf("%s: it is not", tc.name)
+		}
+	}
+	catalog, _ = testCatalog(nil)
+	if c := get(); requirements(c) == requirements(b) {
+		t.Errorf("a new catalog was not filtered again")
 	}
 }

@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -195,5 +199,64 @@ func TestStoreCommitsQueuedUpdatesTogether(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestStoreWriteDoesNotCopyTheWholeState: a write encodes the state into
+// the file without a buffer the size of the whole store (json.Marshal's
+// result was one per write, megabytes per launch at a thousand
+// instances): it allocates no more than encoding the state anywhere does
+// (sorted map keys, times), plus less than half the store's size. The GC
+// is off and one P runs, so encoding's pooled buffer is neither dropped nor
+// left in another P's pool between writes.
+func TestStoreWriteDoesNotCopyTheWholeState(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	path := filepath.Join(t.TempDir(), "instances.json")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grow := func(n int) {
+		t.Helper()
+		if err := s.Update(func(st *StoreState) error {
+			for range n {
+				st.Sequence++
+				id := fmt.Sprintf("i-%d", st.Sequence)
+				st.Instances[id] = &Instance{ID: id, Type: "m5.large", Zone: "us-east-1a", State: StateRunning,
+					Tags: map[string]string{TagCluster: "a", TagNodeClaim: "nodeclaim-" + id}}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// allocated is what fn allocates per call, over a few calls.
+	allocated := func(fn func()) uint64 {
+		const calls = 5
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range calls {
+			fn()
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / calls
+	}
+	// A thousand instances, then a few writes so encoding's pooled buffer
+	// has grown to the store's size before anything is measured.
+	grow(1000)
+	grow(1)
+	grow(1)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoding := allocated(func() {
+		if err := s.View(func(st *StoreState) error { return json.NewEncoder(io.Discard).Encode(st) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if write := allocated(func() { grow(1) }); write > encoding+uint64(fi.Size())/2 {
+		t.Errorf("a write of a %d-byte store allocated %d bytes; encoding it allocates %d", fi.Size(), write, encoding)
 	}
 }

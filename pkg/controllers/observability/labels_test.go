@@ -69,17 +69,16 @@ func TestPodResources(t *testing.T) {
 func TestPodWaitingTimes(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(created.Add(90 * time.Second))
-	c := &Controller{opts: Options{Clock: clk}, started: map[types.UID]bool{}, bound: map[types.UID]bool{},
-		podsState: metrics.NewSeries(metrics.PodsState), podsUnbound: metrics.NewSeries(metrics.PodsUnboundTime), podsUnstarted: metrics.NewSeries(metrics.PodsUnstartedTime)}
-	pod := func(name, node string, phase corev1.PodPhase, deleting bool) corev1.Pod {
-		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)},
+	c := newController(Options{Clock: clk})
+	pod := func(name, node string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)},
 			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
 		if deleting {
 			p.DeletionTimestamp = &metav1.Time{Time: created}
 		}
 		return p
 	}
-	c.updatePods([]corev1.Pod{
+	c.updatePods([]*corev1.Pod{
 		pod("pending", "", corev1.PodPending, false),
 		pod("bound", "n1", corev1.PodPending, false),
 		pod("running", "n1", corev1.PodRunning, false),

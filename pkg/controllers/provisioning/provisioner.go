@@ -76,10 +76,20 @@ type ClusterState interface {
 	NominationState
 }
 
+// UnboundPods lists the pods bound to no node as the informer cache
+// holds them (state.PodCache), without copying them.
+type UnboundPods interface {
+	Unbound(ctx context.Context) ([]*corev1.Pod, error)
+}
+
 // Options configure the provisioner.
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client        client.Client
+	Client client.Client
+	// Pods, when set, is where each batch reads the pending pods from
+	// without a copy; unset, they are listed through Client (a Pod struct
+	// copied per pod and batch).
+	Pods          UnboundPods
 	CloudProvider InstanceTypes
 	// State is the cluster model the snapshot is built from.
 	State    ClusterState

@@ -55,7 +55,6 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	c := p.opts.Client
 	var (
 		nodePools    v1.NodePoolList
-		pods         corev1.PodList
 		pvcs         corev1.PersistentVolumeClaimList
 		pvs          corev1.PersistentVolumeList
 		storageClass storagev1.StorageClassList
@@ -66,11 +65,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		obj  client.ObjectList
 		opts []client.ListOption
 	}{
-		// Only pods bound to no node can be provisioned for, and they are
-		// only read (provisionable copies a pod before changing it): the
-		// cache's own pods, without a copy of each per batch.
 		{"nodepools", &nodePools, nil},
-		{"pods", &pods, []client.ListOption{client.MatchingFields{state.IndexPodNodeName: ""}, client.UnsafeDisableDeepCopy}},
 		{"persistentvolumeclaims", &pvcs, nil}, {"persistentvolumes", &pvs, nil}, {"storageclasses", &storageClass, nil},
 		{"namespaces", &namespaces, nil},
 	}
@@ -78,6 +73,10 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		if err := c.List(ctx, l.obj, l.opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
+	}
+	pods, err := p.unboundPods(ctx)
+	if err != nil {
+		return nil, err
 	}
 
 	v := &view{
@@ -145,8 +144,7 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Nodes = append(v.snapshot.Nodes, en)
 	}
 
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for _, pod := range pods {
 		// Pods with inline in-tree volumes and pods refusing every managed
 		// node go to the solver too: it gives them a typed reason (Volume,
 		// ExcludesNodePools) that reaches the pod, where Karpenter skips
@@ -184,6 +182,25 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		v.snapshot.Namespaces = append(v.snapshot.Namespaces, &namespaces.Items[i])
 	}
 	return v, nil
+}
+
+// unboundPods are the pods bound to no node, the only ones the
+// provisioner can provision for. They are only read (provisionable copies
+// a pod before changing it): the cache's own pods, from Options.Pods
+// without any copy, else from the client without a deep copy.
+func (p *Provisioner) unboundPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if p.opts.Pods != nil {
+		return p.opts.Pods.Unbound(ctx)
+	}
+	var list corev1.PodList
+	if err := p.opts.Client.List(ctx, &list, client.MatchingFields{state.IndexPodNodeName: ""}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
 }
 
 func (v *view) addInUse(pool string, capacity corev1.ResourceList) {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -105,7 +106,10 @@ func conditionsOf(o client.Object) ([]metav1.Condition, bool) {
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := c.opts.Metrics
 	obj := c.opts.Object()
-	if err := c.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	// Read only: the cache's object, not a deep copy of every NodeClaim,
+	// Node and NodePool each RequeueInterval. observed keeps its
+	// conditions, which nobody changes (an update replaces the object).
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, obj, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting %s %s: %w", m.Kind, req.Name, err)
 		}

@@ -144,8 +144,10 @@ func (c *Controller) Collect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing instances: %w", err)
 	}
+	// Read only (a Delete does not change its object): the cache's
+	// NodeClaims, not a deep copy of every one each pass.
 	nodeClaims := &v1.NodeClaimList{}
-	if err := c.opts.Client.List(ctx, nodeClaims); err != nil {
+	if err := c.opts.Client.List(ctx, nodeClaims, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	claimed := map[string]bool{}
