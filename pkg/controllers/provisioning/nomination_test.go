@@ -82,27 +82,12 @@ func TestNominationWriter(t *testing.T) {
 // it already, before registration removes the taint.
 func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
 	f := newWriterFixture(t)
-	f.claim = f.nodeClaim(t, "")
-	f.cluster.Nominate(f.pod, f.claim.Name)
-	base := f.claim.DeepCopy()
-	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
-	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-	f.cluster.UpdateNodeClaim(f.claim)
+	f.launchedClaim(t)
 	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
 		t.Fatalf("nominatedNodeName = %q before the Node exists", got)
 	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
-		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
-			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
-		}},
-	}
-	f.env.Create(t, node)
-	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
-	f.cluster.UpdateNode(node)
+	node := f.unregisteredNode(t)
 	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
 		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
@@ -144,23 +129,8 @@ func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
 // for the planned pods only, and a value another component wrote stays.
 func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	f := newWriterFixture(t)
-	f.claim = f.nodeClaim(t, "")
-	f.cluster.Nominate(f.pod, f.claim.Name)
-	base := f.claim.DeepCopy()
-	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
-	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-	f.cluster.UpdateNodeClaim(f.claim)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
-		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
-			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
-		}},
-	}
-	f.env.Create(t, node)
-	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
-	f.cluster.UpdateNode(node)
+	f.launchedClaim(t)
+	node := f.unregisteredNode(t)
 
 	// A second pod planned for the same NodeClaim, preempting elsewhere:
 	// its value is kube-scheduler's and stays.
@@ -350,6 +320,34 @@ func (f *writerFixture) nodeClaim(t *testing.T, node string) *v1.NodeClaim {
 		f.register(t, nc, node)
 	}
 	return nc
+}
+
+// launchedClaim sets f.claim to a launched NodeClaim (a provider ID, no
+// Node yet) that f.pod is nominated to.
+func (f *writerFixture) launchedClaim(t *testing.T) {
+	f.claim = f.nodeClaim(t, "")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	base := f.claim.DeepCopy()
+	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
+	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.UpdateNodeClaim(f.claim)
+}
+
+// unregisteredNode creates f.claim's Node, still carrying the
+// unregistered taint.
+func (f *writerFixture) unregisteredNode(t *testing.T) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "node")},
+		Spec: corev1.NodeSpec{ProviderID: f.claim.Status.ProviderID, Taints: []corev1.Taint{
+			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
+		}},
+	}
+	f.env.Create(t, node)
+	t.Cleanup(func() { _ = f.env.Client.Delete(t.Context(), node) })
+	f.cluster.UpdateNode(node)
+	return node
 }
 
 func (f *writerFixture) register(t *testing.T, nc *v1.NodeClaim, node string) {
