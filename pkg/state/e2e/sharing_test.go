@@ -42,15 +42,7 @@ func TestModelSharesTheCachesObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mgr := env.NewManager(t)
-	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Register(mgr); err != nil {
-		t.Fatal(err)
-	}
-	test.StartManager(t, mgr)
+	cluster, mgr := startClusterManager(t)
 
 	// joined finds the StateNode of node and nc once the model joined them
 	// and holds the pod.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/state"
@@ -24,6 +25,14 @@ func TestMain(m *testing.M) {
 // startCluster runs a manager feeding a fresh Cluster until the test ends.
 func startCluster(t *testing.T) *state.Cluster {
 	t.Helper()
+	cluster, _ := startClusterManager(t)
+	return cluster
+}
+
+// startClusterManager is startCluster, also returning the manager (whose
+// cache the Cluster's objects come from).
+func startClusterManager(t *testing.T) (*state.Cluster, manager.Manager) {
+	t.Helper()
 	env := test.Env(t)
 	mgr := env.NewManager(t)
 	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader()})
@@ -34,5 +43,5 @@ func startCluster(t *testing.T) *state.Cluster {
 		t.Fatal(err)
 	}
 	test.StartManager(t, mgr)
-	return cluster
+	return cluster, mgr
 }
