@@ -51,6 +51,10 @@ type Options struct {
 	Manager       manager.Manager
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.Clock
+	// Recorder publishes the controllers' events. Nil builds one over an
+	// events.Writer that New adds to the manager; the operator passes its
+	// own so that the cloud's controllers share the same limits.
+	Recorder events.Recorder
 	// Solve runs the scheduling simulation for the provisioner.
 	Solve provisioning.SolveFunc
 	// Scheduling are the solver settings (PREFERENCE_POLICY,
@@ -129,7 +133,16 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
 	mgr := o.Manager
-	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), o.Clock)
+	var cs []Controller
+	recorder := o.Recorder
+	if recorder == nil {
+		w, err := events.NewWriter(mgr.GetConfig(), mgr.GetScheme(), "joiner")
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, runnable{w})
+		recorder = events.NewRecorder(w, o.Clock)
+	}
 	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock, NominationTTL: state.NominationWindow(o.BatchMaxDuration)})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster state: %w", err)
@@ -250,7 +263,7 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building disruption: %w", err)
 	}
-	out := []Controller{
+	out := append(cs,
 		cluster,
 		prov,
 		lc,
@@ -265,7 +278,7 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
-	}
+	)
 	statusCtrls, err := statusControllers(mgr, o)
 	if err != nil {
 		return nil, err
@@ -301,6 +314,11 @@ func New(o Options) ([]Controller, error) {
 	}
 	return append(out, o.CloudControllers...), nil
 }
+
+// runnable registers a manager.Runnable as a Controller.
+type runnable struct{ manager.Runnable }
+
+func (r runnable) Register(mgr manager.Manager) error { return mgr.Add(r.Runnable) }
 
 // statusControllers publish the status condition metrics of NodeClaims,
 // NodePools, Nodes and the cloud provider's node classes.

@@ -20,14 +20,11 @@ import (
 const DefaultDedupeTimeout = 2 * time.Minute
 
 // The event rate limit, per event type (Normal, Warning): a burst of
-// EventBurst, then EventQPS a second. client-go's events.k8s.io broadcaster
-// starts one goroutine per event and keeps it, with the event, until the
-// API server took it or 12 tries failed; when a burst of thousands of pods
-// publishes faster than a loaded API server accepts, those goroutines piled
-// up by the ten thousand (most of joiner's memory growth in a 10,000-pod
-// load run). Beyond the limit an event is dropped and counted in
-// joiner_events_dropped_total; Warnings have their own bucket, so a flood
-// of Normal events never crowds out a Warning.
+// EventBurst, then EventQPS a second, so that a burst of thousands of pods
+// does not spend joiner's API budget (KUBE_CLIENT_QPS) on events. Beyond
+// the limit an event is dropped and counted in joiner_events_dropped_total;
+// Warnings have their own bucket, so a flood of Normal events never crowds
+// out a Warning. The Writer behind bounds what is queued and in flight.
 const (
 	EventQPS   = 50
 	EventBurst = 1000
@@ -71,8 +68,8 @@ type Recorder interface {
 	Publish(events ...Event)
 }
 
-// NewRecorder returns a Recorder that writes through r (typically
-// mgr.GetEventRecorder(name)) and suppresses repeats of an identical event
+// NewRecorder returns a Recorder that writes through r (a Writer; see
+// ForManager) and suppresses repeats of an identical event
 // within its dedupe timeout.
 func NewRecorder(r kevents.EventRecorder, clk clock.PassiveClock) Recorder {
 	if clk == nil {

@@ -27,8 +27,9 @@ type Cloud struct {
 	Runnables   []manager.Runnable
 }
 
-// NewCloud builds the cloud provider the settings name.
-func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker) (*Cloud, error) {
+// NewCloud builds the cloud provider the settings name; its controllers
+// publish their events through recorder.
+func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTicker, recorder events.Recorder) (*Cloud, error) {
 	switch settings.CloudProvider {
 	case options.CloudProviderSim:
 		faults, err := sim.ParseCallFaults(settings.SimCallFaults)
@@ -68,7 +69,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 		if settings.InterruptionQueue != "" {
 			ic, err := interruption.New(interruption.Options{
 				Client: mgr.GetClient(), SQS: sqs.NewFromConfig(ac.Config), QueueName: settings.InterruptionQueue,
-				Offerings: ac.Provider, Recorder: events.NewRecorder(mgr.GetEventRecorder("joiner"), clk),
+				Offerings: ac.Provider, Recorder: recorder,
 			})
 			if err != nil {
 				return nil, err

@@ -64,7 +64,7 @@ func NewManager(cfg *rest.Config, opts *options.Options, logger logr.Logger) (ma
 	leaderElectionCfg := rest.CopyConfig(cfg)
 	// Every other client shares one token bucket. Without it client-go
 	// gives each REST client (controller-runtime makes one per resource,
-	// the event broadcaster its own) a limiter of its own, and
+	// the event writer its own) a limiter of its own, and
 	// KUBE_CLIENT_QPS bounds each of them rather than joiner: a
 	// 10,000-pod load run sent 292 requests/s against a QPS of 200.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -36,7 +37,13 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	}
 	solverOpts := SolverOptions(settings)
 	clk := clock.RealClock{}
-	cloud, err := NewCloud(mgr, settings, clk)
+	// One event writer and one recorder, so that every controller,
+	// joiner's and the cloud's, shares its queue and rate limits.
+	recorder, err := events.ForManager(mgr, clk)
+	if err != nil {
+		return err
+	}
+	cloud, err := NewCloud(mgr, settings, clk, recorder)
 	if err != nil {
 		return err
 	}
@@ -44,6 +51,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		Manager:       mgr,
 		CloudProvider: cloud.Provider,
 		Clock:         clk,
+		Recorder:      recorder,
 		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 			return scheduling.Solve(s, solverOpts)
 		},

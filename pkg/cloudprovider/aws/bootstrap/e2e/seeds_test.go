@@ -120,8 +120,12 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			if tc.outcome == "" {
 				registrationTTL = within
 			}
+			recorder, err := events.ForManager(mgr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			lc, err := lifecycle.NewController(lifecycle.Options{
-				Client: mgr.GetClient(), CloudProvider: cloud, Recorder: events.NewRecorder(mgr.GetEventRecorder("joiner"), nil),
+				Client: mgr.GetClient(), CloudProvider: cloud, Recorder: recorder,
 				RegistrationTTL: registrationTTL,
 			})
 			if err != nil {

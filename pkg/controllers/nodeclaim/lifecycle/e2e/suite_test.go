@@ -117,7 +117,10 @@ func start(t *testing.T, o options) *harness {
 	}
 
 	mgr := env.NewManager(t)
-	recorder := events.NewRecorder(mgr.GetEventRecorder("joiner"), nil)
+	recorder, err := events.ForManager(mgr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lc, err := lifecycle.NewController(lifecycle.Options{
 		Client: mgr.GetClient(), CloudProvider: ownPool{h.cloud, h.pool}, Recorder: recorder, RegistrationTTL: o.registrationTTL,
 		InitializationTTL: o.initializationTTL, Nominations: o.nominations,
