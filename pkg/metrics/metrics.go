@@ -176,32 +176,32 @@ var (
 		Help: "The lifetime of nodes from creation to termination, by nodepool.", Buckets: lifetimeBuckets,
 	}, LabelNodePool)
 	// NodesCurrentLifetime is each live Node's age.
-	NodesCurrentLifetime = NewGaugeVec(prometheus.GaugeOpts{
+	NodesCurrentLifetime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "current_lifetime_seconds",
 		Help: "Node age in seconds, by node and nodepool.",
 	}, LabelNodeName, LabelNodePool)
 
-	NodesAllocatable = NewGaugeVec(prometheus.GaugeOpts{
+	NodesAllocatable = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "allocatable",
 		Help: "Node allocatable are the resources allocatable by nodes.",
 	}, NodeLabels...)
-	NodesSystemOverhead = NewGaugeVec(prometheus.GaugeOpts{
+	NodesSystemOverhead = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "system_overhead",
 		Help: "Node system daemon overhead: the difference between the node's capacity and allocatable.",
 	}, NodeLabels...)
-	NodesTotalPodRequests = NewGaugeVec(prometheus.GaugeOpts{
+	NodesTotalPodRequests = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_requests",
 		Help: "Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet pods.",
 	}, NodeLabels...)
-	NodesTotalPodLimits = NewGaugeVec(prometheus.GaugeOpts{
+	NodesTotalPodLimits = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_limits",
 		Help: "Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.",
 	}, NodeLabels...)
-	NodesTotalDaemonRequests = NewGaugeVec(prometheus.GaugeOpts{
+	NodesTotalDaemonRequests = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_requests",
 		Help: "Node total daemon requests are the resources requested by DaemonSet pods bound to nodes.",
 	}, NodeLabels...)
-	NodesTotalDaemonLimits = NewGaugeVec(prometheus.GaugeOpts{
+	NodesTotalDaemonLimits = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_limits",
 		Help: "Node total daemon limits are the resources specified by DaemonSet pod limits.",
 	}, NodeLabels...)
@@ -209,7 +209,7 @@ var (
 
 // Pods.
 var (
-	PodsState = NewGaugeVec(prometheus.GaugeOpts{
+	PodsState = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "state",
 		Help: "Pod state is the current state of pods, labeled by the pod name, namespace, owner, node, nodepool, zone, architecture, capacity type, instance type and pod phase.",
 	}, PodStateLabels...)
@@ -220,11 +220,11 @@ var (
 	// PodsUnboundTime and PodsUnstartedTime are Karpenter's per-pod
 	// waiting gauges: how long a pod not yet bound, or bound but not yet
 	// running, has existed.
-	PodsUnboundTime = NewGaugeVec(prometheus.GaugeOpts{
+	PodsUnboundTime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "unbound_time_seconds",
 		Help: "The time from pod creation until the pod is bound, for pods not bound yet.",
 	}, "name", "namespace")
-	PodsUnstartedTime = NewGaugeVec(prometheus.GaugeOpts{
+	PodsUnstartedTime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "unstarted_time_seconds",
 		Help: "The time from pod creation until the pod is running, for bound pods not running yet.",
 	}, "name", "namespace")

@@ -22,15 +22,15 @@ var (
 		Namespace: Namespace, Subsystem: "pods", Name: "scheduling_decision_duration_seconds",
 		Help: "The time it takes for the provisioner to first try to schedule a pod after it's been seen.", Buckets: durationBuckets,
 	})
-	PodsProvisioningSchedulingUndecidedTime = NewGaugeVec(prometheus.GaugeOpts{
+	PodsProvisioningSchedulingUndecidedTime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "provisioning_scheduling_undecided_time_seconds",
 		Help: "The time from when the provisioner has seen a pod without making a scheduling decision for it. Calculated from a point in memory, not the pod's creation.",
 	}, LabelName, LabelNamespace)
-	PodsProvisioningUnboundTime = NewGaugeVec(prometheus.GaugeOpts{
+	PodsProvisioningUnboundTime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "provisioning_unbound_time_seconds",
 		Help: "The time from when the provisioner first thinks the pod can schedule until it binds, for pods not bound yet. Calculated from a point in memory, not the pod's creation.",
 	}, LabelName, LabelNamespace, LabelDynamicResources)
-	PodsProvisioningUnstartedTime = NewGaugeVec(prometheus.GaugeOpts{
+	PodsProvisioningUnstartedTime = NewSeries(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "pods", Name: "provisioning_unstarted_time_seconds",
 		Help: "The time from when the provisioner first thinks the pod can schedule until the pod is running, for pods not running yet. Calculated from a point in memory, not the pod's creation.",
 	}, LabelName, LabelNamespace)
@@ -53,9 +53,9 @@ var PodDecisions = newPodDecisionTimes()
 
 func newPodDecisionTimes() *PodDecisionTimes {
 	return &PodDecisionTimes{pods: map[types.UID]*podTimes{},
-		undecided: NewSeries(PodsProvisioningSchedulingUndecidedTime),
-		unbound:   NewSeries(PodsProvisioningUnboundTime),
-		unstarted: NewSeries(PodsProvisioningUnstartedTime)}
+		undecided: PodsProvisioningSchedulingUndecidedTime,
+		unbound:   PodsProvisioningUnboundTime,
+		unstarted: PodsProvisioningUnstartedTime}
 }
 
 // PodDecisionTimes is the memory behind the provisioning latencies.

@@ -31,14 +31,14 @@ func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
 	d.Seen(&pod, t0.Add(time.Second)) // only the first sight counts
 	decisions, startups := sampleCount(t, PodsSchedulingDecisionDuration), sampleCount(t, PodsProvisioningStartupDuration)
 	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(2*time.Second))
-	if got := testutil.ToFloat64(PodsProvisioningSchedulingUndecidedTime.WithLabelValues("web", "default")); got != 2 {
+	if got := value(PodsProvisioningSchedulingUndecidedTime, "web", "default"); got != 2 {
 		t.Errorf("undecided = %v, want 2", got)
 	}
 
 	d.Decided(&pod, t0.Add(3*time.Second))
 	d.Unschedulable(other, t0.Add(3*time.Second))
 	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(5*time.Second))
-	if got := testutil.ToFloat64(PodsProvisioningUnboundTime.WithLabelValues("web", "default", "false")); got != 2 {
+	if got := value(PodsProvisioningUnboundTime, "web", "default", "false"); got != 2 {
 		t.Errorf("provisioning unbound = %v, want 2", got)
 	}
 	if got := testutil.CollectAndCount(PodsProvisioningSchedulingUndecidedTime); got != 0 {
@@ -48,7 +48,7 @@ func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
 	pod.Spec.NodeName = "node-a"
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(7 * time.Second))}}
 	d.Publish([]*corev1.Pod{&pod, other}, t0.Add(8*time.Second))
-	if got := testutil.ToFloat64(PodsProvisioningUnstartedTime.WithLabelValues("web", "default")); got != 5 {
+	if got := value(PodsProvisioningUnstartedTime, "web", "default"); got != 5 {
 		t.Errorf("provisioning unstarted = %v, want 5", got)
 	}
 	if got := testutil.CollectAndCount(PodsProvisioningUnboundTime); got != 0 {
@@ -79,4 +79,10 @@ func sampleCount(t *testing.T, h prometheus.Histogram) uint64 {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// value is the published value of s's series of labels (0 if none).
+func value(s *Series, labels ...string) float64 {
+	v, _ := s.Value(labels...)
+	return v
 }

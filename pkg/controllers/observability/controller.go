@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -69,9 +68,9 @@ type Controller struct {
 	// started and bound hold the pods whose startup and binding latencies
 	// were observed, so each pod counts once.
 	started, bound map[types.UID]bool
-	// The per-pod series, kept across intervals (see metrics.Series).
+	// The per-pod series, set every interval (see metrics.Series).
 	podsState, podsUnbound, podsUnstarted *metrics.Series
-	// The per-node series, kept the same way: nodeResources in the order
+	// The per-node series, set the same way: nodeResources in the order
 	// of nodeResourceGauges, and each node's lifetime.
 	nodeResources []*metrics.Series
 	nodesLifetime *metrics.Series
@@ -79,8 +78,8 @@ type Controller struct {
 
 // nodeResourceGauges are the per-node, per-resource gauges, in the order
 // updateNodes sets them.
-func nodeResourceGauges() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{
+func nodeResourceGauges() []*metrics.Series {
+	return []*metrics.Series{
 		metrics.NodesAllocatable, metrics.NodesSystemOverhead,
 		metrics.NodesTotalPodRequests, metrics.NodesTotalPodLimits,
 		metrics.NodesTotalDaemonRequests, metrics.NodesTotalDaemonLimits,
@@ -114,11 +113,8 @@ func NewController(opts Options) (*Controller, error) {
 // newController builds the controller of valid opts.
 func newController(opts Options) *Controller {
 	c := &Controller{opts: opts, started: map[types.UID]bool{}, bound: map[types.UID]bool{},
-		podsState: metrics.NewSeries(metrics.PodsState), podsUnbound: metrics.NewSeries(metrics.PodsUnboundTime), podsUnstarted: metrics.NewSeries(metrics.PodsUnstartedTime),
-		nodesLifetime: metrics.NewSeries(metrics.NodesCurrentLifetime)}
-	for _, g := range nodeResourceGauges() {
-		c.nodeResources = append(c.nodeResources, metrics.NewSeries(g))
-	}
+		podsState: metrics.PodsState, podsUnbound: metrics.PodsUnboundTime, podsUnstarted: metrics.PodsUnstartedTime,
+		nodesLifetime: metrics.NodesCurrentLifetime, nodeResources: nodeResourceGauges()}
 	return c
 }
 
@@ -234,10 +230,9 @@ func resourceLabel(name corev1.ResourceName) string {
 	return strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(strings.ToLower(string(name)))
 }
 
-// updateNodes sets the per-node gauges. Their series are kept across
-// intervals (metrics.Series), not Reset and re-created: about ten series
-// of ten labels per node, at 1,000 nodes some 10,000 rebuilt every
-// interval.
+// updateNodes sets the per-node gauges: about ten series of ten labels
+// per node, kept as metrics.Series (one string each) rather than gauge
+// vectors.
 func (c *Controller) updateNodes(nodes []*state.StateNode) {
 	now := c.opts.Clock.Now()
 	totalRequests, totalAllocatable := corev1.ResourceList{}, corev1.ResourceList{}
