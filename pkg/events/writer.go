@@ -17,6 +17,7 @@ import (
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	kevents "k8s.io/client-go/tools/events"
+	eventutil "k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -111,10 +112,15 @@ func (w *Writer) event(regarding, related runtime.Object, eventtype, reason, act
 	if err != nil {
 		return nil, fmt.Errorf("reference to the regarding object: %w", err)
 	}
+	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
+		return nil, fmt.Errorf("event type %q: want %s or %s", eventtype, corev1.EventTypeNormal, corev1.EventTypeWarning)
+	}
 	var relatedRef *corev1.ObjectReference
 	if related != nil {
+		// As client-go's recorder: the event goes without the related
+		// object rather than not at all.
 		if relatedRef, err = reference.GetReference(w.scheme, related); err != nil {
-			return nil, fmt.Errorf("reference to the related object: %w", err)
+			log.Log.WithName("events").Error(err, "cannot reference the related object; writing the event without it", "reason", reason)
 		}
 	}
 	now := w.clock.Now()
@@ -123,7 +129,7 @@ func (w *Writer) event(regarding, related runtime.Object, eventtype, reason, act
 		ns = metav1.NamespaceDefault
 	}
 	return &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		ObjectMeta:          metav1.ObjectMeta{Name: eventutil.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns},
 		EventTime:           metav1.MicroTime{Time: now},
 		ReportingController: w.controller,
 		ReportingInstance:   w.instance,

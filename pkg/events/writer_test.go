@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,7 +49,7 @@ func startWriter(t *testing.T, w *events.Writer) {
 func listEvents(t *testing.T, c client.Client, ns string, want int) []eventsv1.Event {
 	t.Helper()
 	var list eventsv1.EventList
-	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+	test.Eventually(t, time.Minute, func(ctx context.Context) error {
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err
 		}
@@ -90,6 +92,12 @@ func TestWriterWritesEventsTheAPIServerAccepts(t *testing.T) {
 		t.Errorf("event = %+v", got)
 	}
 
+	// An object whose name leaves no room for the time suffix still gets
+	// its event (named by a UUID, as client-go's recorder does).
+	long := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 250), Namespace: ns}}
+	r.Publish(events.Normal(long, events.Nominated, "Nominate", "long name"))
+	listEvents(t, env.Client, ns, 2)
+
 	// A cluster-scoped object's events go to the default namespace.
 	r.Publish(events.Warning(node, events.ArchitectureMismatch, "Initialize", "arch arm64 on %s", node.Name))
 	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
@@ -111,7 +119,11 @@ func TestWriterWritesEventsTheAPIServerAccepts(t *testing.T) {
 func TestWriterDropsWhatDoesNotFitItsQueue(t *testing.T) {
 	env := test.Env(t)
 	ns := env.Namespace(t)
-	w, err := events.NewWriter(env.Config, test.Scheme(), "joiner")
+	// joiner's own client limits (KUBE_CLIENT_QPS), not client-go's
+	// default 5/s, which would take minutes over a queue of 1,000.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 200, 300
+	w, err := events.NewWriter(cfg, test.Scheme(), "joiner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +145,9 @@ func TestWriterDropsWhatDoesNotFitItsQueue(t *testing.T) {
 	}
 	startWriter(t, w)
 	listEvents(t, env.Client, ns, events.QueueSize)
+	if got := dropped() - before; got != 7 {
+		t.Errorf("dropped %v events in all, want only the 7 beyond the queue", got)
+	}
 }
 
 // A write the API server refused because it was overloaded is tried

@@ -9,5 +9,5 @@ import (
 // events package says why a limit is needed).
 var EventsDropped = NewCounterVec(prometheus.CounterOpts{
 	Namespace: JoinerNamespace, Subsystem: "events", Name: "dropped_total",
-	Help: "Number of events not sent because joiner published more than its event rate limit allows, by type and reason.",
+	Help: "Number of events not sent, by type and reason: beyond joiner's event rate limit, beyond the event writer's queue, or refused by the API server.",
 }, "type", LabelReason)

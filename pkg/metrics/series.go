@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -76,6 +77,11 @@ func (s *Series) Set(v float64, labels ...string) {
 		if i > 0 {
 			s.key = append(s.key, 0)
 		}
+		// A label value must be UTF-8, or the whole scrape fails; and the
+		// NUL joins the key.
+		if !utf8.ValidString(l) || strings.IndexByte(l, 0) >= 0 {
+			l = strings.ReplaceAll(strings.ToValidUTF8(l, "\uFFFD"), "\x00", "\uFFFD")
+		}
 		s.key = append(s.key, l...)
 	}
 	if i, ok := s.next.index[string(s.key)]; ok {
@@ -138,11 +144,7 @@ func (s *Series) Collect(ch chan<- prometheus.Metric) {
 	values := make([]string, 0, s.labels)
 	for _, e := range entries {
 		values = splitKey(values[:0], e.key, s.labels)
-		m, err := prometheus.NewConstMetric(s.desc, prometheus.GaugeValue, e.value, values...)
-		if err != nil { // a label value that is not UTF-8
-			m = prometheus.NewInvalidMetric(s.desc, err)
-		}
-		ch <- m
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, e.value, values...)
 	}
 }
 

@@ -67,6 +67,24 @@ karpenter_pods_state{name="web-1",node="",phase="Pending"} 1
 	}
 }
 
+// TestSeriesKeepsAScrapeValid: a label value that is not UTF-8, or holds
+// the NUL the key is joined with, is published cleaned, and the scrape
+// (which would fail whole on one invalid value) still succeeds.
+func TestSeriesKeepsAScrapeValid(t *testing.T) {
+	s := newSeries(prometheus.GaugeOpts{Name: "test_pods_state", Help: "h"}, "name", "phase")
+	s.Set(1, "bad\xffname", "Running")
+	s.Set(2, "nul\x00name", "Pending")
+	s.Flush()
+	want := `# HELP test_pods_state h
+# TYPE test_pods_state gauge
+test_pods_state{name="bad�name",phase="Running"} 1
+test_pods_state{name="nul�name",phase="Pending"} 2
+`
+	if err := testutil.CollectAndCompare(s, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSeriesReusesItsKeysAcrossIntervals: setting again the series of the
 // last interval allocates nothing per series (joining the labels into a
 // new key per series and interval was tens of thousands of strings per
