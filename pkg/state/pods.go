@@ -31,15 +31,11 @@ type PodCache struct {
 // of the unbound pods, so it must be called before c starts. c must cache
 // pods of every namespace (as joiner's manager does).
 func NewPodCache(ctx context.Context, c cache.Cache) (*PodCache, error) {
-	inf, err := c.GetInformer(ctx, &corev1.Pod{})
+	shared, err := podInformer(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("getting the pod informer: %w", err)
+		return nil, err
 	}
-	shared, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("the pod informer is a %T, not a client-go SharedIndexInformer (a cache of every namespace)", inf)
-	}
-	if err := inf.AddIndexers(toolscache.Indexers{indexUnbound: func(obj any) ([]string, error) {
+	if err := shared.AddIndexers(toolscache.Indexers{indexUnbound: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
 			return []string{""}, nil
 		}
@@ -48,6 +44,29 @@ func NewPodCache(ctx context.Context, c cache.Cache) (*PodCache, error) {
 		return nil, fmt.Errorf("indexing unbound pods: %w", err)
 	}
 	return &PodCache{indexer: shared.GetIndexer(), lister: corelisters.NewPodLister(shared.GetIndexer())}, nil
+}
+
+// podInformer is c's informer of pods as client-go's shared informer, whose
+// indexer holds the cache's own objects.
+func podInformer(ctx context.Context, c cache.Cache) (toolscache.SharedIndexInformer, error) {
+	inf, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the pod informer: %w", err)
+	}
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the pod informer is a %T, not a client-go SharedIndexInformer (a cache of every namespace)", inf)
+	}
+	return shared, nil
+}
+
+// podIndexer is c's indexer of pods, keyed by namespace/name.
+func podIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
+	shared, err := podInformer(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return shared.GetIndexer(), nil
 }
 
 // Unbound returns the pods bound to no node, in no particular order.
