@@ -26,20 +26,16 @@ const (
 type StatusMetrics struct {
 	// Kind is the lower-case kind the metrics are named after.
 	Kind string
-	// ConditionCount is 1 for each condition an object has now, by its
-	// type, status and reason.
-	ConditionCount *prometheus.GaugeVec
-	// ConditionCurrentStatusSeconds is how long each condition has had its
-	// current status.
-	ConditionCurrentStatusSeconds *prometheus.GaugeVec
+	// Objects are the per-object gauges: 1 for each condition an object
+	// has now, by its type, status and reason; how long each condition has
+	// had its current status; how long each deleting object has been
+	// terminating.
+	Objects *ObjectStatus
 	// ConditionTransitions counts transitions, by the status moved to.
 	ConditionTransitions *prometheus.CounterVec
 	// ConditionTransitionSeconds is how long a condition kept a status
 	// before it changed.
 	ConditionTransitionSeconds *prometheus.HistogramVec
-	// TerminationCurrentTime is how long each deleting object has been
-	// terminating.
-	TerminationCurrentTime *prometheus.GaugeVec
 	// TerminationDuration is how long objects took to go once deleted.
 	TerminationDuration prometheus.Histogram
 }
@@ -48,17 +44,9 @@ type StatusMetrics struct {
 // the kinds Karpenter has, joiner_ for joiner's own (SimNodeClass).
 func newStatusMetrics(namespace, kind string) *StatusMetrics {
 	kind = strings.ToLower(kind)
-	object := []string{LabelNamespace, LabelName, LabelConditionType, LabelConditionStatus, LabelReason}
 	return &StatusMetrics{
-		Kind: kind,
-		ConditionCount: NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "count",
-			Help: "The number of a condition for a given " + kind + ", type and status (1 while the object has it). e.g. Alarm := Ready=False > 0",
-		}, object...),
-		ConditionCurrentStatusSeconds: NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "current_status_seconds",
-			Help: "The current amount of time in seconds that a status condition of a " + kind + " has been in a specific state. Alarm := P99(Ready=Unknown) > 5 minutes",
-		}, object...),
+		Kind:    kind,
+		Objects: newObjectStatus(namespace, kind),
 		ConditionTransitions: NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "transitions_total",
 			Help: "The count of transitions of a " + kind + "'s conditions, by type, the status moved to and its reason.",
@@ -67,10 +55,6 @@ func newStatusMetrics(namespace, kind string) *StatusMetrics {
 			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "transition_seconds",
 			Help: "The amount of time a condition of a " + kind + " was in a given state (status) before transitioning to another state (to_status).", Buckets: lifetimeBuckets,
 		}, LabelConditionType, LabelConditionStatus, LabelToStatus),
-		TerminationCurrentTime: NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: kind + "_termination", Name: "current_time_seconds",
-			Help: "The current amount of time in seconds that a " + kind + " has been in terminating state.",
-		}, LabelNamespace, LabelName),
 		TerminationDuration: NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: kind + "_termination", Name: "duration_seconds",
 			Help: "The amount of time taken by a " + kind + " to terminate completely, from its deletion.", Buckets: lifetimeBuckets,

@@ -11,9 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,11 +26,6 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
-
-// RequeueInterval is how often an object's current_status_seconds and
-// termination gauges are brought up to date without a change to it
-// (operatorpkg's 10 s).
-const RequeueInterval = 10 * time.Second
 
 // Options configure one kind's controller.
 type Options struct {
@@ -75,6 +68,7 @@ func NewController(opts Options) (*Controller, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	opts.Metrics.Objects.SetClock(opts.Clock)
 	return &Controller{opts: opts, observed: map[types.NamespacedName][]metav1.Condition{}, deleting: map[types.NamespacedName]metav1.Time{}}, nil
 }
 
@@ -116,7 +110,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	now := c.opts.Clock.Now()
 	current, _ := conditionsOf(obj)
 
 	c.mu.Lock()
@@ -127,24 +120,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	c.mu.Unlock()
 
-	// Only the series of conditions whose status or reason changed since
-	// the last reconcile go (a partial-match delete would scan every
-	// object's series, each reconcile, every RequeueInterval).
-	for _, before := range previous {
-		if cur := meta.FindStatusCondition(current, before.Type); cur == nil || cur.Status != before.Status || cur.Reason != before.Reason {
-			l := []string{req.Namespace, req.Name, before.Type, string(before.Status), before.Reason}
-			m.ConditionCount.DeleteLabelValues(l...)
-			m.ConditionCurrentStatusSeconds.DeleteLabelValues(l...)
-		}
-	}
-	for _, cond := range current {
-		l := []string{req.Namespace, req.Name, cond.Type, string(cond.Status), cond.Reason}
-		m.ConditionCount.WithLabelValues(l...).Set(1)
-		m.ConditionCurrentStatusSeconds.WithLabelValues(l...).Set(now.Sub(cond.LastTransitionTime.Time).Seconds())
-	}
-	if ts := obj.GetDeletionTimestamp(); ts != nil {
-		m.TerminationCurrentTime.WithLabelValues(req.Namespace, req.Name).Set(now.Sub(ts.Time).Seconds())
-	}
+	// The gauges are computed when scraped, from what the object has now:
+	// nothing to requeue to keep them fresh.
+	m.Objects.Set(req.NamespacedName, current, obj.GetDeletionTimestamp())
 	// Transitions are those seen between two reconciles: a condition that
 	// flips and flips back in between is missed, as in operatorpkg.
 	for _, cond := range current {
@@ -158,16 +136,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				Observe(cond.LastTransitionTime.Sub(before.LastTransitionTime.Time).Seconds())
 		}
 	}
-	return reconcile.Result{RequeueAfter: RequeueInterval}, nil
+	return reconcile.Result{}, nil
 }
 
 // forget drops a gone object's series and observes its termination.
 func (c *Controller) forget(key types.NamespacedName) {
 	m := c.opts.Metrics
-	object := prometheus.Labels{metrics.LabelNamespace: key.Namespace, metrics.LabelName: key.Name}
-	m.ConditionCount.DeletePartialMatch(object)
-	m.ConditionCurrentStatusSeconds.DeletePartialMatch(object)
-	m.TerminationCurrentTime.DeletePartialMatch(object)
+	m.Objects.Delete(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ts, ok := c.deleting[key]; ok {

@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,8 +60,8 @@ func TestStatusMetricsFollowAnObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.RequeueAfter != RequeueInterval {
-			t.Errorf("requeue after %s, want %s (current_status_seconds must stay fresh)", res.RequeueAfter, RequeueInterval)
+		if res.RequeueAfter != 0 {
+			t.Errorf("requeue after %s: the gauges are computed when scraped, nothing needs a requeue", res.RequeueAfter)
 		}
 	}
 	condition := func(typ string, status metav1.ConditionStatus, reason string, at time.Time) metav1.Condition {
@@ -71,9 +73,14 @@ func TestStatusMetricsFollowAnObject(t *testing.T) {
 	setConditions(condition("Launched", metav1.ConditionUnknown, "AwaitingReconciliation", t0), condition("Ready", metav1.ConditionUnknown, "AwaitingReconciliation", t0))
 	clk.Step(30 * time.Second)
 	reconcileOnce()
-	if got := testutil.ToFloat64(m.ConditionCurrentStatusSeconds.WithLabelValues("", nc.Name, "Launched", "Unknown", "AwaitingReconciliation")); got != 30 {
+	if got := gauge(t, m.Objects, "current_status_seconds", "", nc.Name, "Launched", "Unknown", "AwaitingReconciliation"); got != 30 {
 		t.Errorf("Launched=Unknown current status seconds = %v, want 30", got)
 	}
+	clk.Step(5 * time.Second) // no reconcile: a scrape still sees the time go on
+	if got := gauge(t, m.Objects, "current_status_seconds", "", nc.Name, "Launched", "Unknown", "AwaitingReconciliation"); got != 35 {
+		t.Errorf("Launched=Unknown current status seconds 5 s later = %v, want 35", got)
+	}
+	clk.Step(-5 * time.Second)
 
 	setConditions(condition("Launched", metav1.ConditionTrue, "Launched", t0.Add(40*time.Second)), condition("Ready", metav1.ConditionUnknown, "AwaitingReconciliation", t0))
 	clk.Step(20 * time.Second)
@@ -81,10 +88,10 @@ func TestStatusMetricsFollowAnObject(t *testing.T) {
 	if got := testutil.ToFloat64(launchedTrue) - before; got != 1 {
 		t.Errorf("Launched→True transitions grew by %v, want 1", got)
 	}
-	if n := seriesOf(t, m.ConditionCount, nc.Name); n != 2 {
+	if n := seriesOf(t, m.Objects, "status_condition_count", nc.Name); n != 2 {
 		t.Errorf("%d condition count series for the claim, want 2 (the old Launched=Unknown one gone)", n)
 	}
-	if got := testutil.ToFloat64(m.ConditionCount.WithLabelValues("", nc.Name, "Launched", "True", "Launched")); got != 1 {
+	if got := gauge(t, m.Objects, "status_condition_count", "", nc.Name, "Launched", "True", "Launched"); got != 1 {
 		t.Errorf("Launched=True count = %v, want 1", got)
 	}
 	if h := histogram(t, m.ConditionTransitionSeconds.WithLabelValues("Launched", "Unknown", "True")); h.GetSampleCount() == 0 || h.GetSampleSum() < 40 {
@@ -105,7 +112,7 @@ func TestStatusMetricsFollowAnObject(t *testing.T) {
 	// The client stamps the deletion with the real time.
 	clk.SetTime(deleting.DeletionTimestamp.Add(5 * time.Second))
 	reconcileOnce()
-	if got := testutil.ToFloat64(m.TerminationCurrentTime.WithLabelValues("", nc.Name)); got != 5 {
+	if got := gauge(t, m.Objects, "termination_current_time_seconds", "", nc.Name); got != 5 {
 		t.Errorf("termination current time = %v, want 5", got)
 	}
 	terminations := histogram(t, m.TerminationDuration).GetSampleCount()
@@ -125,29 +132,70 @@ func TestStatusMetricsFollowAnObject(t *testing.T) {
 	if h := histogram(t, m.TerminationDuration); h.GetSampleCount() != terminations+1 || h.GetSampleSum()-sum != 12 {
 		t.Errorf("termination durations: %d observed adding %v s, want %d adding 12 s", h.GetSampleCount(), h.GetSampleSum()-sum, terminations+1)
 	}
-	for _, v := range []*prometheus.GaugeVec{m.ConditionCount, m.ConditionCurrentStatusSeconds, m.TerminationCurrentTime} {
-		if n := seriesOf(t, v, nc.Name); n != 0 {
-			t.Errorf("%d series left for the gone claim", n)
-		}
+	if n := seriesOf(t, m.Objects, "", nc.Name); n != 0 {
+		t.Errorf("%d series left for the gone claim", n)
 	}
 }
 
-// seriesOf counts a vector's series of the named object.
-func seriesOf(t *testing.T, v *prometheus.GaugeVec, name string) int {
+// collected is every series c publishes now: its metric name (the
+// part after "<kind>_"), label values and value.
+type collected struct {
+	name   string
+	labels []string
+	value  float64
+}
+
+func collect(t *testing.T, c prometheus.Collector) []collected {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 100)
-	v.Collect(ch)
+	ch := make(chan prometheus.Metric, 1000)
+	c.Collect(ch)
 	close(ch)
-	n := 0
+	var out []collected
 	for m := range ch {
 		var d dto.Metric
 		if err := m.Write(&d); err != nil {
 			t.Fatal(err)
 		}
+		s := collected{name: m.Desc().String(), value: d.GetGauge().GetValue()}
 		for _, l := range d.GetLabel() {
-			if l.GetName() == metrics.LabelName && l.GetValue() == name {
-				n++
+			s.labels = append(s.labels, l.GetValue())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// gauge is the value of c's series named ...suffix with these label values
+// (in the labels' sorted order: name, namespace, reason, status, type for
+// a condition; name, namespace for a termination); it fails t without one.
+func gauge(t *testing.T, c prometheus.Collector, suffix, namespace, name string, condition ...string) float64 {
+	t.Helper()
+	for _, s := range collect(t, c) {
+		if !strings.Contains(s.name, suffix+`"`) || !slices.Contains(s.labels, name) || !slices.Contains(s.labels, namespace) {
+			continue
+		}
+		if all := func() bool {
+			for _, v := range condition {
+				if !slices.Contains(s.labels, v) {
+					return false
+				}
 			}
+			return true
+		}(); all && len(s.labels) == 2+len(condition) {
+			return s.value
+		}
+	}
+	t.Fatalf("no %s series for %s/%s %v", suffix, namespace, name, condition)
+	return 0
+}
+
+// seriesOf counts c's series named ...suffix of the named object.
+func seriesOf(t *testing.T, c prometheus.Collector, suffix, name string) int {
+	t.Helper()
+	n := 0
+	for _, s := range collect(t, c) {
+		if strings.Contains(s.name, suffix+`"`) && slices.Contains(s.labels, name) {
+			n++
 		}
 	}
 	return n
