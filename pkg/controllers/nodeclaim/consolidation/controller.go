@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -86,24 +88,32 @@ func (c *Controller) nodeClaimsOfPool(ctx context.Context, o client.Object) []re
 // Reconcile recomputes the condition from the NodeClaim and its NodePool,
 // and asks to be called back when the quiet window ends.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nc := &v1.NodeClaim{}
-	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+	// Read without copies: most reconciles change nothing, and each copy
+	// of a NodeClaim (and its NodePool) was garbage; the conditions alone
+	// are copied for Evaluate to change, the claim only to patch it.
+	noCopy := &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
+	cached := &v1.NodeClaim{}
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, cached, noCopy); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if nc.DeletionTimestamp != nil || !c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
+	if cached.DeletionTimestamp != nil || !c.nodeClasses.Manages(cached.Spec.NodeClassRef) {
 		return reconcile.Result{}, nil
 	}
 	pool := &v1.NodePool{}
-	if err := c.opts.Client.Get(ctx, types.NamespacedName{Name: nc.Labels[v1.LabelNodePool]}, pool); err != nil {
+	if err := c.opts.Client.Get(ctx, types.NamespacedName{Name: cached.Labels[v1.LabelNodePool]}, pool, noCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			// No pool, no consolidateAfter: nothing to say.
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("getting nodepool of nodeclaim %s: %w", nc.Name, err)
+		return reconcile.Result{}, fmt.Errorf("getting nodepool of nodeclaim %s: %w", cached.Name, err)
 	}
-	stored := nc.DeepCopy()
-	requeue := Evaluate(nc, pool, c.opts.Clock.Now())
-	if !conditionEqual(stored, nc) {
+	evaluated := *cached
+	evaluated.Status.Conditions = slices.Clone(cached.Status.Conditions)
+	requeue := Evaluate(&evaluated, pool, c.opts.Clock.Now())
+	if !conditionEqual(cached, &evaluated) {
+		stored := cached.DeepCopy()
+		nc := stored.DeepCopy()
+		nc.Status.Conditions = evaluated.Status.Conditions
 		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{Requeue: true}, nil
