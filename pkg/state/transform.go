@@ -118,13 +118,21 @@ var (
 
 // CacheOptions are the informer cache's options for joiner's manager (and
 // the test managers, so every controller suite runs on the same trimmed
-// objects): pods and nodes through TransformPod and TransformNode, and
+// objects): pods and nodes through TransformPod and TransformNode, the
+// pods of one controller sharing their equal parts (podTemplates), and
 // every other kind without its managedFields.
 func CacheOptions() cache.Options {
+	templates := newPodTemplates()
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:  {Transform: TransformPod},
+			&corev1.Pod{}: {Transform: func(obj any) (any, error) {
+				obj, err := TransformPod(obj)
+				if p, ok := obj.(*corev1.Pod); ok && err == nil {
+					templates.share(p)
+				}
+				return obj, err
+			}},
 			&corev1.Node{}: {Transform: TransformNode},
 		},
 	}
