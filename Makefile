@@ -128,11 +128,14 @@ fuzz:
 ## cloud: LOAD_PODS pods (default 10,000) on nodes of ten pods each, time to
 ## all Running, joiner's peak RSS, CPU and API request rate, then scale to
 ## zero and time until every node is given back (LOAD_BUDGET: the NodePool's
-## disruption budget, default Karpenter's 10%). Figures: docs/performance.md.
+## disruption budget, default Karpenter's 10%; LOAD_MEMORY_LIMIT: joiner's
+## MEMORY_LIMIT in bytes, as the chart sets it from the container's limit).
+## Figures: docs/performance.md.
 LOAD_PODS ?= 10000
 LOAD_BUDGET ?=
+LOAD_MEMORY_LIMIT ?=
 load: controlplane
-	JOINER_LOAD_PODS=$(LOAD_PODS) JOINER_LOAD_BUDGET=$(LOAD_BUDGET) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
+	JOINER_LOAD_PODS=$(LOAD_PODS) JOINER_LOAD_BUDGET=$(LOAD_BUDGET) JOINER_LOAD_MEMORY_LIMIT=$(LOAD_MEMORY_LIMIT) $(GO) test ./pkg/operator -run '^TestLoad$$' -v -count=1 -timeout 120m
 
 clean:
 	rm -rf bin .run
