@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +52,54 @@ test_termination_current_time_seconds{name="b",namespace=""} 10
 	clk.SetTime(clk.Now().Add(30 * time.Second))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(strings.NewReplacer("} 60", "} 90", "} 10", "} 40").Replace(want))); err != nil {
 		t.Fatalf("30 s later: %v", err)
+	}
+}
+
+// BenchmarkObjectStatusGather is one scrape of 2,000 objects of seven
+// conditions each, built at scrape time, against the gauge vectors that
+// kept them ready-built.
+func BenchmarkObjectStatusGather(b *testing.B) {
+	const objects, conds = 2000, 7
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	labels := []string{"namespace", "name", "type", "status", "reason"}
+	for _, kind := range []string{"scrape-time", "gauge-vec"} {
+		b.Run(kind, func(b *testing.B) {
+			reg := prometheus.NewRegistry()
+			switch kind {
+			case "scrape-time":
+				o := &ObjectStatus{
+					count:       prometheus.NewDesc("c", "h", labels, nil),
+					seconds:     prometheus.NewDesc("s", "h", labels, nil),
+					termination: prometheus.NewDesc("t", "h", []string{"namespace", "name"}, nil),
+					clock:       clocktesting.NewFakePassiveClock(t0), objects: map[types.NamespacedName]objectStatus{},
+				}
+				for i := range objects {
+					var cs []metav1.Condition
+					for j := range conds {
+						cs = append(cs, metav1.Condition{Type: fmt.Sprintf("Type%d", j), Status: metav1.ConditionTrue, Reason: "Reason", LastTransitionTime: metav1.NewTime(t0)})
+					}
+					o.Set(types.NamespacedName{Name: fmt.Sprintf("nodeclaim-%05d", i)}, cs, nil)
+				}
+				reg.MustRegister(o)
+			default:
+				c := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "c", Help: "h"}, labels)
+				s := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "s", Help: "h"}, labels)
+				for i := range objects {
+					for j := range conds {
+						l := []string{"", fmt.Sprintf("nodeclaim-%05d", i), fmt.Sprintf("Type%d", j), "True", "Reason"}
+						c.WithLabelValues(l...).Set(1)
+						s.WithLabelValues(l...).Set(60)
+					}
+				}
+				reg.MustRegister(c, s)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := reg.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
