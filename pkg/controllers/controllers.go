@@ -51,9 +51,8 @@ type Options struct {
 	Manager       manager.Manager
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.Clock
-	// Recorder publishes the controllers' events. Nil builds one over an
-	// events.Writer that New adds to the manager; the operator passes its
-	// own so that the cloud's controllers share the same limits.
+	// Recorder publishes the controllers' events (events.ForManager): one
+	// for the process, so the cloud's controllers share its limits.
 	Recorder events.Recorder
 	// Solve runs the scheduling simulation for the provisioner.
 	Solve provisioning.SolveFunc
@@ -121,6 +120,9 @@ func (o *Options) validate() error {
 	if o.Clock == nil {
 		errs = append(errs, errors.New("clock is required"))
 	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("event recorder is required"))
+	}
 	if o.Solve == nil {
 		errs = append(errs, errors.New("solve function is required"))
 	}
@@ -133,16 +135,7 @@ func New(o Options) ([]Controller, error) {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
 	mgr := o.Manager
-	var cs []Controller
 	recorder := o.Recorder
-	if recorder == nil {
-		w, err := events.NewWriter(mgr.GetConfig(), mgr.GetScheme(), "joiner")
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, runnable{w})
-		recorder = events.NewRecorder(w, o.Clock)
-	}
 	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock, NominationTTL: state.NominationWindow(o.BatchMaxDuration)})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster state: %w", err)
@@ -263,7 +256,7 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building disruption: %w", err)
 	}
-	out := append(cs,
+	out := []Controller{
 		cluster,
 		prov,
 		lc,
@@ -278,7 +271,7 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
-	)
+	}
 	statusCtrls, err := statusControllers(mgr, o)
 	if err != nil {
 		return nil, err
@@ -314,11 +307,6 @@ func New(o Options) ([]Controller, error) {
 	}
 	return append(out, o.CloudControllers...), nil
 }
-
-// runnable registers a manager.Runnable as a Controller.
-type runnable struct{ manager.Runnable }
-
-func (r runnable) Register(mgr manager.Manager) error { return mgr.Add(r.Runnable) }
 
 // statusControllers publish the status condition metrics of NodeClaims,
 // NodePools, Nodes and the cloud provider's node classes.

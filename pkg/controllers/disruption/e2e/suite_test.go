@@ -43,6 +43,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -87,10 +88,15 @@ func startJoiner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorder, err := events.ForManager(mgr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := controllers.Register(controllers.Options{
 		Manager:       mgr,
 		CloudProvider: cloud.Provider,
 		Clock:         clock.RealClock{},
+		Recorder:      recorder,
 		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 			return scheduling.Solve(s, scheduling.Options{})
 		},
