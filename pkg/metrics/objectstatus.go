@@ -67,18 +67,25 @@ func (o *ObjectStatus) SetClock(c clock.PassiveClock) {
 }
 
 // Set records an object's conditions (not copied: the caller must not
-// change them) and, if it is being deleted, when.
-func (o *ObjectStatus) Set(key types.NamespacedName, conditions []metav1.Condition, deleted *metav1.Time) {
+// change them) and, if it is being deleted, when; it returns the
+// conditions the object had when last set, from which the status
+// controller sees transitions.
+func (o *ObjectStatus) Set(key types.NamespacedName, conditions []metav1.Condition, deleted *metav1.Time) (previous []metav1.Condition) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	previous = o.objects[key].conditions
 	o.objects[key] = objectStatus{conditions: conditions, deleted: deleted}
+	return previous
 }
 
-// Delete forgets a gone object.
-func (o *ObjectStatus) Delete(key types.NamespacedName) {
+// Delete forgets a gone object; it returns when the object was deleted,
+// if it was seen being deleted.
+func (o *ObjectStatus) Delete(key types.NamespacedName) (deleted *metav1.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	deleted = o.objects[key].deleted
 	delete(o.objects, key)
+	return deleted
 }
 
 // Describe implements prometheus.Collector.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,15 +39,12 @@ type Options struct {
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
-// Controller publishes one kind's status metrics.
+// Controller publishes one kind's status metrics. What each object had at
+// its last reconcile (its conditions, to see transitions; its deletion
+// time, to observe its termination once it is gone) is kept by the kind's
+// metrics.ObjectStatus, which computes the gauges from it.
 type Controller struct {
 	opts Options
-	mu   sync.Mutex
-	// observed are the conditions each object had at its last reconcile,
-	// to see transitions; deleting is when each deleting object was
-	// deleted, to observe its termination duration once it is gone.
-	observed map[types.NamespacedName][]metav1.Condition
-	deleting map[types.NamespacedName]metav1.Time
 }
 
 // NewController validates opts.
@@ -69,7 +65,7 @@ func NewController(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	opts.Metrics.Objects.SetClock(opts.Clock)
-	return &Controller{opts: opts, observed: map[types.NamespacedName][]metav1.Condition{}, deleting: map[types.NamespacedName]metav1.Time{}}, nil
+	return &Controller{opts: opts}, nil
 }
 
 // Register adds the controller to the manager.
@@ -101,8 +97,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	m := c.opts.Metrics
 	obj := c.opts.Object()
 	// Read only: the cache's object, not a deep copy of every NodeClaim,
-	// Node and NodePool each RequeueInterval. observed keeps its
-	// conditions, which nobody changes (an update replaces the object).
+	// Node and NodePool. The metrics keep its conditions, which nobody
+	// changes (an update replaces the object).
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, obj, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting %s %s: %w", m.Kind, req.Name, err)
@@ -111,18 +107,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	current, _ := conditionsOf(obj)
-
-	c.mu.Lock()
-	previous := c.observed[req.NamespacedName]
-	c.observed[req.NamespacedName] = current
-	if ts := obj.GetDeletionTimestamp(); ts != nil {
-		c.deleting[req.NamespacedName] = *ts
-	}
-	c.mu.Unlock()
-
 	// The gauges are computed when scraped, from what the object has now:
 	// nothing to requeue to keep them fresh.
-	m.Objects.Set(req.NamespacedName, current, obj.GetDeletionTimestamp())
+	previous := m.Objects.Set(req.NamespacedName, current, obj.GetDeletionTimestamp())
 	// Transitions are those seen between two reconciles: a condition that
 	// flips and flips back in between is missed, as in operatorpkg.
 	for _, cond := range current {
@@ -141,13 +128,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // forget drops a gone object's series and observes its termination.
 func (c *Controller) forget(key types.NamespacedName) {
-	m := c.opts.Metrics
-	m.Objects.Delete(key)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ts, ok := c.deleting[key]; ok {
-		m.TerminationDuration.Observe(c.opts.Clock.Since(ts.Time).Seconds())
+	if deleted := c.opts.Metrics.Objects.Delete(key); deleted != nil {
+		c.opts.Metrics.TerminationDuration.Observe(c.opts.Clock.Since(deleted.Time).Seconds())
 	}
-	delete(c.deleting, key)
-	delete(c.observed, key)
 }
