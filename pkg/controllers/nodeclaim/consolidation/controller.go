@@ -111,10 +111,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	evaluated.Status.Conditions = slices.Clone(cached.Status.Conditions)
 	requeue := Evaluate(&evaluated, pool, c.opts.Clock.Now())
 	if !conditionEqual(cached, &evaluated) {
-		stored := cached.DeepCopy()
-		nc := stored.DeepCopy()
+		// The patch is computed against the cached claim, which it only
+		// reads; the copy takes the API server's answer.
+		nc := cached.DeepCopy()
 		nc.Status.Conditions = evaluated.Status.Conditions
-		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{Requeue: true}, nil
 			}
