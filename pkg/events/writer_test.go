@@ -31,20 +31,6 @@ func TestMain(m *testing.M) {
 	test.Main(m, controlplane.Options{Scheme: test.Scheme()})
 }
 
-// startWriter runs w until the test ends and waits for it to stop.
-func startWriter(t *testing.T, w *events.Writer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("writer: %v", err)
-		}
-	})
-}
-
 // listEvents waits until the namespace holds want events and returns them.
 func listEvents(t *testing.T, c client.Client, ns string, want int) []eventsv1.Event {
 	t.Helper()
@@ -71,7 +57,7 @@ func TestWriterWritesEventsTheAPIServerAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWriter(t, w)
+	test.StartRunnable(t, w)
 	r := events.NewRecorder(w, nil)
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: "pod-uid"}}
@@ -143,7 +129,7 @@ func TestWriterDropsWhatDoesNotFitItsQueue(t *testing.T) {
 	if got := dropped() - before; got != 7 {
 		t.Errorf("dropped %v events, want the 7 beyond the queue of %d", got, events.QueueSize)
 	}
-	startWriter(t, w)
+	test.StartRunnable(t, w)
 	listEvents(t, env.Client, ns, events.QueueSize)
 	if got := dropped() - before; got != 7 {
 		t.Errorf("dropped %v events in all, want only the 7 beyond the queue", got)
@@ -178,7 +164,7 @@ func TestWriterRetriesOnlyWhatMayPass(t *testing.T) {
 			w := events.NewWriterForClient(cs.EventsV1(), test.Scheme(), "joiner")
 			reason := "Retry" + test.Name(t, "")
 			before := testutil.ToFloat64(metrics.EventsDropped.WithLabelValues(corev1.EventTypeWarning, reason))
-			startWriter(t, w)
+			test.StartRunnable(t, w)
 			w.Eventf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}, nil, corev1.EventTypeWarning, reason, "Test", "note")
 			test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 				list, err := cs.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})

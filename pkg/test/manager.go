@@ -33,13 +33,21 @@ func Scheme() *runtime.Scheme {
 // to return, so no controller outlives the test that started it.
 func StartManager(t testing.TB, mgr manager.Manager) {
 	t.Helper()
+	StartRunnable(t, mgr)
+}
+
+// StartRunnable runs r (a manager, an events.Writer, ...) until the test
+// ends, then stops it and waits for it to return; an error other than the
+// cancellation fails t.
+func StartRunnable(t testing.TB, r manager.Runnable) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() { done <- r.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("manager: %v", err)
+			t.Errorf("%T: %v", r, err)
 		}
 	})
 }

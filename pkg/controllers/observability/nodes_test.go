@@ -29,33 +29,26 @@ func TestNodeSeriesFollowTheNodes(t *testing.T) {
 		}}
 	}
 	a, b := node("a"), node("b")
-	c.updateNodes([]*state.StateNode{a, b})
-	for _, tc := range []struct {
-		name      string
-		series    *metrics.Series
-		wantCount int
-	}{
-		{"allocatable", metrics.NodesAllocatable, 2},
-		{"lifetime", metrics.NodesCurrentLifetime, 2},
-	} {
-		if got := testutil.CollectAndCount(tc.series); got != tc.wantCount {
-			t.Errorf("%s: %d series with nodes a and b, want %d", tc.name, got, tc.wantCount)
+	// count checks that each per-node gauge has one series per node.
+	count := func(step string, want int) {
+		t.Helper()
+		for _, tc := range []struct {
+			name   string
+			series *metrics.Series
+		}{
+			{"allocatable", metrics.NodesAllocatable},
+			{"lifetime", metrics.NodesCurrentLifetime},
+		} {
+			if got := testutil.CollectAndCount(tc.series); got != want {
+				t.Errorf("%s: %d series %s, want %d", tc.name, got, step, want)
+			}
 		}
 	}
+	c.updateNodes([]*state.StateNode{a, b})
+	count("with nodes a and b", 2)
 	clk.Step(time.Minute)
 	c.updateNodes([]*state.StateNode{a})
-	for _, tc := range []struct {
-		name      string
-		series    *metrics.Series
-		wantCount int
-	}{
-		{"allocatable", metrics.NodesAllocatable, 1},
-		{"lifetime", metrics.NodesCurrentLifetime, 1},
-	} {
-		if got := testutil.CollectAndCount(tc.series); got != tc.wantCount {
-			t.Errorf("%s: %d series after node b went, want %d", tc.name, got, tc.wantCount)
-		}
-	}
+	count("after node b went", 1)
 	if got, _ := metrics.NodesAllocatable.Value(nodeLabelValues(a.Node, corev1.ResourceCPU)...); got != 4 {
 		t.Errorf("node a's allocatable CPU %g, want 4", got)
 	}
