@@ -254,16 +254,13 @@ func cronWindow(t *testing.T) {
 		stays(t, s, nc.Name, 3*time.Second)
 	}
 
-	// Move the window to start in two hours: no budget is active now.
-	np := &v1.NodePool{}
-	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(s.pool), np); err != nil {
-		t.Fatal(err)
-	}
+	// Move the window to start in two hours: no budget is active now. A
+	// merge patch, not an Update: joiner's controllers write the NodePool's
+	// status meanwhile, and an Update of a stale copy would conflict.
 	later := now.Add(2 * time.Hour)
-	np.Spec.Disruption.Budgets[0].Schedule = ptr.To(fmt.Sprintf("%d %d * * *", later.Minute(), later.Hour()))
-	if err := s.env.Client.Update(t.Context(), np); err != nil {
-		t.Fatal(err)
-	}
+	s.editPool(func(np *v1.NodePool) {
+		np.Spec.Disruption.Budgets[0].Schedule = ptr.To(fmt.Sprintf("%d %d * * *", later.Minute(), later.Hour()))
+	})
 	s.nodeCount(0, 2*time.Minute)
 }
 
