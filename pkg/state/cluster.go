@@ -157,7 +157,9 @@ type entry struct {
 type nomination struct {
 	nodeClaim string
 	// pod is the latest version of the pod the model saw.
-	pod   *corev1.Pod
+	pod *corev1.Pod
+	// until is the end of the window: the plan's time plus the TTL, moved
+	// to the NodeClaim's initialisation plus the TTL when that is later.
 	until time.Time
 	// initialized is set once the NodeClaim's node initialised, with the
 	// pod's PodScheduled condition at that moment: a rejection by
@@ -422,8 +424,16 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 }
 
 // Nominate records that the provisioner placed pod on the in-flight
-// NodeClaim nodeClaimName. Until the nomination expires (Options.
-// NominationTTL), the pod counts against that NodeClaim in StateNode.
+// NodeClaim nodeClaimName. Until the nomination expires, the pod counts
+// against that NodeClaim in StateNode.
+// A nomination expires one window (Options.NominationTTL) after the plan
+// or after the NodeClaim's initialisation, whichever is later: while the
+// NodeClaim launches and registers, which can take minutes in a large
+// scale-up, kube-scheduler cannot place the pod anywhere joiner planned,
+// and planning it again would only move it between in-flight NodeClaims
+// (and its status.nominatedNodeName between their Nodes, displacing the
+// pods planned there). A NodeClaim that fails or goes away ends its
+// nominations at once, so a pod never waits on capacity that will not come.
 // NominatedPods and IsNominated reports it, so a consumer can leave it out
 // of the pods it places. Binding or deleting the pod ends the nomination;
 // so do, early and reported by TakeEnded, the NodeClaim failing or going
@@ -460,7 +470,7 @@ func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, o
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n, ok := c.nominations[pod]
-	if !ok || !now.Before(n.until) {
+	if !ok || !n.live(now) {
 		return "", false
 	}
 	return n.nodeClaim, true
@@ -515,7 +525,7 @@ func (c *Cluster) nodes(deep bool) []*StateNode {
 	// per NodeClaim.
 	nominated := map[string][]*corev1.Pod{}
 	for _, n := range c.nominations {
-		if now.Before(n.until) {
+		if n.live(now) {
 			nominated[n.nodeClaim] = append(nominated[n.nodeClaim], n.pod)
 		}
 	}
@@ -655,7 +665,7 @@ func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.
 	}
 	out := map[string][]*corev1.Pod{}
 	for _, n := range c.nominations {
-		if n.nodeClaim == e.nodeClaim.Name && now.Before(n.until) {
+		if n.nodeClaim == e.nodeClaim.Name && n.live(now) {
 			out[n.nodeClaim] = append(out[n.nodeClaim], n.pod)
 		}
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -136,8 +137,19 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 			if cond := podScheduled(n.pod); cond != nil {
 				n.scheduled = *cond
 			}
+			// The pod's window starts when its room can take it.
+			if until := c.opts.Clock.Now().Add(c.opts.NominationTTL); until.After(n.until) {
+				n.until = until
+			}
 		}
 	}
+}
+
+// live reports whether the nomination still holds at now: within its
+// window, or for a NodeClaim whose node has not initialised yet (see
+// Cluster.Nominate).
+func (n *nomination) live(now time.Time) bool {
+	return !n.initialized || now.Before(n.until)
 }
 
 // endLocked ends the nomination of pod and records why.

@@ -11,30 +11,59 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
+// TestNominationsCountOnTheirNodeClaimUntilTheyExpire: a nomination holds
+// while its NodeClaim has not initialised, however long that takes, and
+// one window (the TTL, a minute here) after the plan or the initialisation, whichever
+// is later.
 func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
-	c, clk, _ := newTestCluster(t)
-	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
-	p := pod("ns", "web-1", "", "2")
-	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	for _, tc := range []struct {
+		name string
+		// initAfter: when the NodeClaim initialises after the plan.
+		initAfter time.Duration
+		// liveUntil: the nomination holds until just before this.
+		liveUntil time.Duration
+	}{
+		{"initialised at once: the plan's window", 0, time.Minute},
+		{"initialised within the window: a window from the initialisation", 5 * time.Second, time.Minute + 5*time.Second},
+		{"initialised after minutes: a window from the initialisation", 3 * time.Minute, 4 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk, _ := newTestCluster(t)
+			start := clk.Now()
+			nc := nodeClaim("nc-1", "default", "")
+			c.UpdateNodeClaim(nc)
+			p := pod("ns", "web-1", "", "2")
+			key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
 
-	c.Nominate(p, "nc-1")
-	if target, ok := c.IsNominated(key); !ok || target != "nc-1" {
-		t.Fatalf("IsNominated = %q, %v", target, ok)
-	}
-	sn, _ := c.NodeByName("nc-1")
-	if len(sn.NominatedPods) != 1 || cpu(sn.PodRequests()) != "2" {
-		t.Fatalf("a nominated pod counts on its NodeClaim: %d pods, requests %s", len(sn.NominatedPods), cpu(sn.PodRequests()))
-	}
-	if got := len(sn.ExistingNode().Pods); got != 1 {
-		t.Fatalf("ExistingNode carries nominated pods: %d", got)
-	}
+			c.Nominate(p, "nc-1")
+			if target, ok := c.IsNominated(key); !ok || target != "nc-1" {
+				t.Fatalf("IsNominated = %q, %v", target, ok)
+			}
+			sn, _ := c.NodeByName("nc-1")
+			if len(sn.NominatedPods) != 1 || cpu(sn.PodRequests()) != "2" {
+				t.Fatalf("a nominated pod counts on its NodeClaim: %d pods, requests %s", len(sn.NominatedPods), cpu(sn.PodRequests()))
+			}
+			if got := len(sn.ExistingNode().Pods); got != 1 {
+				t.Fatalf("ExistingNode carries nominated pods: %d", got)
+			}
 
-	clk.Step(time.Minute)
-	if _, ok := c.IsNominated(key); ok {
-		t.Fatalf("the nomination must expire after its TTL")
-	}
-	if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
-		t.Fatalf("an expired nomination no longer counts")
+			clk.Step(tc.initAfter)
+			if _, ok := c.IsNominated(key); !ok {
+				t.Fatalf("the nomination must hold while its NodeClaim has not initialised (%s after the plan)", tc.initAfter)
+			}
+			c.UpdateNodeClaim(initialized(nc))
+			clk.SetTime(start.Add(tc.liveUntil - time.Millisecond))
+			if _, ok := c.IsNominated(key); !ok {
+				t.Fatalf("the nomination must hold until %s after the plan", tc.liveUntil)
+			}
+			clk.SetTime(start.Add(tc.liveUntil))
+			if _, ok := c.IsNominated(key); ok {
+				t.Fatalf("the nomination must expire %s after the plan", tc.liveUntil)
+			}
+			if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
+				t.Fatalf("an expired nomination no longer counts")
+			}
+		})
 	}
 }
 

@@ -14,7 +14,8 @@ func TestReadOnlyNodesMatchNodes(t *testing.T) {
 	c, clk, _ := newTestCluster(t)
 	c.UpdateNodeClaim(launched(nodeClaim("nc-1", "default", "sim:///a/i-1"), "4", "16Gi"))
 	c.UpdateNode(node("node-1", "sim:///a/i-1", map[string]string{"team": "a"}))
-	c.UpdateNodeClaim(nodeClaim("nc-2", "default", ""))
+	// nc-2 initialised: its nominations follow the plan's window.
+	c.UpdateNodeClaim(initialized(nodeClaim("nc-2", "default", "")))
 	c.UpdateNodeClaim(nodeClaim("nc-3", "default", ""))
 	c.UpdatePod(pod("ns", "bound-b", "node-1", "1"))
 	c.UpdatePod(pod("ns", "bound-a", "node-1", "1"))
