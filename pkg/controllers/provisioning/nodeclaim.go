@@ -62,7 +62,7 @@ func NodeClassLabelKey(ref *v1.NodeClassReference) string {
 }
 
 // NewNodeClaim builds the NodeClaim that launches planned for nodePool:
-// template labels and annotations, the NodePool's drift hash, the NodePool
+// the termination finalizer, template labels and annotations, the NodePool's drift hash, the NodePool
 // and node class labels, an
 // owner reference to the NodePool, the template's taints, startup taints,
 // expiry, termination grace period and node class, the plan's narrowed
@@ -103,6 +103,12 @@ func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim) *v1.N
 				UID:                nodePool.UID,
 				BlockOwnerDeletion: ptr.To(true),
 			}},
+			// Created with the termination finalizer, which the lifecycle
+			// controller would otherwise add in a patch of its own before
+			// launching: in a scale-up of hundreds of NodeClaims that is
+			// hundreds of writes the API server validates (the CRD's CEL
+			// rules included) while the launches wait for them.
+			Finalizers: []string{v1.TerminationFinalizer},
 		},
 		Spec: v1.NodeClaimSpec{
 			Taints:                 slices.Clone(tmpl.Spec.Taints),
