@@ -65,7 +65,7 @@ func newUnitWith(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *
 		}).WithInterceptorFuncs(funcs).Build()
 	u := &unit{t: t, ctx: context.Background(), kube: kube, cloud: fakecloud.New(), events: &events.Buffer{},
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	c, err := NewController(Options{Client: kube, CloudProvider: u.cloud, Recorder: u.events, Clock: u.clock,
+	c, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: u.cloud, Recorder: u.events, Clock: u.clock,
 		RegistrationTTL: 15 * time.Minute, LaunchTTL: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

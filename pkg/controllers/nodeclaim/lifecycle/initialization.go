@@ -89,7 +89,10 @@ func (c *Controller) initializeNode(ctx context.Context, nc *v1.NodeClaim, node 
 			node.Labels = map[string]string{}
 		}
 		node.Labels[v1.LabelNodeInitialized] = "true"
-		if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		// One label key set: a merge patch cannot undo anyone's change,
+		// so it needs no lock (the kubelet's status writes would make a
+		// locked one conflict).
+		if err := c.opts.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
 			return stepResult{}, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
 		}
 	}

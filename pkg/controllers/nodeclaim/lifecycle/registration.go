@@ -102,15 +102,51 @@ func (c *Controller) holdRoom(ctx context.Context, nc *v1.NodeClaim, node *corev
 }
 
 // syncNode applies the NodeClaim to its Node in one optimistic-locked patch,
-// and reports bootstrap mistakes the first time it sees the Node.
+// and reports bootstrap mistakes the first time it sees the Node. The lock
+// keeps a taint another controller changed meanwhile (a merge patch
+// replaces the whole list; Node taints have no strategic merge key). A new
+// Node's kubelet writes its status several times in its first seconds, and
+// each write makes the patch conflict: a third of the registrations of a
+// 500-node scale-up did, each then waiting a second for its retry. So a
+// conflict is retried at once on the Node read from the API server, up to
+// nodeSyncAttempts times. node is left as patched.
 func (c *Controller) syncNode(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
-	stored := node.DeepCopy()
 	firstSight := node.Labels[v1.LabelNodeRegistered] != "true"
 	doNotSyncTaints := node.Labels[v1.LabelDoNotSyncTaints] == "true"
 	if firstSight {
 		c.reportBootstrapTaints(nc, node, doNotSyncTaints)
 	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		stored := node.DeepCopy()
+		applyRegistration(nc, node, firstSight, doNotSyncTaints)
+		if equality.Semantic.DeepEqual(stored, node) {
+			return nil
+		}
+		err = c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		if err == nil || !apierrors.IsConflict(err) || c.opts.APIReader == nil || attempt == nodeSyncAttempts {
+			break
+		}
+		fresh := &corev1.Node{}
+		if gerr := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil {
+			break
+		}
+		*node = *fresh
+	}
+	if err != nil {
+		return fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
+	}
+	return nil
+}
 
+// nodeSyncAttempts bounds syncNode's patches of one reconcile.
+const nodeSyncAttempts = 3
+
+// applyRegistration makes node joiner's: the NodeClaim's labels (except the
+// kubelet's own), annotations and taints (and, at first sight, its startup
+// taints), the registered label, the termination finalizer and the owner
+// reference, without the unregistered taint.
+func applyRegistration(nc *v1.NodeClaim, node *corev1.Node, firstSight, doNotSyncTaints bool) {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -144,14 +180,6 @@ func (c *Controller) syncNode(ctx context.Context, nc *v1.NodeClaim, node *corev
 	if reason, _ := notInitialized(nc, node); reason == "" && architectureMismatch(nc, node) == "" {
 		node.Labels[v1.LabelNodeInitialized] = "true"
 	}
-
-	if equality.Semantic.DeepEqual(stored, node) {
-		return nil
-	}
-	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
-	}
-	return nil
 }
 
 // reportBootstrapTaints publishes a Warning for each way the node's

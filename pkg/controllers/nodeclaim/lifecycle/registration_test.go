@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -157,5 +159,51 @@ func TestRegistrationHoldsTheRoomBeforeRemovingTheTaint(t *testing.T) {
 				t.Errorf("the unregistered taint must be removed")
 			}
 		})
+	}
+}
+
+// TestRegistrationKeepsAConcurrentNodeChange: between registration's read
+// of the Node and its patch, the kubelet writes the Node's status and
+// another controller adds a taint. Registration does not undo the other
+// controller's taint, and finishes in the same reconcile (a conflict that
+// waited for the next one cost a second per Node in a scale-up).
+func TestRegistrationKeepsAConcurrentNodeChange(t *testing.T) {
+	other := corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule}
+	raced := false
+	u := newUnitWith(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if node, ok := obj.(*corev1.Node); ok && !raced {
+				raced = true
+				current := &corev1.Node{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(node), current); err != nil {
+					return err
+				}
+				current.Spec.Taints = append(current.Spec.Taints, other)
+				current.Status.Conditions = append(current.Status.Conditions, corev1.NodeCondition{Type: "Heartbeat", Status: corev1.ConditionTrue})
+				if err := c.Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	nc := u.launch(testNodeClaim("reg-race"))
+	u.create(registeringNode("node-reg-race", nc.Status.ProviderID, "amd64", agentTaint))
+	if _, err := u.ctrl.Reconcile(u.ctx, requestFor("reg-race")); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if !raced {
+		t.Fatalf("the race was not exercised")
+	}
+	requireCondition(t, u.nodeClaim("reg-race"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	node := u.node("node-reg-race")
+	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered) {
+		t.Errorf("the unregistered taint must be removed: %v", node.Spec.Taints)
+	}
+	if !hasTaint(node.Spec.Taints, other) || !hasTaint(node.Spec.Taints, agentTaint) || !hasTaint(node.Spec.Taints, nc.Spec.Taints[0]) {
+		t.Errorf("the other controller's taint, the startup taint and the NodeClaim's taint must all stay: %v", node.Spec.Taints)
+	}
+	if node.Labels[v1.LabelNodeRegistered] != "true" || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		t.Errorf("registration's own changes must land: labels %v, finalizers %v", node.Labels, node.Finalizers)
 	}
 }
