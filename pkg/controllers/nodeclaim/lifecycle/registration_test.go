@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,5 +206,50 @@ func TestRegistrationKeepsAConcurrentNodeChange(t *testing.T) {
 	}
 	if node.Labels[v1.LabelNodeRegistered] != "true" || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 		t.Errorf("registration's own changes must land: labels %v, finalizers %v", node.Labels, node.Finalizers)
+	}
+}
+
+// TestRegistrationKeepsAConcurrentStatusChange: between the reconcile's
+// read of the NodeClaim and its status patch, other controllers record the
+// pod event time and a condition of their own. Registration's status still
+// lands in the same reconcile, and theirs stays.
+func TestRegistrationKeepsAConcurrentStatusChange(t *testing.T) {
+	podEvent := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC))
+	var u *unit
+	raced := false
+	u = newUnitWith(t, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && !raced && nc.Status.NodeName != "" {
+				raced = true
+				current := &v1.NodeClaim{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
+					return err
+				}
+				current.Status.LastPodEventTime = podEvent
+				current.Status.Conditions = append(current.Status.Conditions, metav1.Condition{
+					Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable", LastTransitionTime: podEvent})
+				if err := c.Status().Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	nc := u.launch(testNodeClaim("status-race"))
+	u.create(registeringNode("node-status-race", nc.Status.ProviderID, "amd64"))
+	if _, err := u.ctrl.Reconcile(u.ctx, requestFor("status-race")); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if !raced {
+		t.Fatalf("the race was not exercised")
+	}
+	got := u.nodeClaim("status-race")
+	requireCondition(t, got, v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	if got.Status.NodeName != "node-status-race" {
+		t.Errorf("status.nodeName = %q, want node-status-race", got.Status.NodeName)
+	}
+	requireCondition(t, got, v1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+	if !got.Status.LastPodEventTime.Equal(&podEvent) {
+		t.Errorf("lastPodEventTime = %v, want the other controller's %v", got.Status.LastPodEventTime, podEvent)
 	}
 }
