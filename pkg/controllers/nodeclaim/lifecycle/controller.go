@@ -82,9 +82,11 @@ type Options struct {
 	// register or initialise; the wait doubles from the TTL that expired
 	// with each consecutive failure (default DefaultLaunchBackoffMax).
 	LaunchBackoffMax time.Duration
-	// APIReader reads NodePools from the API server when their launch
-	// health record is updated, so a stale cache does not cost conflicts
-	// (optional: Client).
+	// APIReader reads from the API server past the cache: NodePools when
+	// their launch health record is updated, and the Node or NodeClaim
+	// whose patch conflicted, to patch again at once (optional: without
+	// it, launch health reads through Client and a conflict waits for the
+	// next reconcile).
 	APIReader client.Reader
 }
 
@@ -344,15 +346,22 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 	// Other controllers write a NodeClaim's status too, just as it
 	// registers and initialises (the pod event time, Consolidatable), and
 	// a conflict used to cost the whole step a second's wait: a third of
-	// the status patches of a 500-node scale-up conflicted. This reconcile's
-	// own changes are laid over the NodeClaim read from the API server and
-	// patched again at once; they are fields and conditions only this
-	// controller writes, so the other writers' changes stay.
+	// the status patches of a 500-node scale-up conflicted. When the
+	// NodeClaim read from the API server differs from the one this
+	// reconcile read only in what others own, this reconcile's changes are
+	// laid over it and patched again at once. A change to what this
+	// controller owns (a reconcile of an older copy than ours, a namesake
+	// NodeClaim) is left to the next reconcile, as before.
+	retried := false
 	for attempt := 1; err != nil && apierrors.IsConflict(err) && c.opts.APIReader != nil && attempt < statusPatchAttempts; attempt++ {
 		fresh := &v1.NodeClaim{}
 		if gerr := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); gerr != nil {
 			break
 		}
+		if fresh.UID != stored.UID || !ownStatusEqual(stored, fresh) {
+			break
+		}
+		retried = true
 		base = fresh
 		obj = fresh.DeepCopy()
 		overlayStatus(stored, nc, obj)
@@ -361,17 +370,44 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 	if err != nil {
 		return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
 	}
-	c.written.wrote(client.ObjectKeyFromObject(nc), base.ResourceVersion)
+	key := client.ObjectKeyFromObject(nc)
+	c.written.wrote(key, base.ResourceVersion)
+	if retried {
+		// The cache may still hold the version this reconcile read: it is
+		// older than this write too.
+		c.written.wrote(key, stored.ResourceVersion)
+	}
 	return nil
 }
 
 // statusPatchAttempts bounds patch's status writes of one reconcile.
 const statusPatchAttempts = 3
 
+// ownedConditions are the NodeClaim conditions this controller writes
+// (Ready is their roll-up).
+var ownedConditions = []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeReady}
+
+// ownStatusEqual reports whether a and b agree on every status field and
+// condition this controller writes.
+func ownStatusEqual(a, b *v1.NodeClaim) bool {
+	sa, sb := &a.Status, &b.Status
+	if sa.NodeName != sb.NodeName || sa.ProviderID != sb.ProviderID || sa.ImageID != sb.ImageID ||
+		!equality.Semantic.DeepEqual(sa.Capacity, sb.Capacity) || !equality.Semantic.DeepEqual(sa.Allocatable, sb.Allocatable) {
+		return false
+	}
+	for _, typ := range ownedConditions {
+		ca, cb := meta.FindStatusCondition(sa.Conditions, typ), meta.FindStatusCondition(sb.Conditions, typ)
+		if (ca == nil) != (cb == nil) || (ca != nil && !equality.Semantic.DeepEqual(*ca, *cb)) {
+			return false
+		}
+	}
+	return true
+}
+
 // overlayStatus applies to fresh the status changes one reconcile made
-// from stored to changed: each field that differs, and each condition set,
-// changed or removed. What fresh holds otherwise (other controllers'
-// conditions, the pod event time) stays.
+// from stored to changed: each field this controller writes that differs,
+// and each condition set, changed or removed. What fresh holds otherwise
+// (other controllers' conditions, the pod event time) stays.
 func overlayStatus(stored, changed, fresh *v1.NodeClaim) {
 	s, n, f := &stored.Status, &changed.Status, &fresh.Status
 	if s.NodeName != n.NodeName {
@@ -388,9 +424,6 @@ func overlayStatus(stored, changed, fresh *v1.NodeClaim) {
 	}
 	if !equality.Semantic.DeepEqual(s.Allocatable, n.Allocatable) {
 		f.Allocatable = n.Allocatable.DeepCopy()
-	}
-	if !s.LastPodEventTime.Equal(&n.LastPodEventTime) {
-		f.LastPodEventTime = n.LastPodEventTime
 	}
 	for _, cond := range n.Conditions {
 		if old := meta.FindStatusCondition(s.Conditions, cond.Type); old == nil || !equality.Semantic.DeepEqual(*old, cond) {

@@ -73,7 +73,8 @@ func (c *Controller) releaseIfGone(ctx context.Context, stored, nc *v1.NodeClaim
 
 // releaseDeleting handles a deleting NodeClaim without a provider ID that
 // this controller may have launched (it carries the termination finalizer,
-// which is added before launching): termination cannot see an instance
+// which the provisioner creates it with and this controller otherwise adds
+// before launching): termination cannot see an instance
 // whose provider ID was never recorded, so the cloud's own list is asked
 // for the instance launched with the NodeClaim's UID, which is deleted.
 func (c *Controller) releaseDeleting(ctx context.Context, nc *v1.NodeClaim) error {

@@ -132,6 +132,10 @@ func (c *Controller) syncNode(ctx context.Context, nc *v1.NodeClaim, node *corev
 			break
 		}
 		*node = *fresh
+		// Judged again on the fresh Node: once it is registered, startup
+		// taints its agent removed must not come back.
+		firstSight = firstSight && node.Labels[v1.LabelNodeRegistered] != "true"
+		doNotSyncTaints = node.Labels[v1.LabelDoNotSyncTaints] == "true"
 	}
 	if err != nil {
 		return fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)

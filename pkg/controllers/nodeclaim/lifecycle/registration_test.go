@@ -253,3 +253,47 @@ func TestRegistrationKeepsAConcurrentStatusChange(t *testing.T) {
 		t.Errorf("lastPodEventTime = %v, want the other controller's %v", got.Status.LastPodEventTime, podEvent)
 	}
 }
+
+// TestRegistrationLeavesAConcurrentLifecycleChange: the concurrent status
+// write changed what this controller owns (another reconcile, of a newer
+// copy, already registered the NodeClaim with a condition of its own).
+// The conflicting reconcile does not lay its older view over it: it leaves
+// the NodeClaim to the next reconcile.
+func TestRegistrationLeavesAConcurrentLifecycleChange(t *testing.T) {
+	newer := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue, Reason: "Registered",
+		Message: "written by a newer reconcile", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 7, 0, time.UTC))}
+	raced := false
+	u := newUnitWith(t, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && !raced && nc.Status.NodeName != "" {
+				raced = true
+				current := &v1.NodeClaim{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
+					return err
+				}
+				current.Status.Conditions = slices.DeleteFunc(current.Status.Conditions, func(c metav1.Condition) bool { return c.Type == newer.Type })
+				current.Status.Conditions = append(current.Status.Conditions, newer)
+				if err := c.Status().Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	nc := u.launch(testNodeClaim("owned-race"))
+	u.create(registeringNode("node-owned-race", nc.Status.ProviderID, "amd64"))
+	res, err := u.ctrl.Reconcile(u.ctx, requestFor("owned-race"))
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if !raced {
+		t.Fatalf("the race was not exercised")
+	}
+	if res.RequeueAfter == 0 {
+		t.Errorf("the conflicting reconcile must requeue")
+	}
+	got := requireCondition(t, u.nodeClaim("owned-race"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	if got.Message != newer.Message {
+		t.Errorf("Registered was overwritten: %+v, want the newer reconcile's %+v", got, newer)
+	}
+}
