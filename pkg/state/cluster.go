@@ -19,18 +19,21 @@ import (
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
-// DefaultNominationTTL is how long a nomination holds when Options leaves it
-// unset: Karpenter's nomination window for its default 10 s batch
-// (NominationWindow). A nomination usually ends sooner: when the pod binds,
-// or when the node planned for it initialised and kube-scheduler still
-// rejected the pod (see Cluster.Nominate).
+// DefaultNominationTTL is the nomination window when Options leaves it
+// unset: Karpenter's window for its default 10 s batch (NominationWindow).
+// A nomination holds while its NodeClaim has not initialised, then for the
+// window after the plan or the initialisation, whichever is later. It
+// usually ends sooner: when the pod binds, or when the node planned for it
+// initialised and kube-scheduler still rejected the pod (see
+// Cluster.Nominate).
 const DefaultNominationTTL = 20 * time.Second
 
 // NominationWindow is Karpenter's nomination window for a batch of at most
-// batchMaxDuration: max(2 × batchMaxDuration, 10 s). Within it a pod planned
-// onto an in-flight NodeClaim is not planned again; past it the next batch
-// reconsiders the pod (and, if the NodeClaim still has room, places it
-// there again).
+// batchMaxDuration: max(2 × batchMaxDuration, 10 s). Within it (counted
+// from the plan or from the NodeClaim's initialisation, whichever is
+// later) a pod planned onto an in-flight NodeClaim is not planned again;
+// past it the next batch reconsiders the pod (and, if the NodeClaim still
+// has room, places it there again).
 func NominationWindow(batchMaxDuration time.Duration) time.Duration {
 	return max(2*batchMaxDuration, 10*time.Second)
 }
@@ -43,7 +46,7 @@ type Options struct {
 	Reader client.Reader
 	// Clock stamps nominations (default: the real clock).
 	Clock clock.PassiveClock
-	// NominationTTL is how long a nomination lasts (default
+	// NominationTTL is the nomination window (default
 	// DefaultNominationTTL).
 	NominationTTL time.Duration
 	// SyncedRecheckInterval is how long a positive Synced result is reused
@@ -161,6 +164,8 @@ type nomination struct {
 	// until is the end of the window: the plan's time plus the TTL, moved
 	// to the NodeClaim's initialisation plus the TTL when that is later.
 	until time.Time
+	// planned is when the provisioner nominated the pod.
+	planned time.Time
 	// initialized is set once the NodeClaim's node initialised, with the
 	// pod's PodScheduled condition at that moment: a rejection by
 	// kube-scheduler after it (a changed condition) means the node did not
@@ -433,7 +438,8 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 // and planning it again would only move it between in-flight NodeClaims
 // (and its status.nominatedNodeName between their Nodes, displacing the
 // pods planned there). A NodeClaim that fails or goes away ends its
-// nominations at once, so a pod never waits on capacity that will not come.
+// nominations at once, so a pod never waits on capacity that will not come;
+// one that never initialises holds them at most MaxNominationHold.
 // NominatedPods and IsNominated reports it, so a consumer can leave it out
 // of the pods it places. Binding or deleting the pod ends the nomination;
 // so do, early and reported by TakeEnded, the NodeClaim failing or going
@@ -450,7 +456,8 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	kept := *pod
-	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, until: c.opts.Clock.Now().Add(c.opts.NominationTTL)}
+	now := c.opts.Clock.Now()
+	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, planned: now, until: now.Add(c.opts.NominationTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, bound := c.podNode[key]; bound {

@@ -146,11 +146,19 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 }
 
 // live reports whether the nomination still holds at now: within its
-// window, or for a NodeClaim whose node has not initialised yet (see
-// Cluster.Nominate).
+// window, or for a NodeClaim whose node has not initialised yet, up to
+// MaxNominationHold after the plan (see Cluster.Nominate).
 func (n *nomination) live(now time.Time) bool {
-	return !n.initialized || now.Before(n.until)
+	return now.Before(n.until) || (!n.initialized && now.Before(n.planned.Add(MaxNominationHold)))
 }
+
+// MaxNominationHold bounds how long a nomination waits for its NodeClaim to
+// initialise: Karpenter's registration TTL. The NodeClaims joiner launches
+// are deleted sooner when they do not come up, which ends their
+// nominations; this covers the others (a NodeClaim of a node class no
+// provider serves, one whose Initialized condition never turns True). Past
+// it the pod is planned again.
+const MaxNominationHold = 15 * time.Minute
 
 // endLocked ends the nomination of pod and records why.
 func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, node string) {

@@ -67,6 +67,25 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 	}
 }
 
+// TestANominationWaitsForItsNodeClaimAtMostTheHold: a NodeClaim that never
+// initialises (of a node class no provider serves, say) holds its pods
+// MaxNominationHold after the plan, not forever.
+func TestANominationWaitsForItsNodeClaimAtMostTheHold(t *testing.T) {
+	c, clk, _ := newTestCluster(t)
+	start := clk.Now()
+	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	c.Nominate(pod("ns", "web-1", "", "1"), "nc-1")
+	clk.SetTime(start.Add(MaxNominationHold - time.Second))
+	if _, ok := c.IsNominated(key); !ok {
+		t.Fatalf("the nomination must hold just under %s", MaxNominationHold)
+	}
+	clk.SetTime(start.Add(MaxNominationHold))
+	if _, ok := c.IsNominated(key); ok {
+		t.Fatalf("the nomination must end %s after the plan", MaxNominationHold)
+	}
+}
+
 func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	c, _, _ := newTestCluster(t)
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))

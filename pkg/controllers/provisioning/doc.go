@@ -15,11 +15,13 @@
 // one FailedScheduling event with its reasons grouped per NodePool, and the
 // batch gets one log line that groups those pods by reason.
 //
-// A planned pod stays nominated to its NodeClaim (not planned again) for
-// Karpenter's window, max(2 × batch max, 10 s), or less: the nomination
-// ends, the pod gets a NominationEnded event and the next batch plans it at
-// once when the NodeClaim fails or goes away, or when its node initialised
-// and kube-scheduler still rejected the pod. The
+// A planned pod stays nominated to its NodeClaim (not planned again) while
+// the NodeClaim launches and registers, and then for Karpenter's window,
+// max(2 × batch max, 10 s), after the plan or the node's initialisation,
+// whichever is later; or less: the nomination ends, the pod gets a
+// NominationEnded event and the next batch plans it at once when the
+// NodeClaim fails or goes away, or when its node initialised and
+// kube-scheduler still rejected the pod. The
 // NominationWriter keeps kube-scheduler from giving a planned pod's room
 // away in the first place: once the NodeClaim's Node exists it sets the
 // pod's status.nominatedNodeName to it (KEP-5278), again just before

@@ -59,9 +59,10 @@ const conflictRetry = 200 * time.Millisecond
 // clears the field each time it tries the pod and finds no node (as it
 // does while the node still carries its startup taints), so the writer
 // sets it again after each clearing while the nomination stands: one patch
-// per failed attempt, for at most the nomination window; while the Node
-// is unregistered not at each attempt but once, just before registration
-// makes it schedulable (HoldRoom). Where
+// per failed attempt while the Node is registered but not initialised
+// (startup taints), and for at most the nomination window after; while the
+// Node is unregistered not at each attempt but once, just before
+// registration makes it schedulable (HoldRoom). Where
 // kube-scheduler does not honour the field nothing breaks: the pod is
 // planned by the model as before.
 //

@@ -277,11 +277,11 @@ func TestProvisionEvaluatesNamespaceSelectors(t *testing.T) {
 	}
 }
 
-// A pod whose nomination window passed before its NodeClaim's Node
-// registered is planned again onto the in-flight room (Karpenter
-// re-simulates with in-flight NodeClaims as capacity), not onto a new
-// NodeClaim: under load, launch and registration take longer than the
-// window, and every window would otherwise launch the burst once more.
+// A pod whose nomination ended before its NodeClaim's Node registered (it
+// held state.MaxNominationHold, the NodeClaim never coming up) is planned
+// again onto the in-flight room (Karpenter re-simulates with in-flight
+// NodeClaims as capacity), not onto a new NodeClaim: otherwise every
+// nomination that ends would launch the burst once more.
 func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
 	tests := []struct {
 		name string
@@ -336,9 +336,13 @@ func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
 				}
 			}
 			f.clock.Step(state.DefaultNominationTTL + time.Second)
+			if res := r.provision(); len(res.Created) != 0 {
+				t.Errorf("past the window, the NodeClaims not initialised: %d NodeClaims created; want the pods still nominated to theirs", len(res.Created))
+			}
+			f.clock.Step(state.MaxNominationHold)
 			res := r.provision()
 			if len(res.Created) != 0 {
-				t.Errorf("after the window: %d pending, %d NodeClaims created; want the pods planned onto the %d in flight", res.Pending, len(res.Created), want)
+				t.Errorf("after the hold: %d pending, %d NodeClaims created; want the pods planned onto the %d in flight", res.Pending, len(res.Created), want)
 			}
 			if got := len(f.nodeClaims()); got != want {
 				t.Errorf("%d NodeClaims, want %d", got, want)
