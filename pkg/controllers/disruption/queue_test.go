@@ -458,6 +458,13 @@ func TestRollbackSparesANamesakeReplacement(t *testing.T) {
 	u.ctrl.queue.Process(u.ctx)
 	name := u.prov.created[0]
 	ours := u.getClaim(name)
+	// Gone for good: no termination controller runs here to release the
+	// termination finalizer the replacement was created with.
+	gone := ours.DeepCopy()
+	gone.Finalizers = nil
+	if err := u.kube.Update(u.ctx, gone); err != nil {
+		t.Fatal(err)
+	}
 	if err := u.kube.Delete(u.ctx, ours); err != nil {
 		t.Fatal(err)
 	}

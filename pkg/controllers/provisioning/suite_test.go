@@ -75,11 +75,23 @@ func (f *fixture) createNodePool(mutate func(*v1.NodePool)) {
 	f.env.Create(f.t, f.nodePool)
 }
 
-// deleteNodeClaims removes every NodeClaim (no lifecycle controller runs,
-// so they carry no finalizer).
+// deleteNodeClaims removes every NodeClaim. They are created with the
+// termination finalizer and no termination controller runs here to release
+// it, so it is dropped first.
 func (f *fixture) deleteNodeClaims() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var list v1.NodeClaimList
+	if err := f.env.Client.List(ctx, &list); err == nil {
+		for i := range list.Items {
+			nc := &list.Items[i]
+			if len(nc.Finalizers) > 0 {
+				base := nc.DeepCopy()
+				nc.Finalizers = nil
+				_ = f.env.Client.Patch(ctx, nc, client.MergeFrom(base))
+			}
+		}
+	}
 	_ = f.env.Client.DeleteAllOf(ctx, &v1.NodeClaim{})
 }
 
