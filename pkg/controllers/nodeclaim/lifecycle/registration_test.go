@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -295,5 +296,90 @@ func TestRegistrationLeavesAConcurrentLifecycleChange(t *testing.T) {
 	got := requireCondition(t, u.nodeClaim("owned-race"), v1.ConditionTypeRegistered, metav1.ConditionTrue, "")
 	if got.Message != newer.Message {
 		t.Errorf("Registered was overwritten: %+v, want the newer reconcile's %+v", got, newer)
+	}
+}
+
+// TestRegistrationRetryKeepsRemovedStartupTaintsRemoved: registration read
+// a Node it had not registered yet, but by its patch the Node is registered
+// (an earlier reconcile's patch, which the cache had not shown) and the
+// startup taint's agent has removed it. The retry on the fresh Node must
+// not put the startup taint back: the Node would never initialise.
+func TestRegistrationRetryKeepsRemovedStartupTaintsRemoved(t *testing.T) {
+	raced := false
+	u := newUnitWith(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if node, ok := obj.(*corev1.Node); ok && !raced {
+				raced = true
+				current := &corev1.Node{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(node), current); err != nil {
+					return err
+				}
+				current.Labels[v1.LabelNodeRegistered] = "true"
+				current.Spec.Taints = slices.DeleteFunc(current.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == agentTaint.Key })
+				if err := c.Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	nc := testNodeClaim("retry-startup")
+	nc.Spec.StartupTaints = []corev1.Taint{agentTaint}
+	nc = u.launch(nc)
+	u.create(registeringNode("node-retry-startup", nc.Status.ProviderID, "amd64", agentTaint))
+	if _, err := u.ctrl.Reconcile(u.ctx, requestFor("retry-startup")); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if !raced {
+		t.Fatalf("the race was not exercised")
+	}
+	node := u.node("node-retry-startup")
+	if hasTaint(node.Spec.Taints, agentTaint) {
+		t.Errorf("the startup taint its agent removed came back: %v", node.Spec.Taints)
+	}
+	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUnregistered) {
+		t.Errorf("the unregistered taint must be removed: %v", node.Spec.Taints)
+	}
+}
+
+// namesakeReader reads through the client but answers with another UID, as
+// if the NodeClaim had been deleted and re-created under the same name.
+type namesakeReader struct{ client.Reader }
+
+func (r namesakeReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := r.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	obj.SetUID("namesake-uid")
+	return nil
+}
+
+// TestStatusConflictWithANamesakeIsNotRetried: the NodeClaim read after a
+// conflicting status patch is a namesake (another UID). This reconcile's
+// changes belong to the NodeClaim it read, so it does not lay them over
+// the namesake: it leaves the NodeClaim to the next reconcile.
+func TestStatusConflictWithANamesakeIsNotRetried(t *testing.T) {
+	patches := 0
+	u := newUnitWith(t, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && nc.Status.NodeName != "" {
+				patches++
+				return apierrors.NewConflict(v1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), nc.Name, errors.New("changed"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	nc := u.launch(testNodeClaim("namesake"))
+	u.ctrl.opts.APIReader = namesakeReader{u.kube}
+	u.create(registeringNode("node-namesake", nc.Status.ProviderID, "amd64"))
+	res, err := u.ctrl.Reconcile(u.ctx, requestFor("namesake"))
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if patches != 1 {
+		t.Errorf("status patches: %d, want 1 (no retry onto a namesake)", patches)
+	}
+	if res.RequeueAfter == 0 {
+		t.Errorf("the conflicting reconcile must requeue")
 	}
 }
