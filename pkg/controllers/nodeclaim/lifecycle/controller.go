@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -427,13 +425,13 @@ func overlayStatus(stored, changed, fresh *v1.NodeClaim) {
 	}
 	for _, cond := range n.Conditions {
 		if old := meta.FindStatusCondition(s.Conditions, cond.Type); old == nil || !equality.Semantic.DeepEqual(*old, cond) {
-			f.Conditions = slices.DeleteFunc(f.Conditions, func(c metav1.Condition) bool { return c.Type == cond.Type })
+			meta.RemoveStatusCondition(&f.Conditions, cond.Type)
 			f.Conditions = append(f.Conditions, cond)
 		}
 	}
 	for _, cond := range s.Conditions {
 		if meta.FindStatusCondition(n.Conditions, cond.Type) == nil {
-			f.Conditions = slices.DeleteFunc(f.Conditions, func(c metav1.Condition) bool { return c.Type == cond.Type })
+			meta.RemoveStatusCondition(&f.Conditions, cond.Type)
 		}
 	}
 }

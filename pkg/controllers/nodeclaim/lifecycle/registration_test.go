@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -172,23 +173,10 @@ func TestRegistrationHoldsTheRoomBeforeRemovingTheTaint(t *testing.T) {
 func TestRegistrationKeepsAConcurrentNodeChange(t *testing.T) {
 	other := corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule}
 	raced := false
-	u := newUnitWith(t, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if node, ok := obj.(*corev1.Node); ok && !raced {
-				raced = true
-				current := &corev1.Node{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(node), current); err != nil {
-					return err
-				}
-				current.Spec.Taints = append(current.Spec.Taints, other)
-				current.Status.Conditions = append(current.Status.Conditions, corev1.NodeCondition{Type: "Heartbeat", Status: corev1.ConditionTrue})
-				if err := c.Update(ctx, current); err != nil {
-					t.Fatalf("the concurrent change: %v", err)
-				}
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-	})
+	u := newUnitWith(t, beforeFirstPatch(t, &raced, func(current *corev1.Node) {
+		current.Spec.Taints = append(current.Spec.Taints, other)
+		current.Status.Conditions = append(current.Status.Conditions, corev1.NodeCondition{Type: "Heartbeat", Status: corev1.ConditionTrue})
+	}))
 	nc := u.launch(testNodeClaim("reg-race"))
 	u.create(registeringNode("node-reg-race", nc.Status.ProviderID, "amd64", agentTaint))
 	if _, err := u.ctrl.Reconcile(u.ctx, requestFor("reg-race")); err != nil {
@@ -216,26 +204,12 @@ func TestRegistrationKeepsAConcurrentNodeChange(t *testing.T) {
 // lands in the same reconcile, and theirs stays.
 func TestRegistrationKeepsAConcurrentStatusChange(t *testing.T) {
 	podEvent := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC))
-	var u *unit
 	raced := false
-	u = newUnitWith(t, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if nc, ok := obj.(*v1.NodeClaim); ok && !raced && nc.Status.NodeName != "" {
-				raced = true
-				current := &v1.NodeClaim{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
-					return err
-				}
-				current.Status.LastPodEventTime = podEvent
-				current.Status.Conditions = append(current.Status.Conditions, metav1.Condition{
-					Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable", LastTransitionTime: podEvent})
-				if err := c.Status().Update(ctx, current); err != nil {
-					t.Fatalf("the concurrent change: %v", err)
-				}
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
+	u := newUnitWith(t, beforeFirstRegisteredStatusPatch(t, &raced, func(current *v1.NodeClaim) {
+		current.Status.LastPodEventTime = podEvent
+		current.Status.Conditions = append(current.Status.Conditions, metav1.Condition{
+			Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable", LastTransitionTime: podEvent})
+	}))
 	nc := u.launch(testNodeClaim("status-race"))
 	u.create(registeringNode("node-status-race", nc.Status.ProviderID, "amd64"))
 	if _, err := u.ctrl.Reconcile(u.ctx, requestFor("status-race")); err != nil {
@@ -264,23 +238,10 @@ func TestRegistrationLeavesAConcurrentLifecycleChange(t *testing.T) {
 	newer := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue, Reason: "Registered",
 		Message: "written by a newer reconcile", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 7, 0, time.UTC))}
 	raced := false
-	u := newUnitWith(t, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if nc, ok := obj.(*v1.NodeClaim); ok && !raced && nc.Status.NodeName != "" {
-				raced = true
-				current := &v1.NodeClaim{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
-					return err
-				}
-				current.Status.Conditions = slices.DeleteFunc(current.Status.Conditions, func(c metav1.Condition) bool { return c.Type == newer.Type })
-				current.Status.Conditions = append(current.Status.Conditions, newer)
-				if err := c.Status().Update(ctx, current); err != nil {
-					t.Fatalf("the concurrent change: %v", err)
-				}
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
+	u := newUnitWith(t, beforeFirstRegisteredStatusPatch(t, &raced, func(current *v1.NodeClaim) {
+		meta.RemoveStatusCondition(&current.Status.Conditions, newer.Type)
+		current.Status.Conditions = append(current.Status.Conditions, newer)
+	}))
 	nc := u.launch(testNodeClaim("owned-race"))
 	u.create(registeringNode("node-owned-race", nc.Status.ProviderID, "amd64"))
 	res, err := u.ctrl.Reconcile(u.ctx, requestFor("owned-race"))
@@ -306,23 +267,10 @@ func TestRegistrationLeavesAConcurrentLifecycleChange(t *testing.T) {
 // not put the startup taint back: the Node would never initialise.
 func TestRegistrationRetryKeepsRemovedStartupTaintsRemoved(t *testing.T) {
 	raced := false
-	u := newUnitWith(t, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if node, ok := obj.(*corev1.Node); ok && !raced {
-				raced = true
-				current := &corev1.Node{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(node), current); err != nil {
-					return err
-				}
-				current.Labels[v1.LabelNodeRegistered] = "true"
-				current.Spec.Taints = slices.DeleteFunc(current.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == agentTaint.Key })
-				if err := c.Update(ctx, current); err != nil {
-					t.Fatalf("the concurrent change: %v", err)
-				}
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-	})
+	u := newUnitWith(t, beforeFirstPatch(t, &raced, func(current *corev1.Node) {
+		current.Labels[v1.LabelNodeRegistered] = "true"
+		current.Spec.Taints = slices.DeleteFunc(current.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == agentTaint.Key })
+	}))
 	nc := testNodeClaim("retry-startup")
 	nc.Spec.StartupTaints = []corev1.Taint{agentTaint}
 	nc = u.launch(nc)
@@ -381,5 +329,49 @@ func TestStatusConflictWithANamesakeIsNotRetried(t *testing.T) {
 	}
 	if res.RequeueAfter == 0 {
 		t.Errorf("the conflicting reconcile must requeue")
+	}
+}
+
+// beforeFirstPatch intercepts the first patch of a Node: just before it,
+// change is applied to the stored Node in an update of its own, as a
+// concurrent writer would (the patch was computed from the older copy).
+// *raced reports that it ran.
+func beforeFirstPatch(t *testing.T, raced *bool, change func(*corev1.Node)) interceptor.Funcs {
+	return interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if node, ok := obj.(*corev1.Node); ok && !*raced {
+				*raced = true
+				current := &corev1.Node{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(node), current); err != nil {
+					return err
+				}
+				change(current)
+				if err := c.Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// beforeFirstRegisteredStatusPatch is beforeFirstPatch for the first
+// status patch of a NodeClaim that names its node (registration's).
+func beforeFirstRegisteredStatusPatch(t *testing.T, raced *bool, change func(*v1.NodeClaim)) interceptor.Funcs {
+	return interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && !*raced && nc.Status.NodeName != "" {
+				*raced = true
+				current := &v1.NodeClaim{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
+					return err
+				}
+				change(current)
+				if err := c.Status().Update(ctx, current); err != nil {
+					t.Fatalf("the concurrent change: %v", err)
+				}
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
 	}
 }
