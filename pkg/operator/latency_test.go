@@ -227,6 +227,7 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	nodes := watchNodes(ctx, t, kube, s.nodePool.Name)
 	times := &podTimes{created: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, group: map[types.UID]string{}, gone: map[types.UID]bool{},
 		steps: map[types.UID][]step{}, last: map[types.UID]*corev1.Pod{}, names: map[types.UID]string{}, bound: map[types.UID]time.Duration{}}
 
@@ -312,6 +313,14 @@ watching:
 	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %d NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
 		want, applied.Seconds(), all.Seconds(), len(claims), "all", percentiles(every), strings.Join(lines, "\n"))
 	s.reportPlannedNodeWaits(t, times, start, claims)
+	firstBound := map[string]time.Duration{}
+	for uid, at := range times.bound {
+		node := times.last[uid].Spec.NodeName
+		if prev, ok := firstBound[node]; !ok || at < prev {
+			firstBound[node] = at
+		}
+	}
+	nodes.report(t, start, firstBound)
 	s.traceSlowest(t, times, start, claims, 5)
 }
 
@@ -355,15 +364,16 @@ func (s *scenario) reportPlannedNodeWaits(t *testing.T, times *podTimes, start t
 		_, target, _ := strings.Cut(e.Message, "Pod should schedule on: ")
 		plans[e.InvolvedObject.UID] = append(plans[e.InvolvedObject.UID], plan{at: first.Sub(start), target: target})
 	}
-	var waits []time.Duration
-	var over []string
+	var waits, held []time.Duration
+	var over, heldOver []string
+	var heldUIDs []types.UID
 	for uid, bound := range times.bound {
 		if times.gone[uid] {
 			continue
 		}
 		ps := plans[uid]
 		slices.SortFunc(ps, func(a, b plan) int { return cmp.Compare(a.at, b.at) })
-		var longest time.Duration
+		var longest, longestHeld time.Duration
 		for i, p := range ps {
 			ready := p.at
 			if init, ok := initialised[p.target]; ok && init > ready {
@@ -378,14 +388,44 @@ func (s *scenario) reportPlannedNodeWaits(t *testing.T, times *podTimes, start t
 			if w := next - ready; w > longest {
 				longest = w
 			}
+			// joiner's share: from kube-scheduler's first rejection of
+			// the pod after its node was ready to the pod's next step.
+			// Until that rejection the pod waits on kube-scheduler, which
+			// has not tried it on the ready node yet; after it, joiner
+			// must plan the pod again within a batch.
+			if rejected, ok := firstRejection(times.steps[uid], ready, next); ok {
+				if w := next - rejected; w > longestHeld {
+					longestHeld = w
+				}
+			}
 		}
 		waits = append(waits, longest)
+		held = append(held, longestHeld)
 		if longest > batchWindow {
 			over = append(over, fmt.Sprintf("%s %.1fs", times.names[uid], longest.Seconds()))
+		}
+		if longestHeld > batchWindow {
+			heldOver = append(heldOver, fmt.Sprintf("%s %.1fs", times.names[uid], longestHeld.Seconds()))
+			heldUIDs = append(heldUIDs, uid)
 		}
 	}
 	t.Logf("wait after the planned node was ready, per pod: %s; over one batch window (%s): %d %v",
 		percentiles(waits), batchWindow, len(over), over[:min(10, len(over))])
+	t.Logf("of it, after kube-scheduler rejected the pod with its node ready (joiner's to plan again): %s; over one batch window: %d %v",
+		percentiles(held), len(heldOver), heldOver[:min(10, len(heldOver))])
+	// Those are joiner's to explain.
+	s.trace(t, times, start, claims, heldUIDs[:min(3, len(heldUIDs))])
+}
+
+// firstRejection is the time of the first PodScheduled=False change in
+// steps within (after, before), as the benchmark's watch saw it.
+func firstRejection(steps []step, after, before time.Duration) (time.Duration, bool) {
+	for _, st := range steps {
+		if st.at > after && st.at < before && strings.HasPrefix(st.what, "PodScheduled=False") {
+			return st.at, true
+		}
+	}
+	return 0, false
 }
 
 // traceSlowest logs the timeline of the n slowest pods: their own changes
@@ -434,13 +474,27 @@ func (s *scenario) trace(t *testing.T, times *podTimes, start time.Time, claims 
 			}
 		}
 		node := times.last[uid].Spec.NodeName
+		// The NodeClaims planned for the pod (its Nominated events) and
+		// the one it ran on.
+		planned := map[string]bool{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == uid && e.Reason == joinerevents.Nominated {
+				_, target, _ := strings.Cut(e.Message, "Pod should schedule on: nodeclaim/")
+				planned[target] = true
+			}
+		}
 		for _, nc := range claims {
-			if node == "" || nc.Status.NodeName != node {
+			ranOn := node != "" && nc.Status.NodeName == node
+			if !ranOn && !planned[nc.Name] {
 				continue
 			}
-			add(since(nc.CreationTimestamp), "nodeclaim/%s created", nc.Name)
+			which := "nodeclaim"
+			if !ranOn {
+				which = "planned nodeclaim"
+			}
+			add(since(nc.CreationTimestamp), "%s/%s created (node %s)", which, nc.Name, nc.Status.NodeName)
 			for _, c := range nc.Status.Conditions {
-				add(since(c.LastTransitionTime), "nodeclaim %s=%s", c.Type, c.Status)
+				add(since(c.LastTransitionTime), "%s/%s %s=%s", which, nc.Name, c.Type, c.Status)
 			}
 		}
 		for _, nd := range nodes.Items {

@@ -1,16 +1,21 @@
 package operator_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -112,5 +117,35 @@ func (p *latencyProfile) finish(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.dir, p.run+"-apiserver-metrics.txt"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p.countEvents(ctx, t, kube)
 	t.Logf("profile and metrics of %s in %s", p.run, p.dir)
+}
+
+// countEvents logs how many events each component wrote, by reason (the
+// API server's writes they cost: one per event or series update).
+func (p *latencyProfile) countEvents(ctx context.Context, t *testing.T, kube kubernetes.Interface) {
+	list, err := kube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("events: %v", err)
+		return
+	}
+	counts := map[string]int32{}
+	for _, e := range list.Items {
+		by := e.ReportingController
+		if by == "" {
+			by = e.Source.Component
+		}
+		n := max(e.Count, 1)
+		if e.Series != nil {
+			n = max(e.Series.Count, 1)
+		}
+		counts[by+" "+e.InvolvedObject.Kind+" "+e.Reason] += n
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	var lines []string
+	for _, k := range keys {
+		lines = append(lines, fmt.Sprintf("  %6d  %s", counts[k], k))
+	}
+	t.Logf("events by component, object kind and reason (%d objects):\n%s", len(list.Items), strings.Join(lines, "\n"))
 }
