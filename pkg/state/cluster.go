@@ -140,6 +140,9 @@ type Cluster struct {
 	created map[string]time.Time
 	// generation counts mutations.
 	generation uint64
+	// onEnded is called with the pod of each nomination that ends early
+	// (see NotifyNominationEnded); nil until set.
+	onEnded func(*corev1.Pod)
 
 	// syncMu serializes Synced's checks so concurrent callers share one;
 	// it guards syncedAt, which is when the last check found the model

@@ -160,10 +160,25 @@ func (n *nomination) live(now time.Time) bool {
 // it the pod is planned again.
 const MaxNominationHold = 15 * time.Minute
 
+// NotifyNominationEnded makes the Cluster call fn with the pod of every
+// nomination that ends early (the ones TakeEnded reports), as it ends. The
+// provisioner plans a pod with a live nomination no more, so it stops
+// opening batches for it; this is how it learns that the pod needs a plan
+// again at once. fn is called with the Cluster's lock held: it must not
+// block nor call back into the Cluster.
+func (c *Cluster) NotifyNominationEnded(fn func(pod *corev1.Pod)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onEnded = fn
+}
+
 // endLocked ends the nomination of pod and records why.
 func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, node string) {
 	delete(c.nominations, pod)
 	c.ended = append(c.ended, EndedNomination{Pod: n.pod.DeepCopy(), NodeClaim: n.nodeClaim, Node: node, Reason: reason})
+	if c.onEnded != nil {
+		c.onEnded(n.pod)
+	}
 	// Bounded: a provisioner that stopped taking them (not the leader)
 	// keeps only the latest.
 	if len(c.ended) > maxEnded {

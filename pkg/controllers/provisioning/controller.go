@@ -41,6 +41,10 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A pod whose nomination ended early (its node filled up, its
+	// NodeClaim failed) needs a plan again; the pod trigger does not open
+	// batches for nominated pods. Trigger never blocks.
+	opts.State.NotifyNominationEnded(func(pod *corev1.Pod) { p.Trigger(pod.UID) })
 	return &Controller{Provisioner: p, Writer: NewNominationWriter(opts.Client, opts.State)}, nil
 }
 
@@ -87,6 +91,16 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	}
 	if !c.provisionable(pod) {
 		return reconcile.Result{}, nil
+	}
+	if _, planned := c.opts.State.IsNominated(req.NamespacedName); planned {
+		// A batch would leave the pod out: it waits for its NodeClaim. In
+		// a burst kube-scheduler rewrites the status of every such pod at
+		// each attempt, and a trigger per rewrite held every batch open
+		// to its maximum, so a pod whose node filled up waited a whole
+		// window to be planned again. Its nomination ending early
+		// triggers a batch at once (NotifyNominationEnded, wired in
+		// Register); its window running out is caught by this recheck.
+		return reconcile.Result{RequeueAfter: requeuePending}, nil
 	}
 	c.Trigger(pod.UID)
 	return reconcile.Result{RequeueAfter: requeuePending}, nil

@@ -69,6 +69,9 @@ type ClusterState interface {
 	// (the node filled up, the NodeClaim failed or went away) since the
 	// last call.
 	TakeEnded() []state.EndedNomination
+	// NotifyNominationEnded registers a call for each nomination that
+	// ends early, as it ends (with the state's lock held).
+	NotifyNominationEnded(fn func(pod *corev1.Pod))
 	// NominationState keeps the pods' nominations for the
 	// NominationWriter; its NominatedNodeName tells the provisioner that a
 	// pod's status.nominatedNodeName is joiner's own, so the pod is still
@@ -141,6 +144,8 @@ type Provisioner struct {
 	// retry plans again when a launch back-off that keeps pods waiting
 	// ends.
 	retry retryTimer
+	// retryFailed plans again after a pass that failed (see Start).
+	retryFailed retryTimer
 	// warned remembers the pods already warned about (scheduling's
 	// PodWarnings), apart from reported so a warning and the pod's
 	// scheduling outcome do not replace each other.
@@ -171,16 +176,36 @@ func (p *Provisioner) Trigger(uid types.UID) { p.batcher.Trigger(uid) }
 func (p *Provisioner) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
+	failures := 0
 	for p.batcher.Wait(ctx) {
 		if err := p.waitForSync(ctx); err != nil {
 			return nil
 		}
 		if _, err := p.Provision(ctx); err != nil {
-			logger.Error(err, "provisioning failed")
-			// The pods are still pending: the pod trigger requeues them.
+			// The pods are still pending, but their trigger may not come
+			// soon: a pod kube-scheduler is not trying has no event, and
+			// one that kept its nomination opens no batch. In a burst a
+			// NodeClaim create that failed on a transient API error left
+			// its pod unplanned for 45 s. Try again shortly, backing off
+			// while the passes keep failing.
+			failures++
+			retry := failedPassRetry(failures)
+			logger.Error(err, "provisioning failed", "retryIn", retry.String())
+			p.retryFailed.wake(p.opts.Clock, p.opts.Clock.Now().Add(retry), func() { p.Trigger(failedPassTrigger) })
+			continue
 		}
+		failures = 0
 	}
 	return nil
+}
+
+// failedPassTrigger is the batcher key of a retry after a failed pass.
+const failedPassTrigger = types.UID("failed-pass")
+
+// failedPassRetry is how long after the nth failed pass in a row the next
+// one runs: 1 s, doubling, at most 30 s.
+func failedPassRetry(n int) time.Duration {
+	return min(time.Second<<min(n-1, 5), 30*time.Second)
 }
 
 // waitForSync blocks until the cluster state is synced or ctx ends.

@@ -1,0 +1,164 @@
+package provisioning
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/state"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// triggerFixture is a Controller on the test API server with its own
+// cluster state, for the pod trigger and the pass loop.
+type triggerFixture struct {
+	c     *Controller
+	state *state.Cluster
+	clock *clocktesting.FakeClock
+	pod   *corev1.Pod
+}
+
+func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduling.Plan, error)) *triggerFixture {
+	env := test.Env(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	st, err := state.NewCluster(state.Options{Reader: env.Client, Clock: clk, NominationTTL: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if solve == nil {
+		solve = func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+			return scheduling.Solve(s, scheduling.Options{})
+		}
+	}
+	c, err := NewController(Options{
+		Client: env.Client, State: st, CloudProvider: fake.New(), Recorder: &events.Buffer{}, Clock: clk,
+		Solve: solve, BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: env.Namespace(t)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}}}},
+	}
+	env.Create(t, pod)
+	pod.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/0 nodes are available", LastTransitionTime: metav1.Now(),
+	}}
+	if err := env.Client.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return &triggerFixture{c: c, state: st, clock: clk, pod: pod}
+}
+
+// triggered reports whether the open batch window holds uid, and forgets
+// the window.
+func (f *triggerFixture) triggered(uid types.UID) bool {
+	f.c.batcher.mu.Lock()
+	_, ok := f.c.batcher.seen[uid]
+	f.c.batcher.mu.Unlock()
+	f.c.batcher.reset()
+	return ok
+}
+
+// TestPodTriggerLeavesPlannedPodsOut: a pending pod opens a batch; once it
+// is nominated, kube-scheduler's rewrites of its status open none (in a
+// burst they held every batch open to its maximum), and its nomination
+// ending early opens one at once.
+func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
+	f := newTriggerFixture(t, nil)
+	key := client.ObjectKeyFromObject(f.pod)
+	reconcilePod := func() reconcile.Result {
+		t.Helper()
+		res, err := f.c.reconcilePod(t.Context(), reconcile.Request{NamespacedName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := reconcilePod(); !f.triggered(f.pod.UID) || res.RequeueAfter != requeuePending {
+		t.Fatalf("an unplanned pending pod must open a batch and be checked again: triggered=false or %+v", res)
+	}
+
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "planned"}}
+	f.state.UpdateNodeClaim(nc)
+	f.state.Nominate(f.pod, nc.Name)
+	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter != requeuePending {
+		t.Fatalf("a nominated pod must not open a batch, only be checked again: %+v", res)
+	}
+
+	// The NodeClaim goes away: the pod needs a plan now, with no event
+	// of its own.
+	f.state.DeleteNodeClaim(nc.Name)
+	if !f.triggered(f.pod.UID) {
+		t.Fatal("a nomination that ended early must open a batch")
+	}
+
+	// Past its window (the NodeClaim initialised long ago), the pod
+	// opens batches again.
+	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "expired"}}
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	f.state.UpdateNodeClaim(nc)
+	f.state.Nominate(f.pod, nc.Name)
+	f.clock.Step(time.Minute)
+	if reconcilePod(); !f.triggered(f.pod.UID) {
+		t.Fatal("a pod whose nomination window passed must open a batch")
+	}
+}
+
+// TestFailedPassIsRetried: a pass that fails (a NodeClaim create lost to a
+// transient API error) runs again a second later without any pod event,
+// and the retries back off while passes keep failing.
+func TestFailedPassIsRetried(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 6: 30 * time.Second, 40: 30 * time.Second} {
+		if got := failedPassRetry(n); got != want {
+			t.Errorf("failedPassRetry(%d) = %s, want %s", n, got, want)
+		}
+	}
+
+	var passes atomic.Int32
+	f := newTriggerFixture(t, func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+		if passes.Add(1) == 1 {
+			return nil, errors.New("transient")
+		}
+		return scheduling.Solve(s, scheduling.Options{})
+	})
+	f.state.UpdatePod(f.pod)
+	ctx := t.Context()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.c.Provisioner.Start(ctx)
+	}()
+	t.Cleanup(func() { <-done })
+	f.c.Trigger(f.pod.UID)
+	// Step the fake clock until the second pass ran: one idle window, the
+	// retry delay, and the retry's idle window.
+	deadline := time.Now().Add(30 * time.Second)
+	for passes.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed pass was not retried: %d passes", passes.Load())
+		}
+		if f.clock.HasWaiters() {
+			f.clock.Step(500 * time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
