@@ -486,6 +486,33 @@ func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, o
 	return n.nodeClaim, true
 }
 
+// HoldsNomination reports whether pod's nomination keeps it out of a
+// provisioning pass: it is live, and its NodeClaim is in the model (not an
+// unconfirmed NodeClaimCreated record past its TTL), not marked for
+// deletion, and neither it nor its Node is being deleted. until is when
+// the nomination stops being live if nothing else happens. The provisioner
+// plans and triggers by this one test, so a pod it leaves out of passes is
+// never also left without a batch.
+func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nominations[pod]
+	if !ok || !n.live(now) {
+		return "", time.Time{}, false
+	}
+	key, ok := c.nodeClaimKeys[n.nodeClaim]
+	if !ok {
+		return "", time.Time{}, false
+	}
+	e, ok := c.entries[key]
+	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.marked[key] ||
+		e.nodeClaim.DeletionTimestamp != nil || (e.node != nil && e.node.DeletionTimestamp != nil) {
+		return "", time.Time{}, false
+	}
+	return n.nodeClaim, n.liveUntil(), true
+}
+
 // PodsNominatedTo returns the pending pods last nominated to the NodeClaim
 // nodeClaimName, sorted, including nominations that have expired: a pod
 // keeps its last nomination until it binds, goes away or is nominated

@@ -152,6 +152,21 @@ func (n *nomination) live(now time.Time) bool {
 	return now.Before(n.until) || (!n.initialized && now.Before(n.planned.Add(MaxNominationHold)))
 }
 
+// liveUntil is when live turns false if nothing changes.
+func (n *nomination) liveUntil() time.Time {
+	if n.initialized {
+		return n.until
+	}
+	return latest(n.until, n.planned.Add(MaxNominationHold))
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // MaxNominationHold bounds how long a nomination waits for its NodeClaim to
 // initialise: Karpenter's registration TTL. The NodeClaims joiner launches
 // are deleted sooner when they do not come up, which ends their
@@ -161,11 +176,11 @@ func (n *nomination) live(now time.Time) bool {
 const MaxNominationHold = 15 * time.Minute
 
 // NotifyNominationEnded makes the Cluster call fn with the pod of every
-// nomination that ends early (the ones TakeEnded reports), as it ends. The
-// provisioner plans a pod with a live nomination no more, so it stops
-// opening batches for it; this is how it learns that the pod needs a plan
-// again at once. fn is called with the Cluster's lock held: it must not
-// block nor call back into the Cluster.
+// nomination that ends early (the ones TakeEnded reports), as it ends,
+// replacing any fn set before. The provisioner opens no batch for a pod
+// whose nomination holds (HoldsNomination); this is how it learns that the
+// pod needs a plan again at once. fn is called with the Cluster's lock
+// held: it must not block nor call back into the Cluster.
 func (c *Cluster) NotifyNominationEnded(fn func(pod *corev1.Pod)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

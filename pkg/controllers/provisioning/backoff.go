@@ -82,5 +82,15 @@ func (r *retryTimer) wake(clk clock.Clock, t time.Time, trigger func()) {
 	}()
 }
 
+// cancel drops the pending wake-up, if any (the provisioner stopped).
+func (r *retryTimer) cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop != nil {
+		close(r.stop)
+		r.stop, r.at = nil, time.Time{}
+	}
+}
+
 // backoffTrigger is the batcher key of a back-off's end.
 const backoffTrigger = types.UID("launch-backoff")

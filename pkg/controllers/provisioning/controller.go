@@ -20,10 +20,16 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
-// requeuePending is how often a pod that stays provisionable triggers a
-// batch again, so capacity lost in flight (a launch that failed, a
-// NodeClaim deleted) is planned again without any other event.
+// requeuePending is how often a pod that stays provisionable is checked
+// again: one with no nomination triggers a batch each time, so capacity
+// lost in flight (a launch that failed, a NodeClaim deleted) is planned
+// again without any other event; one whose nomination holds is checked
+// again when the nomination would end, if sooner.
 const requeuePending = 10 * time.Second
+
+// nominationEndSlack is how long after a nomination's end its pod is
+// checked again, so the check finds it ended.
+const nominationEndSlack = 100 * time.Millisecond
 
 // Controller is the provisioner with its pod trigger: the trigger watches
 // pods and feeds the batcher; the provisioner, a leader-elected runnable,
@@ -82,8 +88,9 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	return nil
 }
 
-// reconcilePod triggers a batch for a provisionable pod and checks it again
-// later while it stays provisionable.
+// reconcilePod triggers a batch for a provisionable pod whose nomination
+// (if any) no longer holds, and checks it again later while it stays
+// provisionable.
 func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
@@ -92,15 +99,16 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if !c.provisionable(pod) {
 		return reconcile.Result{}, nil
 	}
-	if _, planned := c.opts.State.IsNominated(req.NamespacedName); planned {
-		// A batch would leave the pod out: it waits for its NodeClaim. In
+	if _, until, held := c.opts.State.HoldsNomination(req.NamespacedName); held {
+		// A pass would leave the pod out: it waits for its NodeClaim. In
 		// a burst kube-scheduler rewrites the status of every such pod at
 		// each attempt, and a trigger per rewrite held every batch open
 		// to its maximum, so a pod whose node filled up waited a whole
 		// window to be planned again. Its nomination ending early
 		// triggers a batch at once (NotifyNominationEnded, wired in
-		// Register); its window running out is caught by this recheck.
-		return reconcile.Result{RequeueAfter: requeuePending}, nil
+		// NewController); its window running out, at until, is caught
+		// by this recheck.
+		return reconcile.Result{RequeueAfter: min(requeuePending, max(until.Sub(c.opts.Clock.Now()), 0)+nominationEndSlack)}, nil
 	}
 	c.Trigger(pod.UID)
 	return reconcile.Result{RequeueAfter: requeuePending}, nil

@@ -2,7 +2,11 @@
 //
 // A pod trigger watches pods the scheduler marked Unschedulable (not bound,
 // not DaemonSet-owned, not terminating) and feeds a Batcher, which closes a
-// window after 1 s without a new pod or 10 s in all. The Provisioner, a
+// window after 1 s without a new pod or 10 s in all. A pod still nominated
+// (below) feeds it only when its nomination ends: kube-scheduler rewrites
+// every pending pod's status at each attempt, and in a burst those
+// rewrites held every window open to its 10 s. A pass that fails is tried
+// again after 1 s, backing off to 30 s. The Provisioner, a
 // leader-elected singleton, then waits for the cluster state to be synced,
 // snapshots NodePools (with their instance types from the cloud provider),
 // Nodes and in-flight NodeClaims with their pods, DaemonSets and volumes,

@@ -60,8 +60,10 @@ type ClusterState interface {
 	// Nominate records that pod will run on the NodeClaim, so the next
 	// batch counts it there instead of planning for it again.
 	Nominate(pod *corev1.Pod, nodeClaimName string)
-	// IsNominated reports a live nomination.
-	IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool)
+	// HoldsNomination reports a live nomination to a NodeClaim that can
+	// still take the pod: such a pod is left out of passes and opens no
+	// batch until until.
+	HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool)
 	// Unnominate forgets a pod's nomination past its window when planning
 	// again found no place for the pod.
 	Unnominate(pod types.NamespacedName)
@@ -176,18 +178,23 @@ func (p *Provisioner) Trigger(uid types.UID) { p.batcher.Trigger(uid) }
 func (p *Provisioner) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
+	defer p.retry.cancel()
+	defer p.retryFailed.cancel()
 	failures := 0
 	for p.batcher.Wait(ctx) {
 		if err := p.waitForSync(ctx); err != nil {
 			return nil
 		}
 		if _, err := p.Provision(ctx); err != nil {
-			// The pods are still pending, but their trigger may not come
-			// soon: a pod kube-scheduler is not trying has no event, and
-			// one that kept its nomination opens no batch. In a burst a
-			// NodeClaim create that failed on a transient API error left
-			// its pod unplanned for 45 s. Try again shortly, backing off
-			// while the passes keep failing.
+			if ctx.Err() != nil {
+				return nil
+			}
+			// The pods are still pending, and the pod trigger would bring
+			// them back within its 10 s recheck; in a burst a NodeClaim
+			// create that failed on a transient API error left its pod
+			// unplanned far longer (its trigger's batches kept being held
+			// open). Try again after a second (plus the batch's idle
+			// time), backing off while the passes keep failing.
 			failures++
 			retry := failedPassRetry(failures)
 			logger.Error(err, "provisioning failed", "retryIn", retry.String())

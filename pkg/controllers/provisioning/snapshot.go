@@ -118,18 +118,12 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 	}
 
 	daemons := p.opts.State.DaemonSetPods()
-	// liveClaims can still take the pods nominated to them; a pod nominated
-	// to a NodeClaim that is going away is pending again.
-	liveClaims := map[string]bool{}
 	for _, sn := range p.opts.State.ReadOnlyNodes() {
 		en := sn.ExistingNode()
 		if sn.MarkedForDeletion {
 			en.Pods = sn.Pods
 		}
 		if sn.NodeClaim != nil {
-			if !sn.MarkedForDeletion {
-				liveClaims[sn.NodeClaim.Name] = true
-			}
 			its := optionsOf(sn.NodeClaim, allTypes[en.NodePool])
 			if len(en.Allocatable) == 0 {
 				en.Allocatable = minAllocatable(its)
@@ -152,7 +146,9 @@ func (p *Provisioner) buildView(ctx context.Context) (*view, error) {
 		if !p.provisionable(pod) {
 			continue
 		}
-		if claim, nominated := p.opts.State.IsNominated(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); nominated && liveClaims[claim] {
+		// A pod nominated to a NodeClaim that is going away is pending
+		// again (HoldsNomination is false for it).
+		if _, _, held := p.opts.State.HoldsNomination(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); held {
 			continue
 		}
 		v.snapshot.Pods = append(v.snapshot.Pods, pod)

@@ -1,14 +1,18 @@
 package provisioning
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +38,9 @@ type triggerFixture struct {
 func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduling.Plan, error)) *triggerFixture {
 	env := test.Env(t)
 	clk := clocktesting.NewFakeClock(time.Now())
-	st, err := state.NewCluster(state.Options{Reader: env.Client, Clock: clk, NominationTTL: 20 * time.Second})
+	// The state sees no Nodes or NodeClaims on the API server, so it is
+	// synced whatever other tests of the package left there.
+	st, err := state.NewCluster(state.Options{Reader: emptyReader{}, Clock: clk, NominationTTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +72,15 @@ func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduli
 	}
 	return &triggerFixture{c: c, state: st, clock: clk, pod: pod}
 }
+
+// emptyReader lists nothing and finds nothing.
+type emptyReader struct{}
+
+func (emptyReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{}, "")
+}
+
+func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
 // triggered reports whether the open batch window holds uid, and forgets
 // the window.
@@ -111,6 +126,32 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 		t.Fatal("a nomination that ended early must open a batch")
 	}
 
+	// The planned node initialised and kube-scheduler rejected the pod
+	// since: others took the room.
+	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "filled"}}
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	f.state.UpdateNodeClaim(nc)
+	f.state.Nominate(f.pod, nc.Name)
+	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter > 5*time.Second+nominationEndSlack || res.RequeueAfter < 5*time.Second {
+		t.Fatalf("a pod nominated to an initialised node opens no batch and is checked again when its 5 s window ends: %+v", res)
+	}
+	rejected := f.pod.DeepCopy()
+	rejected.Status.Conditions[0].Message = "0/1 nodes are available: 1 Insufficient cpu."
+	f.state.UpdatePod(rejected)
+	if !f.triggered(f.pod.UID) {
+		t.Fatal("a pod rejected after its node initialised must open a batch")
+	}
+
+	// A NodeClaim marked for deletion (disruption took it) keeps the
+	// nomination live but cannot take the pod: the pod opens batches.
+	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "marked"}, Status: v1.NodeClaimStatus{ProviderID: "fake://marked"}}
+	f.state.UpdateNodeClaim(nc)
+	f.state.Nominate(f.pod, nc.Name)
+	f.state.MarkForDeletion(nc.Status.ProviderID)
+	if reconcilePod(); !f.triggered(f.pod.UID) {
+		t.Fatal("a pod nominated to a NodeClaim marked for deletion must open a batch")
+	}
+
 	// Past its window (the NodeClaim initialised long ago), the pod
 	// opens batches again.
 	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "expired"}}
@@ -133,8 +174,16 @@ func TestFailedPassIsRetried(t *testing.T) {
 		}
 	}
 
-	var passes atomic.Int32
-	f := newTriggerFixture(t, func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+	var (
+		passes atomic.Int32
+		mu     sync.Mutex
+		at     []time.Time
+		f      *triggerFixture
+	)
+	f = newTriggerFixture(t, func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+		mu.Lock()
+		at = append(at, f.clock.Now())
+		mu.Unlock()
 		if passes.Add(1) == 1 {
 			return nil, errors.New("transient")
 		}
@@ -160,5 +209,11 @@ func TestFailedPassIsRetried(t *testing.T) {
 			f.clock.Step(500 * time.Millisecond)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The retry's second plus the batch's idle second, stepped by halves.
+	if gap := at[1].Sub(at[0]); gap > 2500*time.Millisecond {
+		t.Fatalf("the second pass ran %s after the failed one, want about 2 s", gap)
 	}
 }
