@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
@@ -206,7 +208,13 @@ func latencyRun(t *testing.T, workloads []workload, timeout time.Duration) {
 	s.apply()
 	prof := startProfiling(t, s)
 
-	kube, err := kubernetes.NewForConfig(s.env.Config)
+	// The benchmark's own watches of pods and Nodes speak protobuf, as
+	// kube-scheduler, kube-controller-manager and joiner do: a JSON watcher
+	// makes the API server encode every event of the burst once more.
+	cfg := rest.CopyConfig(s.env.Config)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
