@@ -142,7 +142,7 @@ func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 	if err := os.WriteFile(config, fmt.Appendf(nil, schedulerConfig, cp.kubeconfigPath), 0o644); err != nil {
 		return fmt.Errorf("writing kube-scheduler configuration: %w", err)
 	}
-	_, err = cp.launch(ctx, component{
+	ports, err := cp.launch(ctx, component{
 		name:  binScheduler,
 		ports: 1,
 		args:  func(ports []int) []string { return append(cp.servingArgs(ports[0]), "--config="+config) },
@@ -150,7 +150,20 @@ func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/healthz")
 		},
 	})
+	if err == nil {
+		cp.setServingPort(binScheduler, ports[0])
+	}
 	return err
+}
+
+// setServingPort records a component's secure port for Metrics.
+func (cp *ControlPlane) setServingPort(component string, port int) {
+	cp.portsMu.Lock()
+	defer cp.portsMu.Unlock()
+	if cp.servingPorts == nil {
+		cp.servingPorts = map[string]int{}
+	}
+	cp.servingPorts[component] = port
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
@@ -162,7 +175,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	if len(cp.opts.Controllers) > 0 {
 		controllers = strings.Join(cp.opts.Controllers, ",")
 	}
-	_, err = cp.launch(ctx, component{
+	ports, err := cp.launch(ctx, component{
 		name:  binControllerManager,
 		ports: 1,
 		args: func(ports []int) []string {
@@ -183,6 +196,9 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 			return getOK(ctx, hc, loopbackURL("https", ports[0])+"/healthz")
 		},
 	})
+	if err == nil {
+		cp.setServingPort(binControllerManager, ports[0])
+	}
 	return err
 }
 

@@ -54,9 +54,14 @@ type ControlPlane struct {
 	procs     []*process
 	pki       *pki
 
-	apiserverURL   string
-	apiserverPort  int
-	etcdURL        string
+	apiserverURL  string
+	apiserverPort int
+	etcdURL       string
+	// servingPorts are the secure ports of kube-scheduler and
+	// kube-controller-manager, by binary name (see Metrics), guarded by
+	// portsMu: Start holds mu while it starts them.
+	portsMu        sync.Mutex
+	servingPorts   map[string]int
 	kubeconfigPath string
 	config         *rest.Config
 	client         client.Client
@@ -190,6 +195,40 @@ func (cp *ControlPlane) Scheme() *runtime.Scheme { return cp.scheme }
 
 // KubeconfigPath returns the path of the admin kubeconfig file.
 func (cp *ControlPlane) KubeconfigPath() string { return cp.kubeconfigPath }
+
+// Metrics returns the /metrics page of kube-scheduler or
+// kube-controller-manager ("kube-scheduler", "kube-controller-manager"),
+// read with the admin client certificate: what a benchmark reads of their
+// queues and API calls.
+func (cp *ControlPlane) Metrics(ctx context.Context, component string) ([]byte, error) {
+	cp.portsMu.Lock()
+	port, ok := cp.servingPorts[component]
+	cp.portsMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no serving port for %q: want %s or %s, started", component, binScheduler, binControllerManager)
+	}
+	hc, err := cp.httpsClient(true)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loopbackURL("https", port)+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s metrics: %w", component, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s metrics: %w", component, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading %s metrics: %s: %s", component, resp.Status, b)
+	}
+	return b, nil
+}
 
 // LogDir returns the directory of the components' logs.
 func (cp *ControlPlane) LogDir() string { return filepath.Join(cp.runDir, "logs") }

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -31,7 +34,17 @@ type latencyProfile struct {
 	j        *joiner
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// kube-scheduler's active queue, sampled every 2 s: its peak, and
+	// how many samples held 100 pods or more.
+	mu            sync.Mutex
+	activePeak    float64
+	activeCrowded int
+	activeSamples int
 }
+
+// queueSample is how often the profile reads kube-scheduler's queue.
+const queueSample = 2 * time.Second
 
 // startProfiling starts joiner for the latency run, with pprof and a
 // metrics port when JOINER_BENCH_PROFILE is set.
@@ -70,7 +83,76 @@ func startProfiling(t *testing.T, s *scenario) *latencyProfile {
 			}
 		}
 	}()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(queueSample)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+				p.sampleQueue(t)
+			}
+		}
+	}()
 	return p
+}
+
+// sampleQueue records kube-scheduler's active queue length.
+func (p *latencyProfile) sampleQueue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), queueSample)
+	defer cancel()
+	b, err := p.s.env.ControlPlane.Metrics(ctx, "kube-scheduler")
+	if err != nil {
+		return // loaded: the next sample
+	}
+	active, ok := schedulerMetric(t, b, "scheduler_pending_pods", "queue", "active")
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.activeSamples++
+	p.activePeak = max(p.activePeak, active)
+	if active >= 100 {
+		p.activeCrowded++
+	}
+}
+
+// schedulerMetric sums the samples of the named metric in a /metrics page
+// whose label has the given value ("" value: every sample).
+func schedulerMetric(t *testing.T, page []byte, name, label, value string) (float64, bool) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		t.Logf("parsing kube-scheduler metrics: %v", err)
+		return 0, false
+	}
+	mf, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		match := value == ""
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && lp.GetValue() == value {
+				match = true
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.GetGauge() != nil:
+			sum += m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum, true
 }
 
 // fetch saves one of joiner's debug or metrics pages into the directory.
@@ -118,6 +200,7 @@ func (p *latencyProfile) finish(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.countEvents(ctx, t, kube)
+	p.reportScheduler(ctx, t)
 	t.Logf("profile and metrics of %s in %s", p.run, p.dir)
 }
 
@@ -148,4 +231,25 @@ func (p *latencyProfile) countEvents(ctx context.Context, t *testing.T, kube kub
 		lines = append(lines, fmt.Sprintf("  %6d  %s", counts[k], k))
 	}
 	t.Logf("events by component, object kind and reason (%d objects):\n%s", len(list.Items), strings.Join(lines, "\n"))
+}
+
+// reportScheduler saves kube-scheduler's metrics and logs how it spent the
+// run: its attempts by result and how crowded its active queue was (a pod
+// whose node is ready waits there behind the others; see
+// docs/performance.md, "Bursts: whose wait is it?").
+func (p *latencyProfile) reportScheduler(ctx context.Context, t *testing.T) {
+	b, err := p.s.env.ControlPlane.Metrics(ctx, "kube-scheduler")
+	if err != nil {
+		t.Logf("kube-scheduler metrics: %v", err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, p.run+"-scheduler-metrics.txt"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scheduled, _ := schedulerMetric(t, b, "scheduler_schedule_attempts_total", "result", "scheduled")
+	unschedulable, _ := schedulerMetric(t, b, "scheduler_schedule_attempts_total", "result", "unschedulable")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Logf("kube-scheduler: %.0f attempts scheduled, %.0f unschedulable; active queue peak %.0f pods, at 100 or more in %d of %d samples %s apart",
+		scheduled, unschedulable, p.activePeak, p.activeCrowded, p.activeSamples, queueSample)
 }

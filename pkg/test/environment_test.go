@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -266,4 +267,26 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// TestComponentMetrics reads kube-scheduler's and
+// kube-controller-manager's /metrics through the control plane, as the
+// latency benchmark does, and refuses a component without one.
+func TestComponentMetrics(t *testing.T) {
+	env := test.Env(t)
+	for component, want := range map[string]string{
+		"kube-scheduler":          "scheduler_pending_pods",
+		"kube-controller-manager": "workqueue_depth",
+	} {
+		b, err := env.ControlPlane.Metrics(t.Context(), component)
+		if err != nil {
+			t.Fatalf("%s: %v", component, err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s metrics lack %s", component, want)
+		}
+	}
+	if _, err := env.ControlPlane.Metrics(t.Context(), "etcd"); err == nil {
+		t.Error("etcd has no metrics through Metrics, want an error")
+	}
 }
