@@ -506,8 +506,7 @@ func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName strin
 		return "", time.Time{}, false
 	}
 	e, ok := c.entries[key]
-	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.marked[key] ||
-		e.nodeClaim.DeletionTimestamp != nil || (e.node != nil && e.node.DeletionTimestamp != nil) {
+	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.goingAwayLocked(key, e) {
 		return "", time.Time{}, false
 	}
 	return n.nodeClaim, n.liveUntil(), true
@@ -713,7 +712,7 @@ func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.
 // nominated to its NodeClaim from nominated; deep copies the objects,
 // otherwise they are the model's own (ReadOnlyNodes).
 func (c *Cluster) stateNodeLocked(key string, e *entry, nominated map[string][]*corev1.Pod, deep bool) *StateNode {
-	sn := &StateNode{MarkedForDeletion: c.marked[key]}
+	sn := &StateNode{MarkedForDeletion: c.goingAwayLocked(key, e)}
 	if e.node != nil {
 		sn.Node = copyIf(deep, e.node)
 		sn.VolumeLimits = maps.Clone(c.volumeLimits[e.node.Name])
@@ -729,8 +728,14 @@ func (c *Cluster) stateNodeLocked(key string, e *entry, nominated map[string][]*
 		}
 		slices.SortFunc(sn.NominatedPods, byPodKey)
 	}
-	if (sn.Node != nil && sn.Node.DeletionTimestamp != nil) || (sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) {
-		sn.MarkedForDeletion = true
-	}
 	return sn
+}
+
+// goingAwayLocked reports whether the entry at key is marked for deletion
+// by a consumer, or its Node or NodeClaim is being deleted: a StateNode's
+// MarkedForDeletion, and what ends HoldsNomination.
+func (c *Cluster) goingAwayLocked(key string, e *entry) bool {
+	return c.marked[key] ||
+		(e.node != nil && e.node.DeletionTimestamp != nil) ||
+		(e.nodeClaim != nil && e.nodeClaim.DeletionTimestamp != nil)
 }

@@ -145,14 +145,15 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 	}
 }
 
-// live reports whether the nomination still holds at now: within its
-// window, or for a NodeClaim whose node has not initialised yet, up to
-// MaxNominationHold after the plan (see Cluster.Nominate).
+// live reports whether the nomination still holds at now (see liveUntil).
 func (n *nomination) live(now time.Time) bool {
-	return now.Before(n.until) || (!n.initialized && now.Before(n.planned.Add(MaxNominationHold)))
+	return now.Before(n.liveUntil())
 }
 
-// liveUntil is when live turns false if nothing changes.
+// liveUntil is when the nomination stops holding if nothing changes: the
+// end of its window, or for a NodeClaim whose node has not initialised
+// yet, MaxNominationHold after the plan if that is later (see
+// Cluster.Nominate).
 func (n *nomination) liveUntil() time.Time {
 	if n.initialized {
 		return n.until
