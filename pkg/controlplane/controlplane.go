@@ -211,21 +211,9 @@ func (cp *ControlPlane) Metrics(ctx context.Context, component string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loopbackURL("https", port)+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
+	b, err := get(ctx, hc, loopbackURL("https", port)+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("reading %s metrics: %w", component, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s metrics: %w", component, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading %s metrics: %s: %s", component, resp.Status, b)
 	}
 	return b, nil
 }
@@ -476,20 +464,27 @@ func freePorts(n int) ([]int, error) {
 
 // getOK returns nil when GET url answers 200.
 func getOK(ctx context.Context, hc *http.Client, url string) error {
+	_, err := get(ctx, hc, url)
+	return err
+}
+
+// get returns the body of url, or an error naming the status and the
+// start of the body unless it is 200 OK.
+func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return nil
+	return io.ReadAll(resp.Body)
 }
 
 // httpsClient trusts the run's CA and, when withAdmin, presents the admin
