@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -93,7 +92,7 @@ func startProfiling(t *testing.T, s *scenario) *latencyProfile {
 			case <-p.stop:
 				return
 			case <-tick.C:
-				p.sampleQueue(t)
+				p.sampleQueue()
 			}
 		}
 	}()
@@ -101,17 +100,18 @@ func startProfiling(t *testing.T, s *scenario) *latencyProfile {
 }
 
 // sampleQueue records kube-scheduler's active queue length.
-func (p *latencyProfile) sampleQueue(t *testing.T) {
+func (p *latencyProfile) sampleQueue() {
 	ctx, cancel := context.WithTimeout(context.Background(), queueSample)
 	defer cancel()
 	b, err := p.s.env.ControlPlane.Metrics(ctx, "kube-scheduler")
 	if err != nil {
 		return // loaded: the next sample
 	}
-	active, ok := schedulerMetric(t, b, "scheduler_pending_pods", "queue", "active")
-	if !ok {
+	families, err := parseMetrics(bytes.NewReader(b))
+	if err != nil || families["scheduler_pending_pods"] == nil {
 		return
 	}
+	active := sumSeries(families["scheduler_pending_pods"], map[string]string{"queue": "active"})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.activeSamples++
@@ -121,38 +121,16 @@ func (p *latencyProfile) sampleQueue(t *testing.T) {
 	}
 }
 
-// schedulerMetric sums the samples of the named metric in a /metrics page
-// whose label has the given value ("" value: every sample).
-func schedulerMetric(t *testing.T, page []byte, name, label, value string) (float64, bool) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(page))
-	if err != nil {
-		t.Logf("parsing kube-scheduler metrics: %v", err)
-		return 0, false
-	}
-	mf, ok := families[name]
-	if !ok {
-		return 0, false
-	}
+// sumSeries sums the gauge or counter values of the series of f that
+// carry labels.
+func sumSeries(f *dto.MetricFamily, labels map[string]string) float64 {
 	var sum float64
-	for _, m := range mf.GetMetric() {
-		match := value == ""
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label && lp.GetValue() == value {
-				match = true
-			}
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.GetGauge() != nil:
-			sum += m.GetGauge().GetValue()
-		case m.GetCounter() != nil:
-			sum += m.GetCounter().GetValue()
+	for _, m := range f.GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
 	}
-	return sum, true
+	return sum
 }
 
 // fetch saves one of joiner's debug or metrics pages into the directory.
@@ -246,8 +224,14 @@ func (p *latencyProfile) reportScheduler(ctx context.Context, t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.dir, p.run+"-scheduler-metrics.txt"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	scheduled, _ := schedulerMetric(t, b, "scheduler_schedule_attempts_total", "result", "scheduled")
-	unschedulable, _ := schedulerMetric(t, b, "scheduler_schedule_attempts_total", "result", "unschedulable")
+	families, err := parseMetrics(bytes.NewReader(b))
+	if err != nil {
+		t.Logf("parsing kube-scheduler metrics: %v", err)
+		return
+	}
+	attempts := families["scheduler_schedule_attempts_total"]
+	scheduled := sumSeries(attempts, map[string]string{"result": "scheduled"})
+	unschedulable := sumSeries(attempts, map[string]string{"result": "unschedulable"})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.Logf("kube-scheduler: %.0f attempts scheduled, %.0f unschedulable; active queue peak %.0f pods, at 100 or more in %d of %d samples %s apart",

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -117,7 +118,7 @@ func expectPositive(t *testing.T, url, name string, labels map[string]string) {
 		t.Fatalf("%s not served", name)
 	}
 	for _, m := range f.GetMetric() {
-		if hasSeries(&dto.MetricFamily{Metric: []*dto.Metric{m}}, labels) && m.GetGauge().GetValue() > 0 {
+		if hasLabels(m, labels) && m.GetGauge().GetValue() > 0 {
 			return
 		}
 	}
@@ -185,12 +186,17 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
+	families, err := parseMetrics(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", url, err)
 	}
 	return families, nil
+}
+
+// parseMetrics parses a Prometheus text page into its families by name.
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
 }
 
 func hasSeries(f *dto.MetricFamily, labels map[string]string) bool {
@@ -198,21 +204,27 @@ func hasSeries(f *dto.MetricFamily, labels map[string]string) bool {
 		return false
 	}
 	for _, m := range f.GetMetric() {
-		match := true
-		for k, v := range labels {
-			found := false
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == k && lp.GetValue() == v {
-					found = true
-				}
-			}
-			match = match && found
-		}
-		if match {
+		if hasLabels(m, labels) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasLabels reports whether the series m carries every label of labels.
+func hasLabels(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func labelNames(m *dto.Metric) []string {
