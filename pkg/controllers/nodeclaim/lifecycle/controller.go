@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
@@ -134,8 +135,8 @@ type Controller struct {
 	// NodeClaims referencing other kinds are not ours.
 	nodeClasses cloudprovider.NodeClassKinds
 	// written tells which cached NodeClaims are older than this
-	// controller's own last write to them (see ownWrites).
-	written *ownWrites
+	// controller's own last write to them (see ownwrites.Record).
+	written *ownwrites.Record
 }
 
 // NewController validates opts and returns the controller.
@@ -147,7 +148,7 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, nodeClasses: kinds, written: newOwnWrites()}, nil
+	return &Controller{opts: opts, nodeClasses: kinds, written: ownwrites.New()}, nil
 }
 
 // Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
@@ -213,11 +214,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nc := &v1.NodeClaim{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.written.forget(req.NamespacedName)
+			c.written.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if c.written.stale(req.NamespacedName, nc.ResourceVersion) {
+	if c.written.Stale(req.NamespacedName, nc.ResourceVersion) {
 		// The watch event of the write enqueues the NodeClaim again; the
 		// requeue only covers a watch that never delivers it.
 		return reconcile.Result{RequeueAfter: staleRequeue}, nil
@@ -238,7 +239,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return quietConflict(fmt.Errorf("adding finalizer to nodeclaim %s: %w", nc.Name, err))
 		}
-		c.written.wrote(req.NamespacedName, before.ResourceVersion)
+		c.written.Wrote(req.NamespacedName, before.ResourceVersion, nc.ResourceVersion)
 	}
 
 	stored := nc.DeepCopy()
@@ -332,7 +333,7 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 		if err := c.opts.Client.Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching nodeclaim %s metadata: %w", nc.Name, err)
 		}
-		c.written.wrote(client.ObjectKeyFromObject(nc), stored.ResourceVersion)
+		c.written.Wrote(client.ObjectKeyFromObject(nc), stored.ResourceVersion, obj.ResourceVersion)
 		base = obj
 	}
 	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -369,11 +370,11 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 		return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
 	}
 	key := client.ObjectKeyFromObject(nc)
-	c.written.wrote(key, base.ResourceVersion)
+	c.written.Wrote(key, base.ResourceVersion, obj.ResourceVersion)
 	if retried {
 		// The cache may still hold the version this reconcile read: it is
 		// older than this write too.
-		c.written.wrote(key, stored.ResourceVersion)
+		c.written.Wrote(key, stored.ResourceVersion, "")
 	}
 	return nil
 }

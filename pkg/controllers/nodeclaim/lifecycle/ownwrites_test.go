@@ -4,42 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
-
-func TestOwnWrites(t *testing.T) {
-	a := types.NamespacedName{Name: "a"}
-	b := types.NamespacedName{Name: "b"}
-	for _, tc := range []struct {
-		name  string
-		do    func(w *ownWrites)
-		key   types.NamespacedName
-		rv    string
-		stale bool
-	}{
-		{name: "nothing written", do: func(*ownWrites) {}, key: a, rv: "1"},
-		{name: "the version a write replaced", do: func(w *ownWrites) { w.wrote(a, "1") }, key: a, rv: "1", stale: true},
-		{name: "an earlier version replaced in the same reconcile", do: func(w *ownWrites) { w.wrote(a, "1"); w.wrote(a, "2") }, key: a, rv: "1", stale: true},
-		{name: "the written version itself", do: func(w *ownWrites) { w.wrote(a, "1") }, key: a, rv: "2"},
-		{name: "another NodeClaim", do: func(w *ownWrites) { w.wrote(a, "1") }, key: b, rv: "1"},
-		{name: "after the cache caught up", do: func(w *ownWrites) { w.wrote(a, "1"); w.stale(a, "2") }, key: a, rv: "1"},
-		{name: "after the NodeClaim went", do: func(w *ownWrites) { w.wrote(a, "1"); w.forget(a) }, key: a, rv: "1"},
-		{name: "a write without a version", do: func(w *ownWrites) { w.wrote(a, "") }, key: a, rv: ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newOwnWrites()
-			tc.do(w)
-			if got := w.stale(tc.key, tc.rv); got != tc.stale {
-				t.Fatalf("stale(%s, %q) = %v, want %v", tc.key.Name, tc.rv, got, tc.stale)
-			}
-		})
-	}
-}
 
 // TestStaleReadDoesNotRepeatTheLaunch: a reconcile that reads the NodeClaim
 // as it was before this controller's own launch patch (with its finalizer,
