@@ -27,10 +27,11 @@
 // NodeClaim fails or goes away, or when its node initialised and
 // kube-scheduler still rejected the pod. The
 // NominationWriter keeps kube-scheduler from giving a planned pod's room
-// away in the first place: once the NodeClaim's Node exists it sets the
-// pod's status.nominatedNodeName to it (KEP-5278), again just before
-// registration makes the Node schedulable (HoldRoom), and moves or clears
-// the value it owns as the plan changes.
+// away in the first place: it sets the pod's status.nominatedNodeName to
+// the NodeClaim's Node (KEP-5278) just before registration removes the
+// unregistered taint (HoldRoom), again after each clearing by
+// kube-scheduler once the Node is registered, and moves or clears the
+// value it owns as the plan changes.
 //
 // The package never launches instances (the NodeClaim lifecycle does) and
 // never binds pods (kube-scheduler does, once the node is ready).

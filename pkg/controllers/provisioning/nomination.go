@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -44,8 +46,12 @@ type NominationState interface {
 // the pod after the model took it in.
 const nominationRecheck = 5 * time.Second
 
-// conflictRetry is how soon a pod whose patch conflicted is decided again:
-// long enough for the cache to see the version that won.
+// staleRequeue is how soon a pod read older than the writer's own last
+// patch is decided again if no watch event brings it back first.
+const staleRequeue = 2 * time.Second
+
+// conflictRetry is how soon a pod whose patch found it changed is decided
+// again: long enough for the cache to see the version that won.
 const conflictRetry = 200 * time.Millisecond
 
 // NominationWriter keeps status.nominatedNodeName on the pods the
@@ -60,9 +66,9 @@ const conflictRetry = 200 * time.Millisecond
 // does while the node still carries its startup taints), so the writer
 // sets it again after each clearing while the nomination stands: one patch
 // per failed attempt while the Node is registered but not initialised
-// (startup taints), and for at most the nomination window after; while the
-// Node is unregistered not at each attempt but once, just before
-// registration makes it schedulable (HoldRoom). Where
+// (startup taints, the not-ready taint), and for at most the nomination
+// window after; while the Node is unregistered not at each attempt but
+// once, just before registration makes it schedulable (HoldRoom). Where
 // kube-scheduler does not honour the field nothing breaks: the pod is
 // planned by the model as before.
 //
@@ -74,9 +80,9 @@ const conflictRetry = 200 * time.Millisecond
 // the pod is joiner's to plan again and the value is cleared or kept by
 // the same rules as before the restart; any other value is left alone.
 //
-// Every patch carries the resourceVersion it was computed from: a pod
-// changed in between (kube-scheduler setting its own nomination, binding
-// the pod) is read again and decided afresh, never overwritten.
+// Every patch tests the value it was computed from: a pod whose value
+// changed in between (kube-scheduler setting its own nomination) or that
+// was bound is read again and decided afresh, never overwritten.
 type NominationWriter struct {
 	client client.Client
 	// reader reads pods past the cache, whose copies have no managedFields
@@ -86,6 +92,10 @@ type NominationWriter struct {
 	// indexed: the client's cache indexes Nodes by provider ID (set by
 	// Register), so a Node is found before registration names it.
 	indexed bool
+
+	// written tells which cached pods are older than the writer's own
+	// last patch of them.
+	written *ownwrites.Record
 
 	mu sync.Mutex
 	// foreign are pods whose current value was checked and is not
@@ -104,7 +114,7 @@ const NominationFieldManager = "joiner"
 // Register sets the uncached reader from the manager; a writer used
 // without Register reads managedFields through c.
 func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
-	return &NominationWriter{client: c, reader: c, state: s, foreign: map[types.NamespacedName]string{}}
+	return &NominationWriter{client: c, reader: c, state: s, written: ownwrites.New(), foreign: map[types.NamespacedName]string{}}
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -216,13 +226,27 @@ type hold struct{ nodeClaim, node string }
 
 // sync is Reconcile for one pod; h is set when called by HoldRoom.
 func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h *hold) (reconcile.Result, error) {
+	// HoldRoom reads the pod past the cache: its write must land before
+	// the taint goes, and in a burst the cache is seconds behind the
+	// pod (this writer's own last write, kube-scheduler's clearing).
+	var read client.Reader = w.client
+	if h != nil {
+		read = w.reader
+	}
 	pod := &corev1.Pod{}
-	if err := w.client.Get(ctx, key, pod); err != nil {
+	if err := read.Get(ctx, key, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
 			w.forget(key)
+			w.written.Forget(key)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if h == nil && w.written.Stale(key, pod.ResourceVersion) {
+		// The cache has not shown this writer's last patch yet: deciding
+		// on the older copy would write again, and its test would fail.
+		// The patch's watch event brings the pod back.
+		return reconcile.Result{RequeueAfter: staleRequeue}, nil
 	}
 	owned, isOwned := w.state.NominatedNodeName(key)
 	current := pod.Status.NominatedNodeName
@@ -250,17 +274,18 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 		// kube-scheduler nominated it (preemption): not joiner's to move.
 	case isOwned && owned == want && current != "":
 		// Someone changed the value joiner wrote: theirs now.
-	case isOwned && owned == want && h == nil && w.unregistered(ctx, want):
-		// kube-scheduler cleared the value after trying the pod while the
-		// Node still carries karpenter.sh/unregistered, where nothing can
-		// be scheduled: setting it again now would only be cleared at its
-		// next attempt, one pod write each way per attempt, and in a burst
-		// kube-scheduler tries every pending pod at each new Node.
-		// Registration sets it again (HoldRoom) just before it removes
-		// the taint, and the taint's removal brings the pod back here.
+	case current == "" && h == nil && w.unregistered(ctx, want):
+		// The Node still carries karpenter.sh/unregistered: nothing can be
+		// scheduled there yet, and kube-scheduler clears the value at each
+		// attempt it makes meanwhile. Setting it now would only be cleared
+		// again, one pod write each way per attempt (in a burst
+		// kube-scheduler tries every pending pod at each new Node), and
+		// would race registration's own write. Registration names the
+		// Node (HoldRoom) just before it removes the taint, and the
+		// taint's removal brings the pod back here.
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
-			if apierrors.IsConflict(err) {
+			if errors.Is(err, errChangedSinceRead) {
 				// Changed since the cache's copy: decide again on the
 				// new version, which the cache's watch brings.
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil
@@ -308,11 +333,10 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 	if h != nil && h.nodeClaim == nom.NodeClaim {
 		return h.node, nil
 	}
-	// Not registered yet, but its Node may exist: name it now, while the
-	// Node still carries karpenter.sh/unregistered and nothing can be
-	// scheduled there. Registration removes that taint before it records
-	// the node name on the NodeClaim, and in between kube-scheduler gives
-	// the room to the first pod it tries.
+	// Not registered yet, but its Node may exist: it is the pod's node
+	// already (HoldRoom names it just before registration removes the
+	// unregistered taint, before the node name is recorded on the
+	// NodeClaim), and a value naming it is kept.
 	if nom.Node != "" {
 		return nom.Node, nil
 	}
@@ -406,27 +430,73 @@ func wroteNominatedNodeName(pod *corev1.Pod) bool {
 }
 
 // patch sets (or, with node "", clears) the pod's nominated node name and
-// records that joiner owns the value. The patch is conditional on the
-// pod's resourceVersion: it fails with a conflict if the pod changed since
-// pod was read.
+// records that joiner owns the value. The patch is a JSON patch that first
+// tests the value it was decided from (and, when it names a node, that the
+// pod is still unbound): if kube-scheduler nominated the pod for a
+// preemption, or bound it, since pod was read, the patch fails with
+// errChangedSinceRead and nothing is overwritten. It does not fail on the
+// pod's other status changes: kube-scheduler rewrites the PodScheduled
+// condition at each attempt, and in a 500-pod burst, with the cache
+// seconds behind, a resourceVersion precondition failed on nearly every
+// write, HoldRoom's included, so the room was not held when the taint went.
 func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node string) error {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	base := pod.DeepCopy()
-	pod.Status.NominatedNodeName = node
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	if err := w.client.Status().Patch(ctx, pod, patch, client.FieldOwner(NominationFieldManager)); err != nil {
+	before := pod.ResourceVersion
+	data, err := json.Marshal(nominationPatch(pod.Status.NominatedNodeName, node))
+	if err != nil {
+		return fmt.Errorf("encoding the nominated node name patch of pod %s: %w", key, err)
+	}
+	if err := w.client.Status().Patch(ctx, pod, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(NominationFieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
 			return nil
 		}
-		if apierrors.IsConflict(err) {
-			return err
+		if failedTest(err) {
+			return errChangedSinceRead
 		}
 		return fmt.Errorf("setting nominated node name of pod %s to %q: %w", key, node, err)
 	}
+	w.written.Wrote(key, before, pod.ResourceVersion)
 	w.state.SetNominatedNodeName(key, node)
 	w.forget(key)
 	return nil
+}
+
+// errChangedSinceRead: the pod's nominated node name, or its binding,
+// changed since the copy a patch was decided from.
+var errChangedSinceRead = errors.New("pod changed since it was read")
+
+// jsonPatchOp is one operation of a JSON patch (RFC 6902). Value is never
+// omitted: a test of null passes when the field is absent.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// nominationPatch moves status.nominatedNodeName from current (as read)
+// to node. The API server omits an empty value, so current "" is tested
+// as absent.
+func nominationPatch(current, node string) []jsonPatchOp {
+	var was any
+	if current != "" {
+		was = current
+	}
+	ops := []jsonPatchOp{{Op: "test", Path: "/status/nominatedNodeName", Value: was}}
+	if node != "" {
+		ops = append(ops, jsonPatchOp{Op: "test", Path: "/spec/nodeName", Value: nil})
+	}
+	return append(ops, jsonPatchOp{Op: "add", Path: "/status/nominatedNodeName", Value: node})
+}
+
+// failedTest reports whether err is the API server refusing a JSON patch
+// because one of its test operations failed. It answers 422 Invalid, and
+// its message ("the server rejected our request due to an error in our
+// request") does not say which operation failed; the patch's other
+// operation sets a Node's name, which is always valid, so an Invalid is
+// taken for a failed test.
+func failedTest(err error) bool {
+	return apierrors.IsInvalid(err)
 }
 
 // forget drops the record that pod's value is not joiner's.

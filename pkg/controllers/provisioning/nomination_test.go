@@ -3,6 +3,7 @@ package provisioning_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,56 +77,61 @@ func TestNominationWriter(t *testing.T) {
 	}
 }
 
-// TestNominationWriterNamesTheNodeBeforeRegistration: the NodeClaim's
-// Node exists but is not registered yet (it still carries the
-// unregistered taint, so nothing can take its room): the pod is named to
-// it already, before registration removes the taint.
-func TestNominationWriterNamesTheNodeBeforeRegistration(t *testing.T) {
+// TestNominationWriterNamesAStartingNodeOnce follows a NodeClaim's Node
+// from its creation to registration. While the Node is unregistered
+// nothing can be scheduled there, and kube-scheduler clears the value at
+// each attempt: Reconcile leaves the pod unnamed then (a value would only
+// be cleared again), registration names the Node (HoldRoom) just before it
+// removes the unregistered taint, and after the taint is gone a clearing
+// is answered by naming it again.
+func TestNominationWriterNamesAStartingNodeOnce(t *testing.T) {
 	f := newWriterFixture(t)
 	f.launchedClaim(t)
-	f.reconcile(t)
-	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
-		t.Fatalf("nominatedNodeName = %q before the Node exists", got)
-	}
-	node := f.unregisteredNode(t)
-	f.reconcile(t)
-	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
-		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
-	}
-
-	// kube-scheduler tries the pod, finds the Node still tainted and
-	// clears the value: it stays cleared while the taint does (setting it
-	// again would only be cleared at the next attempt), and is set again
-	// once registration removed the taint.
+	var node *corev1.Node
 	for _, step := range []struct {
 		name string
 		act  func(t *testing.T)
-		want string
+		// named: the pod should carry node's name after the step.
+		named bool
 	}{
-		{name: "cleared by kube-scheduler, Node still unregistered", want: "", act: func(t *testing.T) {
+		{name: "launched, no Node yet", act: func(*testing.T) {}},
+		{name: "Node created, unregistered", act: func(t *testing.T) { node = f.unregisteredNode(t) }},
+		{name: "registration holds the room", named: true, act: func(t *testing.T) {
+			if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "cleared by kube-scheduler, Node still unregistered", act: func(t *testing.T) {
 			f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
 		}},
-		{name: "unregistered taint removed", want: node.Name, act: func(t *testing.T) {
+		{name: "unregistered taint removed", named: true, act: func(t *testing.T) {
 			base := node.DeepCopy()
 			node.Spec.Taints = nil
 			if err := f.env.Client.Patch(t.Context(), node, client.MergeFrom(base)); err != nil {
 				t.Fatal(err)
 			}
 		}},
+		{name: "cleared by kube-scheduler, Node registered", named: true, act: func(t *testing.T) {
+			f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
+		}},
 	} {
 		step.act(t)
 		f.reconcile(t)
-		if got := f.refresh(t).Status.NominatedNodeName; got != step.want {
-			t.Fatalf("%s: nominatedNodeName = %q, want %q", step.name, got, step.want)
+		want := ""
+		if step.named {
+			want = node.Name
+		}
+		if got := f.refresh(t).Status.NominatedNodeName; got != want {
+			t.Fatalf("%s: nominatedNodeName = %q, want %q", step.name, got, want)
 		}
 	}
 }
 
-// TestNominationWriterHoldsRoomBeforeRegistration: kube-scheduler cleared
-// the planned pod's value while its Node still carries the unregistered
-// taint, and Reconcile leaves it cleared (it would only be cleared again).
+// TestNominationWriterHoldsRoomBeforeRegistration: while the planned
+// pod's Node still carries the unregistered taint Reconcile leaves the
+// pod unnamed (kube-scheduler would only clear the value again).
 // Registration calls HoldRoom just before it removes the taint: the value
-// is written back then, while nothing can be scheduled on the Node yet,
+// is written then, while nothing can be scheduled on the Node yet,
 // for the planned pods only, and a value another component wrote stays.
 func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	f := newWriterFixture(t)
@@ -147,13 +153,8 @@ func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	f.cluster.Nominate(preemptor, f.claim.Name)
 
 	f.reconcile(t)
-	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
-		t.Fatalf("nominatedNodeName = %q, want the unregistered node %s", got, node.Name)
-	}
-	f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
-	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
-		t.Fatalf("Reconcile set nominatedNodeName %q again while the Node is unregistered", got)
+		t.Fatalf("Reconcile set nominatedNodeName %q while the Node is unregistered", got)
 	}
 
 	if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
@@ -229,48 +230,82 @@ func TestNominationWriterAfterRestart(t *testing.T) {
 	}
 }
 
-// TestNominationWriterDoesNotOverwriteAConcurrentChange: the pod changes
-// between the writer's read and its patch (kube-scheduler nominates it
-// for preemption): the patch fails on the resourceVersion, and the writer
-// decides again on the new version, leaving the other component's value.
+// TestNominationWriterDoesNotOverwriteAConcurrentChange: another
+// component writes the pod between the writer's read and its patch. A
+// value kube-scheduler set (preemption) or a binding wins, and the writer
+// decides again; kube-scheduler rewriting only the PodScheduled
+// condition, as it does at each attempt, does not stop the write (with a
+// resourceVersion precondition nearly every write of a burst failed so).
 func TestNominationWriterDoesNotOverwriteAConcurrentChange(t *testing.T) {
-	f := newWriterFixture(t)
-	f.claim = f.nodeClaim(t, "planned")
-	f.cluster.Nominate(f.pod, f.claim.Name)
-	raced := false
-	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	racing := interceptor.NewClient(base, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
+	for _, tc := range []struct {
+		name string
+		race func(t *testing.T, f *writerFixture)
+		// want is the value after the racing reconcile and after the
+		// next one; requeue is whether the first must decide again.
+		want    string
+		requeue bool
+	}{
+		{name: "kube-scheduler nominates the pod for a preemption", want: "preemptor", requeue: true, race: func(t *testing.T, f *writerFixture) {
+			f.setNominatedNodeName(t, "preemptor", client.FieldOwner("kube-scheduler"))
+		}},
+		{name: "the pod is bound elsewhere", want: "", requeue: true, race: func(t *testing.T, f *writerFixture) {
+			binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: f.pod.Name, Namespace: f.pod.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: "elsewhere"}}
+			if err := f.env.Client.SubResource("binding").Create(t.Context(), f.pod.DeepCopy(), binding); err != nil {
+				t.Fatal(err)
 			}
-			if _, isPod := obj.(*corev1.Pod); isPod && !raced {
-				raced = true
-				f.setNominatedNodeName(t, "preemptor", client.FieldOwner("kube-scheduler"))
+		}},
+		{name: "kube-scheduler rewrites the PodScheduled condition", want: "planned", race: func(t *testing.T, f *writerFixture) {
+			pod := &corev1.Pod{}
+			if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(f.pod), pod); err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		},
-	})
-	f.writer = provisioning.NewNominationWriter(racing, f.cluster)
-	res, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !raced {
-		t.Fatal("the writer never read the pod")
-	}
-	if got := f.refresh(t).Status.NominatedNodeName; got != "preemptor" {
-		t.Fatalf("nominatedNodeName = %q: the writer overwrote a change made after its read", got)
-	}
-	if res.RequeueAfter == 0 {
-		t.Fatal("after a conflict the writer must decide again")
-	}
-	f.reconcile(t)
-	if got := f.refresh(t).Status.NominatedNodeName; got != "preemptor" {
-		t.Fatalf("deciding again, nominatedNodeName = %q, want the other component's preemptor", got)
+			base := pod.DeepCopy()
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available", LastTransitionTime: metav1.Now()}}
+			if err := f.env.Client.Status().Patch(t.Context(), pod, client.MergeFrom(base), client.FieldOwner("kube-scheduler")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newWriterFixture(t)
+			f.claim = f.nodeClaim(t, "planned")
+			f.cluster.Nominate(f.pod, f.claim.Name)
+			raced := false
+			base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			racing := interceptor.NewClient(base, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if err := c.Get(ctx, key, obj, opts...); err != nil {
+						return err
+					}
+					if _, isPod := obj.(*corev1.Pod); isPod && !raced {
+						raced = true
+						tc.race(t, f)
+					}
+					return nil
+				},
+			})
+			f.writer = provisioning.NewNominationWriter(racing, f.cluster)
+			res, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !raced {
+				t.Fatal("the writer never read the pod")
+			}
+			if got := f.refresh(t).Status.NominatedNodeName; got != tc.want {
+				t.Fatalf("nominatedNodeName = %q after the race, want %q", got, tc.want)
+			}
+			if requeued := res.RequeueAfter > 0 && res.RequeueAfter < time.Second; requeued != tc.requeue {
+				t.Fatalf("decide again soon = %v (RequeueAfter %v), want %v", requeued, res.RequeueAfter, tc.requeue)
+			}
+			f.reconcile(t)
+			if got := f.refresh(t).Status.NominatedNodeName; got != tc.want {
+				t.Fatalf("deciding again, nominatedNodeName = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -397,4 +432,58 @@ func (f *writerFixture) refresh(t *testing.T) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return f.pod
+}
+
+// TestNominationWriterSkipsAStaleRead: a reconcile that reads the pod as
+// it was before the writer's own last patch (the cache has not shown the
+// patch yet) writes nothing, where it used to write again and fail; once
+// the cache shows a newer version the writer decides on it as before.
+func TestNominationWriterSkipsAStaleRead(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "planned")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	var stale *corev1.Pod
+	patches := 0
+	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagging := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if pod, ok := obj.(*corev1.Pod); ok && stale != nil {
+				stale.DeepCopyInto(pod)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	f.writer = provisioning.NewNominationWriter(lagging, f.cluster)
+	before := f.refresh(t).DeepCopy()
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "planned" || patches != 1 {
+		t.Fatalf("first reconcile: nominatedNodeName = %q after %d patches, want planned after 1", got, patches)
+	}
+
+	stale = before
+	res, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 {
+		t.Fatalf("a reconcile of the copy older than its own patch patched again (%d patches)", patches)
+	}
+	if res.RequeueAfter == 0 {
+		t.Fatal("a stale read must be decided again later, in case no watch event comes")
+	}
+
+	stale = nil
+	f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
+	f.reconcile(t)
+	if got := f.refresh(t).Status.NominatedNodeName; got != "planned" || patches != 2 {
+		t.Fatalf("after the cache caught up: nominatedNodeName = %q after %d patches, want planned after 2", got, patches)
+	}
 }
