@@ -175,6 +175,11 @@ type nomination struct {
 	// take the pod.
 	initialized bool
 	scheduled   corev1.PodCondition
+	// rejectedSeen is when the model last saw kube-scheduler reject the
+	// pod anew (a changed PodScheduled=False condition). The pod's watch
+	// and the NodeClaim's are apart: a rejection made after the node
+	// initialised can reach the model before the initialisation does.
+	rejectedSeen time.Time
 }
 
 // NewCluster validates opts and returns an empty model.
@@ -350,6 +355,9 @@ func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 	if p.Spec.NodeName != "" || terminal {
 		delete(c.nominations, key)
 	} else if n, ok := c.nominations[key]; ok {
+		if rejectedSince(p, podScheduledOrZero(n.pod)) {
+			n.rejectedSeen = c.opts.Clock.Now()
+		}
 		// Not bound, so not stored above: p is taken once at most.
 		n.pod = own()
 		if n.initialized && rejectedSince(p, n.scheduled) {

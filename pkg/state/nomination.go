@@ -118,7 +118,8 @@ func (c *Cluster) PodsWithNominatedNodeName(node string) []types.NamespacedName 
 // nodeClaimChangedLocked applies a NodeClaim's new state to the
 // nominations to it: a failed NodeClaim ends them; once its node
 // initialised, each remembers the pod's PodScheduled condition, so a later
-// rejection can be told apart from the ones before.
+// rejection can be told apart from the ones before, and one ends at once
+// if the model already saw a rejection made after the initialisation.
 func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 	failed := nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
 	initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
@@ -136,6 +137,10 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 			n.initialized = true
 			if cond := podScheduled(n.pod); cond != nil {
 				n.scheduled = *cond
+			}
+			if rejectedAfter(n.rejectedSeen, nc) {
+				c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(nc.Name))
+				continue
 			}
 			// The pod's window starts when its room can take it.
 			if until := c.opts.Clock.Now().Add(c.opts.NominationTTL); until.After(n.until) {
@@ -241,6 +246,26 @@ func rejectedSince(pod *corev1.Pod, before corev1.PodCondition) bool {
 	return !cond.LastTransitionTime.Equal(&before.LastTransitionTime) ||
 		cond.Message != before.Message ||
 		!cond.LastProbeTime.Equal(&before.LastProbeTime)
+}
+
+// rejectedAfter reports whether a rejection the model saw at seen came
+// after nc's node initialised: after the second its Initialized condition
+// records (the API server keeps transition times to the second), so that
+// a rejection made just before the initialisation never counts.
+func rejectedAfter(seen time.Time, nc *v1.NodeClaim) bool {
+	cond := nc.StatusConditions().Get(v1.ConditionTypeInitialized)
+	if seen.IsZero() || cond == nil || cond.LastTransitionTime.IsZero() {
+		return false
+	}
+	return seen.After(cond.LastTransitionTime.Add(time.Second))
+}
+
+// podScheduledOrZero is the pod's PodScheduled condition, or none.
+func podScheduledOrZero(pod *corev1.Pod) corev1.PodCondition {
+	if cond := podScheduled(pod); cond != nil {
+		return *cond
+	}
+	return corev1.PodCondition{}
 }
 
 func podScheduled(pod *corev1.Pod) *corev1.PodCondition {

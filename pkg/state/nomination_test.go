@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
@@ -141,6 +142,8 @@ func initialized(nc *v1.NodeClaim) *v1.NodeClaim {
 	nc.StatusConditions().SetTrue(v1.ConditionTypeLaunched)
 	nc.StatusConditions().SetTrue(v1.ConditionTypeRegistered)
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	// The transition time as the API server keeps it, to the second.
+	nc.StatusConditions().Get(v1.ConditionTypeInitialized).LastTransitionTime = metav1.NewTime(epoch)
 	return nc
 }
 
@@ -153,37 +156,50 @@ func TestNominationEndsEarly(t *testing.T) {
 		name string
 		// steps run after the pod (rejected with message before) is
 		// nominated to the launching nc-1.
-		steps  func(c *Cluster)
+		steps  func(c *Cluster, clk *clocktesting.FakeClock)
 		reason string // "" : the nomination still holds
 	}{
-		{name: "a rejection after the node initialised ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster) {
+		{name: "a rejection after the node initialised ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 			c.UpdatePod(unschedulable("web", after))
 		}},
-		{name: "the same rejection seen again after initialisation does not", steps: func(c *Cluster) {
+		{name: "the same rejection seen again after initialisation does not", steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 			c.UpdatePod(unschedulable("web", before))
 		}},
-		{name: "a rejection before the node initialised does not", steps: func(c *Cluster) {
+		{name: "a rejection before the node initialised does not", steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdatePod(unschedulable("web", after))
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 		}},
-		{name: "the NodeClaim being deleted ends it", reason: EndedNodeClaimFailed, steps: func(c *Cluster) {
+		{name: "a rejection made after the initialisation but seen before it ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+			// The pod's watch is ahead of the NodeClaim's: the rejection
+			// arrives 2 s after the node initialised, the NodeClaim's
+			// Initialized condition later.
+			clk.Step(2 * time.Second)
+			c.UpdatePod(unschedulable("web", after))
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+		}},
+		{name: "a rejection seen within the initialisation's second does not", steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+			clk.Step(900 * time.Millisecond)
+			c.UpdatePod(unschedulable("web", after))
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+		}},
+		{name: "the NodeClaim being deleted ends it", reason: EndedNodeClaimFailed, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdateNodeClaim(deleting)
 		}},
-		{name: "the NodeClaim gone ends it", reason: EndedNodeClaimGone, steps: func(c *Cluster) {
+		{name: "the NodeClaim gone ends it", reason: EndedNodeClaimGone, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.DeleteNodeClaim("nc-1")
 		}},
-		{name: "binding ends it silently", steps: func(c *Cluster) {
+		{name: "binding ends it silently", steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdatePod(pod("ns", "web", "node-1", "1"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, _ := newTestCluster(t)
+			c, clk, _ := newTestCluster(t)
 			c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
 			c.UpdatePod(unschedulable("web", before))
 			c.Nominate(unschedulable("web", before), "nc-1")
-			tc.steps(c)
+			tc.steps(c, clk)
 			_, nominated := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "web"})
 			ended := c.TakeEnded()
 			bound := tc.name == "binding ends it silently"
