@@ -177,7 +177,7 @@ type nomination struct {
 	scheduled   corev1.PodCondition
 	// rejectedSeen is when the model last saw kube-scheduler reject the
 	// pod anew (a changed PodScheduled=False condition). The pod's watch
-	// and the NodeClaim's are apart: a rejection made after the node
+	// and the NodeClaim's lag apart: a rejection made after the node
 	// initialised can reach the model before the initialisation does.
 	rejectedSeen time.Time
 }

@@ -118,8 +118,8 @@ func (c *Cluster) PodsWithNominatedNodeName(node string) []types.NamespacedName 
 // nodeClaimChangedLocked applies a NodeClaim's new state to the
 // nominations to it: a failed NodeClaim ends them; once its node
 // initialised, each remembers the pod's PodScheduled condition, so a later
-// rejection can be told apart from the ones before, and one ends at once
-// if the model already saw a rejection made after the initialisation.
+// rejection can be told apart from the ones before, and one whose pod the
+// model saw rejected after the initialisation keeps only RejectionGrace.
 func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 	failed := nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
 	initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
@@ -138,13 +138,19 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 			if cond := podScheduled(n.pod); cond != nil {
 				n.scheduled = *cond
 			}
-			if rejectedAfter(n.rejectedSeen, nc) {
-				c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(nc.Name))
-				continue
-			}
 			// The pod's window starts when its room can take it.
 			if until := c.opts.Clock.Now().Add(c.opts.NominationTTL); until.After(n.until) {
 				n.until = until
+			}
+			if rejectedAfter(n.rejectedSeen, nc) {
+				// Probably tried with the node ready and rejected, but the
+				// time is when the model saw the rejection, not when
+				// kube-scheduler made it: the pod keeps its room for a
+				// grace, in which a rejection made on the tainted node is
+				// followed by kube-scheduler's retry on the ready one.
+				if grace := c.opts.Clock.Now().Add(RejectionGrace); grace.Before(n.until) {
+					n.until = grace
+				}
 			}
 		}
 	}
@@ -207,6 +213,13 @@ func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, nod
 	}
 }
 
+// RejectionGrace is how long a nomination holds once its node initialised
+// when the model saw the pod rejected after the initialisation but before
+// it learnt of it: long enough for kube-scheduler's retry when the
+// rejection was made on the still tainted node, short against the window
+// when the node really turned the pod down (a topology spread skew).
+const RejectionGrace = 3 * time.Second
+
 // maxEnded bounds the ended nominations kept for TakeEnded.
 const maxEnded = 10000
 
@@ -248,10 +261,12 @@ func rejectedSince(pod *corev1.Pod, before corev1.PodCondition) bool {
 		!cond.LastProbeTime.Equal(&before.LastProbeTime)
 }
 
-// rejectedAfter reports whether a rejection the model saw at seen came
-// after nc's node initialised: after the second its Initialized condition
-// records (the API server keeps transition times to the second), so that
-// a rejection made just before the initialisation never counts.
+// rejectedAfter reports whether the model saw a rejection (at seen) after
+// nc's node initialised: after the second its Initialized condition
+// records (the API server keeps transition times to the second). The pod's
+// watch and the NodeClaim's lag apart, so such a rejection can reach the
+// model before the initialisation does; it may also have been made before
+// the initialisation and seen late.
 func rejectedAfter(seen time.Time, nc *v1.NodeClaim) bool {
 	cond := nc.StatusConditions().Get(v1.ConditionTypeInitialized)
 	if seen.IsZero() || cond == nil || cond.LastTransitionTime.IsZero() {

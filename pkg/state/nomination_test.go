@@ -143,7 +143,11 @@ func initialized(nc *v1.NodeClaim) *v1.NodeClaim {
 	nc.StatusConditions().SetTrue(v1.ConditionTypeRegistered)
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
 	// The transition time as the API server keeps it, to the second.
-	nc.StatusConditions().Get(v1.ConditionTypeInitialized).LastTransitionTime = metav1.NewTime(epoch)
+	for i := range nc.Status.Conditions {
+		if nc.Status.Conditions[i].Type == v1.ConditionTypeInitialized {
+			nc.Status.Conditions[i].LastTransitionTime = metav1.NewTime(epoch)
+		}
+	}
 	return nc
 }
 
@@ -158,6 +162,8 @@ func TestNominationEndsEarly(t *testing.T) {
 		// nominated to the launching nc-1.
 		steps  func(c *Cluster, clk *clocktesting.FakeClock)
 		reason string // "" : the nomination still holds
+		// expired: over without a report, its window cut short.
+		expired bool
 	}{
 		{name: "a rejection after the node initialised ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
@@ -171,18 +177,26 @@ func TestNominationEndsEarly(t *testing.T) {
 			c.UpdatePod(unschedulable("web", after))
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 		}},
-		{name: "a rejection made after the initialisation but seen before it ends it", reason: EndedNodeFilledUp, steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+		{name: "a rejection seen after the initialisation, before the model learnt of it, leaves the grace", expired: true, steps: func(c *Cluster, clk *clocktesting.FakeClock) {
 			// The pod's watch is ahead of the NodeClaim's: the rejection
 			// arrives 2 s after the node initialised, the NodeClaim's
 			// Initialized condition later.
 			clk.Step(2 * time.Second)
 			c.UpdatePod(unschedulable("web", after))
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+			clk.Step(RejectionGrace + time.Millisecond)
 		}},
-		{name: "a rejection seen within the initialisation's second does not", steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+		{name: "within the grace it still holds", steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+			clk.Step(2 * time.Second)
+			c.UpdatePod(unschedulable("web", after))
+			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+			clk.Step(RejectionGrace - time.Millisecond)
+		}},
+		{name: "a rejection seen within the initialisation's second keeps the window", steps: func(c *Cluster, clk *clocktesting.FakeClock) {
 			clk.Step(900 * time.Millisecond)
 			c.UpdatePod(unschedulable("web", after))
 			c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+			clk.Step(RejectionGrace + time.Second)
 		}},
 		{name: "the NodeClaim being deleted ends it", reason: EndedNodeClaimFailed, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
 			c.UpdateNodeClaim(deleting)
@@ -202,7 +216,7 @@ func TestNominationEndsEarly(t *testing.T) {
 			tc.steps(c, clk)
 			_, nominated := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "web"})
 			ended := c.TakeEnded()
-			bound := tc.name == "binding ends it silently"
+			bound := tc.name == "binding ends it silently" || tc.expired
 			switch {
 			case tc.reason == "" && !bound:
 				if !nominated || len(ended) != 0 {

@@ -55,8 +55,9 @@ const staleRequeue = 2 * time.Second
 const conflictRetry = 200 * time.Millisecond
 
 // NominationWriter keeps status.nominatedNodeName on the pods the
-// provisioner planned: once a planned pod's NodeClaim has a Node, the pod
-// names that Node, so kube-scheduler keeps room there for it (KEP-5278,
+// provisioner planned: once a planned pod's NodeClaim has a registered
+// Node (or just before registration makes it schedulable), the pod names
+// that Node, so kube-scheduler keeps room there for it (KEP-5278,
 // "NominatedNodeName for expected pod placement") instead of giving the
 // room to whichever pod it tries first. joiner owns the field only for the
 // pods it wrote it on: it moves it when the plan changes, clears it when
@@ -90,7 +91,8 @@ type NominationWriter struct {
 	reader client.Reader
 	state  NominationState
 	// indexed: the client's cache indexes Nodes by provider ID (set by
-	// Register), so a Node is found before registration names it.
+	// Register), so a Node is found before registration records it on the
+	// NodeClaim.
 	indexed bool
 
 	// written tells which cached pods are older than the writer's own
@@ -135,7 +137,7 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 			return w.podsNominatedTo(o.GetName())
 		})).
 		// A NodeClaim's Node appears before registration records it on the
-		// NodeClaim: its pods are named to it at once.
+		// NodeClaim: losing its unregistered taint brings its pods here.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			node, ok := o.(*corev1.Node)
 			if !ok || node.Spec.ProviderID == "" {
@@ -198,18 +200,36 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 // value written while the taint is still there is in kube-scheduler's
 // nominator when the Node turns schedulable: other pods are filtered with
 // the planned pod counted on that node, and the planned pod is tried
-// there first. A pod whose write fails or conflicts is left to Reconcile.
+// there first. A pod whose value changed between the read and the patch
+// is tried once more on a fresh read; a pod whose write still fails is
+// left to Reconcile once the taint is gone.
 func (w *NominationWriter) HoldRoom(ctx context.Context, nodeClaim, node string) error {
 	h := &hold{nodeClaim: nodeClaim, node: node}
-	g, ctx := errgroup.WithContext(ctx)
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
+	)
 	g.SetLimit(holdRoomWrites)
 	for _, key := range w.state.PodsNominatedTo(nodeClaim) {
 		g.Go(func() error {
-			_, err := w.sync(ctx, key, h)
-			return err
+			res, err := w.sync(ctx, key, h)
+			if err == nil && res.RequeueAfter == conflictRetry {
+				// Changed between the read and the patch: once more on a
+				// fresh read, as the taint is about to go.
+				_, err = w.sync(ctx, key, h)
+			}
+			if err != nil {
+				// One pod's failure does not cancel the others' writes.
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("holding room on node %s for the pods planned for nodeclaim %s: %w", node, nodeClaim, err)
 	}
 	return nil
@@ -282,7 +302,8 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 		// kube-scheduler tries every pending pod at each new Node), and
 		// would race registration's own write. Registration names the
 		// Node (HoldRoom) just before it removes the taint, and the
-		// taint's removal brings the pod back here.
+		// taint's removal brings the pod back here. (A value of joiner's
+		// naming another node is moved at once instead: it is wrong.)
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
 			if errors.Is(err, errChangedSinceRead) {
@@ -449,14 +470,22 @@ func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node stri
 	if err := w.client.Status().Patch(ctx, pod, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(NominationFieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
+			w.written.Forget(key)
 			return nil
 		}
 		if failedTest(err) {
+			// The copy read is older than the pod: the next decision
+			// waits for a newer one instead of sending the same patch.
+			w.written.Wrote(key, before, "")
 			return errChangedSinceRead
 		}
 		return fmt.Errorf("setting nominated node name of pod %s to %q: %w", key, node, err)
 	}
-	w.written.Wrote(key, before, pod.ResourceVersion)
+	if pod.Spec.NodeName == "" {
+		// A bound pod's events no longer reach the writer (its
+		// predicate), so nothing would clear the record.
+		w.written.Wrote(key, before, pod.ResourceVersion)
+	}
 	w.state.SetNominatedNodeName(key, node)
 	w.forget(key)
 	return nil
@@ -467,7 +496,8 @@ func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node stri
 var errChangedSinceRead = errors.New("pod changed since it was read")
 
 // jsonPatchOp is one operation of a JSON patch (RFC 6902). Value is never
-// omitted: a test of null passes when the field is absent.
+// omitted: the API server's JSON patch library (evanphx/json-patch) passes
+// a test of null when the field is absent, which RFC 6902 leaves open.
 type jsonPatchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
@@ -490,13 +520,18 @@ func nominationPatch(current, node string) []jsonPatchOp {
 }
 
 // failedTest reports whether err is the API server refusing a JSON patch
-// because one of its test operations failed. It answers 422 Invalid, and
-// its message ("the server rejected our request due to an error in our
-// request") does not say which operation failed; the patch's other
-// operation sets a Node's name, which is always valid, so an Invalid is
-// taken for a failed test.
+// because one of its test operations failed. It answers 422 Invalid with
+// a bare message ("the server rejected our request due to an error in our
+// request") and no details; a 422 of validation or of an admission policy
+// names the pod or its causes, and is an error to report, not a reason to
+// decide again.
 func failedTest(err error) bool {
-	return apierrors.IsInvalid(err)
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || (d.Kind == "" && d.Name == "" && len(d.Causes) == 0)
 }
 
 // forget drops the record that pod's value is not joiner's.

@@ -6,9 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -485,5 +488,30 @@ func TestNominationWriterSkipsAStaleRead(t *testing.T) {
 	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != "planned" || patches != 2 {
 		t.Fatalf("after the cache caught up: nominatedNodeName = %q after %d patches, want planned after 2", got, patches)
+	}
+}
+
+// TestNominationWriterReportsAnInvalidPatch: a 422 that is not a failed
+// JSON patch test (validation, an admission policy: it names the pod and
+// its causes) is an error to report, not a change to decide again on
+// every 200 ms.
+func TestNominationWriterReportsAnInvalidPatch(t *testing.T) {
+	f := newWriterFixture(t)
+	f.claim = f.nodeClaim(t, "planned")
+	f.cluster.Nominate(f.pod, f.claim.Name)
+	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := interceptor.NewClient(base, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, obj.GetName(), field.ErrorList{
+				field.Invalid(field.NewPath("status", "nominatedNodeName"), "planned", "denied by policy"),
+			})
+		},
+	})
+	f.writer = provisioning.NewNominationWriter(refusing, f.cluster)
+	if _, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)}); err == nil {
+		t.Fatal("Reconcile hid a validation error as a change to decide again on")
 	}
 }
