@@ -307,7 +307,7 @@ func (s *scenario) liveClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 }
 
 // nodeCount waits until the pool has exactly want NodeClaims (and Nodes)
-// left, none of them deleting.
+// left, none of them deleting, each naming its node.
 func (s *scenario) nodeCount(want int, timeout time.Duration) []v1.NodeClaim {
 	s.t.Helper()
 	var out []v1.NodeClaim
@@ -326,6 +326,12 @@ func (s *scenario) nodeCount(want int, timeout time.Duration) []v1.NodeClaim {
 		for _, nc := range all {
 			if nc.DeletionTimestamp != nil {
 				return fmt.Errorf("nodeclaim %s still deleting", nc.Name)
+			}
+			// Registration removes the unregistered taint before its
+			// status write names the node: pods can run on a Node whose
+			// NodeClaim does not name it yet, and callers read the name.
+			if nc.Status.NodeName == "" {
+				return fmt.Errorf("nodeclaim %s does not name its node yet", nc.Name)
 			}
 		}
 		out = all
