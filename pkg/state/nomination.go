@@ -135,9 +135,7 @@ func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 			c.endLocked(key, n, EndedNodeClaimFailed, nc.Status.NodeName)
 		case !n.initialized:
 			n.initialized = true
-			if cond := podScheduled(n.pod); cond != nil {
-				n.scheduled = *cond
-			}
+			n.scheduled = podScheduledOrZero(n.pod)
 			// The pod's window starts when its room can take it.
 			if until := c.opts.Clock.Now().Add(c.opts.NominationTTL); until.After(n.until) {
 				n.until = until

@@ -274,11 +274,7 @@ func TestNominationWriterDoesNotOverwriteAConcurrentChange(t *testing.T) {
 			f.claim = f.nodeClaim(t, "planned")
 			f.cluster.Nominate(f.pod, f.claim.Name)
 			raced := false
-			base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			racing := interceptor.NewClient(base, interceptor.Funcs{
+			f.interceptWriter(t, interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if err := c.Get(ctx, key, obj, opts...); err != nil {
 						return err
@@ -290,7 +286,6 @@ func TestNominationWriterDoesNotOverwriteAConcurrentChange(t *testing.T) {
 					return nil
 				},
 			})
-			f.writer = provisioning.NewNominationWriter(racing, f.cluster)
 			res, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)})
 			if err != nil {
 				t.Fatal(err)
@@ -422,6 +417,17 @@ func (f *writerFixture) restart(t *testing.T) {
 	f.writer = provisioning.NewNominationWriter(f.env.Client, cluster)
 }
 
+// interceptWriter replaces f.writer with one whose client, talking to the
+// real API server, goes through funcs.
+func (f *writerFixture) interceptWriter(t *testing.T, funcs interceptor.Funcs) {
+	t.Helper()
+	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.writer = provisioning.NewNominationWriter(interceptor.NewClient(base, funcs), f.cluster)
+}
+
 func (f *writerFixture) reconcile(t *testing.T) {
 	t.Helper()
 	if _, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.pod.Namespace, Name: f.pod.Name}}); err != nil {
@@ -447,11 +453,7 @@ func TestNominationWriterSkipsAStaleRead(t *testing.T) {
 	f.cluster.Nominate(f.pod, f.claim.Name)
 	var stale *corev1.Pod
 	patches := 0
-	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lagging := interceptor.NewClient(base, interceptor.Funcs{
+	f.interceptWriter(t, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if pod, ok := obj.(*corev1.Pod); ok && stale != nil {
 				stale.DeepCopyInto(pod)
@@ -464,7 +466,6 @@ func TestNominationWriterSkipsAStaleRead(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	f.writer = provisioning.NewNominationWriter(lagging, f.cluster)
 	before := f.refresh(t).DeepCopy()
 	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != "planned" || patches != 1 {
@@ -499,18 +500,13 @@ func TestNominationWriterReportsAnInvalidPatch(t *testing.T) {
 	f := newWriterFixture(t)
 	f.claim = f.nodeClaim(t, "planned")
 	f.cluster.Nominate(f.pod, f.claim.Name)
-	base, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusing := interceptor.NewClient(base, interceptor.Funcs{
+	f.interceptWriter(t, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, obj.GetName(), field.ErrorList{
 				field.Invalid(field.NewPath("status", "nominatedNodeName"), "planned", "denied by policy"),
 			})
 		},
 	})
-	f.writer = provisioning.NewNominationWriter(refusing, f.cluster)
 	if _, err := f.writer.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.pod)}); err == nil {
 		t.Fatal("Reconcile hid a validation error as a change to decide again on")
 	}
