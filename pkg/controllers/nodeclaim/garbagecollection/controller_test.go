@@ -261,3 +261,67 @@ func TestNodeClaimOfUnownedInstanceIsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanIsConfirmedPastTheCache: an instance whose NodeClaim the cache
+// does not show yet (the watch lags, or the lifecycle launched a
+// handed-over NodeClaim first) is terminated only when the API server
+// confirms that no NodeClaim holds it; a failed confirmation leaves it.
+func TestOrphanIsConfirmedPastTheCache(t *testing.T) {
+	const pid = "fake:///a/i-new"
+	deleting := nodeClaim("claim", "")
+	deleting.UID = "uid-1"
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	deleting.Finalizers = []string{v1.TerminationFinalizer}
+	namesake := nodeClaim("claim", "")
+	namesake.UID = "uid-2"
+	launching := nodeClaim("claim", "")
+	launching.UID = "uid-1"
+	for _, tc := range []struct {
+		name       string
+		api        []client.Object // what the API server holds (the cache holds nothing)
+		readErr    error
+		terminated bool
+	}{
+		{name: "the NodeClaim recorded the instance", api: []client.Object{nodeClaim("claim", pid)}},
+		{name: "the NodeClaim is launching it (same UID)", api: []client.Object{launching}},
+		{name: "no NodeClaim", terminated: true},
+		{name: "another NodeClaim of the same name", api: []client.Object{namesake}, terminated: true},
+		{name: "the NodeClaim recorded another instance", api: []client.Object{nodeClaim("claim", "fake:///a/i-other")}, terminated: true},
+		{name: "the NodeClaim is deleting before its launch was recorded", api: []client.Object{deleting}, terminated: true},
+		{name: "the confirmation failed", readErr: errors.New("apiserver unavailable")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := fake.New()
+			inst := instance(pid, "claim", t0.Add(-time.Hour))
+			inst.UID = "uid-1"
+			cloud.Instances = map[string]*v1.NodeClaim{pid: inst}
+			cache := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).Build()
+			api := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(tc.api...).Build()
+			var reader client.Reader = api
+			if tc.readErr != nil {
+				reader = failingReader{tc.readErr}
+			}
+			c, err := NewController(Options{Client: cache, APIReader: reader, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clocktesting.NewFakeClock(t0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Collect(context.Background())
+			if (err != nil) != (tc.readErr != nil) {
+				t.Fatalf("Collect: %v", err)
+			}
+			if _, live := cloud.Instances[pid]; live == tc.terminated {
+				t.Fatalf("instance terminated = %v, want %v", !live, tc.terminated)
+			}
+		})
+	}
+}
+
+type failingReader struct{ err error }
+
+func (r failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return r.err
+}
+
+func (r failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return r.err
+}
