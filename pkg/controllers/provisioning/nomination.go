@@ -324,7 +324,9 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 // wanted is the node pod should be nominated to: its nomination's Node
 // while the pod is pending, the Node exists (registered or not) and the
 // NodeClaim is not going away; otherwise none (for a bound pod, the node it is bound to keeps a
-// matching value as it is). h, when set, names the Node of h.nodeClaim.
+// matching value as it is). h, when set, names the Node of h.nodeClaim, which
+// registration is making schedulable, also before the cache holds the
+// NodeClaim (as far as the cache knows, it is not going away).
 func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold) (string, error) {
 	if pod.Spec.NodeName != "" {
 		if pod.Status.NominatedNodeName == pod.Spec.NodeName {
@@ -339,10 +341,17 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 	if !ok {
 		return "", nil
 	}
+	holding := h != nil && h.nodeClaim == nom.NodeClaim
 	// The cached NodeClaim, not the model's copy: this reconcile may run
 	// on the NodeClaim's own event, before the model took it in.
 	nc := &v1.NodeClaim{}
 	if err := w.client.Get(ctx, types.NamespacedName{Name: nom.NodeClaim}, nc); err != nil {
+		if apierrors.IsNotFound(err) && holding {
+			// Registration is making the NodeClaim's Node schedulable now,
+			// ahead of the cache: the lifecycle launches and registers
+			// from its own writes, before the watch delivers them.
+			return h.node, nil
+		}
 		return "", client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {
@@ -351,7 +360,7 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 	if nc.Status.NodeName != "" {
 		return nc.Status.NodeName, nil
 	}
-	if h != nil && h.nodeClaim == nom.NodeClaim {
+	if holding {
 		return h.node, nil
 	}
 	// Not registered yet, but its Node may exist: it is the pod's node

@@ -184,6 +184,30 @@ func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	}
 }
 
+// TestNominationWriterHoldsRoomAheadOfTheCache: the lifecycle registers a
+// NodeClaim from its own writes, before the watch delivered the NodeClaim
+// to the caches. HoldRoom still names the Node for the planned pods: it
+// knows the NodeClaim's Node from registration itself.
+func TestNominationWriterHoldsRoomAheadOfTheCache(t *testing.T) {
+	f := newWriterFixture(t)
+	f.launchedClaim(t)
+	node := f.unregisteredNode(t)
+	f.interceptWriter(t, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*v1.NodeClaim); ok {
+				return apierrors.NewNotFound(v1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.refresh(t).Status.NominatedNodeName; got != node.Name {
+		t.Errorf("after HoldRoom nominatedNodeName = %q, want %s", got, node.Name)
+	}
+}
+
 // TestNominationWriterAfterRestart: a new joiner process (or leader)
 // finds values in status.nominatedNodeName it has no memory of. The ones
 // joiner wrote (the API server's managedFields say so) are adopted: kept
