@@ -146,20 +146,10 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the pod cache: %w", err)
 	}
-	prov, err := provisioning.NewController(provisioning.Options{
-		Client:            mgr.GetClient(),
-		Pods:              pods,
-		State:             cluster,
-		CloudProvider:     o.CloudProvider,
-		Recorder:          recorder,
-		Clock:             o.Clock,
-		Solve:             o.Solve,
-		BatchIdleDuration: o.BatchIdleDuration,
-		BatchMaxDuration:  o.BatchMaxDuration,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building provisioner: %w", err)
-	}
+	// The nomination writer holds the planned pods' room when the lifecycle
+	// registers their Node; the provisioner hands each NodeClaim it
+	// creates to the lifecycle.
+	writer := provisioning.NewNominationWriter(mgr.GetClient(), cluster)
 	lc, err := lifecycle.NewController(lifecycle.Options{
 		Client:            mgr.GetClient(),
 		CloudProvider:     o.CloudProvider,
@@ -170,12 +160,29 @@ func New(o Options) ([]Controller, error) {
 		LaunchBackoffMax:  o.LaunchBackoffMax,
 		APIReader:         mgr.GetAPIReader(),
 		Nominations:       cluster,
-		Room:              prov.Writer,
+		Model:             cluster,
+		Room:              writer,
 
 		MaxConcurrentReconciles: o.LifecycleWorkers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
+	}
+	prov, err := provisioning.NewController(provisioning.Options{
+		Client:            mgr.GetClient(),
+		Pods:              pods,
+		State:             cluster,
+		CloudProvider:     o.CloudProvider,
+		Recorder:          recorder,
+		Clock:             o.Clock,
+		Solve:             o.Solve,
+		BatchIdleDuration: o.BatchIdleDuration,
+		BatchMaxDuration:  o.BatchMaxDuration,
+		Writer:            writer,
+		Handoff:           lc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building provisioner: %w", err)
 	}
 	gc, err := garbagecollection.NewController(garbagecollection.Options{
 		Client:        mgr.GetClient(),
@@ -184,6 +191,7 @@ func New(o Options) ([]Controller, error) {
 		Clock:         o.Clock,
 		Interval:      o.GCInterval,
 		GracePeriod:   o.GCGracePeriod,
+		APIReader:     mgr.GetAPIReader(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)

@@ -104,6 +104,20 @@ type Options struct {
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
+
+	// Writer keeps status.nominatedNodeName on the planned pods (default:
+	// NewNominationWriter on Client and State).
+	Writer *NominationWriter
+	// Handoff is given each NodeClaim the provisioner creates, as the
+	// create returned it (optional: the NodeClaim lifecycle, whose launch
+	// then need not wait for the watch to deliver the NodeClaim).
+	Handoff NodeClaimHandoff
+}
+
+// NodeClaimHandoff takes the NodeClaims the provisioner creates
+// (lifecycle.Controller implements it). Created must not block.
+type NodeClaimHandoff interface {
+	Created(nc *v1.NodeClaim)
 }
 
 func (o *Options) validate() error {
@@ -454,6 +468,9 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
 		p.opts.State.NodeClaimCreated(nc)
+		if p.opts.Handoff != nil {
+			p.opts.Handoff.Created(nc)
+		}
 		reason := c.reason
 		if reason == "" {
 			reason = "provisioning"
