@@ -163,6 +163,9 @@ func (p *latencyProfile) finish(t *testing.T) {
 	if b, err := os.ReadFile(p.j.logPath); err == nil {
 		_ = os.WriteFile(filepath.Join(p.dir, p.run+"-joiner.log"), b, 0o644)
 	}
+	if b, err := os.ReadFile(filepath.Join(p.s.env.ControlPlane.LogDir(), "kube-apiserver.log")); err == nil {
+		_ = os.WriteFile(filepath.Join(p.dir, p.run+"-kube-apiserver.log"), b, 0o644)
+	}
 	kube, err := kubernetes.NewForConfig(p.s.env.Config)
 	if err != nil {
 		t.Fatal(err)
