@@ -146,28 +146,6 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the pod cache: %w", err)
 	}
-	// The nomination writer holds the planned pods' room when the lifecycle
-	// registers their Node; the provisioner hands each NodeClaim it
-	// creates to the lifecycle.
-	writer := provisioning.NewNominationWriter(mgr.GetClient(), cluster)
-	lc, err := lifecycle.NewController(lifecycle.Options{
-		Client:            mgr.GetClient(),
-		CloudProvider:     o.CloudProvider,
-		Recorder:          recorder,
-		Clock:             o.Clock,
-		RegistrationTTL:   o.RegistrationTTL,
-		InitializationTTL: o.InitializationTTL,
-		LaunchBackoffMax:  o.LaunchBackoffMax,
-		APIReader:         mgr.GetAPIReader(),
-		Nominations:       cluster,
-		Model:             cluster,
-		Room:              writer,
-
-		MaxConcurrentReconciles: o.LifecycleWorkers,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
-	}
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
 		Pods:              pods,
@@ -178,11 +156,26 @@ func New(o Options) ([]Controller, error) {
 		Solve:             o.Solve,
 		BatchIdleDuration: o.BatchIdleDuration,
 		BatchMaxDuration:  o.BatchMaxDuration,
-		Writer:            writer,
-		Handoff:           lc,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
+	}
+	lc, err := lifecycle.NewController(lifecycle.Options{
+		Client:            mgr.GetClient(),
+		CloudProvider:     o.CloudProvider,
+		Recorder:          recorder,
+		Clock:             o.Clock,
+		RegistrationTTL:   o.RegistrationTTL,
+		InitializationTTL: o.InitializationTTL,
+		LaunchBackoffMax:  o.LaunchBackoffMax,
+		APIReader:         mgr.GetAPIReader(),
+		Nominations:       cluster,
+		Room:              prov.Writer,
+
+		MaxConcurrentReconciles: o.LifecycleWorkers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeclaim lifecycle: %w", err)
 	}
 	gc, err := garbagecollection.NewController(garbagecollection.Options{
 		Client:        mgr.GetClient(),
@@ -191,7 +184,6 @@ func New(o Options) ([]Controller, error) {
 		Clock:         o.Clock,
 		Interval:      o.GCInterval,
 		GracePeriod:   o.GCGracePeriod,
-		APIReader:     mgr.GetAPIReader(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -259,86 +258,18 @@ func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 }
 
 // updateNodeClaim records nc itself, handed over as updateNode's Node is.
-// The informer's version confirms a NodeClaim NodeClaimCreated recorded;
-// one older than a version NodeClaimWritten recorded is not kept.
 func (c *Cluster) updateNodeClaim(nc *v1.NodeClaim) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.created, nc.Name)
-	if c.holdsNewerLocked(nc) {
-		return
-	}
-	c.recordNodeClaimLocked(nc)
-}
-
-// NodeClaimWritten records a version of a NodeClaim that its writer (the
-// NodeClaim lifecycle) just wrote, as the write returned it, ahead of the
-// informer: in a burst on a saturated API server the watch delivered the
-// lifecycle's writes seconds late, and the model still planned around a
-// NodeClaim as launched-but-not-initialised while kube-scheduler already
-// used its Node. A version older than the model's is ignored, and so are
-// the informer's older versions that arrive later (updateNodeClaim). A
-// NodeClaim still unconfirmed by the informer (NodeClaimCreated) is
-// proven to exist by the write, so its CreatedTTL starts again.
-func (c *Cluster) NodeClaimWritten(nc *v1.NodeClaim) {
-	nc = nc.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.heldNodeClaimLocked(nc) == nil {
-		// Not in the model (deleted, its informer event first; never
-		// recorded), or a namesake is: the informer decides.
-		return
-	}
-	if c.holdsNewerLocked(nc) || c.holdsVersionLocked(nc) {
-		return
-	}
-	if _, unconfirmed := c.created[nc.Name]; unconfirmed {
-		c.created[nc.Name] = c.opts.Clock.Now()
-	}
-	c.recordNodeClaimLocked(nc)
-}
-
-// recordNodeClaimLocked makes nc the model's version of its NodeClaim.
-func (c *Cluster) recordNodeClaimLocked(nc *v1.NodeClaim) {
 	key := nodeClaimKey(nc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if old, ok := c.nodeClaimKeys[nc.Name]; ok && old != key {
 		c.detachLocked(old, func(e *entry) { e.nodeClaim = nil })
 	}
 	c.entryLocked(key).nodeClaim = nc
 	c.nodeClaimKeys[nc.Name] = key
+	delete(c.created, nc.Name)
 	c.nodeClaimChangedLocked(nc)
 	c.changedLocked()
-}
-
-// heldNodeClaimLocked is the model's version of the NodeClaim nc is a
-// version of (same name and UID), if any.
-func (c *Cluster) heldNodeClaimLocked(nc *v1.NodeClaim) *v1.NodeClaim {
-	key, ok := c.nodeClaimKeys[nc.Name]
-	if !ok {
-		return nil
-	}
-	e, ok := c.entries[key]
-	if !ok || e.nodeClaim == nil || e.nodeClaim.UID != nc.UID {
-		return nil
-	}
-	return e.nodeClaim
-}
-
-// holdsNewerLocked reports whether the model holds a later version of nc
-// (resourceVersions of one resource compare as integers, KEP-5504).
-func (c *Cluster) holdsNewerLocked(nc *v1.NodeClaim) bool {
-	held := c.heldNodeClaimLocked(nc)
-	if held == nil {
-		return false
-	}
-	cmp, err := resourceversion.CompareResourceVersion(held.ResourceVersion, nc.ResourceVersion)
-	return err == nil && cmp > 0
-}
-
-// holdsVersionLocked reports whether the model holds nc's very version.
-func (c *Cluster) holdsVersionLocked(nc *v1.NodeClaim) bool {
-	held := c.heldNodeClaimLocked(nc)
-	return held != nil && held.ResourceVersion == nc.ResourceVersion
 }
 
 // NodeClaimCreated records a NodeClaim its creator (the provisioner) has

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Record remembers, per object, the resourceVersions that a controller's
@@ -29,18 +28,6 @@ import (
 // conditional on the version, as the nomination writer's) leaves the cache
 // stale through all of them. Otherwise only equality with a replaced
 // version is used.
-//
-// A writer may also keep the object its write returned (Keep): the
-// reconcile that finds its cache stale then acts on that copy at once
-// (Latest) instead of waiting for the watch. On a saturated API server the
-// watch ran 12 s behind in a 500-NodeClaim burst, and each lifecycle step
-// (launch, registration) waited that long for the previous step's write.
-// The copy is exactly what the API server held after the write, so it is
-// never older than the cache's copy. A change made since by someone else
-// is unknown to both; the writer's next optimistic-locked write of the
-// object itself finds it, after which the writer drops the copy (Discard)
-// and waits for the watch again. (Writes to other objects made from
-// either copy, such as a NodeClaim's Node, are not checked that way.)
 type Record struct {
 	mu sync.Mutex
 	// written holds, per object, what its writes replaced and produced
@@ -51,13 +38,6 @@ type Record struct {
 type writes struct {
 	replaced []string
 	produced string
-	// kept is the object as the last write that kept it left it (Keep),
-	// while it is still the version produced.
-	kept client.Object
-	// seen: the cache has shown the object (before the first write
-	// remembered here, or since), so its absence from the cache is a
-	// deletion, not a create the watch has yet to deliver.
-	seen bool
 }
 
 // New returns an empty record.
@@ -75,39 +55,14 @@ func (w *Record) Wrote(key types.NamespacedName, before, after string) {
 	defer w.mu.Unlock()
 	r := w.written[key]
 	if r == nil {
-		// A first write that replaced a version was made from a copy the
-		// cache held; one that replaced none created the object.
-		r = &writes{seen: before != ""}
+		r = &writes{}
 		w.written[key] = r
 	}
 	if before != "" {
 		r.replaced = append(r.replaced, before)
 	}
-	if after != "" && !older(after, r.produced) {
+	if after != "" {
 		r.produced = after
-	}
-}
-
-// older reports whether version a is known to be older than b.
-func older(a, b string) bool {
-	cmp, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && cmp < 0
-}
-
-// Keep records a write that replaced version before of key ("" for a
-// create) and keeps a copy of obj, the object as the write returned it.
-func (w *Record) Keep(key types.NamespacedName, before string, obj client.Object) {
-	after := obj.GetResourceVersion()
-	w.Wrote(key, before, after)
-	if after == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r := w.written[key]; r.produced == after {
-		// Not when a later write was recorded first (the hand-over of a
-		// create racing the watch-driven reconcile's own write).
-		r.kept = obj.DeepCopyObject().(client.Object)
 	}
 }
 
@@ -116,52 +71,24 @@ func (w *Record) Keep(key types.NamespacedName, before string, obj client.Object
 // other version (the write itself, or anyone's later change) clears what
 // is remembered for key: the cache has caught up.
 func (w *Record) Stale(key types.NamespacedName, rv string) bool {
-	_, stale := w.Latest(key, rv)
-	return stale
-}
-
-// Latest is Stale, and, when rv is stale, also returns a copy of the object
-// kept by the last write (nil when that write kept none). rv "" means the
-// cache does not hold key at all: that is stale only while a kept object
-// was never seen in the cache (the watch has not delivered its create yet).
-func (w *Record) Latest(key types.NamespacedName, rv string) (client.Object, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.written[key]
 	if r == nil {
-		return nil, false
+		return false
 	}
-	if rv != "" {
-		r.seen = true
-	}
-	stale := rv == "" && r.kept != nil && !r.seen
 	for _, old := range r.replaced {
 		if old == rv {
-			stale = true
+			return true
 		}
 	}
-	if r.produced != "" && !stale && older(rv, r.produced) {
-		stale = true
+	if r.produced != "" {
+		if cmp, err := resourceversion.CompareResourceVersion(rv, r.produced); err == nil && cmp < 0 {
+			return true
+		}
 	}
-	if !stale {
-		delete(w.written, key)
-		return nil, false
-	}
-	if r.kept == nil || r.kept.GetResourceVersion() != r.produced {
-		return nil, true
-	}
-	return r.kept.DeepCopyObject().(client.Object), true
-}
-
-// Discard drops the object kept for key, and keeps its versions: a write
-// from the kept copy was refused, so the copy is no longer the object's
-// latest version and the writer waits for its cache again.
-func (w *Record) Discard(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r := w.written[key]; r != nil {
-		r.kept = nil
-	}
+	delete(w.written, key)
+	return false
 }
 
 // Forget drops key (the object is gone).

@@ -3,8 +3,6 @@ package ownwrites_test
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
@@ -42,57 +40,5 @@ func TestOwnWrites(t *testing.T) {
 				t.Fatalf("stale(%s, %q) = %v, want %v", tc.key.Name, tc.rv, got, tc.stale)
 			}
 		})
-	}
-}
-
-func TestKeptObjects(t *testing.T) {
-	a := types.NamespacedName{Name: "a"}
-	obj := func(rv string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: rv}}
-	}
-	for _, tc := range []struct {
-		name string
-		do   func(w *ownwrites.Record)
-		rv   string // the cache's version; "" when the cache lacks the object
-		// stale, and the kept version Latest returns ("" for none).
-		stale bool
-		kept  string
-	}{
-		{name: "a kept write, cache behind", do: func(w *ownwrites.Record) { w.Keep(a, "5", obj("9")) }, rv: "5", stale: true, kept: "9"},
-		{name: "a kept write, cache caught up", do: func(w *ownwrites.Record) { w.Keep(a, "5", obj("9")) }, rv: "9"},
-		{name: "a later write kept nothing", do: func(w *ownwrites.Record) { w.Keep(a, "5", obj("9")); w.Wrote(a, "9", "12") }, rv: "9", stale: true},
-		{name: "the kept copy discarded", do: func(w *ownwrites.Record) { w.Keep(a, "5", obj("9")); w.Discard(a) }, rv: "5", stale: true},
-		{name: "a create the cache has not shown", do: func(w *ownwrites.Record) { w.Keep(a, "", obj("3")) }, rv: "", stale: true, kept: "3"},
-		{name: "a create, then writes from its copy", do: func(w *ownwrites.Record) { w.Keep(a, "", obj("3")); w.Keep(a, "3", obj("4")) }, rv: "", stale: true, kept: "4"},
-		{name: "a create the cache showed, then gone", do: func(w *ownwrites.Record) { w.Keep(a, "", obj("3")); w.Keep(a, "3", obj("4")); w.Latest(a, "3") }, rv: ""},
-		{name: "an update, then gone from the cache", do: func(w *ownwrites.Record) { w.Keep(a, "5", obj("9")) }, rv: ""},
-		{name: "a create handed over after a later write was recorded", do: func(w *ownwrites.Record) { w.Keep(a, "3", obj("4")); w.Keep(a, "", obj("3")) }, rv: "3", stale: true, kept: "4"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := ownwrites.New()
-			tc.do(w)
-			got, stale := w.Latest(a, tc.rv)
-			kept := ""
-			if got != nil {
-				kept = got.GetResourceVersion()
-			}
-			if stale != tc.stale || kept != tc.kept {
-				t.Fatalf("Latest(%q) = kept %q, stale %v; want kept %q, stale %v", tc.rv, kept, stale, tc.kept, tc.stale)
-			}
-		})
-	}
-}
-
-func TestKeptObjectIsACopy(t *testing.T) {
-	a := types.NamespacedName{Name: "a"}
-	w := ownwrites.New()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "9"}, Data: map[string]string{"k": "kept"}}
-	w.Keep(a, "5", cm)
-	cm.Data["k"] = "changed by the writer afterwards"
-	got, _ := w.Latest(a, "5")
-	got.(*corev1.ConfigMap).Data["k"] = "changed by a reader"
-	again, _ := w.Latest(a, "5")
-	if v := again.(*corev1.ConfigMap).Data["k"]; v != "kept" {
-		t.Fatalf("kept object reads %q, want the copy made at Keep", v)
 	}
 }

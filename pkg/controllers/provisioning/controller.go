@@ -51,11 +51,7 @@ func NewController(opts Options) (*Controller, error) {
 	// NodeClaim failed) needs a plan again; the pod trigger does not open
 	// batches for nominated pods. Trigger never blocks.
 	opts.State.NotifyNominationEnded(func(pod *corev1.Pod) { p.Trigger(pod.UID) })
-	w := opts.Writer
-	if w == nil {
-		w = NewNominationWriter(opts.Client, opts.State)
-	}
-	return &Controller{Provisioner: p, Writer: w}, nil
+	return &Controller{Provisioner: p, Writer: NewNominationWriter(opts.Client, opts.State)}, nil
 }
 
 // Register adds the pod trigger and the provisioner to mgr.

@@ -294,7 +294,7 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 		// kube-scheduler nominated it (preemption): not joiner's to move.
 	case isOwned && owned == want && current != "":
 		// Someone changed the value joiner wrote: theirs now.
-	case current == "" && h == nil && !(isOwned && owned == want) && w.unregistered(ctx, want):
+	case current == "" && h == nil && w.unregistered(ctx, want):
 		// The Node still carries karpenter.sh/unregistered: nothing can be
 		// scheduled there yet, and kube-scheduler clears the value at each
 		// attempt it makes meanwhile. Setting it now would only be cleared
@@ -303,11 +303,7 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 		// would race registration's own write. Registration names the
 		// Node (HoldRoom) just before it removes the taint, and the
 		// taint's removal brings the pod back here. (A value of joiner's
-		// naming another node is moved at once instead: it is wrong. And
-		// once joiner named this Node, registration did: a cache still
-		// showing the taint is late, and a value kube-scheduler cleared
-		// since is written again at once, or the room stays open for as
-		// long as the Node watch lags; in a burst, 26 s.)
+		// naming another node is moved at once instead: it is wrong.)
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
 			if errors.Is(err, errChangedSinceRead) {

@@ -85,8 +85,8 @@ func TestNominationWriter(t *testing.T) {
 // nothing can be scheduled there, and kube-scheduler clears the value at
 // each attempt: Reconcile leaves the pod unnamed then (a value would only
 // be cleared again), registration names the Node (HoldRoom) just before it
-// removes the unregistered taint, and from then on a clearing is answered
-// by naming it again.
+// removes the unregistered taint, and after the taint is gone a clearing
+// is answered by naming it again.
 func TestNominationWriterNamesAStartingNodeOnce(t *testing.T) {
 	f := newWriterFixture(t)
 	f.launchedClaim(t)
@@ -104,10 +104,7 @@ func TestNominationWriterNamesAStartingNodeOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		// Registration removes the taint right after HoldRoom; a Node
-		// still showing it then is a cache behind (in a burst, by tens of
-		// seconds), and the room must not stay open that long.
-		{name: "cleared by kube-scheduler after registration named the Node, the taint still showing", named: true, act: func(t *testing.T) {
+		{name: "cleared by kube-scheduler, Node still unregistered", act: func(t *testing.T) {
 			f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
 		}},
 		{name: "unregistered taint removed", named: true, act: func(t *testing.T) {

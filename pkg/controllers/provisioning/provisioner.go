@@ -104,20 +104,6 @@ type Options struct {
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
-
-	// Writer keeps status.nominatedNodeName on the planned pods (default:
-	// NewNominationWriter on Client and State).
-	Writer *NominationWriter
-	// Handoff is given each NodeClaim the provisioner creates, as the
-	// create returned it (optional: the NodeClaim lifecycle, whose launch
-	// then need not wait for the watch to deliver the NodeClaim).
-	Handoff NodeClaimHandoff
-}
-
-// NodeClaimHandoff takes the NodeClaims the provisioner creates
-// (lifecycle.Controller implements it). Created must not block.
-type NodeClaimHandoff interface {
-	Created(nc *v1.NodeClaim)
 }
 
 func (o *Options) validate() error {
@@ -362,10 +348,9 @@ func (p *Provisioner) createAll(ctx context.Context, claims []plannedClaim) ([]*
 	return created, errors.Join(errs...)
 }
 
-// nominate records every pod placed on an existing node in the cluster
-// state against the NodeClaim that will run it, so the next batch does not
-// plan it again (create did so for the pods of new NodeClaims), and tells
-// every placed pod with a Nominated event. It returns the pods it saw.
+// nominate records every placed pod in the cluster state against the
+// NodeClaim that will run it, so the next batch does not plan it again,
+// and tells the pod with a Nominated event. It returns the pods it saw.
 func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedClaim, created []*v1.NodeClaim) map[types.UID]bool {
 	seen := map[types.UID]bool{}
 	for i, c := range claims {
@@ -374,6 +359,7 @@ func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedC
 		}
 		for _, pod := range c.planned.Pods {
 			seen[pod.UID] = true
+			p.opts.State.Nominate(pod, created[i].Name)
 			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
@@ -460,7 +446,6 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			if sameIntent(existing, c.nodePool.Name) {
 				logger.V(1).Info("nodeclaim already exists", "nodeclaim", nc.Name)
 				p.opts.State.NodeClaimCreated(existing)
-				p.nominateTo(existing, c)
 				return existing, nil
 			}
 			continue
@@ -469,10 +454,6 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
 		}
 		p.opts.State.NodeClaimCreated(nc)
-		p.nominateTo(nc, c)
-		if p.opts.Handoff != nil {
-			p.opts.Handoff.Created(nc)
-		}
 		reason := c.reason
 		if reason == "" {
 			reason = "provisioning"
@@ -483,18 +464,6 @@ func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim
 		return nc, nil
 	}
 	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(c.planned.Pods), maxNameAttempts)
-}
-
-// nominateTo records the pods planned for c against nc, its NodeClaim, as
-// soon as nc exists: the lifecycle may launch and register nc while the
-// rest of the plan is still being created (a 500-NodeClaim burst takes
-// seconds to create), and registration holds the room of the pods
-// nominated to it by then (HoldRoom). Nominated later, the pods of the
-// first NodeClaims lost that protection.
-func (p *Provisioner) nominateTo(nc *v1.NodeClaim, c plannedClaim) {
-	for _, pod := range c.planned.Pods {
-		p.opts.State.Nominate(pod, nc.Name)
-	}
 }
 
 // sameIntent reports whether an existing NodeClaim of the planned name is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -350,47 +349,4 @@ func TestProvisionReusesInFlightNodeClaimsAfterTheWindow(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestProvisionNominatesBeforeHandingOver: each NodeClaim reaches its
-// lifecycle (the hand-over) with its planned pods already nominated to it,
-// so the registration that may follow at once holds their room.
-func TestProvisionNominatesBeforeHandingOver(t *testing.T) {
-	f := newFixture(t)
-	f.createNodePool(nil)
-	f.pendingPods(6, "1", nil)
-	st, err := state.NewCluster(state.Options{Reader: f.env.Client, Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &recordingHandoff{state: st, nominated: map[string]int{}}
-	res := f.replicaWith(st, h).provision()
-	if len(res.Created) == 0 || len(h.nominated) != len(res.Created) {
-		t.Fatalf("%d NodeClaims created, %d handed over", len(res.Created), len(h.nominated))
-	}
-	total := 0
-	for name, n := range h.nominated {
-		if n == 0 {
-			t.Errorf("nodeclaim %s was handed over before any pod was nominated to it", name)
-		}
-		total += n
-	}
-	if total != 6 {
-		t.Errorf("%d pods nominated at hand-over, want 6", total)
-	}
-}
-
-// recordingHandoff counts, for each NodeClaim handed over, the pods the
-// state had nominated to it at that moment.
-type recordingHandoff struct {
-	state     *state.Cluster
-	mu        sync.Mutex
-	nominated map[string]int
-}
-
-func (h *recordingHandoff) Created(nc *v1.NodeClaim) {
-	n := len(h.state.PodsNominatedTo(nc.Name))
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.nominated[nc.Name] = n
 }

@@ -141,14 +141,7 @@ func (f *fixture) replica() *replica {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.replicaWith(st, nil)
-}
-
-// replicaWith is replica on st, handing created NodeClaims to handoff.
-func (f *fixture) replicaWith(st *state.Cluster, handoff provisioning.NodeClaimHandoff) *replica {
-	f.t.Helper()
 	p, err := provisioning.NewProvisioner(provisioning.Options{
-		Handoff:       handoff,
 		Client:        f.env.Client,
 		State:         st,
 		CloudProvider: f.cloud,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,12 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -72,11 +69,6 @@ type Options struct {
 	// just before registration makes the Node schedulable (optional: the
 	// provisioner's nomination writer).
 	Room RoomHolder
-	// Model is told of each NodeClaim version this controller writes, as
-	// the write returned it (optional: the cluster state, whose
-	// nominations then follow registration and initialisation without
-	// waiting for the watch).
-	Model NodeClaimModel
 	// LaunchTTL is how long a NodeClaim may fail to launch before it is
 	// deleted (default DefaultLaunchTTL).
 	LaunchTTL time.Duration
@@ -95,12 +87,6 @@ type Options struct {
 	// it, launch health reads through Client and a conflict waits for the
 	// next reconcile).
 	APIReader client.Reader
-}
-
-// NodeClaimModel takes the NodeClaim versions the lifecycle writes
-// (state.Cluster implements it).
-type NodeClaimModel interface {
-	NodeClaimWritten(nc *v1.NodeClaim)
 }
 
 // Validate checks the options and fills defaults.
@@ -149,24 +135,9 @@ type Controller struct {
 	// NodeClaims referencing other kinds are not ours.
 	nodeClasses cloudprovider.NodeClassKinds
 	// written tells which cached NodeClaims are older than this
-	// controller's own last write to them, or than a create handed over
-	// (Created), and keeps the object each write returned (see
-	// ownwrites.Record).
+	// controller's own last write to them (see ownwrites.Record).
 	written *ownwrites.Record
-	// created carries the NodeClaims handed over by Created to the
-	// controller's queue.
-	created chan event.TypedGenericEvent[*v1.NodeClaim]
-	// launched maps the provider IDs this controller recorded to their
-	// NodeClaims, until the cache's index finds them: a Node that
-	// registers before the watch delivered its NodeClaim's launch still
-	// wakes the NodeClaim.
-	launched sync.Map // provider ID -> client.ObjectKey
 }
-
-// createdBuffer bounds the handed-over NodeClaims waiting for the queue;
-// when it is full, Created drops the event and the watch's create event
-// enqueues the NodeClaim instead.
-const createdBuffer = 1024
 
 // NewController validates opts and returns the controller.
 func NewController(opts Options) (*Controller, error) {
@@ -177,24 +148,7 @@ func NewController(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, nodeClasses: kinds, written: ownwrites.New(),
-		created: make(chan event.TypedGenericEvent[*v1.NodeClaim], createdBuffer)}, nil
-}
-
-// Created takes a NodeClaim its creator (the provisioner) just created, as
-// the create returned it, and queues it at once. In a 500-NodeClaim burst
-// on a saturated API server the watch delivered new NodeClaims 12 s (p50)
-// after their create, and the launch waited for it. Reconcile acts on the
-// handed-over copy until the cache holds the NodeClaim. It never blocks.
-func (c *Controller) Created(nc *v1.NodeClaim) {
-	if !c.manages(nc) {
-		return
-	}
-	c.written.Keep(client.ObjectKeyFromObject(nc), "", nc)
-	select {
-	case c.created <- event.TypedGenericEvent[*v1.NodeClaim]{Object: nc}:
-	default:
-	}
+	return &Controller{opts: opts, nodeClasses: kinds, written: ownwrites.New()}, nil
 }
 
 // Register adds nodeclaim.lifecycle to mgr. (Deleting a Node deletes its
@@ -208,8 +162,6 @@ func (c *Controller) Register(mgr manager.Manager) error {
 		// A Node appearing or changing (Ready, taints removed, resources
 		// registered) moves its NodeClaim along.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsForNode)).
-		// NodeClaims handed over by their creator (Created).
-		WatchesRawSource(source.Channel(c.created, &handler.TypedEnqueueRequestForObject[*v1.NodeClaim]{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles,
 			// Failed launches retry within a minute, so liveness gets to
@@ -237,13 +189,6 @@ func (c *Controller) nodeClaimsForNode(ctx context.Context, o client.Object) []r
 		log.FromContext(ctx).Error(err, "listing nodeclaims for node", "node", node.Name)
 		return nil
 	}
-	if len(list.Items) == 0 {
-		if key, ok := c.launched.Load(node.Spec.ProviderID); ok {
-			return []reconcile.Request{{NamespacedName: key.(client.ObjectKey)}}
-		}
-		return nil
-	}
-	c.launched.Delete(node.Spec.ProviderID)
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
@@ -267,33 +212,19 @@ type step func(ctx context.Context, nc *v1.NodeClaim) (stepResult, error)
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = metrics.WithController(ctx, "nodeclaim.lifecycle")
 	nc := &v1.NodeClaim{}
-	err := c.opts.Client.Get(ctx, req.NamespacedName, nc)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
+	if err := c.opts.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.written.Forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if apierrors.IsNotFound(err) {
-		nc.ResourceVersion = ""
-	}
-	// A cache older than this controller's own last write (or than the
-	// provisioner's create, handed over by Created) is not waited for when
-	// the write kept the object it returned: see ownwrites.Record.
-	latest, stale := c.written.Latest(req.NamespacedName, nc.ResourceVersion)
-	switch {
-	case stale && latest != nil:
-		nc = latest.(*v1.NodeClaim)
-	case stale:
+	if c.written.Stale(req.NamespacedName, nc.ResourceVersion) {
 		// The watch event of the write enqueues the NodeClaim again; the
 		// requeue only covers a watch that never delivers it.
 		return reconcile.Result{RequeueAfter: staleRequeue}, nil
-	case apierrors.IsNotFound(err):
-		c.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
 	}
 	if !c.manages(nc) {
 		return reconcile.Result{}, nil
-	}
-	if nc.DeletionTimestamp != nil || nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
-		c.launched.Delete(nc.Status.ProviderID)
 	}
 	if nc.DeletionTimestamp != nil {
 		// Termination owns a deleting NodeClaim, but it cannot terminate an
@@ -306,12 +237,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		before := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
 		if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			if gone := c.refused(req.NamespacedName, err); gone {
-				return reconcile.Result{}, nil
-			}
 			return quietConflict(fmt.Errorf("adding finalizer to nodeclaim %s: %w", nc.Name, err))
 		}
-		c.wrote(before.ResourceVersion, nc)
+		c.written.Wrote(req.NamespacedName, before.ResourceVersion, nc.ResourceVersion)
 	}
 
 	stored := nc.DeepCopy()
@@ -353,17 +281,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !deleted {
 		if err := c.patch(ctx, stored, nc); err != nil {
 			if released, rerr := c.releaseIfGone(ctx, stored, nc, err); released {
-				c.forget(req.NamespacedName)
 				return reconcile.Result{}, rerr
-			}
-			if gone := c.refused(req.NamespacedName, err); gone {
-				return reconcile.Result{}, nil
 			}
 			errs = append(errs, err)
 		} else {
-			if stored.Status.ProviderID == "" && nc.Status.ProviderID != "" {
-				c.launched.Store(nc.Status.ProviderID, req.NamespacedName)
-			}
 			countTransitions(stored, nc)
 			if !stored.StatusConditions().IsTrue(v1.ConditionTypeInitialized) && nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
 				c.recordSuccess(ctx, nc)
@@ -374,33 +295,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return quietConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
-}
-
-// forget drops what the controller remembers of a NodeClaim that is gone.
-func (c *Controller) forget(key client.ObjectKey) {
-	c.written.Forget(key)
-	c.launched.Range(func(id, k any) bool {
-		if k.(client.ObjectKey) == key {
-			c.launched.Delete(id)
-		}
-		return true
-	})
-}
-
-// refused handles a refused write of the NodeClaim itself (not of its
-// Node or pods): a conflict or a missing object shows that the copy this
-// reconcile acted on was not the NodeClaim's latest, so a copy kept from
-// an own write is dropped and the next reconcile waits for the cache.
-// gone reports a NodeClaim that no longer exists (then forgotten).
-func (c *Controller) refused(key client.ObjectKey, err error) (gone bool) {
-	switch {
-	case apierrors.IsNotFound(err):
-		c.forget(key)
-		return true
-	case apierrors.IsConflict(err):
-		c.written.Discard(key)
-	}
-	return false
 }
 
 // countTransitions counts the Registered and Initialized conditions that a
@@ -439,7 +333,7 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 		if err := c.opts.Client.Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching nodeclaim %s metadata: %w", nc.Name, err)
 		}
-		c.wrote(stored.ResourceVersion, obj)
+		c.written.Wrote(client.ObjectKeyFromObject(nc), stored.ResourceVersion, obj.ResourceVersion)
 		base = obj
 	}
 	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -476,22 +370,13 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 		return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
 	}
 	key := client.ObjectKeyFromObject(nc)
-	c.wrote(base.ResourceVersion, obj)
+	c.written.Wrote(key, base.ResourceVersion, obj.ResourceVersion)
 	if retried {
 		// The cache may still hold the version this reconcile read: it is
 		// older than this write too.
 		c.written.Wrote(key, stored.ResourceVersion, "")
 	}
 	return nil
-}
-
-// wrote records a write that replaced version before and returned obj: the
-// next reconcile acts on obj if its cache is older, and the model takes it.
-func (c *Controller) wrote(before string, obj *v1.NodeClaim) {
-	c.written.Keep(client.ObjectKeyFromObject(obj), before, obj)
-	if c.opts.Model != nil {
-		c.opts.Model.NodeClaimWritten(obj)
-	}
 }
 
 // statusPatchAttempts bounds patch's status writes of one reconcile.
@@ -557,9 +442,6 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *v1.NodeClaim) erro
 	if err := c.opts.Client.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
-	// The kept copy has no deletion timestamp: until the cache shows the
-	// deletion, reconciles wait rather than launch or register from it.
-	c.written.Discard(client.ObjectKeyFromObject(nc))
 	return nil
 }
 

@@ -57,15 +57,8 @@ func (c *Controller) releaseIfGone(ctx context.Context, stored, nc *v1.NodeClaim
 		return false, nil
 	}
 	if !apierrors.IsNotFound(patchErr) {
-		// Past the cache when possible: the NodeClaim may have been
-		// launched from a copy its creator handed over (Created), before
-		// the cache held it, so the cache's "not found" proves nothing.
-		var read client.Reader = c.opts.Client
-		if c.opts.APIReader != nil {
-			read = c.opts.APIReader
-		}
 		current := &v1.NodeClaim{}
-		err := read.Get(ctx, client.ObjectKeyFromObject(nc), current)
+		err := c.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), current)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
