@@ -347,9 +347,8 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 	nc := &v1.NodeClaim{}
 	if err := w.client.Get(ctx, types.NamespacedName{Name: nom.NodeClaim}, nc); err != nil {
 		if apierrors.IsNotFound(err) && holding {
-			// Registration is making the NodeClaim's Node schedulable now,
-			// ahead of the cache: the lifecycle launches and registers
-			// from its own writes, before the watch delivers them.
+			// Registration is making the NodeClaim's Node schedulable now:
+			// the NodeClaim exists, whatever a lagging cache says.
 			return h.node, nil
 		}
 		return "", client.IgnoreNotFound(err)

@@ -184,9 +184,9 @@ func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	}
 }
 
-// TestNominationWriterHoldsRoomAheadOfTheCache: the lifecycle registers a
-// NodeClaim from its own writes, before the watch delivered the NodeClaim
-// to the caches. HoldRoom still names the Node for the planned pods: it
+// TestNominationWriterHoldsRoomAheadOfTheCache: registration calls HoldRoom
+// for a NodeClaim the writer's cache does not hold (a cache behind the
+// registering one). HoldRoom still names the Node for the planned pods: it
 // knows the NodeClaim's Node from registration itself.
 func TestNominationWriterHoldsRoomAheadOfTheCache(t *testing.T) {
 	f := newWriterFixture(t)

@@ -203,11 +203,12 @@ func (c *Controller) Collect(ctx context.Context) error {
 // heldPastCache reports whether the NodeClaim named by inst's tag, read
 // from the API server, holds inst: by its provider ID, or, not launched
 // yet, by its UID. The cache can lag the API server by many seconds under
-// load, and the lifecycle launches a NodeClaim its creator handed over
-// before the cache holds it: in one 500-node burst, with a 5 s grace
-// period, 221 instances were terminated as orphans before the cache showed
-// their NodeClaims, until this check. Any doubt (a failed read) leaves the
-// instance alone.
+// load (12 s in a 500-node burst on the test machine), so an instance
+// launched for a NodeClaim this process's cache does not show yet (one a
+// process with a fresher cache launched) is not an orphan. In an
+// experiment whose lifecycle launched ahead of the cache, 221 instances
+// were terminated as orphans in one burst (5 s grace period) before this
+// check. Any doubt (a failed read) leaves the instance alone.
 func (c *Controller) heldPastCache(ctx context.Context, inst *v1.NodeClaim) (bool, error) {
 	if c.opts.APIReader == nil || inst.Name == "" {
 		return false, nil

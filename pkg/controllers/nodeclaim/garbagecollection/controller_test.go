@@ -263,8 +263,7 @@ func TestNodeClaimOfUnownedInstanceIsKept(t *testing.T) {
 }
 
 // TestOrphanIsConfirmedPastTheCache: an instance whose NodeClaim the cache
-// does not show yet (the watch lags, or the lifecycle launched a
-// handed-over NodeClaim first) is terminated only when the API server
+// does not show yet (the watch lags) is terminated only when the API server
 // confirms that no NodeClaim holds it; a failed confirmation leaves it.
 func TestOrphanIsConfirmedPastTheCache(t *testing.T) {
 	const pid = "fake:///a/i-new"
