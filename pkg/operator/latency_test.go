@@ -39,7 +39,8 @@ import (
 // example workloads and a 500-pod burst, "all" adds a 5,000-pod burst.
 // JOINER_BENCH_BURST=N adds a burst of N pods (bound: 15 minutes).
 // JOINER_BENCH_PROFILE=DIR writes, per run, joiner's CPU profile over the
-// run and the metrics of joiner and kube-apiserver at its end into DIR.
+// run, the metrics of joiner and kube-apiserver at its end, joiner's log
+// and kube-apiserver's (at level 1, for that setting) into DIR.
 // docs/performance.md has the figures.
 func TestLatency(t *testing.T) {
 	mode := os.Getenv("JOINER_BENCH_LATENCY")

@@ -25,7 +25,8 @@ import (
 // profile over a latency run (consecutive 20 s profiles, merged with
 // `go tool pprof -proto DIR/<run>-cpu-*.pprof`) and, at the run's end, the
 // metrics of joiner (client-go's rate limiter waits, workqueue depths and
-// latencies) and of kube-apiserver (request latencies).
+// latencies) and of kube-apiserver (request latencies), with joiner's log
+// and kube-apiserver's (the watchers it closed for not keeping up).
 type latencyProfile struct {
 	dir, run string
 	s        *scenario
