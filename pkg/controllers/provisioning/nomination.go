@@ -186,7 +186,13 @@ func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Req
 // Reconcile brings one pod's status.nominatedNodeName in line with its
 // nomination.
 func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return w.sync(ctx, req.NamespacedName, nil)
+	res, err := w.sync(ctx, req.NamespacedName, nil)
+	if errors.Is(err, errChangedSinceRead) {
+		// Changed since the cache's copy: decide again on the new
+		// version, which the cache's watch brings.
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
 }
 
 // HoldRoom names node in status.nominatedNodeName of every pending pod
@@ -213,11 +219,16 @@ func (w *NominationWriter) HoldRoom(ctx context.Context, nodeClaim, node string)
 	g.SetLimit(holdRoomWrites)
 	for _, key := range w.state.PodsNominatedTo(nodeClaim) {
 		g.Go(func() error {
-			res, err := w.sync(ctx, key, h)
-			if err == nil && res.RequeueAfter == conflictRetry {
+			_, err := w.sync(ctx, key, h)
+			if errors.Is(err, errChangedSinceRead) {
 				// Changed between the read and the patch: once more on a
 				// fresh read, as the taint is about to go.
 				_, err = w.sync(ctx, key, h)
+			}
+			if errors.Is(err, errChangedSinceRead) {
+				// Changed again: the pod's own Reconcile decides on the
+				// version its watch brings.
+				err = nil
 			}
 			if err != nil {
 				// One pod's failure does not cancel the others' writes.
@@ -306,11 +317,7 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 		// naming another node is moved at once instead: it is wrong.)
 	default:
 		if err := w.patch(ctx, pod, want); err != nil {
-			if errors.Is(err, errChangedSinceRead) {
-				// Changed since the cache's copy: decide again on the
-				// new version, which the cache's watch brings.
-				return reconcile.Result{RequeueAfter: conflictRetry}, nil
-			}
+			// errChangedSinceRead among them: the caller decides again.
 			return reconcile.Result{}, err
 		}
 		log.FromContext(ctx).V(1).Info("set nominated node name", "pod", klogRef(pod), "node", want, "previous", current)
