@@ -184,6 +184,7 @@ func New(o Options) ([]Controller, error) {
 		Clock:         o.Clock,
 		Interval:      o.GCInterval,
 		GracePeriod:   o.GCGracePeriod,
+		APIReader:     mgr.GetAPIReader(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodeclaim garbage collection: %w", err)
