@@ -17,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -298,7 +299,11 @@ func TestOrphanIsConfirmedPastTheCache(t *testing.T) {
 			api := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(tc.api...).Build()
 			var reader client.Reader = api
 			if tc.readErr != nil {
-				reader = failingReader{tc.readErr}
+				reader = interceptor.NewClient(api, interceptor.Funcs{
+					Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+						return tc.readErr
+					},
+				})
 			}
 			c, err := NewController(Options{Client: cache, APIReader: reader, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clocktesting.NewFakeClock(t0)})
 			if err != nil {
@@ -313,14 +318,4 @@ func TestOrphanIsConfirmedPastTheCache(t *testing.T) {
 			}
 		})
 	}
-}
-
-type failingReader struct{ err error }
-
-func (r failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
-	return r.err
-}
-
-func (r failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return r.err
 }
