@@ -131,8 +131,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Evaluate sets or clears nc's Consolidatable condition as of now and
 // returns how long until it would change by time alone (0: never).
 //
-// The quiet window starts at the last pod event or, when no pod ever came
-// or went, at initialisation: that is when pods could first land.
+// The quiet window starts at initialisation, when pods could first land,
+// or at the last pod event after it. A pod event stamped before
+// initialisation (joiner no longer records those, but a NodeClaim written
+// by an earlier version may carry one) does not shorten the window.
 func Evaluate(nc *v1.NodeClaim, pool *v1.NodePool, now time.Time) time.Duration {
 	conds := nc.StatusConditions().At(now)
 	after := pool.Spec.Disruption.ConsolidateAfter.Duration
@@ -146,7 +148,7 @@ func Evaluate(nc *v1.NodeClaim, pool *v1.NodePool, now time.Time) time.Duration 
 		return 0
 	}
 	quietSince := initialized.LastTransitionTime.Time
-	if t := nc.Status.LastPodEventTime.Time; !t.IsZero() {
+	if t := nc.Status.LastPodEventTime.Time; t.After(quietSince) {
 		quietSince = t
 	}
 	if wait := quietSince.Add(*after).Sub(now); wait > 0 {

@@ -29,6 +29,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "inside window after initialisation", after: "30s", conds: initialized(t0), now: t0.Add(10 * time.Second), wantRequeue: 20 * time.Second},
 		{name: "a recent pod event restarts the window", after: "30s", conds: initialized(t0), lastPod: t0.Add(time.Minute), now: t0.Add(80 * time.Second), wantRequeue: 10 * time.Second},
 		{name: "quiet since the last pod event", after: "30s", conds: initialized(t0), lastPod: t0.Add(time.Minute), now: t0.Add(2 * time.Minute), want: true},
+		{name: "a pod event before initialisation does not shorten the window", after: "30s", conds: initialized(t0), lastPod: t0.Add(-time.Minute), now: t0.Add(10 * time.Second), wantRequeue: 20 * time.Second},
 		{name: "zero consolidateAfter", after: "0s", conds: initialized(t0), now: t0, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
