@@ -181,6 +181,7 @@ func (p *latencyProfile) finish(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.dir, p.run+"-apiserver-metrics.txt"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p.reportWrites(t, b)
 	p.countEvents(ctx, t, kube)
 	p.reportScheduler(ctx, t)
 	t.Logf("profile and metrics of %s in %s", p.run, p.dir)
@@ -240,4 +241,65 @@ func (p *latencyProfile) reportScheduler(ctx context.Context, t *testing.T) {
 	defer p.mu.Unlock()
 	t.Logf("kube-scheduler: %.0f attempts scheduled, %.0f unschedulable; active queue peak %.0f pods, at 100 or more in %d of %d samples %s apart",
 		scheduled, unschedulable, p.activePeak, p.activeCrowded, p.activeSamples, queueSample)
+}
+
+// reportWrites logs kube-apiserver's write requests on NodeClaims, Nodes
+// and pods over the run, by subresource, verb and answer, with their mean
+// duration: a NodeClaim write costs the API server several times a Node's
+// or a pod's (docs/performance.md, "Bursts: whose wait is it?"), so joiner
+// keeps their number per NodeClaim down.
+func (p *latencyProfile) reportWrites(t *testing.T, apiserverMetrics []byte) {
+	families, err := parseMetrics(bytes.NewReader(apiserverMetrics))
+	if err != nil {
+		t.Logf("parsing kube-apiserver metrics: %v", err)
+		return
+	}
+	type key struct{ resource, subresource, verb, code string }
+	counts := map[key]float64{}
+	seconds := map[key]float64{}
+	label := func(m *dto.Metric, name string) string {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == name {
+				return lp.GetValue()
+			}
+		}
+		return ""
+	}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		k := key{label(m, "resource"), label(m, "subresource"), label(m, "verb"), label(m, "code")}
+		switch k.verb {
+		case "POST", "PATCH", "PUT", "DELETE":
+		default:
+			continue
+		}
+		switch k.resource {
+		case "nodeclaims", "nodes", "pods":
+			counts[k] += m.GetCounter().GetValue()
+		}
+	}
+	// Durations are per resource, subresource and verb (not per answer).
+	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
+		k := key{label(m, "resource"), label(m, "subresource"), label(m, "verb"), ""}
+		seconds[k] += m.GetHistogram().GetSampleSum()
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.subresource, b.subresource), cmp.Compare(a.verb, b.verb), cmp.Compare(a.code, b.code))
+	})
+	perVerb := map[key]float64{}
+	for k, n := range counts {
+		perVerb[key{k.resource, k.subresource, k.verb, ""}] += n
+	}
+	claims := counts[key{"nodeclaims", "", "POST", "201"}]
+	var lines []string
+	for _, k := range keys {
+		line := fmt.Sprintf("  %-10s %-8s %-6s %s %6.0f", k.resource, k.subresource, k.verb, k.code, counts[k])
+		if claims > 0 && k.resource == "nodeclaims" {
+			line += fmt.Sprintf("  (%.2f per NodeClaim)", counts[k]/claims)
+		}
+		if v := (key{k.resource, k.subresource, k.verb, ""}); perVerb[v] > 0 {
+			line += fmt.Sprintf("  mean %.0f ms", 1000*seconds[v]/perVerb[v])
+		}
+		lines = append(lines, line)
+	}
+	t.Logf("kube-apiserver writes on nodeclaims, nodes and pods (resource, subresource, verb, code, count; mean duration of the verb):\n%s", strings.Join(lines, "\n"))
 }
