@@ -124,37 +124,70 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if pod.Spec.NodeName == "" || !counts(pod) {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, c.Record(ctx, pod.Spec.NodeName)
+	again, err := c.Record(ctx, pod.Spec.NodeName, boundAt(pod))
+	return reconcile.Result{RequeueAfter: again}, err
 }
 
-// Record stamps lastPodEventTime on the initialised NodeClaim of the
-// named node.
-func (c *Controller) Record(ctx context.Context, nodeName string) error {
+// boundAt is when pod was bound (its PodScheduled condition turned True,
+// which the API server stamps at the binding), or zero when the event is
+// not a binding (the pod is terminal or terminating) or the time is not
+// known (a pod created with its node name has no such condition).
+func boundAt(pod *corev1.Pod) time.Time {
+	if isTerminal(pod) || pod.DeletionTimestamp != nil {
+		return time.Time{}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// uninitializedRetry is how long Record waits to look again at a pod
+// event on a NodeClaim that is not initialised yet.
+const uninitializedRetry = DedupeWindow
+
+// Record stamps lastPodEventTime on the NodeClaim of the named node, for a
+// pod event that counts: one after the NodeClaim was initialised.
+// Consolidation counts a node's quiet time from the later of its
+// initialisation and its last pod event, so a pod bound while the node
+// initialises changes nothing, and is not written: in a 500-node burst 277
+// of the 500 first-pod writes came before the lifecycle controller's
+// initialisation patch and cost it 151 conflicts (docs/performance.md).
+//
+// boundAt is when the pod was bound, for a binding (zero otherwise or when
+// unknown). While the NodeClaim is not initialised (in this process's
+// cache, which may lag) whether the event counts is not known yet: Record
+// returns how long to wait before asking again, and then compares boundAt
+// with the initialisation time the NodeClaim carries.
+func (c *Controller) Record(ctx context.Context, nodeName string, boundAt time.Time) (time.Duration, error) {
 	node := &corev1.Node{}
 	if err := c.opts.Client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
-		return client.IgnoreNotFound(err)
+		return 0, client.IgnoreNotFound(err)
 	}
 	if node.Spec.ProviderID == "" {
-		return nil
+		return 0, nil
 	}
 	list := &v1.NodeClaimList{}
 	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return fmt.Errorf("listing nodeclaims of node %s: %w", nodeName, err)
+		return 0, fmt.Errorf("listing nodeclaims of node %s: %w", nodeName, err)
 	}
 	now := c.opts.Clock.Now()
+	var again time.Duration
 	for i := range list.Items {
 		nc := &list.Items[i]
-		if !c.nodeClasses.Manages(nc.Spec.NodeClassRef) {
+		if !c.nodeClasses.Manages(nc.Spec.NodeClassRef) || nc.DeletionTimestamp != nil {
 			continue
 		}
-		// Before initialisation there is nothing to record: consolidation
-		// counts a node's quiet time from the later of its initialisation
-		// and its last pod event, so a pod that lands while the node
-		// initialises changes nothing. Skipping it saves a write per new
-		// node, and the one that raced the lifecycle controller's
-		// initialisation patch: in a 500-node burst 277 of these writes came
-		// first and cost the lifecycle 151 conflicts (docs/performance.md).
-		if !nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
+		initialized := nc.StatusConditions().Get(v1.ConditionTypeInitialized)
+		if initialized == nil || initialized.Status != metav1.ConditionTrue {
+			again = uninitializedRetry
+			continue
+		}
+		// Both times are in whole seconds: a binding in the second of
+		// the initialisation counts, which can only lengthen the wait.
+		if !boundAt.IsZero() && boundAt.Before(initialized.LastTransitionTime.Time) {
 			continue
 		}
 		if last := nc.Status.LastPodEventTime.Time; !last.IsZero() && now.Sub(last) < DedupeWindow {
@@ -163,8 +196,8 @@ func (c *Controller) Record(ctx context.Context, nodeName string) error {
 		stored := nc.DeepCopy()
 		nc.Status.LastPodEventTime = metav1.NewTime(now)
 		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("recording last pod event on nodeclaim %s: %w", nc.Name, err)
+			return 0, fmt.Errorf("recording last pod event on nodeclaim %s: %w", nc.Name, err)
 		}
 	}
-	return nil
+	return again, nil
 }

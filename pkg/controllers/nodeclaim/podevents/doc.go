@@ -5,8 +5,8 @@
 // pods is not replaced under them.
 //
 // DaemonSet and mirror pods do not count: they come and go with the node
-// itself. Nor do events before the NodeClaim is initialised: the quiet
-// time starts at initialisation anyway, and a new node's first pods
+// itself. Nor do pods bound before the NodeClaim was initialised: the
+// quiet time starts at initialisation anyway, and a new node's first pods
 // would otherwise cost it a status write that races the lifecycle
 // controller's own. Updates closer together than DedupeWindow are folded into one,
 // as Karpenter does, so a Deployment rolling a hundred pods onto a node

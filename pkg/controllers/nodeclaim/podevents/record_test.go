@@ -37,21 +37,30 @@ func TestRecord(t *testing.T) {
 	}
 	test.StartManager(t, mgr)
 
-	initialized := metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	initAt := now.Add(-time.Hour)
+	initialized := metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(initAt)}
 	for _, tc := range []struct {
 		name        string
 		initialized bool
-		lastPod     time.Time
+		// boundAt is the pod's binding time; zero for other pod events.
+		boundAt time.Time
+		lastPod time.Time
 		// other names a node class the fake provider does not serve.
-		other bool
-		want  time.Time
+		other     bool
+		want      time.Time
+		wantAgain bool
 	}{
 		{name: "initialised and never stamped: stamped", initialized: true, want: now},
+		{name: "bound after initialisation: stamped", initialized: true, boundAt: initAt.Add(time.Second), want: now},
+		{name: "bound in the second of initialisation: stamped", initialized: true, boundAt: initAt, want: now},
 		{name: "stamped before the window: stamped again", initialized: true, lastPod: now.Add(-time.Minute), want: now},
 		{name: "stamped within the window: folded into it", initialized: true, lastPod: now.Add(-5 * time.Second), want: now.Add(-5 * time.Second)},
-		// The quiet time starts at initialisation: a pod landing before
-		// it costs no write.
-		{name: "not initialised: left alone", want: time.Time{}},
+		// The quiet time starts at initialisation: a pod bound before it
+		// costs no write.
+		{name: "bound before initialisation: left alone", initialized: true, boundAt: initAt.Add(-time.Second), want: time.Time{}},
+		// Until it is initialised, whether the event counts is not known:
+		// asked again later.
+		{name: "not initialised: left alone, asked again", boundAt: now, want: time.Time{}, wantAgain: true},
 		{name: "another provider's node class: left alone", initialized: true, other: true, want: time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,8 +96,12 @@ func TestRecord(t *testing.T) {
 				return nil
 			})
 
-			if err := c.Record(ctx, name); err != nil {
+			again, err := c.Record(ctx, name, tc.boundAt)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if (again > 0) != tc.wantAgain {
+				t.Errorf("asks again after %s, want asked again %v", again, tc.wantAgain)
 			}
 			got := &v1.NodeClaim{}
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
