@@ -49,7 +49,7 @@ func TestGarbageCollectionOnlyTouchesOwnOrphans(t *testing.T) {
 
 	rec := &events.Buffer{}
 	gc, err := garbagecollection.NewController(garbagecollection.Options{
-		Client: env.Client, CloudProvider: a.provider, Recorder: rec, GracePeriod: time.Nanosecond,
+		Client: env.Client, APIReader: env.Client, CloudProvider: a.provider, Recorder: rec, GracePeriod: time.Nanosecond,
 	})
 	if err != nil {
 		t.Fatal(err)

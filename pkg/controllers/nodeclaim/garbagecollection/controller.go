@@ -64,9 +64,10 @@ type Options struct {
 	Interval time.Duration
 	// GracePeriod defaults to DefaultGracePeriod.
 	GracePeriod time.Duration
-	// APIReader reads past the cache: an instance is terminated as an
-	// orphan only once the API server confirms that the NodeClaim its tag
-	// names does not hold it (optional: without it, the cache is trusted).
+	// APIReader reads past the cache (the manager's GetAPIReader): an
+	// instance is terminated as an orphan only once the API server confirms
+	// that the NodeClaim its tag names does not hold it. Required, so the
+	// operator cannot leave garbage collection trusting its cache.
 	APIReader client.Reader
 }
 
@@ -80,6 +81,9 @@ func (o *Options) validate() error {
 	}
 	if o.Recorder == nil {
 		errs = append(errs, errors.New("Recorder is required"))
+	}
+	if o.APIReader == nil {
+		errs = append(errs, errors.New("APIReader is required: an orphan is confirmed past the cache before its instance is terminated"))
 	}
 	if o.Interval < 0 || o.GracePeriod < 0 {
 		errs = append(errs, errors.New("Interval and GracePeriod must not be negative"))
@@ -210,7 +214,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 // were terminated as orphans in one burst (5 s grace period) before this
 // check. Any doubt (a failed read) leaves the instance alone.
 func (c *Controller) heldPastCache(ctx context.Context, inst *v1.NodeClaim) (bool, error) {
-	if c.opts.APIReader == nil || inst.Name == "" {
+	if inst.Name == "" {
 		return false, nil
 	}
 	nc := &v1.NodeClaim{}

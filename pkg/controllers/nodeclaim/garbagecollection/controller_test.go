@@ -81,7 +81,7 @@ func TestCollect(t *testing.T) {
 		orphanNode,
 	).Build()
 	rec := &events.Buffer{}
-	c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: rec, Clock: clk})
+	c, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: cloud, Recorder: rec, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestListFailureTouchesNothing(t *testing.T) {
 	cloud := fake.New()
 	cloud.ListError = apierrors.NewServiceUnavailable("cloud down")
 	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(nodeClaim("a", "fake:///a/x")).Build()
-	c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clocktesting.NewFakeClock(t0)})
+	c, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clocktesting.NewFakeClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestOtherClustersInstancesAreNeverTouched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gc, err := NewController(Options{Client: kube, CloudProvider: p, Recorder: &events.Buffer{}, Clock: clk})
+		gc, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: p, Recorder: &events.Buffer{}, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,6 +214,13 @@ func TestOptionsAreValidated(t *testing.T) {
 	if _, err := NewController(Options{}); err == nil {
 		t.Error("NewController accepted empty options")
 	}
+	// Without a reader past the cache an orphan could not be confirmed:
+	// the operator must not be able to leave it out.
+	kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).Build()
+	_, err := NewController(Options{Client: kube, CloudProvider: fake.New(), Recorder: &events.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "APIReader is required") {
+		t.Errorf("NewController without APIReader: %v, want APIReader is required", err)
+	}
 }
 
 // A NodeClaim whose instance exists but is not this cluster's (launched by
@@ -237,7 +244,7 @@ func TestNodeClaimOfUnownedInstanceIsKept(t *testing.T) {
 			cloud.NextGetError = tt.getErr
 			kube := fakeclient.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(nodeClaim("migrated", "fake:///a/i-1")).Build()
 			rec := &events.Buffer{}
-			c, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
+			c, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: cloud, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
 			if err != nil {
 				t.Fatal(err)
 			}
