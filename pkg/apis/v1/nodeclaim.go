@@ -120,7 +120,8 @@ type NodeClaimStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// LastPodEventTime is the last time a pod was bound to or removed from
-	// the node; consolidateAfter counts from it.
+	// the node since it was initialised; consolidateAfter counts from it,
+	// or from initialisation when no pod came or went since.
 	// +optional
 	LastPodEventTime metav1.Time `json:"lastPodEventTime,omitempty"`
 }

@@ -343,7 +343,8 @@ func (c *Controller) patch(ctx context.Context, stored, nc *v1.NodeClaim) error 
 	obj.Status = nc.Status
 	err := c.opts.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	// Other controllers write a NodeClaim's status too, just as it
-	// registers and initialises (the pod event time, Consolidatable), and
+	// registers and initialises (Consolidatable; until 2026-11-27 the pod
+	// event time too, which caused most conflicts in bursts), and
 	// a conflict used to cost the whole step a second's wait: a third of
 	// the status patches of a 500-node scale-up conflicted. When the
 	// NodeClaim read from the API server differs from the one this

@@ -114,8 +114,9 @@ func isTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// Reconcile stamps the pod's node's NodeClaim with the current time,
-// unless it was stamped within DedupeWindow.
+// Reconcile stamps the pod's node's NodeClaim with the current time
+// (Record says when it does not), and looks at the pod again when whether
+// the event counts is not known yet.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
@@ -144,9 +145,16 @@ func boundAt(pod *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-// uninitializedRetry is how long Record waits to look again at a pod
-// event on a NodeClaim that is not initialised yet.
-const uninitializedRetry = DedupeWindow
+// Retries of a pod event on a NodeClaim the cache shows uninitialised:
+// soon while the binding is recent, since the cache may only lag (and the
+// consolidation controller, reading the same cache, could otherwise see
+// the initialisation a whole retry before the binding's write), then
+// every DedupeWindow while the node does not initialise.
+const (
+	recentBindingRetry = time.Second
+	uninitializedRetry = DedupeWindow
+	recentBinding      = time.Minute
+)
 
 // Record stamps lastPodEventTime on the NodeClaim of the named node, for a
 // pod event that counts: one after the NodeClaim was initialised.
@@ -183,10 +191,15 @@ func (c *Controller) Record(ctx context.Context, nodeName string, boundAt time.T
 		initialized := nc.StatusConditions().Get(v1.ConditionTypeInitialized)
 		if initialized == nil || initialized.Status != metav1.ConditionTrue {
 			again = uninitializedRetry
+			if !boundAt.IsZero() && now.Sub(boundAt) < recentBinding {
+				again = recentBindingRetry
+			}
 			continue
 		}
 		// Both times are in whole seconds: a binding in the second of
 		// the initialisation counts, which can only lengthen the wait.
+		// (The initialisation is stamped by joiner's clock, the binding by
+		// the API server's: skew between them moves the line by as much.)
 		if !boundAt.IsZero() && boundAt.Before(initialized.LastTransitionTime.Time) {
 			continue
 		}

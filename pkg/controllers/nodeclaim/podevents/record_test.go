@@ -48,7 +48,7 @@ func TestRecord(t *testing.T) {
 		// other names a node class the fake provider does not serve.
 		other     bool
 		want      time.Time
-		wantAgain bool
+		wantAgain time.Duration
 	}{
 		{name: "initialised and never stamped: stamped", initialized: true, want: now},
 		{name: "bound after initialisation: stamped", initialized: true, boundAt: initAt.Add(time.Second), want: now},
@@ -60,7 +60,8 @@ func TestRecord(t *testing.T) {
 		{name: "bound before initialisation: left alone", initialized: true, boundAt: initAt.Add(-time.Second), want: time.Time{}},
 		// Until it is initialised, whether the event counts is not known:
 		// asked again later.
-		{name: "not initialised: left alone, asked again", boundAt: now, want: time.Time{}, wantAgain: true},
+		{name: "not initialised: left alone, asked again soon after a recent binding", boundAt: now, want: time.Time{}, wantAgain: time.Second},
+		{name: "not initialised: left alone, asked again later after an old binding", boundAt: now.Add(-time.Hour), want: time.Time{}, wantAgain: podevents.DedupeWindow},
 		{name: "another provider's node class: left alone", initialized: true, other: true, want: time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,8 +101,8 @@ func TestRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (again > 0) != tc.wantAgain {
-				t.Errorf("asks again after %s, want asked again %v", again, tc.wantAgain)
+			if again != tc.wantAgain {
+				t.Errorf("asks again after %s, want %s", again, tc.wantAgain)
 			}
 			got := &v1.NodeClaim{}
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
