@@ -324,7 +324,9 @@ watching:
 			}
 		}
 		s.trace(t, times, start, claims, stuck[:min(5, len(stuck))])
-		reportReplanning(t, s.plans(t, start))
+		plans := s.plans(t, start)
+		reportReplanning(t, plans)
+		reportBindings(t, times, plans, claims)
 		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %s NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
 			want, applied.Seconds(), times.live(), all.Seconds(), nodeClaims, "all", percentiles(every), strings.Join(lines, "\n"))
 		return
@@ -365,6 +367,7 @@ func (s *scenario) reportPlannedNodeWaits(t *testing.T, times *podTimes, start t
 	}
 	plans := s.plans(t, start)
 	reportReplanning(t, plans)
+	reportBindings(t, times, plans, claims)
 	var waits, held []time.Duration
 	var over, heldOver []string
 	var heldUIDs []types.UID
@@ -470,6 +473,81 @@ func reportReplanning(t *testing.T, plans map[types.UID][]plan) {
 	}
 	t.Logf("plans: %d pods planned (Nominated events), %d of them onto more than one NodeClaim; %d NodeClaims planned for",
 		len(plans), replanned, len(claims))
+}
+
+// reportBindings logs where kube-scheduler bound the pods, against
+// joiner's plans made before each binding: onto the node of the pod's
+// last plan, of an earlier one, onto another node, or with no plan at all
+// (kube-scheduler's first try found room). It also counts the bindings
+// that took a node planned for another pod and not for this one: room
+// that status.nominatedNodeName did not keep. A plan onto a NodeClaim
+// counts as its node's once the NodeClaim has one (NodeClaims deleted
+// since are not known). A plan is timed by its event, which a loaded API
+// server can take late, so a plan just before a binding can read as after
+// it.
+func reportBindings(t *testing.T, times *podTimes, plans map[types.UID][]plan, claims []v1.NodeClaim) {
+	nodeOf := map[string]string{}
+	for _, nc := range claims {
+		if nc.Status.NodeName != "" {
+			nodeOf["nodeclaim/"+nc.Name] = nc.Status.NodeName
+		}
+	}
+	node := func(target string) string {
+		if name, ok := strings.CutPrefix(target, "node/"); ok {
+			return name
+		}
+		return nodeOf[target]
+	}
+	// plannedFor is, per node, when each pod was first planned onto it.
+	plannedFor := map[string]map[types.UID]time.Duration{}
+	for uid, ps := range plans {
+		for _, p := range ps {
+			n := node(p.target)
+			if n == "" {
+				continue
+			}
+			if plannedFor[n] == nil {
+				plannedFor[n] = map[types.UID]time.Duration{}
+			}
+			if at, ok := plannedFor[n][uid]; !ok || p.at < at {
+				plannedFor[n][uid] = p.at
+			}
+		}
+	}
+	var last, earlier, elsewhere, unplanned, taken int
+	for uid, at := range times.bound {
+		if times.gone[uid] {
+			continue
+		}
+		on := times.last[uid].Spec.NodeName
+		var before []plan
+		for _, p := range plans[uid] {
+			if p.at <= at {
+				before = append(before, p)
+			}
+		}
+		slices.SortFunc(before, func(a, b plan) int { return cmp.Compare(a.at, b.at) })
+		switch {
+		case len(before) == 0:
+			unplanned++
+		case node(before[len(before)-1].target) == on:
+			last++
+		case slices.ContainsFunc(before, func(p plan) bool { return node(p.target) == on }):
+			earlier++
+		default:
+			elsewhere++
+		}
+		if _, mine := plannedFor[on][uid]; !mine {
+			for other, planned := range plannedFor[on] {
+				if other != uid && planned <= at {
+					taken++
+					break
+				}
+			}
+		}
+	}
+	t.Logf("bindings: %d onto the node of the pod's last plan, %d of an earlier plan, %d elsewhere, %d with no plan before; %d took a node planned for another pod",
+		last, earlier, elsewhere, unplanned, taken)
 }
 
 // firstRejection is the time of the first PodScheduled=False change in
