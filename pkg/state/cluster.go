@@ -451,7 +451,7 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 // pods planned there). A NodeClaim that fails or goes away ends its
 // nominations at once, so a pod never waits on capacity that will not come;
 // one that never initialises holds them at most MaxNominationHold.
-// NominatedPods and IsNominated reports it, so a consumer can leave it out
+// NominatedPods and HoldsNomination report it, so a consumer can leave it out
 // of the pods it places. Binding or deleting the pod ends the nomination;
 // so do, early and reported by TakeEnded, the NodeClaim failing or going
 // away, and kube-scheduler rejecting the pod after the NodeClaim's node
@@ -479,19 +479,6 @@ func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
 		c.nodeClaimChangedLocked(e.nodeClaim)
 	}
 	c.changedLocked()
-}
-
-// IsNominated returns the NodeClaim pod is nominated to, if the nomination
-// has not expired.
-func (c *Cluster) IsNominated(pod types.NamespacedName) (nodeClaimName string, ok bool) {
-	now := c.opts.Clock.Now()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n, ok := c.nominations[pod]
-	if !ok || !n.live(now) {
-		return "", false
-	}
-	return n.nodeClaim, true
 }
 
 // HoldsNomination reports whether pod's nomination keeps it out of a

@@ -51,7 +51,7 @@ func TestNodeClaimCreated(t *testing.T) {
 			if !tt.wantAfter {
 				// The next write purges it, with its nominations.
 				c.NodeClaimCreated(nodeClaim("nc-2", "default", ""))
-				if _, nominated := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "web"}); nominated {
+				if _, nominated := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "web"}); nominated {
 					t.Error("a pod nominated to a dropped NodeClaim is still nominated")
 				}
 			}

@@ -65,9 +65,10 @@ type NominatedNode struct {
 }
 
 // Nomination returns pod's nomination, also past its window: a pod whose
-// window passed is planned again, usually onto the same NodeClaim, and
-// keeps its place there until a new plan replaces the nomination or it
-// ends.
+// window passed is planned again (onto the first node with room in the
+// solver's order, its own or another), and the NominationWriter keeps the
+// pod's status.nominatedNodeName on the old node until the new plan
+// replaces the nomination or it ends.
 func (c *Cluster) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

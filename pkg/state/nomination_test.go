@@ -37,7 +37,7 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 			key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
 
 			c.Nominate(p, "nc-1")
-			if target, ok := c.IsNominated(key); !ok || target != "nc-1" {
+			if target, ok := c.liveNomination(key); !ok || target != "nc-1" {
 				t.Fatalf("IsNominated = %q, %v", target, ok)
 			}
 			sn, _ := c.NodeByName("nc-1")
@@ -49,16 +49,16 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 			}
 
 			clk.Step(tc.initAfter)
-			if _, ok := c.IsNominated(key); !ok {
+			if _, ok := c.liveNomination(key); !ok {
 				t.Fatalf("the nomination must hold while its NodeClaim has not initialised (%s after the plan)", tc.initAfter)
 			}
 			c.UpdateNodeClaim(initialized(nc))
 			clk.SetTime(start.Add(tc.liveUntil - time.Millisecond))
-			if _, ok := c.IsNominated(key); !ok {
+			if _, ok := c.liveNomination(key); !ok {
 				t.Fatalf("the nomination must hold until %s after the plan", tc.liveUntil)
 			}
 			clk.SetTime(start.Add(tc.liveUntil))
-			if _, ok := c.IsNominated(key); ok {
+			if _, ok := c.liveNomination(key); ok {
 				t.Fatalf("the nomination must expire %s after the plan", tc.liveUntil)
 			}
 			if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
@@ -78,11 +78,11 @@ func TestANominationWaitsForItsNodeClaimAtMostTheHold(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
 	c.Nominate(pod("ns", "web-1", "", "1"), "nc-1")
 	clk.SetTime(start.Add(MaxNominationHold - time.Second))
-	if _, ok := c.IsNominated(key); !ok {
+	if _, ok := c.liveNomination(key); !ok {
 		t.Fatalf("the nomination must hold just under %s", MaxNominationHold)
 	}
 	clk.SetTime(start.Add(MaxNominationHold))
-	if _, ok := c.IsNominated(key); ok {
+	if _, ok := c.liveNomination(key); ok {
 		t.Fatalf("the nomination must end %s after the plan", MaxNominationHold)
 	}
 }
@@ -95,19 +95,19 @@ func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	c.Nominate(pod("ns", "c", "", "1"), "nc-2")
 
 	c.UpdatePod(pod("ns", "a", "node-1", "1"))
-	if _, ok := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
+	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
 		t.Errorf("a bound pod is no longer nominated")
 	}
 	c.DeletePod(types.NamespacedName{Namespace: "ns", Name: "b"})
-	if _, ok := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "b"}); ok {
+	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "b"}); ok {
 		t.Errorf("a deleted pod is no longer nominated")
 	}
 	c.DeleteNodeClaim("nc-2")
-	if _, ok := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "c"}); ok {
+	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "c"}); ok {
 		t.Errorf("deleting the NodeClaim ends nominations to it")
 	}
 	c.Nominate(pod("ns", "a", "", "1"), "nc-1")
-	if _, ok := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
+	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
 		t.Errorf("a pod already bound cannot be nominated")
 	}
 }
@@ -214,7 +214,7 @@ func TestNominationEndsEarly(t *testing.T) {
 			c.UpdatePod(unschedulable("web", before))
 			c.Nominate(unschedulable("web", before), "nc-1")
 			tc.steps(c, clk)
-			_, nominated := c.IsNominated(types.NamespacedName{Namespace: "ns", Name: "web"})
+			_, nominated := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "web"})
 			ended := c.TakeEnded()
 			bound := tc.name == "binding ends it silently" || tc.expired
 			switch {
@@ -282,4 +282,18 @@ func TestNominationKeepsThePodsFields(t *testing.T) {
 	case &kept.Spec.Containers[0] != &pods[0].Spec.Containers[0]:
 		t.Error("the model keeps a deep copy of the nominated pod")
 	}
+}
+
+// liveNomination returns the NodeClaim pod is nominated to while the
+// nomination is live, whether or not the model holds the NodeClaim
+// (HoldsNomination also asks that): the window's own clock, for the tests.
+func (c *Cluster) liveNomination(pod types.NamespacedName) (nodeClaimName string, ok bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nominations[pod]
+	if !ok || !n.live(now) {
+		return "", false
+	}
+	return n.nodeClaim, true
 }
