@@ -38,7 +38,7 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 
 			c.Nominate(p, "nc-1")
 			if target, ok := c.liveNomination(key); !ok || target != "nc-1" {
-				t.Fatalf("IsNominated = %q, %v", target, ok)
+				t.Fatalf("liveNomination = %q, %v", target, ok)
 			}
 			sn, _ := c.NodeByName("nc-1")
 			if len(sn.NominatedPods) != 1 || cpu(sn.PodRequests()) != "2" {
