@@ -324,9 +324,7 @@ watching:
 			}
 		}
 		s.trace(t, times, start, claims, stuck[:min(5, len(stuck))])
-		plans := s.plans(t, start)
-		reportReplanning(t, plans)
-		reportBindings(t, times, plans, claims)
+		s.reportPlans(t, times, start, claims)
 		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %s NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
 			want, applied.Seconds(), times.live(), all.Seconds(), nodeClaims, "all", percentiles(every), strings.Join(lines, "\n"))
 		return
@@ -365,9 +363,7 @@ func (s *scenario) reportPlannedNodeWaits(t *testing.T, times *podTimes, start t
 			initialised["nodeclaim/"+nc.Name] = c.LastTransitionTime.Sub(start)
 		}
 	}
-	plans := s.plans(t, start)
-	reportReplanning(t, plans)
-	reportBindings(t, times, plans, claims)
+	plans := s.reportPlans(t, times, start, claims)
 	var waits, held []time.Duration
 	var over, heldOver []string
 	var heldUIDs []types.UID
@@ -450,6 +446,15 @@ func (s *scenario) plans(t *testing.T, start time.Time) map[types.UID][]plan {
 	return plans
 }
 
+// reportPlans reads joiner's plans and logs what became of them
+// (reportReplanning, reportBindings); it returns them.
+func (s *scenario) reportPlans(t *testing.T, times *podTimes, start time.Time, claims []v1.NodeClaim) map[types.UID][]plan {
+	plans := s.plans(t, start)
+	reportReplanning(t, plans)
+	reportBindings(t, times, plans, claims)
+	return plans
+}
+
 // reportReplanning logs how many pods joiner planned onto more than one
 // NodeClaim (a Nominated event naming nodeclaim/X is a plan onto a
 // NodeClaim without a Node yet): each such pod can cost a NodeClaim beyond
@@ -505,8 +510,8 @@ func reportBindings(t *testing.T, times *podTimes, plans map[types.UID][]plan, c
 		}
 		return nodeOf[target]
 	}
-	// plannedFor is, per node, when each pod was first planned onto it.
-	plannedFor := map[string]map[types.UID]time.Duration{}
+	// plannedFor is, per node, the pods ever planned onto it.
+	plannedFor := map[string]map[types.UID]bool{}
 	for uid, ps := range plans {
 		for _, p := range ps {
 			n := node(p.target)
@@ -514,11 +519,9 @@ func reportBindings(t *testing.T, times *podTimes, plans map[types.UID][]plan, c
 				continue
 			}
 			if plannedFor[n] == nil {
-				plannedFor[n] = map[types.UID]time.Duration{}
+				plannedFor[n] = map[types.UID]bool{}
 			}
-			if at, ok := plannedFor[n][uid]; !ok || p.at < at {
-				plannedFor[n][uid] = p.at
-			}
+			plannedFor[n][uid] = true
 		}
 	}
 	var last, earlier, elsewhere, unplanned, taken int
@@ -527,24 +530,17 @@ func reportBindings(t *testing.T, times *podTimes, plans map[types.UID][]plan, c
 			continue
 		}
 		on := times.last[uid].Spec.NodeName
-		var before []plan
-		for _, p := range plans[uid] {
-			if p.at <= at {
-				before = append(before, p)
-			}
-		}
-		slices.SortFunc(before, func(a, b plan) int { return cmp.Compare(a.at, b.at) })
-		switch {
-		case len(before) == 0:
+		switch latest := latestPlan(plans[uid], at); {
+		case latest == nil:
 			unplanned++
-		case node(before[len(before)-1].target) == on:
+		case node(latest.target) == on:
 			last++
-		case slices.ContainsFunc(before, func(p plan) bool { return node(p.target) == on }):
+		case slices.ContainsFunc(plans[uid], func(p plan) bool { return p.at <= at && node(p.target) == on }):
 			earlier++
 		default:
 			elsewhere++
 		}
-		if _, mine := plannedFor[on][uid]; !mine {
+		if !plannedFor[on][uid] {
 			for other := range plannedFor[on] {
 				if waitingFor(times, plans, other, at, node) == on {
 					taken++
@@ -566,16 +562,22 @@ func waitingFor(times *podTimes, plans map[types.UID][]plan, pod types.UID, at t
 	if bound, ok := times.bound[pod]; ok && bound <= at {
 		return ""
 	}
-	var latest *plan
-	for i, p := range plans[pod] {
-		if p.at <= at && (latest == nil || p.at > latest.at) {
-			latest = &plans[pod][i]
-		}
-	}
+	latest := latestPlan(plans[pod], at)
 	if latest == nil {
 		return ""
 	}
 	return node(latest.target)
+}
+
+// latestPlan is the last of ps made at or before at, or nil.
+func latestPlan(ps []plan, at time.Duration) *plan {
+	var latest *plan
+	for i, p := range ps {
+		if p.at <= at && (latest == nil || p.at > latest.at) {
+			latest = &ps[i]
+		}
+	}
+	return latest
 }
 
 // firstRejection is the time of the first PodScheduled=False change in
