@@ -3,6 +3,7 @@ package scheduling_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -390,36 +391,45 @@ func topologyViolations(s *scheduling.Snapshot, p *corev1.Pod, n *planNode, node
 		c := count(tsc.TopologyKey, sel, func(ns string) bool { return ns == p.Namespace }, p.Namespace)
 		minCount := 0
 		if tsc.TopologyKey != corev1.LabelHostname {
+			honorAffinity := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+			honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 			universe := map[string]bool{}
-			for _, its := range s.InstanceTypes {
-				for _, it := range its {
+			for _, np := range s.NodePools {
+				// kube-scheduler counts only the domains of nodes the pod
+				// could use under the two policies.
+				if honorAffinity && !podAllowsPool(p, np) {
+					continue
+				}
+				if honorTaints && !toleratesAll(p, np.Taints) {
+					continue
+				}
+				for _, it := range s.InstanceTypes[np.Name] {
 					for _, o := range it.Offerings {
-						if tsc.TopologyKey == corev1.LabelTopologyZone && o.Available {
+						if !o.Available {
+							continue
+						}
+						if tsc.TopologyKey == corev1.LabelTopologyZone && poolAdmits(np, corev1.LabelTopologyZone, o.Zone) {
 							universe[o.Zone] = true
 						}
-						if tsc.TopologyKey == "karpenter.sh/capacity-type" && o.Available {
+						if tsc.TopologyKey == "karpenter.sh/capacity-type" && poolAdmits(np, "karpenter.sh/capacity-type", o.CapacityType) {
 							universe[o.CapacityType] = true
 						}
 					}
-				}
-			}
-			for _, np := range s.NodePools {
-				for _, r := range np.Requirements {
-					if r.Key == tsc.TopologyKey && r.Operator == corev1.NodeSelectorOpIn {
-						for _, v := range r.Values {
-							universe[v] = true
-						}
-					}
-				}
-				for _, it := range s.InstanceTypes[np.Name] {
 					if tsc.TopologyKey != corev1.LabelTopologyZone && tsc.TopologyKey != "karpenter.sh/capacity-type" {
 						for _, v := range it.Requirements[tsc.TopologyKey] {
 							universe[v] = true
 						}
 					}
 				}
+				for _, r := range np.Requirements {
+					if r.Key == tsc.TopologyKey && r.Operator == corev1.NodeSelectorOpIn && tsc.TopologyKey != corev1.LabelTopologyZone && tsc.TopologyKey != "karpenter.sh/capacity-type" {
+						for _, v := range r.Values {
+							universe[v] = true
+						}
+					}
+				}
 			}
-			if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
+			if honorAffinity {
 				for z := range universe {
 					if !podAllowsZone(p, z) {
 						delete(universe, z)
@@ -563,4 +573,71 @@ func podAllowsZone(p *corev1.Pod, z string) bool {
 		}
 	}
 	return false
+}
+
+// poolAdmits reports whether np's In requirements on key (if any) admit v.
+func poolAdmits(np *scheduling.NodePool, key, v string) bool {
+	for _, r := range np.Requirements {
+		if r.Key == key && r.Operator == corev1.NodeSelectorOpIn && !slices.Contains(r.Values, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// podAllowsPool reports whether the pod's node selector and required node
+// affinity (In expressions) admit the pool's name label and In
+// requirements: a node of the pool could match the pod.
+func podAllowsPool(p *corev1.Pod, np *scheduling.NodePool) bool {
+	admits := func(key, v string) bool {
+		if key == "karpenter.sh/nodepool" {
+			return v == np.Name
+		}
+		return poolAdmits(np, key, v)
+	}
+	for k, v := range p.Spec.NodeSelector {
+		if !admits(k, v) {
+			return false
+		}
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		ok := true
+		for _, e := range term.MatchExpressions {
+			if e.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			hit := false
+			for _, v := range e.Values {
+				hit = hit || admits(e.Key, v)
+			}
+			ok = ok && hit
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// toleratesAll reports whether the pod tolerates every NoSchedule and
+// NoExecute taint.
+func toleratesAll(p *corev1.Pod, taints []corev1.Taint) bool {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for j := range p.Spec.Tolerations {
+			ok = ok || p.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, true)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -736,6 +736,57 @@ func TestTopologySpread(t *testing.T) {
 			},
 		},
 		{
+			// kube-scheduler counts only the domains of nodes the pod's node
+			// selector admits: another pool's zones are not its domains.
+			name: "zones of a pool the pod cannot use are not domains",
+			snap: func() *scheduling.Snapshot {
+				a := nodePool("a", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))
+				b := nodePool("b", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b", "zone-c"))
+				return snapshot([]*scheduling.NodePool{a, b}, catalog(), pods(3, "web", "1", "", labeled("app", "web"),
+					nodeSelector("karpenter.sh/nodepool", "a"),
+					spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, app)))
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				if len(p.Unschedulable) != 0 {
+					t.Errorf("%d unschedulable, want none", len(p.Unschedulable))
+				}
+				if z := zonesOf(p); z["zone-a"] != 3 {
+					t.Errorf("per zone %v, want all three in zone-a", z)
+				}
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Ignore counts every pool's zones",
+			snap: func() *scheduling.Snapshot {
+				ignore := corev1.NodeInclusionPolicyIgnore
+				a := nodePool("a", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))
+				b := nodePool("b", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b", "zone-c"))
+				return snapshot([]*scheduling.NodePool{a, b}, catalog(), pods(3, "web", "1", "", labeled("app", "web"),
+					nodeSelector("karpenter.sh/nodepool", "a"),
+					spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, app, func(c *corev1.TopologySpreadConstraint) { c.NodeAffinityPolicy = &ignore })))
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				if z := zonesOf(p); z["zone-a"] != 1 || len(p.Unschedulable) != 2 {
+					t.Errorf("per zone %v, %d unschedulable; want one in zone-a and two unschedulable", z, len(p.Unschedulable))
+				}
+			},
+		},
+		{
+			name: "nodeTaintsPolicy Honor leaves out the zones of a pool whose taint the pod does not tolerate",
+			snap: func() *scheduling.Snapshot {
+				honor := corev1.NodeInclusionPolicyHonor
+				a := nodePool("a", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))
+				b := nodePool("b", poolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b", "zone-c"), poolTaint("gpu", "", corev1.TaintEffectNoSchedule))
+				return snapshot([]*scheduling.NodePool{a, b}, catalog(), pods(3, "web", "1", "", labeled("app", "web"),
+					spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, app, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor })))
+			},
+			check: func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				if z := zonesOf(p); z["zone-a"] != 3 || len(p.Unschedulable) != 0 {
+					t.Errorf("per zone %v, %d unschedulable; want all three in zone-a", z, len(p.Unschedulable))
+				}
+			},
+		},
+		{
 			name: "minDomains forces spreading even with one zone left",
 			snap: func() *scheduling.Snapshot {
 				three := int32(3)

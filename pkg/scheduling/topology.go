@@ -483,7 +483,13 @@ func (sv *solver) nodeDomain(n *nodeState, key string) (string, bool) {
 	return "", false
 }
 
-// spreadUniverse is the set of domains spread group g is measured over.
+// spreadUniverse is the set of domains spread group g is measured over:
+// as kube-scheduler does, only the domains of nodes the owner pod could
+// use count (its node selector and required node affinity under
+// nodeAffinityPolicy Honor, its tolerations under nodeTaintsPolicy
+// Honor). A NodePool's potential domains count only when the pool, and
+// of it the instance types, meet those, so another pool's zones never
+// hold the pod's spread back (kubernetes-sigs/karpenter#2623).
 func (sv *solver) spreadUniverse(g *topoGroup) []string {
 	if g.universeDone {
 		return g.universe
@@ -496,10 +502,24 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 				continue
 			}
 		}
+		types := p.types
+		if g.honorAffinity && g.ownerReqs != nil {
+			m := sv.merge(p.base, g.ownerReqs)
+			if m == nil {
+				continue
+			}
+			fit := sv.typesFor(p, m)
+			types = nil
+			for i, t := range p.types {
+				if fit.has(i) {
+					types = append(types, t)
+				}
+			}
+		}
 		switch g.key {
 		case corev1.LabelTopologyZone:
 			var z uint64
-			for _, t := range p.types {
+			for _, t := range types {
 				z |= t.offeredZones(p.cts)
 			}
 			z &= p.zones
@@ -514,7 +534,7 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 				if p.cts&(1<<ci) == 0 {
 					continue
 				}
-				for _, t := range p.types {
+				for _, t := range types {
 					if t.avail[ci] != 0 {
 						set[name] = true
 						break
@@ -527,7 +547,7 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 					set[v] = true
 				}
 			} else {
-				for _, t := range p.types {
+				for _, t := range types {
 					for _, v := range t.reqs[g.key] {
 						if !ok || c.allows(v) {
 							set[v] = true
