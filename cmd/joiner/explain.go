@@ -26,6 +26,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/explain"
 	"github.com/joiner-dev/joiner/pkg/scenario"
 )
@@ -62,7 +63,14 @@ func newExplainCommand() *cobra.Command {
             (the verdict the disruption controller stores on the NodeClaim).
   nodepool  its readiness and its node class's, limits used and left, the
             disruptions its budgets allow now, and the instance types that
-            survive its requirements.
+            survive its requirements, less those backing off after failed
+            launches.
+
+Instance types, offerings (with the unavailable ones) and the TTLs are the
+running controller's own: it publishes what its cloud provider gave the
+provisioner in a ConfigMap labelled joiner.dev/controller-view, and explain
+solves with exactly that, plus the back-offs on each NodePool. Without that
+ConfigMap it uses the built-in catalog and says so in its output.
 
 A pod's namespace defaults to the kubeconfig context's. Installed as
 kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
@@ -70,7 +78,8 @@ kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
   kubectl joiner explain pod web-1 -o yaml
   joiner explain nodeclaim default-abcde
   joiner explain nodepool default -o json
-  kubectl get nodepools,nodeclaims,nodes,pods,events -A -o yaml > dump.yaml && joiner explain -f dump.yaml node ip-10-0-1-2`,
+  kubectl get nodepools,nodeclaims,nodes,pods,events -A -o yaml > dump.yaml && joiner explain -f dump.yaml node ip-10-0-1-2
+  kubectl get configmaps -A -l joiner.dev/controller-view -o yaml >> dump.yaml   # the controller's instance types and TTLs`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExplain(cmd.Context(), o, args[0], args[1], cmd.InOrStdin(), cmd.OutOrStdout())
@@ -82,9 +91,9 @@ kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of a pod given without one; default: the context's")
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "explain from a dump (kubectl get -o yaml) instead of a live cluster; repeatable; - reads stdin")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
-	f.StringVar(&o.instanceTypes, "instance-types", "", "instance-type catalog JSON; default: the built-in catalog, shaped by each NodePool's node class")
-	f.DurationVar(&o.registrationTTL, "registration-ttl", 0, "the controller's REGISTRATION_TTL (default 15m)")
-	f.DurationVar(&o.initializationTTL, "initialization-ttl", 0, "the controller's INITIALIZATION_TTL (default 15m)")
+	f.StringVar(&o.instanceTypes, "instance-types", "", "instance-type catalog JSON; default: the controller's own (its view ConfigMap), else the built-in catalog shaped by each NodePool's node class")
+	f.DurationVar(&o.registrationTTL, "registration-ttl", 0, "REGISTRATION_TTL; default: the controller's (its view ConfigMap), else 15m")
+	f.DurationVar(&o.initializationTTL, "initialization-ttl", 0, "INITIALIZATION_TTL; default: the controller's (its view ConfigMap), else 15m")
 	return cmd
 }
 
@@ -208,6 +217,17 @@ func listCluster(ctx context.Context, c client.Client) ([]runtime.Object, error)
 			return nil, err
 		}
 		objs = append(objs, items...)
+	}
+	// The controller view (pkg/controllerview): the instance types,
+	// offerings and TTLs the running controller uses. Without read access
+	// to it, explain falls back to the built-in catalog and says so.
+	var views corev1.ConfigMapList
+	err := c.List(ctx, &views, client.HasLabels{controllerview.LabelView})
+	if err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing the controller view configmaps: %w", err)
+	}
+	for i := range views.Items {
+		objs = append(objs, &views.Items[i])
 	}
 	return objs, nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controllers/status"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -107,6 +108,12 @@ type Options struct {
 	// "place to look") from the cluster state and the provisioner's
 	// verdicts; its Source and Clock are filled here.
 	StatusPage *statuspage.Options
+	// ClusterName and Namespace, when both set, publish the controller view
+	// (pkg/controllerview: the provider's instance types per NodePool and
+	// the TTLs) in a ConfigMap of Namespace, the one source `joiner
+	// explain` reads.
+	ClusterName string
+	Namespace   string
 }
 
 func (o *Options) validate() error {
@@ -286,6 +293,17 @@ func New(o Options) ([]Controller, error) {
 			return nil, fmt.Errorf("building cluster state observability: %w", err)
 		}
 		out = append(out, obs)
+	}
+	if o.ClusterName != "" && o.Namespace != "" {
+		view, err := controllerview.NewPublisher(controllerview.PublisherOptions{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), InstanceTypes: o.CloudProvider, Clock: o.Clock,
+			Namespace: o.Namespace, ClusterName: o.ClusterName,
+			RegistrationTTL: lc.RegistrationTTL(), InitializationTTL: lc.InitializationTTL(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building the controller view: %w", err)
+		}
+		out = append(out, view)
 	}
 	if o.StatusPage != nil {
 		opts := *o.StatusPage

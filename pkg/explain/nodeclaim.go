@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 )
@@ -24,6 +25,20 @@ type Options struct {
 	RegistrationTTL time.Duration
 	// InitializationTTL defaults to the lifecycle controller's default.
 	InitializationTTL time.Duration
+}
+
+// withView fills the TTLs not given from the controller view, the
+// lifecycle controller's own settings.
+func (o Options) withView(v *controllerview.View) Options {
+	if v != nil {
+		if o.RegistrationTTL <= 0 {
+			o.RegistrationTTL = v.RegistrationTTL.Duration
+		}
+		if o.InitializationTTL <= 0 {
+			o.InitializationTTL = v.InitializationTTL.Duration
+		}
+	}
+	return o.withDefaults()
 }
 
 func (o Options) withDefaults() Options {
@@ -147,7 +162,7 @@ func Node(s *Snapshot, name string, opts Options) (*NodeClaimVerdict, error) {
 		}
 		return v, nil
 	}
-	return claimVerdict(s, nc, node, opts.withDefaults()), nil
+	return claimVerdict(s, nc, node, opts.withView(s.View)), nil
 }
 
 // NodeClaim explains the NodeClaim name.
@@ -156,7 +171,7 @@ func NodeClaim(s *Snapshot, name string, opts Options) (*NodeClaimVerdict, error
 	if nc == nil {
 		return nil, fmt.Errorf("nodeclaim %q not found", name)
 	}
-	return claimVerdict(s, nc, s.nodeOf(nc), opts.withDefaults()), nil
+	return claimVerdict(s, nc, s.nodeOf(nc), opts.withView(s.View)), nil
 }
 
 func claimVerdict(s *Snapshot, nc *v1.NodeClaim, node *corev1.Node, opts Options) *NodeClaimVerdict {

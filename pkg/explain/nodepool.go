@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,8 +32,15 @@ type NodePoolVerdict struct {
 	// InstanceTypes counts the types offered to it and those its
 	// requirements keep (with an available offering).
 	InstanceTypes InstanceTypeSummary `json:"instanceTypes"`
-	Events        []EventSummary      `json:"events,omitempty"`
-	Summary       string              `json:"summary"`
+	// Backoffs are its launch back-offs in force now (pkg/launchhealth),
+	// as the provisioner reads them: their instance types cannot launch
+	// until NextAttempt.
+	Backoffs []scheduling.LaunchBackoff `json:"backoffs,omitempty"`
+	// InstanceTypeSource says where the instance types come from
+	// (Snapshot.InstanceTypeSource).
+	InstanceTypeSource string         `json:"instanceTypeSource,omitempty"`
+	Events             []EventSummary `json:"events,omitempty"`
+	Summary            string         `json:"summary"`
 }
 
 // ConditionSummary is one condition, or Found=false.
@@ -73,6 +81,9 @@ type InstanceTypeSummary struct {
 	Compatible int `json:"compatible"`
 	// Cheapest are up to five compatible types, cheapest first.
 	Cheapest []string `json:"cheapest,omitempty"`
+	// BackingOff counts the compatible types a back-off keeps from
+	// launching now.
+	BackingOff int `json:"backingOff,omitempty"`
 }
 
 // NodePool explains the NodePool name.
@@ -119,8 +130,14 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 		v.Budgets = append(v.Budgets, BudgetSummary{Reason: r, Allowed: allowed[r]})
 	}
 	if pool != nil {
-		v.InstanceTypes = compatibleTypes(pool, s.Scheduling.InstanceTypes[name])
+		for _, b := range pool.Backoffs {
+			if s.Now.Before(b.NextAttempt) {
+				v.Backoffs = append(v.Backoffs, b)
+			}
+		}
+		v.InstanceTypes = compatibleTypes(pool, s.Scheduling.InstanceTypes[name], v.Backoffs)
 	}
+	v.InstanceTypeSource = s.InstanceTypeSource
 	v.Events = s.eventsAbout(s.Now, ref{"NodePool", "", name})
 	v.Summary = poolSummary(v)
 	return v, nil
@@ -128,7 +145,7 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 
 // compatibleTypes counts the types whose labels every requirement of the
 // pool admits and that have an available offering it allows.
-func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) InstanceTypeSummary {
+func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType, backoffs []scheduling.LaunchBackoff) InstanceTypeSummary {
 	type priced struct {
 		name  string
 		price float64
@@ -146,9 +163,15 @@ func compatibleTypes(pool *scheduling.NodePool, its []*scheduling.InstanceType) 
 		return ok[i].price < ok[j].price || (ok[i].price == ok[j].price && ok[i].name < ok[j].name)
 	})
 	out := InstanceTypeSummary{Offered: len(its), Compatible: len(ok)}
-	for _, p := range ok[:min(len(ok), 5)] {
-		out.Cheapest = append(out.Cheapest, p.name)
+	var launchable []string
+	for _, p := range ok {
+		if slices.ContainsFunc(backoffs, func(b scheduling.LaunchBackoff) bool { return slices.Contains(b.InstanceTypes, p.name) }) {
+			out.BackingOff++
+			continue
+		}
+		launchable = append(launchable, p.name)
 	}
+	out.Cheapest = launchable[:min(len(launchable), 5)]
 	return out
 }
 
@@ -202,9 +225,21 @@ func poolSummary(v *NodePoolVerdict) string {
 	}
 	if v.InstanceTypes.Compatible == 0 {
 		problems = append(problems, fmt.Sprintf("none of the %d instance types offered meets its requirements with an available offering", v.InstanceTypes.Offered))
+	} else if v.InstanceTypes.BackingOff == v.InstanceTypes.Compatible {
+		b := v.Backoffs[0]
+		for _, o := range v.Backoffs[1:] {
+			if o.NextAttempt.Before(b.NextAttempt) {
+				b = o
+			}
+		}
+		problems = append(problems, fmt.Sprintf("it is backing off launches that failed: %s failed %s %d time(s) in a row (%s), next attempt at %s",
+			b.What, strings.ToLower(b.Phase), b.Failures, b.Cause, b.NextAttempt.UTC().Format(time.RFC3339)))
 	}
 	if len(problems) > 0 {
 		return fmt.Sprintf("NodePool %s cannot launch nodes: %s.", v.NodePool, strings.Join(problems, "; "))
+	}
+	if v.InstanceTypes.BackingOff > 0 {
+		return fmt.Sprintf("NodePool %s can launch nodes: %d instance types fit its requirements, %d of them backing off.", v.NodePool, v.InstanceTypes.Compatible, v.InstanceTypes.BackingOff)
 	}
 	return fmt.Sprintf("NodePool %s can launch nodes: %d instance types fit its requirements.", v.NodePool, v.InstanceTypes.Compatible)
 }

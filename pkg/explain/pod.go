@@ -38,9 +38,12 @@ type PodVerdict struct {
 	// rejection.
 	Fixes []string `json:"fixes,omitempty"`
 	// Events are the latest events about the pod.
-	Events  []EventSummary `json:"events,omitempty"`
-	Notes   []string       `json:"notes,omitempty"`
-	Summary string         `json:"summary"`
+	Events []EventSummary `json:"events,omitempty"`
+	Notes  []string       `json:"notes,omitempty"`
+	// InstanceTypeSource says where the instance types and offerings the
+	// verdict was solved with come from (Snapshot.InstanceTypeSource).
+	InstanceTypeSource string `json:"instanceTypeSource,omitempty"`
+	Summary            string `json:"summary"`
 }
 
 // Rejection is one place that cannot take the pod and why.
@@ -126,12 +129,14 @@ func Pod(s *Snapshot, namespace, name string, solve Solver, opts Options) (*PodV
 		for _, n := range s.Scheduling.Nodes {
 			if n.Name == v.ExistingNode && n.NodeClaim != "" && !n.Initialized {
 				if nc := s.nodeClaim(n.NodeClaim); nc != nil {
-					v.WaitingFor = claimVerdict(s, nc, s.nodeOf(nc), opts.withDefaults())
+					v.WaitingFor = claimVerdict(s, nc, s.nodeOf(nc), opts.withView(s.View))
 				}
 			}
 		}
 	}
 	v.Fixes = fixes(v.Rejections)
+	v.InstanceTypeSource = s.InstanceTypeSource
+	v.Notes = s.Notes
 	v.Summary = podSummary(v, len(s.Scheduling.NodePools))
 	return v, nil
 }

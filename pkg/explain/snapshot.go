@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/apis"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -49,6 +52,14 @@ type Snapshot struct {
 	Disruption *disruption.Input
 	// Notes say what the snapshot had to assume.
 	Notes []string
+	// InstanceTypeSource says where the NodePools' instance types and
+	// offerings come from: the running controller's view (the provisioner's
+	// own source) or, without one, the built-in catalog.
+	InstanceTypeSource string
+	// View is the controller view read, nil without one.
+	View *controllerview.View
+	// views are the controller views read, by namespace/name.
+	views map[string]controllerview.View
 }
 
 // NodeClass is a node class (SimNodeClass, EC2NodeClass) as explain needs
@@ -120,6 +131,7 @@ func FromObjects(objs []runtime.Object, opts SnapshotOptions) (*Snapshot, error)
 // read are skipped.
 func Read(source string, data []byte, opts SnapshotOptions) (*Snapshot, error) {
 	s := &Snapshot{Now: opts.Now}
+	s.views = map[string]controllerview.View{}
 	m := &scenario.Manifests{}
 	if err := m.Read(source, data); err != nil {
 		return nil, err
@@ -144,13 +156,53 @@ func Read(source string, data []byte, opts SnapshotOptions) (*Snapshot, error) {
 			return nil, fmt.Errorf("%s: document %d: %w", source, doc, err)
 		}
 	}
-	in, notes, err := m.DisruptionInput(scenario.SnapshotOptions{Now: opts.Now, InstanceTypes: opts.InstanceTypes, Catalog: opts.Catalog}, disruption.Options{})
+	sopts := scenario.SnapshotOptions{Now: opts.Now, InstanceTypes: opts.InstanceTypes, Catalog: opts.Catalog}
+	s.InstanceTypeSource = s.pickView(&sopts)
+	in, notes, err := m.DisruptionInput(sopts, disruption.Options{})
 	if err != nil {
 		return nil, err
 	}
 	s.Disruption, s.Scheduling, s.Notes = in, in.Cluster, notes
 	s.addInFlight()
 	return s, nil
+}
+
+// pickView chooses the controller view the instance types come from: the
+// most recently read one that names every NodePool (one controller serves
+// a cluster; two views are two controllers, such as two joiners on one
+// control plane). An explicit catalog (--instance-types) wins. It returns
+// the sentence that says which source was used.
+func (s *Snapshot) pickView(opts *scenario.SnapshotOptions) string {
+	if opts.InstanceTypes != nil {
+		return "the catalog given with --instance-types, not the controller's: the verdict may differ from the controller's"
+	}
+	var best *controllerview.View
+	bestName := ""
+	for _, name := range slices.Sorted(maps.Keys(s.views)) {
+		v := s.views[name]
+		covers := true
+		for _, np := range s.NodePools {
+			if _, ok := v.NodePools[np.Name]; !ok {
+				covers = false
+			}
+		}
+		if covers && (best == nil || v.Read.After(best.Read.Time)) {
+			best, bestName = &v, name
+		}
+	}
+	if best == nil {
+		if len(s.views) > 0 {
+			return "joiner's built-in catalog: no controller view (ConfigMap labelled " + controllerview.LabelView + ") names every NodePool yet, so the verdict may differ from the controller's"
+		}
+		return "joiner's built-in catalog: no controller view (ConfigMap labelled " + controllerview.LabelView + ") was found, so the verdict may differ from the controller's"
+	}
+	s.View = best
+	opts.PoolInstanceTypes = map[string][]*scheduling.InstanceType{}
+	for name, t := range best.NodePools {
+		opts.PoolInstanceTypes[name] = t.InstanceTypes
+	}
+	return fmt.Sprintf("the controller's own: the instance types, offerings and unavailable offerings the provider gave the provisioner of cluster %s (ConfigMap %s, read %s before this snapshot); back-offs from each NodePool's %s annotation, as the provisioner reads them",
+		best.ClusterName, bestName, best.Age(s.Now).Round(time.Second), v1.AnnotationLaunchHealth)
 }
 
 // add decodes one object or list.
@@ -195,6 +247,14 @@ func (s *Snapshot) add(js []byte) error {
 		s.Events = append(s.Events, o)
 	case *policyv1.PodDisruptionBudget:
 		s.PDBs = append(s.PDBs, o)
+	case *corev1.ConfigMap:
+		v, ok, err := controllerview.Decode(o)
+		if ok && err != nil {
+			return err
+		}
+		if ok {
+			s.views[o.Namespace+"/"+o.Name] = v
+		}
 	case conditioned:
 		if kind := u.GetKind(); kind == "SimNodeClass" || kind == "EC2NodeClass" {
 			nc := NodeClass{Kind: kind, Name: o.GetName()}

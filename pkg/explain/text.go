@@ -60,6 +60,7 @@ func (p *printer) pod(v *PodVerdict) {
 	}
 	p.fixes(v.Fixes)
 	p.events("", v.Events)
+	p.source(v.InstanceTypeSource)
 	p.notes(v.Notes)
 }
 
@@ -156,8 +157,27 @@ func (p *printer) pool(v *NodePoolVerdict) {
 		b = append(b, fmt.Sprintf("%s %d", x.Reason, x.Allowed))
 	}
 	p.line("", "Disruptions allowed now: %s", strings.Join(b, ", "))
-	p.line("", "Instance types: %d of %d offered fit its requirements%s", v.InstanceTypes.Compatible, v.InstanceTypes.Offered, prefixed("; cheapest: ", strings.Join(v.InstanceTypes.Cheapest, ", ")))
+	p.line("", "Instance types: %d of %d offered fit its requirements%s%s", v.InstanceTypes.Compatible, v.InstanceTypes.Offered,
+		prefixed("; backing off: ", countIf(v.InstanceTypes.BackingOff)), prefixed("; cheapest launchable: ", strings.Join(v.InstanceTypes.Cheapest, ", ")))
+	for _, b := range v.Backoffs {
+		p.line("  ", "backing off: %s, %s failed %d time(s) (%s), next attempt at %s", b.What, strings.ToLower(b.Phase), b.Failures, b.Cause, b.NextAttempt.UTC().Format(time.RFC3339))
+	}
+	p.source(v.InstanceTypeSource)
 	p.events("", v.Events)
+}
+
+// source says where the instance types and offerings came from.
+func (p *printer) source(s string) {
+	if s != "" {
+		p.line("", "Instance types and offerings: %s.", s)
+	}
+}
+
+func countIf(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
 }
 
 func (p *printer) fixes(fixes []string) {

@@ -12,6 +12,11 @@ package operator
 // namespace), read and written with get, create and update only.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kube-system
+//
+// The controller view (pkg/controllerview) is a ConfigMap in the same
+// namespace as the Lease, written with get, create and update only.
+//
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update,namespace=kube-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch

@@ -73,6 +73,8 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		GCInterval:                 settings.GCInterval,
 		GCGracePeriod:              settings.GCGracePeriod,
 		StatusPage:                 statusPage(settings),
+		ClusterName:                settings.ClusterName,
+		Namespace:                  leaderElectionNamespace(settings.LeaderElectionNamespace),
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}

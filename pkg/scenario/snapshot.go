@@ -33,6 +33,10 @@ type SnapshotOptions struct {
 	// its node class when the manifests hold it, else Catalog.Zones, else the zones the existing Nodes and the
 	// NodePools' zone requirements name, else the catalog's default zones.
 	InstanceTypes []*scheduling.InstanceType
+	// PoolInstanceTypes are the instance types of the NodePools they name,
+	// ahead of InstanceTypes and the catalog: what the running controller's
+	// cloud provider gave its provisioner (pkg/controllerview).
+	PoolInstanceTypes map[string][]*scheduling.InstanceType
 	// Catalog are the options of the built-in catalog.
 	Catalog catalog.Options
 	// Now is the snapshot's clock.
@@ -308,11 +312,29 @@ func (m *Manifests) existingNode(n *corev1.Node, pods []*corev1.Pod) *scheduling
 }
 
 // offerInstanceTypes fills snap.InstanceTypes for every NodePool.
+// offerPoolInstanceTypes gives each NodePool its own instance types; it
+// reports whether every NodePool had them (otherwise the caller falls
+// back to the catalog for all, so one snapshot never mixes sources).
+func (m *Manifests) offerPoolInstanceTypes(snap *scheduling.Snapshot, its map[string][]*scheduling.InstanceType) bool {
+	for _, np := range snap.NodePools {
+		if _, ok := its[np.Name]; !ok {
+			return false
+		}
+	}
+	for _, np := range snap.NodePools {
+		snap.InstanceTypes[np.Name] = its[np.Name]
+	}
+	return true
+}
+
 func (m *Manifests) offerInstanceTypes(snap *scheduling.Snapshot, opts SnapshotOptions) error {
 	if opts.InstanceTypes != nil {
 		for _, np := range snap.NodePools {
 			snap.InstanceTypes[np.Name] = opts.InstanceTypes
 		}
+		return nil
+	}
+	if len(opts.PoolInstanceTypes) > 0 && m.offerPoolInstanceTypes(snap, opts.PoolInstanceTypes) {
 		return nil
 	}
 	// Zones the cluster is known to use: those of its Nodes and those its

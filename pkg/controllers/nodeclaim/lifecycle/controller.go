@@ -462,3 +462,9 @@ const staleRequeue = 2 * time.Second
 // conflictRequeue is how soon a reconcile that lost an optimistic-lock race
 // runs again.
 const conflictRequeue = time.Second
+
+// RegistrationTTL is the registration TTL in force (its default filled).
+func (c *Controller) RegistrationTTL() time.Duration { return c.opts.RegistrationTTL }
+
+// InitializationTTL is the initialisation TTL in force (its default filled).
+func (c *Controller) InitializationTTL() time.Duration { return c.opts.InitializationTTL }
