@@ -28,6 +28,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodepool/awsauth"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
@@ -294,6 +295,13 @@ func New(o Options) ([]Controller, error) {
 		}
 		out = append(out, obs)
 	}
+	authReset, err := awsauth.NewController(awsauth.Options{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: o.Clock, Trigger: prov.Provisioner.Trigger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the aws-auth back-off reset: %w", err)
+	}
+	out = append(out, authReset)
 	if o.ClusterName != "" && o.Namespace != "" {
 		view, err := controllerview.NewPublisher(controllerview.PublisherOptions{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), InstanceTypes: o.CloudProvider, Clock: o.Clock,

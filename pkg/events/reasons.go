@@ -67,4 +67,7 @@ const (
 	// failed to register or initialise wait before the next attempt; on
 	// the NodePool and on the pods that wait for it (joiner's).
 	LaunchBackoff = "LaunchBackoff"
+	// LaunchBackoffReset: what a back-off's cause names changed (such as
+	// kube-system/aws-auth), so the back-off ended early (joiner's).
+	LaunchBackoffReset = "LaunchBackoffReset"
 )

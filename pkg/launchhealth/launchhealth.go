@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,6 +112,9 @@ type Backoff struct {
 	RetryAfter metav1.Time     `json:"retryAfter"`
 	// RoundStart is the time of the failure that last lengthened the wait.
 	RoundStart metav1.Time `json:"roundStart"`
+	// SameCauseTypes are, for a node class widened from instance types
+	// (see Failed), the instance types that failed for the same reason.
+	SameCauseTypes []string `json:"sameCauseTypes,omitempty"`
 }
 
 // Delay is the wait after the failures-th consecutive failure: ttl (the
@@ -171,10 +175,20 @@ func Set(np *v1.NodePool, r Record) {
 // other NodeClaims of the same batch, failing together, only keeps the
 // scope waiting at least as long, so a batch of ten failing NodeClaims
 // waits the TTL, not 2^9 TTLs. It returns the scope's back-off.
+//
+// An initialisation failure is scoped to its instance type and image,
+// unless its cause is the node class's: when another instance type of the
+// same node class failed for the same reason (a startup taint nothing
+// removes, userData that drops taints, a missing device plugin), the
+// failure widens to the whole node class, its consecutive failures
+// continuing from the worst of the types', and the types' own back-offs
+// are folded into it. Without that, a class-wide cause relaunches once per
+// TTL for ever, alternating instance types.
 func (r *Record) Failed(f Failure, scope Scope, nodePoolHash string, ttl, max time.Duration) Backoff {
 	r.push(false)
 	r.LastFailure = &f
 	r.Failures++
+	scope = r.widen(f, scope, nodePoolHash)
 	i := slices.IndexFunc(r.Backoffs, func(b Backoff) bool { return b.Scope == scope })
 	if i < 0 {
 		r.Backoffs = append(r.Backoffs, Backoff{Scope: scope})
@@ -196,6 +210,59 @@ func (r *Record) Failed(f Failure, scope Scope, nodePoolHash string, ttl, max ti
 		b.RetryAfter = metav1.NewTime(retry)
 	}
 	return *b
+}
+
+// widen returns the node class's scope for an initialisation failure whose
+// cause another instance type of the class shared (see Failed), folding
+// those types' back-offs into the class's; otherwise scope unchanged.
+func (r *Record) widen(f Failure, scope Scope, nodePoolHash string) Scope {
+	if f.Phase != PhaseInitialization || scope.InstanceType == "" {
+		return scope
+	}
+	class := Scope{NodeClass: scope.NodeClass}
+	sameCause := func(b Backoff) bool {
+		return b.NodeClass == scope.NodeClass && b.NodePoolHash == nodePoolHash && b.Phase == PhaseInitialization && b.Reason == f.Reason
+	}
+	if slices.ContainsFunc(r.Backoffs, func(b Backoff) bool { return b.Scope == class && sameCause(b) }) {
+		return class
+	}
+	var folded []Backoff
+	for _, b := range r.Backoffs {
+		if sameCause(b) && b.InstanceType != "" && b.InstanceType != scope.InstanceType {
+			folded = append(folded, b)
+		}
+	}
+	if len(folded) == 0 {
+		return scope
+	}
+	wide := Backoff{Scope: class, NodePoolHash: nodePoolHash, SameCauseTypes: []string{scope.InstanceType}}
+	r.Backoffs = slices.DeleteFunc(r.Backoffs, func(b Backoff) bool {
+		if !sameCause(b) || b.InstanceType == "" {
+			return false
+		}
+		if b.Failures > wide.Failures {
+			wide.Failures, wide.Wait, wide.RoundStart = b.Failures, b.Wait, b.RoundStart
+		}
+		if b.RetryAfter.After(wide.RetryAfter.Time) {
+			wide.RetryAfter = b.RetryAfter
+		}
+		if !slices.Contains(wide.SameCauseTypes, b.InstanceType) {
+			wide.SameCauseTypes = append(wide.SameCauseTypes, b.InstanceType)
+		}
+		return true
+	})
+	slices.Sort(wide.SameCauseTypes)
+	r.Backoffs = append(r.Backoffs, wide)
+	return class
+}
+
+// ResetRegistration ends every registration back-off: what such a failure
+// names (the node role's aws-auth mapping or access entry) changed, so the
+// next launch may succeed. It reports whether anything changed.
+func (r *Record) ResetRegistration() bool {
+	n := len(r.Backoffs)
+	r.Backoffs = slices.DeleteFunc(r.Backoffs, func(b Backoff) bool { return b.Phase == PhaseRegistration })
+	return len(r.Backoffs) != n
 }
 
 // Succeeded records a NodeClaim of nodeClass and instanceType that
@@ -257,6 +324,15 @@ func (r Record) Healthy() (healthy, known bool) {
 // Covers reports whether b applies to the instance type of that name.
 func (b Backoff) Covers(instanceType string) bool {
 	return b.InstanceType == "" || b.InstanceType == instanceType
+}
+
+// What names the back-off's scope for people, saying why a node class is
+// backed off as a whole when its instance types failed alike.
+func (b Backoff) What() string {
+	if b.InstanceType == "" && len(b.SameCauseTypes) > 1 {
+		return fmt.Sprintf("node class %s (the same cause, %s, on instance types %s: the node class's, not a type's)", b.NodeClass, b.Reason, strings.Join(b.SameCauseTypes, ", "))
+	}
+	return b.Scope.What()
 }
 
 // What names the scope for people: "node class default", "instance type

@@ -1,6 +1,7 @@
 package launchhealth
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -301,5 +302,68 @@ func TestSolverBackoffs(t *testing.T) {
 				t.Fatalf("back-offs cover %v with %d failures, want %v with %d", types, failures, tc.want, tc.wantFailures)
 			}
 		})
+	}
+}
+
+// TestClassWideInitialisationFailureBacksOffTheNodeClass replays issue 31's
+// loop on a fake clock: a node class whose every instance type fails to
+// initialise for the same reason (a startup taint nothing removes), the
+// provisioner launching whichever type is not backing off. Keyed on the
+// type alone, the two types alternate and relaunch about once per TTL;
+// widened to the node class once two types fail alike, the launches grow
+// logarithmically: at most log2(minutes) over 30 minutes.
+func TestClassWideInitialisationFailureBacksOffTheNodeClass(t *testing.T) {
+	const ttl = 2 * time.Minute
+	const window = 30 * time.Minute
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	types := []string{"m5.large", "c5.large"}
+	var r Record
+	var launches []time.Duration
+	for now := start; now.Before(start.Add(window)); {
+		active := r.Active(now, "h1")
+		typ := ""
+		for _, it := range types {
+			if !slices.ContainsFunc(active, func(b Backoff) bool { return b.Covers(it) }) {
+				typ = it
+				break
+			}
+		}
+		if typ == "" {
+			now = active[0].RetryAfter.Time
+			continue
+		}
+		launches = append(launches, now.Sub(start))
+		launched := now
+		now = now.Add(ttl)
+		b := r.Failed(Failure{Phase: PhaseInitialization, Reason: "StartupTaintsExist", Time: metav1.NewTime(now), Launched: metav1.NewTime(launched)},
+			Scope{NodeClass: "custom-ami", InstanceType: typ, ImageID: "ami-1"}, "h1", ttl, time.Hour)
+		if len(launches) >= 2 && (b.InstanceType != "" || !strings.Contains(b.What(), "m5.large, c5.large") && !strings.Contains(b.What(), "c5.large, m5.large")) {
+			t.Errorf("launch %d: back-off %q, want the node class named with both types", len(launches), b.What())
+		}
+	}
+	limit := int(math.Log2(window.Minutes()))
+	if len(launches) > limit {
+		t.Fatalf("%d launches in %s at %v, want at most log2(%v) = %d", len(launches), window, launches, window.Minutes(), limit)
+	}
+	t.Logf("launches at %v", launches)
+	if want := []time.Duration{0, 2 * time.Minute, 8 * time.Minute, 18 * time.Minute}; !slices.Equal(launches, want) {
+		t.Errorf("launches at %v, want %v", launches, want)
+	}
+}
+
+// TestWidenOnlyOnTheSameCause: two types failing for different reasons
+// stay two type back-offs; a registration back-off ends on ResetRegistration
+// while an initialisation one stays.
+func TestWidenOnlyOnTheSameCause(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var r Record
+	r.Failed(Failure{Phase: PhaseInitialization, Reason: "StartupTaintsExist", Time: now}, Scope{NodeClass: "c", InstanceType: "a"}, "h", time.Minute, time.Hour)
+	b := r.Failed(Failure{Phase: PhaseInitialization, Reason: "ResourceNotRegistered", Time: now}, Scope{NodeClass: "c", InstanceType: "b"}, "h", time.Minute, time.Hour)
+	if b.InstanceType != "b" || len(r.Backoffs) != 2 {
+		t.Fatalf("different causes widened: %+v", r.Backoffs)
+	}
+	r.Failed(Failure{Phase: PhaseRegistration, Reason: "NodeNotFound", Time: now}, Scope{NodeClass: "c"}, "h", time.Minute, time.Hour)
+	if !r.ResetRegistration() || len(r.Backoffs) != 2 || r.ResetRegistration() {
+		t.Fatalf("ResetRegistration: %+v", r.Backoffs)
 	}
 }

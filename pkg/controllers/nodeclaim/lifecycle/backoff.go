@@ -59,13 +59,13 @@ func (c *Controller) recordFailure(ctx context.Context, nc *v1.NodeClaim, phase 
 	next := backoff.RetryAfter.UTC().Format(time.RFC3339)
 	evts := []events.Event{events.Warning(np, events.LaunchBackoff, "Launch",
 		"NodePool %s: %d consecutive round(s) of NodeClaims of %s failed to %s (%s; last nodeclaim/%s); the next launch of it waits %s, until %s. Other instance types and NodePools are used meanwhile.",
-		pool, backoff.Failures, scope.What(), phaseVerb(phase), reason, nc.Name, backoff.Wait.Duration, next)}
+		pool, backoff.Failures, backoff.What(), phaseVerb(phase), reason, nc.Name, backoff.Wait.Duration, next)}
 	// The pods that waited for nc hear which NodePool failed, why, and when
 	// it tries again; the provisioner plans them elsewhere meanwhile.
 	for _, pod := range c.pendingNominatedPods(ctx, nc) {
 		evts = append(evts, events.Warning(pod, events.LaunchBackoff, "Provision",
 			"Pod was nominated to nodeclaim/%s of nodepool %s, which failed to %s (%s); nodepool %s backs off %s until %s, and joiner plans the pod on other instance types or NodePools meanwhile.",
-			nc.Name, pool, phaseVerb(phase), reason, pool, scope.What(), next))
+			nc.Name, pool, phaseVerb(phase), reason, pool, backoff.What(), next))
 	}
 	c.opts.Recorder.Publish(evts...)
 }

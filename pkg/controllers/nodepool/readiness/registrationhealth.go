@@ -106,13 +106,22 @@ func unhealthyMessage(r launchhealth.Record, now time.Time) string {
 	if f := r.LastFailure; f != nil {
 		msg += fmt.Sprintf("; the last, nodeclaim/%s, did not %s (%s) at %s: %s", f.NodeClaim, phaseVerb(f.Phase), f.Reason, f.Time.UTC().Format(time.RFC3339), f.Message)
 	}
+	backingOff := false
 	for _, b := range r.Backoffs {
 		if now.Before(b.RetryAfter.Time) {
 			msg += fmt.Sprintf(" Backing off %s after %d consecutive failure(s) until %s.", b.What(), b.Failures, b.RetryAfter.UTC().Format(time.RFC3339))
+			backingOff = true
 		}
+	}
+	if backingOff {
+		msg += " " + RetryNow
 	}
 	return msg
 }
+
+// RetryNow says how to end a back-off once its cause is fixed: every
+// change that can fix a launch failure resets it.
+const RetryNow = "To retry now, fix the cause: a change to the node class (a new generation), to the NodePool's template, or to kube-system/aws-auth (for a registration failure) ends the back-off at once; so does removing the NodePool's annotation " + v1.AnnotationLaunchHealth + "."
 
 func phaseVerb(p launchhealth.Phase) string {
 	if p == launchhealth.PhaseInitialization {
