@@ -42,6 +42,7 @@ type simulateOptions struct {
 	rounds     int
 	minSavings float64
 	spotToSpot bool
+	listPrices bool
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -93,8 +94,19 @@ the latter can replay several rounds (--rounds).`,
 	f.IntVar(&o.rounds, "rounds", 1, "with --disruption --cluster: decisions to make, applying each command before the next; 0 until none is left")
 	f.Float64Var(&o.minSavings, "min-savings", disruption.DefaultMinSavingsFraction, "with --disruption: least share of the candidates' price a replacement must save")
 	f.BoolVar(&o.spotToSpot, "spot-to-spot", false, "with --disruption: allow spot-to-spot consolidation (the SpotToSpotConsolidation feature gate)")
+	f.BoolVar(&o.listPrices, "list-prices", false, "price nodes at their offerings' list prices alone, as Karpenter does (PRICE_MODEL=List), instead of what the bill says (surplus CPU credits of burstable types and EBS volumes added)")
 	f.StringSliceVar(&o.families, "instance-families", nil, "limit the built-in catalog to these families (e.g. m5,c6g); known: "+strings.Join(catalog.Families(), ","))
 	return cmd
+}
+
+// solver is solve, or the solver at list prices with --list-prices.
+func (o *simulateOptions) solver() simulate.Solver {
+	if !o.listPrices {
+		return solve
+	}
+	return func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
+		return scheduling.Solve(s, scheduling.Options{ListPrices: true})
+	}
 }
 
 func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
@@ -120,7 +132,7 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 	if o.output == "html" {
 		return writeHTML(o, snap, notes, stdout)
 	}
-	report, err := simulate.Run(snap, simulate.Options{Solve: solve, LowerBound: o.lowerBound, Notes: notes})
+	report, err := simulate.Run(snap, simulate.Options{Solve: o.solver(), LowerBound: o.lowerBound, Notes: notes})
 	if err != nil {
 		return err
 	}
@@ -134,7 +146,7 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 // cluster: the input's nodes with the pods the plan adds, the new nodes,
 // the cost now and after the plan, and every pending pod's verdict.
 func writeHTML(o *simulateOptions, snap *scheduling.Snapshot, notes []string, stdout io.Writer) error {
-	plan, err := solve(snap)
+	plan, err := o.solver()(snap)
 	if err != nil {
 		return fmt.Errorf("solving: %w", err)
 	}

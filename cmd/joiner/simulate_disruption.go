@@ -10,6 +10,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 )
 
@@ -25,7 +26,7 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 	if o.rounds < 0 {
 		return fmt.Errorf("--rounds: want 0 (until no command) or more, got %d", o.rounds)
 	}
-	dopts := disruption.Options{SpotToSpot: o.spotToSpot, MinSavingsFraction: o.minSavings}
+	dopts := disruption.Options{SpotToSpot: o.spotToSpot, MinSavingsFraction: o.minSavings, Scheduling: scheduling.Options{ListPrices: o.listPrices}}
 	if o.minSavings == 0 {
 		dopts.MinSavingsFraction = -1 // any strictly cheaper replacement
 	}

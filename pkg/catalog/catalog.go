@@ -42,8 +42,8 @@ const (
 	// DefaultMaxPods caps the ENI-limited pod count, as EKS does for nodes
 	// that do not set kubelet maxPods.
 	DefaultMaxPods = 110
-	// RootVolumeGiB is the root volume every node boots with; it is the
-	// node's ephemeral-storage capacity.
+	// RootVolumeGiB is the root volume every node boots with (gp3, priced
+	// by VolumePrice); it is the node's ephemeral-storage capacity.
 	RootVolumeGiB = 20
 )
 
@@ -196,12 +196,15 @@ func build(f *family, s *size, zones []string, opts Options) *scheduling.Instanc
 			offerings = append(offerings, scheduling.Offering{Zone: z, CapacityType: ct, Price: price, Available: true})
 		}
 	}
+	rootVolume, _ := VolumePrice(DefaultVolumeType, RootVolumeGiB)
 	return &scheduling.InstanceType{
 		Name:         name,
 		Requirements: reqs,
 		Capacity:     capacity,
 		Overhead:     overhead(s.vcpu, pods),
 		Offerings:    offerings,
+		Burst:        Burst(name, s.vcpu),
+		VolumePrice:  rootVolume,
 	}
 }
 

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -194,5 +195,41 @@ func TestDeterministicAndZoneVaried(t *testing.T) {
 	}
 	if len(a.InstanceTypes()) < 150 {
 		t.Errorf("only %d instance types", len(a.InstanceTypes()))
+	}
+}
+
+// TestBilling: the burstable families carry their unlimited-mode credit
+// model, every other type none, and every type its root volume's price.
+func TestBilling(t *testing.T) {
+	c, err := Default(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		baseline int64
+		rate     float64
+	}{
+		{name: "t4g.small", baseline: 400, rate: 0.04},
+		{name: "t3.nano", baseline: 100, rate: 0.05},
+		{name: "t3a.xlarge", baseline: 1600, rate: 0.05},
+		{name: "m5.large"},
+	} {
+		it, ok := c.Get(tc.name)
+		if !ok {
+			t.Fatalf("%s not in the catalog", tc.name)
+		}
+		switch {
+		case tc.rate == 0 && it.Burst != nil:
+			t.Errorf("%s: burst %+v, want none", tc.name, *it.Burst)
+		case tc.rate != 0 && (it.Burst == nil || it.Burst.BaselineMilliCPU != tc.baseline || it.Burst.SurplusPerVCPUHour != tc.rate):
+			t.Errorf("%s: burst %+v, want baseline %dm at %v $/vCPU-h", tc.name, it.Burst, tc.baseline, tc.rate)
+		}
+		if want := 0.08 * RootVolumeGiB / HoursPerMonth; math.Abs(it.VolumePrice-want) > 1e-12 {
+			t.Errorf("%s: volume price %v, want %v", tc.name, it.VolumePrice, want)
+		}
+	}
+	if _, ok := VolumePrice("io9", 10); ok {
+		t.Error("VolumePrice priced an unknown volume type")
 	}
 }

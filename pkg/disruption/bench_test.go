@@ -41,7 +41,7 @@ func bound(tb testing.TB, c *scenario.Cluster) float64 {
 		q.Status.Phase = corev1.PodPending
 		snap.Pods = append(snap.Pods, &q)
 	}
-	b, err := lowerbound.Compute(snap)
+	b, err := lowerbound.Compute(snap, scheduling.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -181,7 +181,9 @@ func (e *engine) shapes() shapeIndex {
 	for _, np := range e.in.Cluster.NodePools {
 		var list []shape
 		for _, it := range e.in.Cluster.InstanceTypes[np.Name] {
-			if p, ok := offeringPrice(it, np.Requirements); ok {
+			// Priced before credits (no requests): a floor on what a
+			// node of the type costs.
+			if p, ok := offeringPrice(it, np.Requirements, 0, e.in.Options.Scheduling.ListPrices); ok {
 				list = append(list, shape{it.Name, vecOf(it.Allocatable()), p})
 			}
 		}

@@ -76,7 +76,7 @@ func checkCommand(tb testing.TB, in *disruption.Input, d *disruption.Decision) {
 				}
 				for _, o := range it.Offerings {
 					if o.Available && offeringAllowed(r.Requirements, o.Zone, o.CapacityType) {
-						dearest = max(dearest, o.Price)
+						dearest = max(dearest, scheduling.NodePrice(it, o.Price, r.Requests.Cpu().MilliValue(), in.Options.Scheduling.ListPrices).Total())
 					}
 				}
 			}

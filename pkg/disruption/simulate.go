@@ -287,8 +287,9 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 			reqs[i] = setRequirement(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot)
 		}
 		cheapest[i] = math.Inf(1)
+		cpu := nc.Requests.Cpu().MilliValue()
 		for _, it := range nc.InstanceTypes {
-			if p, ok := offeringPrice(it, reqs[i]); ok {
+			if p, ok := offeringPrice(it, reqs[i], cpu, s.listPrices()); ok {
 				cheapest[i] = min(cheapest[i], p)
 			}
 		}
@@ -303,7 +304,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 		if len(cands) == 1 && len(ncs) == 1 {
 			exclude = cands[0].node.InstanceType // never churn a node into another of its own type
 		}
-		repl, why := narrow(nc, reqs[i], cheapest[i]*limit/sum, exclude, allSpot && len(cands) == 1 && len(ncs) == 1)
+		repl, why := narrow(nc, reqs[i], cheapest[i]*limit/sum, exclude, allSpot && len(cands) == 1 && len(ncs) == 1, s.listPrices())
 		if repl == nil {
 			return nil, why
 		}
@@ -315,20 +316,22 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 // narrow keeps nc's launch options priced at most allowance (other than
 // exclude), cheapest first; spotToSpot applies Karpenter's single-node
 // spot-to-spot rule (at least 15 cheaper types, launch with the 15
-// cheapest).
-func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot bool) (*scheduling.NewNodeClaim, string) {
+// cheapest). Options are priced by scheduling.NodePrice with nc's
+// requested CPU (listPrices: at their list prices alone).
+func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot, listPrices bool) (*scheduling.NewNodeClaim, string) {
 	type priced struct {
 		it    *scheduling.InstanceType
 		price float64
 	}
 	var keep []priced
+	cpu := nc.Requests.Cpu().MilliValue()
 	for _, it := range nc.InstanceTypes {
 		if it.Name == exclude {
 			continue
 		}
 		// Filter on the dearest offering the requirements allow (the cloud
 		// may pick any of them), price on the cheapest.
-		if p, ok := offeringPrice(it, reqs); ok && dearestOffering(it, reqs) <= allowance {
+		if p, ok := offeringPrice(it, reqs, cpu, listPrices); ok && dearestOffering(it, reqs, cpu, listPrices) <= allowance {
 			keep = append(keep, priced{it, p})
 		}
 	}
@@ -355,6 +358,9 @@ func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowanc
 		}
 	}
 	out.Price = keep[0].price
+	if o, _, ok := cheapestOffering(keep[0].it, out.Requirements); ok {
+		out.PriceParts = scheduling.NodePrice(keep[0].it, o.Price, cpu, listPrices)
+	}
 	return &out, ""
 }
 
@@ -399,12 +405,17 @@ func admits(reqs []scheduling.Requirement, key, value string) bool {
 	return true
 }
 
-// offeringPrice is the cheapest available offering of it whose zone and
-// capacity type reqs allow.
-func offeringPrice(it *scheduling.InstanceType, reqs []scheduling.Requirement) (float64, bool) {
+// offeringPrice is what a node of type it carrying cpu millicores of
+// requests costs (scheduling.NodePrice) at its cheapest available offering
+// whose zone and capacity type reqs allow.
+func offeringPrice(it *scheduling.InstanceType, reqs []scheduling.Requirement, cpu int64, listPrices bool) (float64, bool) {
 	_, p, ok := cheapestOffering(it, reqs)
-	return p, ok
+	return scheduling.NodePrice(it, p, cpu, listPrices).Total(), ok
 }
+
+// listPrices is Options.Scheduling.ListPrices: nodes priced at their
+// offerings' list prices alone.
+func (s *simulator) listPrices() bool { return s.in.Options.Scheduling.ListPrices }
 
 func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) (scheduling.Offering, float64, bool) {
 	var best scheduling.Offering
@@ -421,15 +432,15 @@ func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement
 }
 
 // dearestOffering is the highest price among it's available offerings
-// that reqs allow.
-func dearestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) float64 {
+// that reqs allow, priced as offeringPrice prices them.
+func dearestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement, cpu int64, listPrices bool) float64 {
 	worst := 0.0
 	for _, o := range it.Offerings {
 		if o.Available && admits(reqs, v1.LabelTopologyZone, o.Zone) && admits(reqs, v1.LabelCapacityType, o.CapacityType) {
 			worst = max(worst, o.Price)
 		}
 	}
-	return worst
+	return scheduling.NodePrice(it, worst, cpu, listPrices).Total()
 }
 
 // Launch is the instance a replacement most likely becomes: its cheapest

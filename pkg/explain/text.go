@@ -52,7 +52,7 @@ func (p *printer) pod(v *PodVerdict) {
 		}
 	}
 	if v.NewNode != nil {
-		p.line("", "\nWould launch: NodePool %s, %s, $%.4f/h", v.NewNode.NodePool, strings.Join(v.NewNode.InstanceTypes[:min(len(v.NewNode.InstanceTypes), 5)], ", "), v.NewNode.Price)
+		p.line("", "\nWould launch: NodePool %s, %s, $%.4f/h%s", v.NewNode.NodePool, strings.Join(v.NewNode.InstanceTypes[:min(len(v.NewNode.InstanceTypes), 5)], ", "), v.NewNode.Price, v.NewNode.PriceBreakdown())
 	}
 	if v.WaitingFor != nil {
 		p.line("", "\nWaiting for:")

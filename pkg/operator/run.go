@@ -82,19 +82,21 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
 		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(), "launch-backoff-max", settings.LaunchBackoffMax.String(),
 		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection,
-		"leader-election-name", settings.LeaderElectionName, "preference-policy", settings.PreferencePolicy, "min-values-policy", settings.MinValuesPolicy)
+		"leader-election-name", settings.LeaderElectionName, "preference-policy", settings.PreferencePolicy, "min-values-policy", settings.MinValuesPolicy, "price-model", settings.PriceModel)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }
 
-// SolverOptions are the solver's settings: PREFERENCE_POLICY and
-// MIN_VALUES_POLICY, for provisioning and consolidation alike.
+// SolverOptions are the solver's settings: PREFERENCE_POLICY,
+// MIN_VALUES_POLICY and PRICE_MODEL, for provisioning and consolidation
+// alike.
 func SolverOptions(settings *options.Options) scheduling.Options {
 	return scheduling.Options{
 		IgnorePreferences:   settings.PreferencePolicy == options.PreferencePolicyIgnore,
 		MinValuesBestEffort: settings.MinValuesPolicy == options.MinValuesPolicyBestEffort,
+		ListPrices:          settings.PriceModel == options.PriceModelList,
 	}
 }
 

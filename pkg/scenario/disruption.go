@@ -63,7 +63,8 @@ func (m *Manifests) DisruptionInput(opts SnapshotOptions, dopts disruption.Optio
 			Disrupting:  v1.HasDisruptedTaint(n.Spec.Taints),
 		}
 		// 0 when the catalog has no such offering.
-		dn.Price, _ = scheduling.OfferingPrice(snap.InstanceTypes[en.NodePool], dn.InstanceType, dn.Zone, dn.CapacityType)
+		price, _ := scheduling.ExistingNodePrice(snap.InstanceTypes[en.NodePool], dn.InstanceType, dn.Zone, dn.CapacityType, en.Pods, dopts.Scheduling.ListPrices)
+		dn.Price = price.Total()
 		in.Nodes = append(in.Nodes, dn)
 	}
 	if len(madeUp) > 0 {

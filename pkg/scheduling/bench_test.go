@@ -42,7 +42,7 @@ func BenchmarkSolve(b *testing.B) {
 	for _, name := range benchScenarios {
 		b.Run(name, func(b *testing.B) {
 			snap := loadShared(b, name)
-			bound, err := lowerbound.Compute(snap)
+			bound, err := lowerbound.Compute(snap, scheduling.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 
 // plan turns the solver state into a Plan.
 func (sv *solver) plan() *Plan {
-	out := &Plan{}
+	out := &Plan{ListPrices: sv.opts.ListPrices}
 	order := map[*ExistingNode]int{}
 	for i, n := range sv.snap.Nodes {
 		order[n] = i
@@ -55,8 +55,11 @@ func (sv *solver) plan() *Plan {
 }
 
 type option struct {
-	i     int
-	price float64
+	i int
+	// price is what the node costs on the option (poolT.price); list is
+	// its offering's price alone, what the cloud compares when it picks
+	// among a NodeClaim's options.
+	price, list float64
 	// reservation is set when the cheapest offering is a capacity
 	// reservation.
 	reservation string
@@ -125,7 +128,8 @@ func (sv *solver) candidates(p *poolT, n *nodeState) []option {
 		if math.IsInf(o.price, 1) {
 			continue
 		}
-		o.i = i
+		o.i, o.list = i, o.price
+		o.price += t.volumes
 		out = append(out, o)
 	}
 	sortOptions(p, out)
@@ -162,11 +166,11 @@ func (sv *solver) launchOptions(n *nodeState, from resVec, reservations map[stri
 				continue
 			}
 			opts = append(opts, o)
-			if len(p.minValues) == 0 && len(opts) >= sv.opts.MaxInstanceTypes {
+			if len(p.minValues) == 0 && !p.bursty && len(opts) >= sv.opts.MaxInstanceTypes {
 				break
 			}
 		}
-		return opts
+		return sv.withCredits(n, opts)
 	}
 	for i, t := range p.types {
 		if !n.types.has(i) || !t.offered(n.zones, n.cts) || !keep(i) {
@@ -176,11 +180,38 @@ func (sv *solver) launchOptions(n *nodeState, from resVec, reservations map[stri
 		if math.IsInf(o.price, 1) {
 			continue
 		}
-		o.i = i
+		o.i, o.list = i, o.price
+		o.price += t.volumes
 		opts = append(opts, o)
 	}
 	sortOptions(p, opts)
-	return opts
+	return sv.withCredits(n, opts)
+}
+
+// withCredits prices burstable options with the surplus credits node n's
+// requests cost on them and puts the options back in price order. The
+// cloud launches the option with the lowest list price, so an option whose
+// list price is below the cheapest option's but whose credits make it
+// dearer is dropped: whichever option launches, the node costs what the
+// plan says.
+func (sv *solver) withCredits(n *nodeState, opts []option) []option {
+	p := n.pool
+	if !p.bursty || len(opts) == 0 {
+		return opts
+	}
+	for k := range opts {
+		opts[k].price = opts[k].list + p.types[opts[k].i].volumes + p.credits(opts[k].i, n.requests)
+	}
+	sortOptions(p, opts)
+	first := opts[0]
+	kept := opts[:1]
+	for _, o := range opts[1:] {
+		if o.list < first.list && o.price > first.price {
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept
 }
 
 // finalize chooses a planned node's launch options and requirements.
@@ -225,7 +256,9 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 	nc.InstanceTypes = ls.types
 	names, offeredZ, offeredC := ls.names, ls.offeredZ, ls.offeredC
 	if len(opts) > 0 {
+		t := p.types[opts[0].i]
 		nc.Price = opts[0].price
+		nc.PriceParts = Price{List: opts[0].list, Volumes: t.volumes, Credits: opts[0].price - opts[0].list - t.volumes}
 	}
 	req := n.requests.clone()
 	req.add(p.daemon[n.natural])

@@ -21,7 +21,7 @@ func (sv *solver) improve() {
 	}
 	donors := append([]*nodeState(nil), sv.newNodes...)
 	sort.SliceStable(donors, func(i, j int) bool {
-		return donors[i].pool.types[donors[i].natural].minPrice > donors[j].pool.types[donors[j].natural].minPrice
+		return donors[i].pool.price(donors[i].natural, donors[i].requests) > donors[j].pool.price(donors[j].natural, donors[j].requests)
 	})
 	for _, d := range donors {
 		if len(d.pods) == 0 {
@@ -153,13 +153,23 @@ func (sv *solver) shrink(n *nodeState) {
 		return
 	}
 	tr := trial{reqs: n.reqs, zones: n.zones, cts: n.cts, types: n.types}
-	for i := 0; i < n.natural; i++ {
-		t := p.types[i]
-		if !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != nil {
+	best, bestPrice := n.natural, p.price(n.natural, n.requests)
+	for i, t := range p.types {
+		if t.minPrice > bestPrice {
+			break
+		}
+		if i == n.natural || !n.types.has(i) || !n.requests.fits(p.effAlloc[i]) || !t.offered(n.zones, n.cts) || sv.minValuesMet(p, tr, n.requests) != nil {
 			continue
 		}
-		p.account(from, t.capacity)
-		n.natural = i
-		return
+		if i > n.natural && !p.withinLimits(from, t.capacity) {
+			continue
+		}
+		if price := p.price(i, n.requests); price < bestPrice || (price == bestPrice && i < best) {
+			best, bestPrice = i, price
+		}
+	}
+	if best != n.natural {
+		p.account(from, p.types[best].capacity)
+		n.natural = best
 	}
 }

@@ -188,7 +188,7 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 			x.Add(q)
 			lu[name] = x
 		}
-		if price, ok := lowerbound.NodeCost(nc); !ok || math.Abs(price-nc.Price) > 1e-9 {
+		if price, ok := lowerbound.NodeCost(nc, plan.ListPrices); !ok || math.Abs(price-nc.Price) > 1e-9 {
 			fail("new node %d: price %v but cheapest allowed offering %v", i, nc.Price, price)
 		}
 	}

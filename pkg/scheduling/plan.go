@@ -15,6 +15,9 @@ type Plan struct {
 	NewNodeClaims []*NewNodeClaim
 	// Unschedulable lists the pods that fit nowhere, with why.
 	Unschedulable []PodError
+	// ListPrices is Options.ListPrices: the new nodes are priced at their
+	// offerings' list prices alone.
+	ListPrices bool
 }
 
 // ExistingPlacement is the pods placed on one existing node.
@@ -39,9 +42,13 @@ type NewNodeClaim struct {
 	Pods []*corev1.Pod
 	// Requests is the sum of the pods' requests plus DaemonSet overhead.
 	Requests corev1.ResourceList
-	// Price is the cheapest available offering's price among InstanceTypes
-	// compatible with Requirements, in $/hour.
-	Price float64
+	// Price is what the node costs on its cheapest launch option, in
+	// $/hour: the cheapest available offering among InstanceTypes
+	// compatible with Requirements, priced by NodePrice with Requests' CPU
+	// (the list price alone under Options.ListPrices). PriceParts is what
+	// that price is made of.
+	Price      float64
+	PriceParts Price
 	// MinValuesRelaxed is true when Options.MinValuesBestEffort lowered a
 	// minValues in Requirements to the values the launch options offer
 	// (Karpenter's karpenter.sh/nodeclaim-min-values-relaxed).

@@ -57,8 +57,10 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 		return trial{}, rejectTemp
 	}
 	if out, ok := sv.pickDomains(a, n, tr, need, from, grow); ok {
-		// Growing the node must not cost more than a node of its own would.
-		if grow && !a.mustJoin && out.natural != n.natural && p.types[out.natural].minPrice-p.types[n.natural].minPrice > sv.soloPrice(c, p)*(1+1e-9) {
+		// Growing the node (or, on a burstable type, its surplus
+		// credits) must not cost more than a node of its own would.
+		if (grow || p.bursty) && !a.mustJoin && (out.natural != n.natural || p.types[n.natural].burst != nil) &&
+			p.price(out.natural, need)-p.price(n.natural, n.requests) > sv.soloPrice(c, p)*(1+1e-9) {
 			return trial{}, rejectPerm
 		}
 		return out, fits
@@ -148,9 +150,18 @@ func (sv *solver) pickZoneAndCT(a *attempt, n *nodeState, tr trial, need, from r
 // tr.types offered in tr's zones and capacity types whose allocatable
 // covers need, within the pool's limits; -1 if none. Without grow only the
 // node's current type is acceptable.
+//
+// Types are ordered by price before surplus credits, which only add: the
+// scan stops at the first type whose price before credits is no lower than
+// the best found. Without burstable types that is the first that fits,
+// and a node only grows from its current type; with them a node growing
+// past a burstable type's baseline may find a type it passed over cheaper.
 func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bool) int {
 	p := n.pool
 	start := max(n.natural, 0)
+	if p.bursty {
+		start = 0
+	}
 	if !grow {
 		i := n.natural
 		if i >= 0 && tr.types.has(i) && need.fits(p.effAlloc[i]) && p.types[i].offered(tr.zones, tr.cts) && sv.minValuesMet(p, tr, need) == nil {
@@ -158,19 +169,25 @@ func (sv *solver) naturalType(n *nodeState, tr trial, need, from resVec, grow bo
 		}
 		return -1
 	}
+	best, bestPrice := -1, math.Inf(1)
 	for i := start; i < len(p.types); i++ {
+		if p.types[i].minPrice >= bestPrice {
+			break
+		}
 		if !tr.types.has(i) || !need.fits(p.effAlloc[i]) || !p.types[i].offered(tr.zones, tr.cts) {
 			continue
 		}
 		if !p.withinLimits(from, p.types[i].capacity) {
 			continue
 		}
-		if sv.minValuesMet(p, tr, need) != nil {
+		if best < 0 && sv.minValuesMet(p, tr, need) != nil {
 			return -1 // the fitting types only get fewer as the node grows
 		}
-		return i
+		if price := p.price(i, need); price < bestPrice {
+			best, bestPrice = i, price
+		}
 	}
-	return -1
+	return best
 }
 
 // soloPrice is the cheapest price of a node of pool p carrying one pod of
@@ -188,9 +205,11 @@ func (sv *solver) soloPrice(c *podClass, p *poolT) float64 {
 	price := math.Inf(1)
 	types := c.poolTypes[p.idx]
 	for i, t := range p.types {
-		if types.has(i) && c.base.req.fits(p.effAlloc[i]) && t.offered(p.zones&c.zones, p.cts&c.cts) {
-			price = t.minPrice
+		if t.minPrice >= price {
 			break
+		}
+		if types.has(i) && c.base.req.fits(p.effAlloc[i]) && t.offered(p.zones&c.zones, p.cts&c.cts) {
+			price = min(price, p.price(i, c.base.req))
 		}
 	}
 	c.solo[p.idx] = price
@@ -275,6 +294,7 @@ func (sv *solver) bulkNeed(c *podClass, p *poolT) resVec {
 	}
 	types := c.poolTypes[p.idx]
 	bestK, best := 1, math.Inf(1)
+	load := make(resVec, len(cb.req))
 	for i, t := range p.types {
 		if !types.has(i) || !t.offered(p.zones&c.zones, p.cts&c.cts) {
 			continue
@@ -283,7 +303,12 @@ func (sv *solver) bulkNeed(c *podClass, p *poolT) resVec {
 		if k == 0 {
 			continue
 		}
-		if per := t.minPrice / float64(k); per < best*(1-1e-9) {
+		price := t.minPrice
+		if t.burst != nil {
+			load[resCPU] = cb.req[resCPU] * int64(k)
+			price = p.price(i, load)
+		}
+		if per := price / float64(k); per < best*(1-1e-9) {
 			best, bestK = per, k
 		}
 	}

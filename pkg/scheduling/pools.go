@@ -59,14 +59,24 @@ type poolT struct {
 	daemonPorts []hostPort
 	// value is the instance type a growing node aims at: the best price per
 	// pod capacity.
+
+	// bursty is set when some type carries surplus credits (billed
+	// prices): a node's cheapest type then depends on its CPU requests,
+	// not on the type order alone.
+	bursty bool
 }
 
 // typeT is one instance type of one pool.
 type typeT struct {
-	it       *InstanceType
-	reqs     map[string][]string
-	avail    []uint64 // per capacity type: zones with an available offering
+	it    *InstanceType
+	reqs  map[string][]string
+	avail []uint64 // per capacity type: zones with an available offering
+	// minPrice is the cheapest allowed offering plus the node's volumes
+	// (billed prices): what the type costs before surplus credits, and so
+	// never more than price.
 	minPrice float64
+	volumes  float64
+	burst    *Burst // nil under list prices
 	capacity resVec
 	offers   []offerT // available offerings the pool allows
 }
@@ -180,6 +190,11 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			p.dropped = append(p.dropped, it) // nothing to buy
 			continue
 		}
+		if !sv.opts.ListPrices {
+			t.volumes, t.burst = it.VolumePrice, it.Burst
+			t.minPrice += t.volumes
+			p.bursty = p.bursty || t.burst != nil
+		}
 		t.capacity = sv.ri.vec(it.Capacity)
 		for k := range t.reqs {
 			p.definedKeys[k] = true
@@ -219,6 +234,24 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			p.maxEff[r] = max(p.maxEff[r], eff[r])
 		}
 	}
+}
+
+// price is what a node of the pool's type i costs per hour (NodePrice)
+// carrying pods that request need, its DaemonSets' overhead added: the
+// cheapest offering, the volumes and any surplus credits.
+func (p *poolT) price(i int, need resVec) float64 {
+	return p.types[i].minPrice + p.credits(i, need)
+}
+
+// credits are the surplus credits per hour of the pool's type i carrying
+// pods that request need, its DaemonSets' overhead added (zero unless the
+// type is burstable and billed prices are on).
+func (p *poolT) credits(i int, need resVec) float64 {
+	t := p.types[i]
+	if t.burst == nil {
+		return 0
+	}
+	return t.burst.credits(need[resCPU] + p.daemon[i][resCPU])
 }
 
 func contains(s []string, v string) bool {

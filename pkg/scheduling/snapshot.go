@@ -142,6 +142,13 @@ type InstanceType struct {
 	Overhead Overhead
 	// Offerings are the zone × capacity-type combinations with their price.
 	Offerings []Offering
+	// Burst is set for a burstable type launched in unlimited credit mode:
+	// CPU its pods request above the baseline is billed as surplus credits
+	// (see NodePrice). nil for every other type.
+	Burst *Burst
+	// VolumePrice is what a node's EBS volumes (its node class's block
+	// device mappings) cost per hour, whatever the offering.
+	VolumePrice float64
 }
 
 // Overhead is what the node reserves for itself.

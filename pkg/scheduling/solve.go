@@ -39,6 +39,12 @@ type Options struct {
 	// so. The default (Strict) leaves such pods unplaced with a MinValues
 	// reason.
 	MinValuesBestEffort bool
+	// ListPrices prices every node at its offering's list price alone, as
+	// Karpenter does (PRICE_MODEL=List). By default a node costs what the
+	// bill says (NodePrice): the list price, a burstable type's surplus
+	// credits for the CPU its pods request above the baseline, and the
+	// node's volumes.
+	ListPrices bool
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero
@@ -99,12 +105,12 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 	return sv, nil
 }
 
-// cost is the sum of the planned nodes' cheapest types.
+// cost is the sum of the planned nodes' prices on their cheapest types.
 func (sv *solver) cost() float64 {
 	total := 0.0
 	for _, n := range sv.newNodes {
 		if len(n.pods) > 0 {
-			total += n.pool.types[n.natural].minPrice
+			total += n.pool.price(n.natural, n.requests)
 		}
 	}
 	return total

@@ -65,7 +65,7 @@ func planBound(s *scheduling.Snapshot, plan *scheduling.Plan) (lowerbound.Bound,
 	for _, n := range plan.NewNodeClaims {
 		onNew.Pods = append(onNew.Pods, n.Pods...)
 	}
-	return lowerbound.Compute(&onNew)
+	return lowerbound.Compute(&onNew, scheduling.Options{ListPrices: plan.ListPrices})
 }
 
 // Report is a plan as `joiner simulate` shows it. Its JSON form is the
@@ -86,6 +86,12 @@ type Summary struct {
 	// CostPerHour is what the new nodes cost, $/hour (see
 	// lowerbound.PlanCost).
 	CostPerHour float64 `json:"costPerHour"`
+	// ListCostPerHour is the same nodes at their offerings' list prices
+	// (what Karpenter counts): CostPerHour less credits and volumes.
+	ListCostPerHour float64 `json:"listCostPerHour"`
+	// ListPrices is set when the plan was priced at list prices
+	// (PRICE_MODEL=List).
+	ListPrices bool `json:"listPrices,omitempty"`
 	// PodsScheduled counts pods placed on new and existing nodes.
 	PodsScheduled int `json:"podsScheduled"`
 	// PodsOnExistingNodes counts the pods placed on existing nodes.
@@ -113,9 +119,15 @@ type Node struct {
 	// may still take; zone and capacity type are always present, computed
 	// from the available offerings the requirements allow.
 	Requirements map[string][]string `json:"requirements"`
-	// Price is the cheapest available offering the node may launch as,
-	// $/hour.
-	Price float64 `json:"price"`
+	// Price is what the node costs on its cheapest launch option, $/hour
+	// (see scheduling.NodePrice): ListPrice, plus Credits (a burstable
+	// type's surplus credits for the CPU its pods request above the
+	// baseline) and Volumes (its EBS volumes) unless the plan is priced at
+	// list prices.
+	Price     float64 `json:"price"`
+	ListPrice float64 `json:"listPrice"`
+	Credits   float64 `json:"credits,omitempty"`
+	Volumes   float64 `json:"volumes,omitempty"`
 	// Requests sums the pods' requests plus DaemonSet overhead.
 	Requests map[string]string `json:"requests,omitempty"`
 	// Pods are namespace/name, in the plan's order.
@@ -170,9 +182,10 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 			Price:        n.Price,
 			Pods:         podNames(n.Pods),
 		}
-		if price, ok := lowerbound.NodeCost(n); ok {
+		if price, ok := lowerbound.NodeCost(n, plan.ListPrices); ok {
 			node.Price = price
 		}
+		node.ListPrice, node.Credits, node.Volumes = n.PriceParts.List, n.PriceParts.Credits, n.PriceParts.Volumes
 		for _, it := range n.InstanceTypes {
 			node.InstanceTypes = append(node.InstanceTypes, it.Name)
 		}
@@ -184,6 +197,7 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 		}
 		r.Nodes = append(r.Nodes, node)
 		r.Summary.CostPerHour += node.Price
+		r.Summary.ListCostPerHour += node.ListPrice
 		r.Summary.PodsScheduled += len(n.Pods)
 	}
 	for _, e := range plan.Existing {
@@ -202,6 +216,7 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 		r.Unschedulable = append(r.Unschedulable, u)
 	}
 	r.Summary.Nodes = len(r.Nodes)
+	r.Summary.ListPrices = plan.ListPrices
 	r.Summary.PodsUnschedulable = len(r.Unschedulable)
 	r.Summary.SolveSeconds = elapsed.Seconds()
 	if bound != nil {

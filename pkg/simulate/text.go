@@ -55,6 +55,11 @@ func (r *Report) writeSummary(w io.Writer) {
 		fmt.Fprintf(w, " (%d on existing nodes)", s.PodsOnExistingNodes)
 	}
 	fmt.Fprintf(w, ", %d unschedulable; solved in %s\n", s.PodsUnschedulable, seconds(s.SolveSeconds))
+	if s.ListPrices {
+		fmt.Fprintf(w, "Priced at list prices (PRICE_MODEL=List)\n")
+	} else if extra := s.CostPerHour - s.ListCostPerHour; extra > 5e-5 {
+		fmt.Fprintf(w, "Billed: %s/hour list + %s/hour surplus CPU credits and volumes\n", dollars(s.ListCostPerHour), dollars(extra))
+	}
 	if b := s.LowerBound; b != nil && s.Nodes > 0 {
 		fmt.Fprintf(w, "Lower bound (LP) for the pods on new nodes: %s/hour", dollars(b.LPCostPerHour))
 		if b.LPAntiCostPerHour > b.LPCostPerHour {
@@ -120,10 +125,10 @@ func (r *Report) writeNewNodes(w io.Writer, opts TextOptions) {
 				if k := len(n.InstanceTypes); k > 1 {
 					options = fmt.Sprintf(", %d launch options", k)
 				}
-				fmt.Fprintf(w, "    node %d  %s  %s  %s/hour%s  %s: %s\n", nodeNumber,
+				fmt.Fprintf(w, "    node %d  %s  %s  %s/hour%s%s  %s: %s\n", nodeNumber,
 					strings.Join(n.Requirements[corev1.LabelTopologyZone], ","),
 					strings.Join(n.Requirements[v1.LabelCapacityType], ","),
-					dollars(n.Price), options, plural(len(n.Pods), "pod"), listPods(n.Pods, opts.MaxPods))
+					dollars(n.Price), n.PriceBreakdown(), options, plural(len(n.Pods), "pod"), listPods(n.Pods, opts.MaxPods))
 			}
 		}
 	}
@@ -241,4 +246,20 @@ func seconds(s float64) string {
 		return fmt.Sprintf("%.0fms", s*1000)
 	}
 	return fmt.Sprintf("%.2fs", s)
+}
+
+// PriceBreakdown shows what a node's billed price is made of, when more
+// than its list price: " (list $a + credits $b + volumes $c)"; "" otherwise.
+func (n *Node) PriceBreakdown() string {
+	if n.Credits == 0 && n.Volumes == 0 {
+		return ""
+	}
+	parts := []string{"list " + dollars(n.ListPrice)}
+	if n.Credits > 0 {
+		parts = append(parts, "credits "+dollars(n.Credits))
+	}
+	if n.Volumes > 0 {
+		parts = append(parts, "volumes "+dollars(n.Volumes))
+	}
+	return " (" + strings.Join(parts, " + ") + ")"
 }

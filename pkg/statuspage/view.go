@@ -213,7 +213,7 @@ func Build(in Input) View {
 	}
 	v.Summary.PlannedCostPerHour = v.Summary.CostPerHour
 	for i, nc := range plan.NewNodeClaims {
-		n := plannedNode(i, nc)
+		n := plannedNode(i, nc, plan.ListPrices)
 		v.Nodes = append(v.Nodes, n)
 		v.Summary.PlannedNodes++
 		v.Summary.PlannedCostPerHour += n.Price
@@ -296,7 +296,7 @@ func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.I
 
 // plannedNode is the row of the i-th new node of a plan, sized as its
 // cheapest launch option.
-func plannedNode(i int, nc *scheduling.NewNodeClaim) Node {
+func plannedNode(i int, nc *scheduling.NewNodeClaim, listPrices bool) Node {
 	n := Node{
 		Name:         fmt.Sprintf("new node %d", i+1),
 		NodePool:     nc.NodePool,
@@ -305,7 +305,7 @@ func plannedNode(i int, nc *scheduling.NewNodeClaim) Node {
 		CapacityType: singleValue(nc.Requirements, v1.LabelCapacityType),
 		Incoming:     len(nc.Pods),
 	}
-	n.Price, n.Priced = lowerbound.NodeCost(nc)
+	n.Price, n.Priced = lowerbound.NodeCost(nc, listPrices)
 	if !n.Priced {
 		n.Price = 0
 	}

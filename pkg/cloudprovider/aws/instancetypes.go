@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	builtin "github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -185,6 +186,7 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 		}
 	}
 	family := nc.AMIFamily()
+	volumes := volumesPrice(blockDevices(nc, family))
 	out := make([]*scheduling.InstanceType, 0, len(cat.types))
 	for i := range cat.types {
 		info := &cat.types[i]
@@ -223,6 +225,10 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 			Name:         name,
 			Requirements: p.requirements(info, family, arch),
 			Offerings:    offerings,
+			VolumePrice:  volumes,
+		}
+		if info.BurstablePerformanceSupported != nil && *info.BurstablePerformanceSupported && info.VCpuInfo != nil {
+			it.Burst = builtin.Burst(name, int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus)))
 		}
 		it.Capacity = p.capacity(info, nc, family)
 		it.Overhead = overhead(it.Capacity, nc.Spec.Kubelet)
@@ -308,4 +314,24 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) 
 		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", nodePool.Name, err)
 	}
 	return its, nil
+}
+
+// volumesPrice is what the node's EBS volumes cost per hour (pkg/catalog's EBS
+// prices); a mapping without a volume type is EC2's default, gp2, and one
+// without a size (the image's own) is not counted.
+func volumesPrice(bdms []ec2types.LaunchTemplateBlockDeviceMappingRequest) float64 {
+	total := 0.0
+	for _, b := range bdms {
+		if b.Ebs == nil || b.Ebs.VolumeSize == nil {
+			continue
+		}
+		vt := string(b.Ebs.VolumeType)
+		if vt == "" {
+			vt = string(ec2types.VolumeTypeGp2)
+		}
+		if price, ok := builtin.VolumePrice(vt, int64(*b.Ebs.VolumeSize)); ok {
+			total += price
+		}
+	}
+	return total
 }

@@ -92,7 +92,8 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 	}
 	// 0 when its NodePool no longer offers it: the engine then says
 	// Unconsolidatable.
-	n.Price, _ = scheduling.OfferingPrice(its, n.InstanceType, n.Zone, n.CapacityType)
+	price, _ := scheduling.ExistingNodePrice(its, n.InstanceType, n.Zone, n.CapacityType, sn.Pods, c.opts.Scheduling.ListPrices)
+	n.Price = price.Total()
 	return n
 }
 

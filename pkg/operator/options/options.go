@@ -28,6 +28,11 @@ const (
 	PreferencePolicyIgnore    = "Ignore"
 	MinValuesPolicyStrict     = "Strict"
 	MinValuesPolicyBestEffort = "BestEffort"
+
+	// PriceModelBilled prices a node as the bill does (scheduling.NodePrice);
+	// PriceModelList at its offering's list price, as Karpenter does.
+	PriceModelBilled = "Billed"
+	PriceModelList   = "List"
 )
 
 // Options are the operator's settings. Those Karpenter has keep its names,
@@ -94,6 +99,9 @@ type Options struct {
 	// BestEffort.
 	PreferencePolicy string
 	MinValuesPolicy  string
+	// PriceModel is Billed or List: how nodes are priced when provisioning
+	// and consolidation compare them.
+	PriceModel string
 	// IgnoreDRARequests must be true: joiner does not plan DRA devices.
 	IgnoreDRARequests bool
 	// SchedulerConfig must be empty: joiner does not read kube-scheduler
@@ -199,6 +207,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.duration(&o.BatchIdleDuration, "batch-idle-duration", "BATCH_IDLE_DURATION", time.Second, "A provisioning batch closes after this long without a new pending pod")
 	r.str(&o.PreferencePolicy, "preference-policy", "PREFERENCE_POLICY", PreferencePolicyRespect, "Respect: preferred affinities and ScheduleAnyway spreads are honoured, relaxed one at a time when they cannot be; Ignore: they are dropped before simulating")
 	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
+	r.str(&o.PriceModel, "price-model", "PRICE_MODEL", PriceModelBilled, "Billed: a node costs what EC2 bills for it, its offering's price plus a burstable type's surplus CPU credits for the CPU its pods request above the baseline (T3, T3a, T4g run in unlimited mode) plus its EBS volumes; List: its offering's price alone, as Karpenter counts it")
 	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Plan pods without regard to their Dynamic Resource Allocation claims; joiner does not plan DRA devices, so only true is accepted")
 	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation=true|false, NodeRepair=true|false (ReservedCapacity accepted; NodeOverlay, StaticCapacity, CapacityBuffer only as false), comma separated")
 	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler configuration whose default topology spread constraints Karpenter simulates; joiner does not yet, so only empty is accepted")
@@ -311,6 +320,11 @@ func (o *Options) Validate() error {
 	case PreferencePolicyRespect, PreferencePolicyIgnore:
 	default:
 		errs = append(errs, fmt.Errorf("preference-policy %q is not one of Respect, Ignore", o.PreferencePolicy))
+	}
+	switch o.PriceModel {
+	case PriceModelBilled, PriceModelList:
+	default:
+		errs = append(errs, fmt.Errorf("price-model %q is not one of Billed, List", o.PriceModel))
 	}
 	switch o.MinValuesPolicy {
 	case MinValuesPolicyStrict, MinValuesPolicyBestEffort:

@@ -19,7 +19,7 @@ const labelZone = corev1.LabelTopologyZone
 func PlanCost(p *scheduling.Plan) (float64, error) {
 	total := 0.0
 	for i, n := range p.NewNodeClaims {
-		price, ok := NodeCost(n)
+		price, ok := NodeCost(n, p.ListPrices)
 		if !ok {
 			return 0, fmt.Errorf("new node %d (nodepool %q): no available offering of %d instance types matches its zone and capacity-type requirements", i, n.NodePool, len(n.InstanceTypes))
 		}
@@ -28,14 +28,16 @@ func PlanCost(p *scheduling.Plan) (float64, error) {
 	return total, nil
 }
 
-// NodeCost is one new node's price per hour, as PlanCost counts it; false
-// when none of its instance types has an available offering its
-// requirements allow.
-func NodeCost(n *scheduling.NewNodeClaim) (float64, bool) {
+// NodeCost is one new node's price per hour, as PlanCost counts it: the
+// cheapest of its instance types' available offerings its requirements
+// allow, priced by scheduling.NodePrice with the CPU of its requests (the
+// list price alone with listPrices); false when there is no such offering.
+func NodeCost(n *scheduling.NewNodeClaim, listPrices bool) (float64, bool) {
 	best := math.Inf(1)
+	cpu := n.Requests.Cpu().MilliValue()
 	for _, it := range n.InstanceTypes {
-		if price, ok := cheapestOffering(it, n.Requirements); ok && price < best {
-			best = price
+		if list, ok := cheapestOffering(it, n.Requirements); ok {
+			best = min(best, scheduling.NodePrice(it, list, cpu, listPrices).Total())
 		}
 	}
 	return best, !math.IsInf(best, 1)

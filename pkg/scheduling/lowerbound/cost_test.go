@@ -156,7 +156,7 @@ func TestCompute(t *testing.T) {
 			}
 			s := &scheduling.Snapshot{NodePools: pools, Pods: tc.pods,
 				InstanceTypes: map[string][]*scheduling.InstanceType{"p": {small, large}}}
-			b, err := Compute(s)
+			b, err := Compute(s, scheduling.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

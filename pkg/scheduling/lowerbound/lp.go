@@ -44,7 +44,13 @@ type column struct {
 // them), and so is DaemonSet overhead, which only makes the bound looser.
 // Each instance type counts at its cheapest available offering that its
 // NodePool's requirements allow; types the NodePool excludes are left out.
-func Compute(s *scheduling.Snapshot) (Bound, error) {
+// Prices follow opts.ListPrices as the solver's do: under billed prices a
+// type's column adds its volumes, and a burstable type has two columns,
+// one with its CPU cut to the baseline at its price, one with all its CPU
+// at its price plus the credits for all of it above the baseline. A node
+// using CPU r between the two is exactly their blend (credits are linear
+// there), so the program still bounds every plan from below.
+func Compute(s *scheduling.Snapshot, opts scheduling.Options) (Bound, error) {
 	demand := podDemand(s)
 	subtractExistingFree(demand, s.Nodes)
 	b := Bound{Demand: demand, DistinctNodes: max(0, distinctNodes(s.Pods)-usableNodes(s.Nodes))}
@@ -63,7 +69,7 @@ func Compute(s *scheduling.Snapshot) (Bound, error) {
 	for i, name := range names {
 		want[i] = quantityValue(name, demand[name])
 	}
-	cols := columns(s, names)
+	cols := columns(s, names, opts.ListPrices)
 	for i, name := range names {
 		if !slices.ContainsFunc(cols, func(c column) bool { return c.alloc[i] > 0 }) {
 			return b, fmt.Errorf("computing the LP bound: no available instance type has allocatable %s", name)
@@ -121,7 +127,7 @@ func solve(cols []column, want []float64, minNodes int) (cost, nodes float64, er
 // columns lists every instance type any NodePool may launch, once, at the
 // cheapest offering any of those NodePools allows, dropping types that
 // offer none of the demanded resources or have no available offering.
-func columns(s *scheduling.Snapshot, names []corev1.ResourceName) []column {
+func columns(s *scheduling.Snapshot, names []corev1.ResourceName, listPrices bool) []column {
 	best := map[string]*scheduling.InstanceType{}
 	price := map[string]float64{}
 	for _, np := range s.NodePools {
@@ -145,18 +151,38 @@ func columns(s *scheduling.Snapshot, names []corev1.ResourceName) []column {
 	sort.Strings(keys)
 	cols := make([]column, 0, len(keys))
 	for _, k := range keys {
-		alloc := best[k].Allocatable()
+		it := best[k]
+		alloc := it.Allocatable()
 		col := column{name: k, price: price[k], alloc: make([]float64, len(names))}
+		if !listPrices {
+			col.price += it.VolumePrice
+		}
 		useful := false
+		cpu := -1
 		for i, name := range names {
 			if q, ok := alloc[name]; ok {
 				col.alloc[i] = quantityValue(name, q)
 				useful = useful || col.alloc[i] > 0
 			}
+			if name == corev1.ResourceCPU {
+				cpu = i
+			}
 		}
-		if useful {
-			cols = append(cols, col)
+		if !useful {
+			continue
 		}
+		if b := it.Burst; !listPrices && b != nil && cpu >= 0 {
+			base := float64(b.BaselineMilliCPU) / 1000
+			if col.alloc[cpu] > base {
+				full := col
+				full.alloc = slices.Clone(col.alloc)
+				full.price += (col.alloc[cpu] - base) * b.SurplusPerVCPUHour
+				full.name += "+credits"
+				col.alloc[cpu] = base
+				cols = append(cols, full)
+			}
+		}
+		cols = append(cols, col)
 	}
 	return cols
 }

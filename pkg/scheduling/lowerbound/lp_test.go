@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
 
@@ -41,7 +42,7 @@ func TestComputeMatchesSharedREADME(t *testing.T) {
 				t.Skip("large scenario")
 			}
 			s := sharedScenario(t, tc.name)
-			b, err := lowerbound.Compute(s.Snapshot)
+			b, err := lowerbound.Compute(s.Snapshot, scheduling.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
