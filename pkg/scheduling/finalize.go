@@ -258,7 +258,7 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 	if len(opts) > 0 {
 		t := p.types[opts[0].i]
 		nc.Price = opts[0].price
-		nc.PriceParts = Price{List: opts[0].list, Volumes: t.volumes, Credits: opts[0].price - opts[0].list - t.volumes}
+		nc.PriceParts = Price{List: opts[0].list, Volumes: t.volumes, Credits: p.credits(opts[0].i, n.requests)}
 	}
 	req := n.requests.clone()
 	req.add(p.daemon[n.natural])
