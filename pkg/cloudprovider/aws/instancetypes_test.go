@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 )
 
 // fakeCatalog serves one instance type in one zone and counts fetches.
@@ -59,5 +62,30 @@ func testCatalogRefreshesInTheBackground(t *testing.T) {
 	}
 	if n := f.fetches.Load(); n != 2 {
 		t.Errorf("%d fetches, want 2", n)
+	}
+}
+
+// TestVolumesPrice: a node class's EBS volumes are priced per GiB-month by
+// volume type, EC2's gp2 when the mapping names none; volumes without a
+// size (the image's own) are not counted.
+func TestVolumesPrice(t *testing.T) {
+	vol := func(gib int32, vt ec2types.VolumeType) ec2types.LaunchTemplateBlockDeviceMappingRequest {
+		return ec2types.LaunchTemplateBlockDeviceMappingRequest{Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{VolumeSize: aws.Int32(gib), VolumeType: vt}}
+	}
+	for _, tc := range []struct {
+		name string
+		bdms []ec2types.LaunchTemplateBlockDeviceMappingRequest
+		want float64
+	}{
+		{name: "AL2023 default: 20 GiB gp3", bdms: blockDevices(&awsv1.EC2NodeClass{}, awsv1.AMIFamilyAL2023), want: 20 * 0.08 / 730},
+		{name: "Bottlerocket default: 4 + 20 GiB gp3", bdms: blockDevices(&awsv1.EC2NodeClass{}, awsv1.AMIFamilyBottlerocket), want: 24 * 0.08 / 730},
+		{name: "no type is gp2", bdms: []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol(100, "")}, want: 100 * 0.10 / 730},
+		{name: "io2 and a sizeless mapping", bdms: []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol(50, ec2types.VolumeTypeIo2), {Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{}}}, want: 50 * 0.125 / 730},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := volumesPrice(tc.bdms); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("volumesPrice = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
