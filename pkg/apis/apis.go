@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
@@ -27,6 +28,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	v1.AddToScheme,
 	awsv1.AddToScheme,
 	simv1alpha1.AddToScheme,
+	kwokv1alpha1.AddToScheme,
 )
 
 // AddToScheme registers every joiner API group.

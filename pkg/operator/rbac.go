@@ -26,6 +26,7 @@ package operator
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=create
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sim.joiner.dev,resources=simnodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.kwok.sh,resources=kwoknodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sim.joiner.dev,resources=simnodeclasses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses/status,verbs=get;update;patch

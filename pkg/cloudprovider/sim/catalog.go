@@ -16,14 +16,19 @@ var builtCatalogs sync.Map // key string -> []*scheduling.InstanceType
 
 // DefaultCatalog is the CatalogFunc of the built-in catalogs: "aws-like"
 // (pkg/catalog's AWS-shaped families with on-demand and spot prices) in the
-// node class's zones, narrowed to its instance families when it names any.
+// node class's zones, narrowed to its instance families when it names any;
+// "kwok", the instance types of Karpenter's kwok provider (kwok.go) in
+// KWOKZones.
 func DefaultCatalog(nc *simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
 	name := nc.Spec.Catalog.Name
 	if name == "" {
 		name = simv1alpha1.DefaultCatalog
 	}
+	if name == KWOKCatalog {
+		return kwokCatalog(), nil
+	}
 	if name != simv1alpha1.DefaultCatalog {
-		return nil, fmt.Errorf("unknown catalog %q: the simulated cloud offers %q", name, simv1alpha1.DefaultCatalog)
+		return nil, fmt.Errorf("unknown catalog %q: the simulated cloud offers %q and %q", name, simv1alpha1.DefaultCatalog, KWOKCatalog)
 	}
 	key := strings.Join(nc.Spec.Zones, ",") + "|" + strings.Join(nc.Spec.Catalog.InstanceFamilies, ",")
 	if its, ok := builtCatalogs.Load(key); ok {

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -18,6 +19,9 @@ import (
 // ("m5" for "m5.large").
 func familyOf(it *scheduling.InstanceType) string {
 	if v := it.Requirements[v1.LabelAWSInstanceFamily]; len(v) == 1 {
+		return v[0]
+	}
+	if v := it.Requirements[kwokv1alpha1.LabelInstanceFamily]; len(v) == 1 {
 		return v[0]
 	}
 	family, _, _ := strings.Cut(it.Name, ".")

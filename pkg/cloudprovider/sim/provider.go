@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -169,7 +170,7 @@ func (p *Provider) Name() string { return ProviderName }
 
 // GetSupportedNodeClasses implements cloudprovider.CloudProvider.
 func (p *Provider) GetSupportedNodeClasses() []client.Object {
-	return []client.Object{&simv1alpha1.SimNodeClass{}}
+	return []client.Object{&simv1alpha1.SimNodeClass{}, &kwokv1alpha1.KWOKNodeClass{}}
 }
 
 // nodeClass fetches and defaults the node class a reference names. A
@@ -178,8 +179,11 @@ func (p *Provider) nodeClass(ctx context.Context, ref *v1.NodeClassReference) (*
 	if ref == nil {
 		return nil, cloudprovider.NewNodeClassNotReadyError(errors.New("no nodeClassRef"))
 	}
+	if ref.Group == kwokv1alpha1.Group && ref.Kind == kwokv1alpha1.KindKWOKNodeClass {
+		return p.kwokNodeClass(ctx, ref)
+	}
 	if ref.Group != simv1alpha1.Group || ref.Kind != "SimNodeClass" {
-		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeClassRef %s/%s %s is not a %s SimNodeClass", ref.Group, ref.Kind, ref.Name, simv1alpha1.Group))
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeClassRef %s/%s %s is not a %s SimNodeClass nor a %s KWOKNodeClass", ref.Group, ref.Kind, ref.Name, simv1alpha1.Group, kwokv1alpha1.Group))
 	}
 	nc := &simv1alpha1.SimNodeClass{}
 	if err := p.opts.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {

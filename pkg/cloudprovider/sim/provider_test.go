@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -71,6 +72,9 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 		t.Fatal(err)
 	}
 	if err := simv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := kwokv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	if err := v1.AddToScheme(scheme); err != nil {

@@ -44,6 +44,7 @@ const (
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sim.joiner.dev,resources=simnodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.kwok.sh,resources=kwoknodeclasses,verbs=get;list;watch
 
 // Options configure the readiness controller.
 type Options struct {
