@@ -74,6 +74,7 @@ func parityKeys() []string {
 	keys := sets.New[string](
 		"example.com/team", "team", "node-role.kubernetes.io/worker", "kubernetes.io/hostname",
 		"node.kubernetes.io/lifecycle", "node-restriction.kubernetes.io/pool", "kops.k8s.io/instancegroup",
+		"example.node-restriction.kubernetes.io/pool", "subdomainnode-restriction.kubernetes.io/pool",
 		"x.k8s.io/y", "k8s.io/y", "kubernetes.io/custom", "topology.kubernetes.io/rack",
 		"karpenter.sh/custom", "sub.karpenter.sh/x", "notkarpenter.sh/x",
 		"karpenter.k8s.aws/instance-colour", "topology.k8s.aws/zone-id",
@@ -114,6 +115,34 @@ func TestTemplateLabelCELMatchesRuntime(t *testing.T) {
 			restricted, why := v1.IsRestrictedLabel(key)
 			if celRejects := len(errs) > 0; celRejects != restricted {
 				t.Fatalf("CEL rejects=%v (%v), runtime restricted=%v (%s)", celRejects, errs.ToAggregate(), restricted, why)
+			}
+		})
+	}
+}
+
+// TestLabelDomainExceptionsAsKarpenter: Karpenter admits a key whose
+// domain ends with an exception domain (node-restriction.kubernetes.io,
+// node.kubernetes.io, kops.k8s.io), dot or no dot before it; its own
+// regression suite creates a NodePool labelled
+// "subdomainnode-restriction.kubernetes.io/custom-label".
+func TestLabelDomainExceptionsAsKarpenter(t *testing.T) {
+	v := celValidator(t, "nodepools.karpenter.sh")
+	for _, key := range []string{
+		"node-restriction.kubernetes.io/custom-label",
+		"example.node-restriction.kubernetes.io/custom-label",
+		"subdomainnode-restriction.kubernetes.io/custom-label",
+		"teamnode.kubernetes.io/role",
+		"mykops.k8s.io/instancegroup",
+	} {
+		t.Run(key, func(t *testing.T) {
+			if errs := celErrors(v, nodePoolWith("example.com/ok", map[string]any{key: "v"})); len(errs) > 0 {
+				t.Errorf("template label rejected: %v", errs.ToAggregate())
+			}
+			if errs := celErrors(v, nodePoolWith(key, nil)); len(errs) > 0 {
+				t.Errorf("requirement rejected: %v", errs.ToAggregate())
+			}
+			if restricted, why := v1.IsRestrictedLabel(key); restricted {
+				t.Errorf("IsRestrictedLabel: restricted (%s)", why)
 			}
 		})
 	}

@@ -289,7 +289,8 @@ var RestrictedLabels = sets.New(LabelHostname)
 var RestrictedLabelDomains = sets.New("kubernetes.io", "k8s.io", LabelDomain, AWSLabelDomain)
 
 // LabelDomainExceptions are subdomains of RestrictedLabelDomains that users
-// may set freely (node-role style labels, kops).
+// may set freely (node-role style labels, kops); a domain that ends with
+// one is allowed, as in Karpenter.
 var LabelDomainExceptions = sets.New("kops.k8s.io", corev1.LabelNamespaceSuffixNode, corev1.LabelNamespaceNodeRestriction)
 
 // LabelDomainOf returns the prefix of a qualified label key ("" when the key
@@ -315,8 +316,10 @@ func IsRestrictedLabel(key string) (bool, string) {
 		return false, ""
 	}
 	domain := LabelDomainOf(key)
+	// As Karpenter: a domain ending with an exception is allowed, with or
+	// without a dot before it ("subdomainnode-restriction.kubernetes.io").
 	for exception := range LabelDomainExceptions {
-		if domainMatches(domain, exception) {
+		if strings.HasSuffix(domain, exception) {
 			return false, ""
 		}
 	}
