@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -22,6 +22,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=limitranges,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csinodes,verbs=get;list;watch
 
 // Register adds the reconcilers that feed the model from the manager's
@@ -112,7 +113,21 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 		})); err != nil {
 		return fmt.Errorf("registering state.csinode: %w", err)
 	}
+	// A DaemonSet's pod takes its namespace's LimitRange defaults, so a
+	// LimitRange change requeues the namespace's DaemonSets.
+	daemonSetsOfNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &appsv1.DaemonSetList{}
+		if err := kube.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		}
+		return out
+	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.daemonset").For(&appsv1.DaemonSet{}).WithOptions(opts(2)).
+		Watches(&corev1.LimitRange{}, daemonSetsOfNamespace).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			ds := &appsv1.DaemonSet{}
 			if err := kube.Get(ctx, req.NamespacedName, ds); err != nil {
@@ -122,7 +137,11 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 				}
 				return reconcile.Result{}, fmt.Errorf("getting daemonset %s: %w", req.NamespacedName, err)
 			}
-			c.UpdateDaemonSetPod(req.NamespacedName, DaemonSetPod(ds))
+			limitRanges := &corev1.LimitRangeList{}
+			if err := kube.List(ctx, limitRanges, client.InNamespace(ds.Namespace)); err != nil {
+				return reconcile.Result{}, fmt.Errorf("listing limitranges of %s: %w", ds.Namespace, err)
+			}
+			c.UpdateDaemonSetPod(req.NamespacedName, DaemonSetPod(ds, limitRanges.Items))
 			return reconcile.Result{}, nil
 		})); err != nil {
 		return fmt.Errorf("registering state.daemonset: %w", err)
@@ -140,20 +159,4 @@ func VolumeLimits(cn *storagev1.CSINode) map[string]int {
 		}
 	}
 	return out
-}
-
-// DaemonSetPod builds the pod ds would run on a new node, from its
-// template, owned by ds.
-func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(),
-		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
-	}
-	p.Namespace = ds.Namespace
-	p.Name = ds.Name
-	p.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
-		Controller: ptr.To(true),
-	}}
-	return p
 }
