@@ -52,3 +52,39 @@ func portsConflict(want, used []hostPort) bool {
 	}
 	return false
 }
+
+// typesFreeOfDaemonPorts narrows types to those of pool p on which no
+// DaemonSet pod binds one of ports. When the pod binds a port on every one
+// of them, it returns that port (the first) as the clash; types is returned
+// unchanged when ports is empty.
+func (p *poolT) typesFreeOfDaemonPorts(types bitset, ports []hostPort) (bitset, *hostPort) {
+	if len(ports) == 0 {
+		return types, nil
+	}
+	free := make(bitset, len(types))
+	var clash *hostPort
+	found := false
+	for i := range p.types {
+		if !types.has(i) {
+			continue
+		}
+		conflict := false
+		for j := range ports {
+			if portsConflict(ports[j:j+1], p.daemonPorts[i]) {
+				conflict = true
+				if clash == nil {
+					clash = &ports[j]
+				}
+				break
+			}
+		}
+		if !conflict {
+			free.set(i)
+			found = true
+		}
+	}
+	if found || types.empty() {
+		return free, nil
+	}
+	return free, clash
+}

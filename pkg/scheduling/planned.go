@@ -36,8 +36,17 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 			return trial{}, rejectPerm
 		}
 		if tr.reqs != n.reqs {
-			tr.types = sv.typesFor(p, tr.reqs)
+			// The node's types only narrow as pods join (a pod's host
+			// ports may have ruled some out).
+			tr.types = sv.typesFor(p, tr.reqs).and(n.types)
 		}
+	}
+	if len(c.base.hostPorts) > 0 {
+		free, clash := p.typesFreeOfDaemonPorts(tr.types, c.base.hostPorts)
+		if clash != nil {
+			return trial{}, rejectPerm
+		}
+		tr.types = free
 	}
 	if v := sv.hostnameOK(c, n); v != fits {
 		return trial{}, v
@@ -251,7 +260,7 @@ func (sv *solver) openNode(a *attempt, p *poolT) (*nodeState, trial, bool) {
 	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
 		return nil, trial{}, false
 	}
-	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names)), ports: append([]hostPort(nil), p.daemonPorts...)}
+	n := &nodeState{pool: p, natural: -1, requests: make(resVec, len(sv.ri.names))}
 	n.reqs = sv.merge(p.base, c.reqs)
 	n.types = c.poolTypes[p.idx]
 	n.zones, n.cts = p.zones, p.cts

@@ -41,13 +41,12 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) Reason {
 	if r := sv.requirementConflict(c, p); r != nil {
 		return r
 	}
-	for _, hp := range c.base.hostPorts {
-		if portsConflict([]hostPort{hp}, p.daemonPorts) {
-			return HostPort{Port: hp.port, Protocol: hp.protocol}
-		}
-	}
 	merged := sv.merge(p.base, c.reqs)
 	types := sv.typesFor(p, merged)
+	types, clash := p.typesFreeOfDaemonPorts(types, c.base.hostPorts)
+	if clash != nil {
+		return HostPort{Port: clash.port, Protocol: clash.protocol}
+	}
 	c.poolTypes[p.idx] = types
 	zones, cts := p.zones&c.zones, p.cts&c.cts
 	var any bool

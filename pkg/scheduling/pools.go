@@ -54,9 +54,11 @@ type poolT struct {
 	// kept set (see finalize).
 	candMemo   map[candKey][]option
 	launchMemo map[uint64][]*launchSet
-	// daemonPorts are the host ports DaemonSet pods bind on the pool's
-	// nodes.
-	daemonPorts []hostPort
+	// daemonPorts are, per type (indexed as types), the host ports the
+	// DaemonSet pods that would land on a node of that type bind: a
+	// daemon confined to one architecture takes its port on that
+	// architecture's types only.
+	daemonPorts [][]hostPort
 	// value is the instance type a growing node aims at: the best price per
 	// pod capacity.
 
@@ -214,7 +216,8 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 	p.maxEff = make(resVec, len(sv.ri.names))
 	for i, t := range p.types {
 		alloc := sv.ri.allocatable(t.it)
-		d := sv.daemonOverhead(p, t)
+		d, ports := sv.daemonOverhead(p, t)
+		p.daemonPorts = append(p.daemonPorts, ports)
 		eff := alloc.clone()
 		usable := true
 		for r := range eff {
@@ -386,3 +389,21 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
 func (b bitset) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+
+// and returns the intersection of b and o, a new set.
+func (b bitset) and(o bitset) bitset {
+	out := make(bitset, len(b))
+	for i := range b {
+		out[i] = b[i] & o[i]
+	}
+	return out
+}
+
+func (b bitset) empty() bool {
+	for _, w := range b {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -231,6 +231,40 @@ func TestDaemonOverhead(t *testing.T) {
 			check: wantReason("exporter", "default", "host port 9100/TCP is taken by a DaemonSet pod on every node"),
 		},
 		{
+			// Karpenter's regression suite: two DaemonSets, each on one
+			// architecture with its own host port; a pod wanting one daemon's
+			// port runs on the other architecture, where that port is free.
+			name: "a daemon's host port is taken only on the types the daemon runs on",
+			snap: func() *scheduling.Snapshot {
+				port := func(n int32) podOpt {
+					return func(p *corev1.Pod) {
+						p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: n, HostPort: n}}
+					}
+				}
+				types := append(catalog(), instanceType("m6g.4x", 4, withLabel(corev1.LabelArchStable, "arm64")))
+				s := snapshot([]*scheduling.NodePool{nodePool("default")}, types, one(
+					pod("wants-8000", "100m", "", port(8000), nodeSelector(corev1.LabelArchStable, "arm64")),
+					pod("wants-9000", "100m", "", port(9000), nodeSelector(corev1.LabelArchStable, "amd64")),
+				))
+				s.DaemonSets = []*corev1.Pod{
+					ds("amd64-agent", "100m", port(8000), nodeSelector(corev1.LabelArchStable, "amd64")),
+					ds("arm64-agent", "100m", port(9000), nodeSelector(corev1.LabelArchStable, "arm64")),
+				}
+				return s
+			},
+			check: all(wantNodes(2), func(t *testing.T, _ *scheduling.Snapshot, p *scheduling.Plan) {
+				for _, nc := range p.NewNodeClaims {
+					for _, pd := range nc.Pods {
+						arch := reqValues(nc, corev1.LabelArchStable)
+						want := map[string]string{"wants-8000": "arm64", "wants-9000": "amd64"}[pd.Name]
+						if strings.Join(arch, ",") != want {
+							t.Errorf("%s planned on arch %v, want %s", pd.Name, arch, want)
+						}
+					}
+				}
+			}),
+		},
+		{
 			name: "daemonset-owned pending pods are not provisioned for",
 			snap: func() *scheduling.Snapshot {
 				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(pod("ds-pod", "1", "", ownedBy("DaemonSet"))))

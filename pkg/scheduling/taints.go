@@ -70,10 +70,12 @@ func existingTaints(n *ExistingNode) []corev1.Taint {
 }
 
 // daemonOverhead sums the requests of every DaemonSet pod that would land
-// on a node of pool p and type t: it tolerates the pool's taints and its
-// node selector and required node affinity are compatible.
-func (sv *solver) daemonOverhead(p *poolT, t *typeT) resVec {
+// on a node of pool p and type t (it tolerates the pool's taints and its
+// node selector and required node affinity are compatible) and lists the
+// host ports they bind.
+func (sv *solver) daemonOverhead(p *poolT, t *typeT) (resVec, []hostPort) {
 	sum := make(resVec, len(sv.ri.names))
+	var ports []hostPort
 	for _, d := range sv.daemons() {
 		if _, bad := untolerated(p.np.Taints, d.pod.Spec.Tolerations, true); bad {
 			continue
@@ -88,13 +90,13 @@ func (sv *solver) daemonOverhead(p *poolT, t *typeT) resVec {
 		if ok {
 			sum.add(d.req)
 			for _, hp := range podHostPorts(d.pod) {
-				if !containsPort(p.daemonPorts, hp) {
-					p.daemonPorts = append(p.daemonPorts, hp)
+				if !containsPort(ports, hp) {
+					ports = append(ports, hp)
 				}
 			}
 		}
 	}
-	return sum
+	return sum, ports
 }
 
 func containsPort(ps []hostPort, h hostPort) bool {
