@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test
+.PHONY: all build generate verify test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance
 
 all: build
 
@@ -126,6 +126,23 @@ CHAOS_TEST_aws := TestChaosEC2
 chaos: controlplane
 	@test -n "$(CHAOS_TEST_$(CLOUD))" || { echo "CLOUD=$(CLOUD): want sim or aws"; exit 2; }
 	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test ./test/chaos -run '^$(CHAOS_TEST_$(CLOUD))$$' -v -count=1 -timeout $$(( $(ROUNDS) * 5 + 5 ))m
+
+## conformance: Karpenter's own end-to-end suites (sigs.k8s.io/karpenter's test/suites/regression and
+## performance, at the release pinned in test/conformance/upstream/go.mod, unmodified) against joiner on
+## the local control plane and the simulated cloud's KWOKNodeClass: one spec per process, each bounded by
+## CONFORMANCE_SPEC_TIMEOUT, the pass table in CONFORMANCE_REPORT. `make test` runs a focused selection.
+## CONFORMANCE_SUITES picks suites, CONFORMANCE_FOCUS / CONFORMANCE_SKIP filter specs (regular expressions
+## on the full spec text). See docs/conformance.md.
+CONFORMANCE_SUITES ?= regression performance
+CONFORMANCE_FOCUS ?= .
+CONFORMANCE_SKIP ?=
+CONFORMANCE_SPEC_TIMEOUT ?= 20m
+CONFORMANCE_REPORT ?= $(CURDIR)/bin/conformance/report.md
+conformance: controlplane
+	JOINER_CONFORMANCE=1 CONFORMANCE_SUITES="$(CONFORMANCE_SUITES)" CONFORMANCE_FOCUS="$(CONFORMANCE_FOCUS)" \
+		CONFORMANCE_SKIP="$(CONFORMANCE_SKIP)" CONFORMANCE_SPEC_TIMEOUT=$(CONFORMANCE_SPEC_TIMEOUT) \
+		CONFORMANCE_REPORT=$(CONFORMANCE_REPORT) CONFORMANCE_DIR=$(CURDIR)/bin/conformance \
+		$(GO) test ./test/conformance -run '^TestConformance$$' -v -count=1 -timeout 24h
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora under testdata/fuzz run in `make test`).
 FUZZTIME ?= 60s

@@ -71,12 +71,15 @@ var (
 	NodeStatus         = newStatusMetrics(OperatorNamespace, "Node")
 	EC2NodeClassStatus = newStatusMetrics(OperatorNamespace, "EC2NodeClass")
 	SimNodeClassStatus = newStatusMetrics(JoinerNamespace, "SimNodeClass")
+	// KWOKNodeClassStatus: Karpenter's kwok provider publishes its node
+	// class's conditions under operatorpkg's names too.
+	KWOKNodeClassStatus = newStatusMetrics(OperatorNamespace, "KWOKNodeClass")
 )
 
 // StatusMetricsFor returns the metrics of a kind ("NodeClaim",
 // "EC2NodeClass", ...), nil for a kind that has none.
 func StatusMetricsFor(kind string) *StatusMetrics {
-	for _, m := range []*StatusMetrics{NodeClaimStatus, NodePoolStatus, NodeStatus, EC2NodeClassStatus, SimNodeClassStatus} {
+	for _, m := range []*StatusMetrics{NodeClaimStatus, NodePoolStatus, NodeStatus, EC2NodeClassStatus, SimNodeClassStatus, KWOKNodeClassStatus} {
 		if m.Kind == strings.ToLower(kind) {
 			return m
 		}

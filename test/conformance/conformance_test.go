@@ -1,0 +1,315 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/pkg/apis"
+	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// focused is the selection `make test` runs: fast specs of upstream's
+// regression suite that cover NodePool validation, the NodePool hash, the
+// DaemonSet overhead with LimitRange defaults, provisioning from a
+// standalone NodeClaim on the KWOKNodeClass, and termination.
+var focused = []string{
+	`^Integration Validation NodePool `,
+	`^Integration CRD Hash `,
+	`^Integration DaemonSet should account for LimitRange Default on daemonSet pods for resources$`,
+	`^NodeClaim StandaloneNodeClaim should create a standard NodeClaim$`,
+	`^Termination should terminate the node and the instance on deletion$`,
+}
+
+// TestConformanceFocused runs the focused selection of upstream's
+// regression suite in one process (a few minutes); every spec must pass.
+func TestConformanceFocused(t *testing.T) {
+	h := newHarness(t)
+	s := h.build(t, "regression")
+	specs := h.list(t, &s)
+	var selected []Spec
+	for _, spec := range specs {
+		for _, f := range focused {
+			if regexp.MustCompile(f).MatchString(spec.Text) {
+				selected = append(selected, spec)
+				break
+			}
+		}
+	}
+	if len(selected) < len(focused) {
+		t.Fatalf("the focused selection matched %d specs of %d listed: upstream renamed them? patterns %q", len(selected), len(specs), focused)
+	}
+	results, err := Run(t.Context(), s, selected, RunOptions{Kubeconfig: h.kubeconfig, Timeout: 12 * time.Minute, Dir: h.dir, Name: "focused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.finish(t, "focused selection of upstream's regression suite", results)
+}
+
+// TestConformance runs whole suites, one spec per process, when
+// JOINER_CONFORMANCE=1 (make conformance). CONFORMANCE_SUITES (default
+// "regression performance"), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
+// (regular expressions on the spec's full text), CONFORMANCE_SPEC_TIMEOUT
+// (default 20m) and CONFORMANCE_REPORT (default bin/conformance/report.md)
+// shape the run.
+func TestConformance(t *testing.T) {
+	if os.Getenv("JOINER_CONFORMANCE") != "1" {
+		t.Skip("the whole suites take hours: make conformance (JOINER_CONFORMANCE=1)")
+	}
+	suites := strings.Fields(envOr("CONFORMANCE_SUITES", "regression performance"))
+	focus := regexp.MustCompile(envOr("CONFORMANCE_FOCUS", "."))
+	var skip *regexp.Regexp
+	if s := os.Getenv("CONFORMANCE_SKIP"); s != "" {
+		skip = regexp.MustCompile(s)
+	}
+	timeout, err := time.ParseDuration(envOr("CONFORMANCE_SPEC_TIMEOUT", "20m"))
+	if err != nil {
+		t.Fatalf("CONFORMANCE_SPEC_TIMEOUT: %v", err)
+	}
+	h := newHarness(t)
+	var results []Result
+	for _, name := range suites {
+		s := h.build(t, name)
+		for _, spec := range h.list(t, &s) {
+			if !focus.MatchString(spec.Text) || (skip != nil && skip.MatchString(spec.Text)) {
+				continue
+			}
+			if reason := Excluded(spec); reason != "" {
+				results = append(results, Result{Spec: spec, State: "excluded", Message: reason})
+				continue
+			}
+			rs, err := Run(t.Context(), s, []Spec{spec}, RunOptions{Kubeconfig: h.kubeconfig, Timeout: timeout, Dir: h.dir, Name: s.Name + "-" + slug(spec.Text)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rs[0]
+			t.Logf("%s: %s (%s) %s", r.State, r.Text, r.Duration.Round(time.Second), firstLine(r.Message))
+			results = append(results, r)
+			if !r.Passed() {
+				// A failed spec may leave objects behind; the next spec
+				// expects a clean cluster.
+				h.scrub(t)
+			}
+		}
+	}
+	h.finish(t, fmt.Sprintf("upstream suites %s against joiner", strings.Join(suites, ", ")), results)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// harness is one control plane with joiner running on the simulated cloud.
+type harness struct {
+	env        *test.Environment
+	kubeconfig string
+	// dir keeps the suites' binaries, reports and logs.
+	dir string
+	// module is the upstream module's directory (upstream/).
+	module string
+	joiner *test.JoinerProcess
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{dir: t.TempDir(), module: test.RepoPath("test/conformance/upstream")}
+	if d := os.Getenv("CONFORMANCE_DIR"); d != "" {
+		h.dir = d
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crdDirs := []string{test.RepoPath("pkg/apis/crds"), h.upstreamOnlyCRDs(t)}
+	h.env = test.Start(t, controlplane.Options{
+		Scheduler: true, ControllerManager: true, Kwok: true,
+		Scheme:         test.Scheme(),
+		CRDDirectories: crdDirs,
+	})
+	h.kubeconfig = h.env.ControlPlane.KubeconfigPath()
+	bin := (&test.JoinerBinary{Dir: h.dir}).Path(t)
+	h.joiner = test.StartJoiner(t, bin, "joiner", []string{
+		"controller",
+		"--kubeconfig=" + h.kubeconfig,
+		"--cluster-name=conformance",
+		"--disable-leader-election",
+		"--metrics-port=0",
+		"--health-probe-port=0",
+		"--sim-store=" + filepath.Join(h.dir, "sim-instances.json"),
+	}, nil)
+	return h
+}
+
+// upstreamOnlyCRDs writes, into a directory of its own, upstream's CRDs
+// for kinds joiner does not define (upstream's cleanup lists every kind it
+// may create, such as NodeOverlay and CapacityBuffer), so those lists
+// succeed; joiner's own CRDs are always the ones installed for its kinds.
+func (h *harness) upstreamOnlyCRDs(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(h.dir, "upstream-crds")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := apis.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, c := range ours {
+		have[c.Name] = true
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter")
+	cmd.Dir = h.module
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	dirOut, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("finding the upstream module (go mod download in test/conformance/upstream): %v", err)
+	}
+	upstream := filepath.Join(strings.TrimSpace(string(dirOut)), "pkg", "apis", "crds")
+	files, err := filepath.Glob(filepath.Join(upstream, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in %s: %v", upstream, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			t.Fatalf("decoding %s: %v", f, err)
+		}
+		if have[crd.Name] {
+			continue
+		}
+		t.Logf("installing upstream's CRD %s: joiner does not serve the kind", crd.Name)
+		if err := os.WriteFile(filepath.Join(out, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func (h *harness) build(t *testing.T, name string) Suite {
+	t.Helper()
+	start := time.Now()
+	s, err := BuildSuite(t.Context(), h.module, h.dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built upstream's %s suite in %s", name, time.Since(start).Round(time.Second))
+	return s
+}
+
+func (h *harness) list(t *testing.T, s *Suite) []Spec {
+	t.Helper()
+	specs, err := ListSpecs(t.Context(), s, h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs
+}
+
+// scrub deletes what upstream's specs create (everything carrying its
+// testing/cluster label, and every NodePool and KWOKNodeClass) and waits
+// until joiner has given every node back.
+func (h *harness) scrub(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kubectl := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig=" + h.kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	for _, kind := range []string{"deployments.apps", "daemonsets.apps", "poddisruptionbudgets.policy", "pods", "limitranges", "persistentvolumeclaims"} {
+		if err := kubectl("delete", kind, "-A", "-l", "testing/cluster", "--wait=false", "--grace-period=0", "--force"); err != nil {
+			t.Logf("scrub: %v", err)
+		}
+	}
+	for _, kind := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "kwoknodeclasses.karpenter.kwok.sh"} {
+		if err := kubectl("delete", kind, "--all", "--wait=false"); err != nil {
+			t.Logf("scrub: %v", err)
+		}
+	}
+	err := test.Poll(ctx, 8*time.Minute, func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+h.kubeconfig, "get", "nodes,nodeclaims.karpenter.sh", "-o", "name")
+		out, err := cmd.Output()
+		if err != nil {
+			return err
+		}
+		if n := len(bytes.Fields(out)); n > 0 {
+			return fmt.Errorf("%d nodes and nodeclaims remain", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Logf("scrub: %v", err)
+	}
+}
+
+// finish writes the report (CONFORMANCE_REPORT, or the test's log) and
+// fails t for every spec that neither passed nor was excluded.
+func (h *harness) finish(t *testing.T, header string, results []Result) {
+	t.Helper()
+	var b strings.Builder
+	if err := WriteReport(&b, fmt.Sprintf("# %s\n\njoiner commit %s; upstream %s", header, gitHead(), upstreamVersion(t, h.module)), results); err != nil {
+		t.Fatal(err)
+	}
+	if path := os.Getenv("CONFORMANCE_REPORT"); path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("report: %s", path)
+	}
+	t.Log("\n" + b.String())
+	failed := 0
+	for _, r := range results {
+		if !r.Passed() && r.State != "excluded" {
+			failed++
+			t.Errorf("%s: %s: %s", r.State, r.Text, firstLine(r.Message))
+		}
+	}
+	if failed > 0 {
+		t.Logf("%d of %d specs failed; logs and reports in %s", failed, len(results), h.dir)
+	}
+}
+
+func gitHead() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func upstreamVersion(t *testing.T, module string) string {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Path}}@{{.Version}}", "sigs.k8s.io/karpenter")
+	cmd.Dir = module
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Logf("reading upstream's version: %v", err)
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,76 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Summary counts results by state.
+func Summary(results []Result) map[string]int {
+	out := map[string]int{}
+	for _, r := range results {
+		out[r.State]++
+	}
+	return out
+}
+
+// WriteReport writes the pass table as Markdown: a summary line per suite,
+// then one row per spec with its verdict, duration and, for a failure, the
+// first line of upstream's message and where it failed.
+func WriteReport(w io.Writer, header string, results []Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", header)
+	bySuite := map[string][]Result{}
+	var suites []string
+	for _, r := range results {
+		if _, ok := bySuite[r.Suite]; !ok {
+			suites = append(suites, r.Suite)
+		}
+		bySuite[r.Suite] = append(bySuite[r.Suite], r)
+	}
+	sort.Strings(suites)
+	for _, s := range suites {
+		counts := Summary(bySuite[s])
+		var states []string
+		for st := range counts {
+			states = append(states, st)
+		}
+		sort.Strings(states)
+		var parts []string
+		for _, st := range states {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+		fmt.Fprintf(&b, "- %s: %d specs run or excluded: %s\n", s, len(bySuite[s]), strings.Join(parts, ", "))
+	}
+	b.WriteString("\n| suite | spec | result | time | note |\n| --- | --- | --- | --- | --- |\n")
+	for _, s := range suites {
+		for _, r := range bySuite[s] {
+			note := firstLine(r.Message)
+			if r.Location != "" {
+				note = r.Location + ": " + note
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Suite, cell(r.Text), r.State,
+				r.Duration.Round(time.Second), cell(note))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func cell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
+}
