@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // balancedK is Karpenter's Balanced policy constant: a consolidation is
@@ -44,7 +45,7 @@ func newPoolTotals(in *Input) poolTotals {
 func nodeDisruption(n *Node, in *Input) float64 {
 	cost := 0.0
 	for _, p := range n.Pods {
-		if isReschedulable(p) {
+		if pods.IsReschedulable(p) {
 			cost += evictionCost(p)
 		}
 	}

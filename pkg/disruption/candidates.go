@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // candidate is a managed node some method may disrupt now, with what the
@@ -53,7 +54,7 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 		}
 		c := &candidate{idx: i, node: n, pool: pool}
 		for _, p := range n.Pods {
-			if isReschedulable(p) {
+			if pods.IsReschedulable(p) {
 				c.pods = append(c.pods, p)
 				c.cost += evictionCost(p)
 			}
@@ -117,12 +118,12 @@ func nodeBlock(n *Node, pool *v1.NodePool) string {
 // disrupted, or a PDB that forbids evicting one of the node's pods.
 func podBlock(n *Node, pdbs *pdbIndex, now time.Time) string {
 	for _, p := range n.Pods {
-		if doNotDisrupt(p, now) {
+		if pods.DoNotDisrupt(p, now) {
 			return fmt.Sprintf("pod has %q annotation (Pod=%s)", v1.AnnotationDoNotDisrupt, podKey(p))
 		}
 	}
 	for _, p := range n.Pods {
-		if !evictable(p) {
+		if !pods.IsEvictable(p, now) {
 			continue
 		}
 		if keys := pdbs.blocking(p); len(keys) > 0 {

@@ -2,8 +2,8 @@ package disruption
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -70,7 +70,7 @@ func (c *capacity) request(p *corev1.Pod) vec {
 	if v, ok := c.podReq[p]; ok {
 		return v
 	}
-	v := vecOf(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+	v := vecOf(pods.Requests(p))
 	v[2] = 1
 	c.podReq[p] = v
 	return v

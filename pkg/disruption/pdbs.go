@@ -77,10 +77,3 @@ func pdbMessage(keys []string) string {
 	}
 	return "pdb prevents pod evictions (PodDisruptionBudget=[" + keys[0] + "])"
 }
-
-// evictable reports whether the drain would evict p: mirror pods,
-// finished or terminating pods and pods tolerating the disrupted taint are
-// left alone.
-func evictable(p *corev1.Pod) bool {
-	return isActive(p) && !isMirrorPod(p) && !toleratesDisrupted(p)
-}

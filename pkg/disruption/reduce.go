@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -130,7 +130,7 @@ func (r *reducer) requests(p *corev1.Pod) corev1.ResourceList {
 	if rl, ok := r.full[p]; ok {
 		return rl
 	}
-	rl := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	rl := pods.Requests(p)
 	r.full[p] = rl
 	return rl
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -86,7 +87,7 @@ func withLeaving(in *Input) *scheduling.Snapshot {
 		c := *n
 		c.MarkedForDeletion, c.Pods = true, nil
 		for _, p := range n.Pods {
-			if isReschedulable(p) {
+			if pods.IsReschedulable(p) {
 				snap.Pods = append(snap.Pods, p)
 			} else {
 				c.Pods = append(c.Pods, p)

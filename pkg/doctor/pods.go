@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -35,10 +36,7 @@ func livePods(in *Inputs) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range in.Pods {
 		p := &in.Pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || scheduling.IsOwnedByDaemonSet(p) {
-			continue
-		}
-		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		if pods.IsTerminal(p) || !pods.IsWorkload(p) {
 			continue
 		}
 		out = append(out, p)

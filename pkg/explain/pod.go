@@ -9,10 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 )
@@ -80,10 +79,10 @@ func Pod(s *Snapshot, namespace, name string, solve Solver, opts Options) (*PodV
 	case pod.Spec.NodeName != "":
 		v.Summary = fmt.Sprintf("Pod %s is bound to node %s.", key, pod.Spec.NodeName)
 		return v, nil
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+	case pods.IsTerminal(pod):
 		v.Summary = fmt.Sprintf("Pod %s has finished (%s); joiner provisions nothing for it.", key, pod.Status.Phase)
 		return v, nil
-	case isDaemonPod(pod):
+	case pods.IsOwnedByDaemonSet(pod):
 		v.Summary = fmt.Sprintf("Pod %s belongs to a DaemonSet: the DaemonSet controller places it on each node it selects; joiner launches no node for it, it counts it as overhead on every new node.", key)
 		return v, nil
 	}
@@ -167,11 +166,6 @@ func podSummary(v *PodVerdict, pools int) string {
 	}
 }
 
-func isDaemonPod(p *corev1.Pod) bool {
-	c := metav1.GetControllerOf(p)
-	return c != nil && c.Kind == "DaemonSet"
-}
-
 // shortfalls compares the pod's requests with the allocatable of the
 // instance types pool's requirements keep: "412 instance types lack 64
 // cpu; the largest has 48" (DaemonSet overhead not counted).
@@ -191,7 +185,7 @@ func shortfalls(s *Snapshot, pool string, pod *corev1.Pod) []string {
 			kept = append(kept, it)
 		}
 	}
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	requests := pods.Requests(pod)
 	var out []string
 	for _, name := range sortedNames(requests) {
 		want := requests[name]

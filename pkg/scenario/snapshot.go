@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -72,7 +73,7 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 			return nil, fmt.Errorf("%s: metadata.name: pod %q is also defined at %s", p.where, key, prev)
 		}
 		seenPods[key] = p.where
-		if p.obj.Status.Phase == corev1.PodSucceeded || p.obj.Status.Phase == corev1.PodFailed {
+		if pods.IsTerminal(p.obj) {
 			continue
 		}
 		live = append(live, p.obj)
@@ -404,8 +405,7 @@ func (m *Manifests) BoundElsewhere() []string {
 	}
 	var out []string
 	for _, p := range m.pods {
-		phase := p.obj.Status.Phase
-		if p.obj.Spec.NodeName != "" && !nodes[p.obj.Spec.NodeName] && phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+		if p.obj.Spec.NodeName != "" && !nodes[p.obj.Spec.NodeName] && !pods.IsTerminal(p.obj) {
 			out = append(out, podKey(p.obj))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // classBase is an equivalence class of pending pods: same namespace,
@@ -101,17 +102,17 @@ func (cb *classBase) less(o *classBase) bool {
 
 func (sv *solver) buildClasses() error {
 	byKey := map[string]*classBase{}
-	pods := append([]*corev1.Pod(nil), sv.snap.Pods...)
-	sort.SliceStable(pods, func(i, j int) bool {
-		if pods[i].Namespace != pods[j].Namespace {
-			return pods[i].Namespace < pods[j].Namespace
+	pending := append([]*corev1.Pod(nil), sv.snap.Pods...)
+	sort.SliceStable(pending, func(i, j int) bool {
+		if pending[i].Namespace != pending[j].Namespace {
+			return pending[i].Namespace < pending[j].Namespace
 		}
-		return pods[i].Name < pods[j].Name
+		return pending[i].Name < pending[j].Name
 	})
 	var b strings.Builder
 	shapes := map[string]*shapeT{}
-	for _, p := range pods {
-		if IsOwnedByDaemonSet(p) {
+	for _, p := range pending {
+		if pods.IsOwnedByDaemonSet(p) {
 			continue
 		}
 		req := sv.ri.vec(podRequests(p))

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 func (sv *solver) buildExisting() {
@@ -25,7 +26,7 @@ func (sv *solver) buildExisting() {
 		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.ri.vec(en.Allocatable), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
 		n.requests = make(resVec, len(sv.ri.names))
 		for _, p := range en.Pods {
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if pods.IsTerminal(p) {
 				continue
 			}
 			n.requests.add(sv.ri.vec(podRequests(p)))

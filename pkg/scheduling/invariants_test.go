@@ -15,6 +15,7 @@ import (
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	podclass "github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -207,7 +208,7 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 	}
 	for _, p := range s.Pods {
 		want := 1
-		if scheduling.IsOwnedByDaemonSet(p) {
+		if podclass.IsOwnedByDaemonSet(p) {
 			want = 0
 		}
 		if seen[p] != want {

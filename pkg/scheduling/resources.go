@@ -5,7 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // resourceIndex interns resource names into dense vector positions. cpu is
@@ -130,23 +131,9 @@ func (v resVec) clone() resVec { return append(resVec(nil), v...) }
 // arithmetic (init-container max, restartable sidecars, pod overhead,
 // pod-level resources) plus one "pods" slot.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
-	l := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	l := pods.Requests(p)
 	l[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 	return l
-}
-
-// PodsRequests sums the pods' requests with Kubernetes' own request
-// arithmetic (init-container max, sidecars, overhead, pod-level resources).
-func PodsRequests(pods []*corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, p := range pods {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	return out
 }
 
 // allocatable returns Capacity minus overhead as a vector (floored at 0).

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // DefaultNominationTTL is the nomination window when Options leaves it
@@ -344,7 +345,7 @@ func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 		return p.DeepCopy()
 	}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	terminal := pods.IsTerminal(p)
 	var stored *corev1.Pod
 	if p.Spec.NodeName != "" && !terminal {
 		stored = own()

@@ -1,13 +1,15 @@
 package state
 
 import (
-	nodeutil "k8s.io/component-helpers/node/util"
 	"maps"
+
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -167,18 +169,18 @@ func (n *StateNode) Allocatable() corev1.ResourceList {
 // PodRequests is the sum of the requests of the bound pods and the
 // nominated pods.
 func (n *StateNode) PodRequests() corev1.ResourceList {
-	return scheduling.PodsRequests(append(append([]*corev1.Pod(nil), n.Pods...), n.NominatedPods...))
+	return pods.SumRequests(append(append([]*corev1.Pod(nil), n.Pods...), n.NominatedPods...))
 }
 
 // DaemonSetRequests is the sum of the requests of the bound DaemonSet pods.
 func (n *StateNode) DaemonSetRequests() corev1.ResourceList {
 	var ds []*corev1.Pod
 	for _, p := range n.Pods {
-		if scheduling.IsOwnedByDaemonSet(p) {
+		if pods.IsOwnedByDaemonSet(p) {
 			ds = append(ds, p)
 		}
 	}
-	return scheduling.PodsRequests(ds)
+	return pods.SumRequests(ds)
 }
 
 // Available is Allocatable minus PodRequests, floored at zero.

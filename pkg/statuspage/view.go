@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -206,7 +207,7 @@ func Build(in Input) View {
 			v.Summary.UnpricedNodes++
 		}
 		for _, p := range en.Pods {
-			if p.Spec.NodeName == "" && !scheduling.IsOwnedByDaemonSet(p) {
+			if p.Spec.NodeName == "" && !pods.IsOwnedByDaemonSet(p) {
 				v.Pending = append(v.Pending, PendingPod{Pod: podName(p), Verdict: VerdictNominated, Target: nominee(en)})
 			}
 		}
@@ -284,11 +285,11 @@ func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.I
 	incoming = append(incoming, arriving...)
 	n.Pods = len(bound)
 	for _, p := range incoming {
-		if !scheduling.IsOwnedByDaemonSet(p) {
+		if !pods.IsOwnedByDaemonSet(p) {
 			n.Incoming++
 		}
 	}
-	b, i := scheduling.PodsRequests(bound), scheduling.PodsRequests(incoming)
+	b, i := pods.SumRequests(bound), pods.SumRequests(incoming)
 	n.CPU = usage(corev1.ResourceCPU, b, i, en.Allocatable)
 	n.Memory = usage(corev1.ResourceMemory, b, i, en.Allocatable)
 	return n
@@ -346,7 +347,7 @@ func verdicts(pending []*corev1.Pod, plan *scheduling.Plan) []PendingPod {
 	}
 	out := make([]PendingPod, 0, len(pending))
 	for _, p := range pending {
-		if scheduling.IsOwnedByDaemonSet(p) {
+		if pods.IsOwnedByDaemonSet(p) {
 			continue
 		}
 		pp := PendingPod{Pod: podName(p), Verdict: VerdictWaiting}

@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // unseenGrace is how long a replacement the queue created may stay
@@ -468,20 +469,14 @@ func (q *Queue) EvictionsLastHour() int {
 }
 
 // reschedulable counts the pods a node's deletion evicts and that must
-// land elsewhere: not DaemonSet, mirror or finished pods.
-func reschedulable(pods []*corev1.Pod) int {
+// land elsewhere (pods.IsReschedulable, the meaning the disruption engine's
+// PodsMoved uses too).
+func reschedulable(onNode []*corev1.Pod) int {
 	n := 0
-	for _, p := range pods {
-		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-			continue
+	for _, p := range onNode {
+		if pods.IsReschedulable(p) {
+			n++
 		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
-			continue
-		}
-		n++
 	}
 	return n
 }

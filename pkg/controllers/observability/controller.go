@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -244,9 +245,9 @@ func (c *Controller) updateNodes(nodes []*state.StateNode) {
 		c.nodesLifetime.Set(now.Sub(node.CreationTimestamp.Time).Seconds(), node.Name, node.Labels[v1.LabelNodePool])
 		var podReq, podLim, dsReq, dsLim corev1.ResourceList
 		for _, p := range sn.Pods {
-			req, lim := podResources(p)
+			req, lim := pods.Requests(p), pods.Limits(p)
 			podReq, podLim = add(podReq, req), add(podLim, lim)
-			if scheduling.IsOwnedByDaemonSet(p) {
+			if pods.IsOwnedByDaemonSet(p) {
 				dsReq, dsLim = add(dsReq, req), add(dsLim, lim)
 			}
 		}
@@ -398,19 +399,6 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 	return price, errors.Join(errs...)
 }
 
-// podResources are a pod's effective requests and limits: the larger of
-// the sum of its containers and of any init container, plus overhead.
-func podResources(p *corev1.Pod) (corev1.ResourceList, corev1.ResourceList) {
-	var req, lim corev1.ResourceList
-	for _, ctr := range p.Spec.Containers {
-		req, lim = add(req, ctr.Resources.Requests), add(lim, ctr.Resources.Limits)
-	}
-	for _, ctr := range p.Spec.InitContainers {
-		req, lim = maxOf(req, ctr.Resources.Requests), maxOf(lim, ctr.Resources.Limits)
-	}
-	return add(req, p.Spec.Overhead), add(lim, p.Spec.Overhead)
-}
-
 func add(a, b corev1.ResourceList) corev1.ResourceList {
 	out := a.DeepCopy()
 	if out == nil {
@@ -420,19 +408,6 @@ func add(a, b corev1.ResourceList) corev1.ResourceList {
 		sum := out[name]
 		sum.Add(q)
 		out[name] = sum
-	}
-	return out
-}
-
-func maxOf(a, b corev1.ResourceList) corev1.ResourceList {
-	out := a.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for name, q := range b {
-		if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-			out[name] = q.DeepCopy()
-		}
 	}
 	return out
 }

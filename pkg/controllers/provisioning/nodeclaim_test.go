@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -177,36 +176,5 @@ func TestDescribeReasons(t *testing.T) {
 	}
 	if got := describeReasons(scheduling.PodError{}, nil); got == "" {
 		t.Error("no reason and no nodepool must still say something")
-	}
-}
-
-func TestIsProvisionable(t *testing.T) {
-	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
-	now := metav1.Now()
-	tests := []struct {
-		name string
-		pod  func(*corev1.Pod)
-		want bool
-	}{
-		{"unschedulable", func(*corev1.Pod) {}, true},
-		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n" }, false},
-		{"preempting", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }, false},
-		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, false},
-		{"daemonset", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
-		}, false},
-		{"not yet seen by the scheduler", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
-		{"scheduling gated", func(p *corev1.Pod) { p.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated }, false},
-		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := testPod("1")
-			p.Status.Conditions = []corev1.PodCondition{unschedulable}
-			tt.pod(p)
-			if got := IsProvisionable(p); got != tt.want {
-				t.Errorf("IsProvisionable = %v, want %v", got, tt.want)
-			}
-		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -341,7 +342,7 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 		}
 		return "", nil
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !pods.IsActive(pod) {
 		return "", nil
 	}
 	nom, ok := w.state.Nomination(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})

@@ -21,6 +21,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -397,7 +398,7 @@ func (p *Provisioner) reportEnded() {
 	}
 }
 
-// provisionable is IsProvisionable, except that a status.nominatedNodeName
+// provisionable is pods.IsProvisionable, except that a status.nominatedNodeName
 // joiner itself wrote does not mean kube-scheduler is preempting for the
 // pod: the pod is still joiner's to plan once its nomination ends.
 func (p *Provisioner) provisionable(pod *corev1.Pod) bool {
@@ -407,7 +408,7 @@ func (p *Provisioner) provisionable(pod *corev1.Pod) bool {
 			pod.Status.NominatedNodeName = ""
 		}
 	}
-	return IsProvisionable(pod)
+	return pods.IsProvisionable(pod)
 }
 
 // describeTarget names an existing placement for a Nominated event.

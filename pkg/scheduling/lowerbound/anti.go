@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // distinctNodes is the size of the largest group of pending pods that must
@@ -18,7 +18,7 @@ import (
 // nodes as it has pods.) Terms whose namespaces cannot be evaluated without
 // Namespace objects (a non-empty namespaceSelector) are skipped, which only
 // loosens the bound.
-func distinctNodes(pods []*corev1.Pod) int {
+func distinctNodes(pending []*corev1.Pod) int {
 	type group struct {
 		selector   labels.Selector
 		namespaces []string // nil means every namespace
@@ -26,8 +26,8 @@ func distinctNodes(pods []*corev1.Pod) int {
 	}
 	groups := map[string]*group{}
 	var order []string
-	for _, p := range pods {
-		if scheduling.IsOwnedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+	for _, p := range pending {
+		if pods.IsOwnedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 			continue
 		}
 		seen := map[string]bool{} // a pod counts once per group

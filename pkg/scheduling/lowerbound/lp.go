@@ -9,8 +9,8 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -193,11 +193,11 @@ func podDemand(s *scheduling.Snapshot) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	count := int64(0)
 	for _, p := range s.Pods {
-		if scheduling.IsOwnedByDaemonSet(p) {
+		if pods.IsOwnedByDaemonSet(p) {
 			continue
 		}
 		count++
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		for name, q := range pods.Requests(p) {
 			sum := total[name]
 			sum.Add(q)
 			total[name] = sum
@@ -217,7 +217,7 @@ func subtractExistingFree(demand corev1.ResourceList, nodes []*scheduling.Existi
 		}
 		free := n.Allocatable.DeepCopy()
 		for _, p := range n.Pods {
-			for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			for name, q := range pods.Requests(p) {
 				if f, ok := free[name]; ok {
 					f.Sub(q)
 					free[name] = f

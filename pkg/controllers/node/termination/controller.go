@@ -31,6 +31,7 @@ import (
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -416,10 +417,10 @@ func (c *Controller) podsOn(ctx context.Context, node *corev1.Node) ([]*corev1.P
 // their attachments only go with the instance, so waiting for them would
 // never end. The claims are read from the cache: a claim's volumeName is
 // set once, when it binds, long before its pod ran on this node.
-func (c *Controller) volumesOfStayingPods(ctx context.Context, pods []*corev1.Pod) (sets.Set[string], error) {
+func (c *Controller) volumesOfStayingPods(ctx context.Context, onNode []*corev1.Pod) (sets.Set[string], error) {
 	out := sets.New[string]()
-	for _, p := range pods {
-		if needsDrain(p) {
+	for _, p := range onNode {
+		if pods.NeedsDrain(p) {
 			continue
 		}
 		for _, vol := range p.Spec.Volumes {

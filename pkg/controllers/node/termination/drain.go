@@ -4,11 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/klog/v2"
 
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // Drain groups, in the order pods leave a node. A group is evicted only once
@@ -28,10 +25,6 @@ const (
 // for it would keep the node forever.
 const stuckTerminatingAfter = time.Minute
 
-// mirrorPodAnnotation marks static pods: the kubelet owns them and the API
-// server cannot evict them.
-const mirrorPodAnnotation = "kubernetes.io/config.mirror"
-
 // drainPlan is what to do about the pods on a node right now.
 type drainPlan struct {
 	// Evict are the pods of the first non-empty group that are not yet
@@ -44,7 +37,8 @@ type drainPlan struct {
 	DeleteGrace []int64
 	// Waiting counts pods that still block the drain (terminating, or not
 	// yet evictable because an earlier group remains, or protected by
-	// karpenter.sh/do-not-disrupt before the deadline).
+	// karpenter.sh/do-not-disrupt before the deadline and, for a duration,
+	// before it runs out).
 	Waiting int
 	// Protected are pods held back by karpenter.sh/do-not-disrupt; they are
 	// reported so the user knows what blocks the node.
@@ -59,12 +53,12 @@ func (p drainPlan) Done() bool {
 // planDrain decides, from the pods on a node, which to evict or delete now.
 // deadline is the zero time when the NodeClaim has no terminationGracePeriod.
 // It is pure so the ordering rules are table-tested without an API server.
-func planDrain(pods []*corev1.Pod, now, deadline time.Time) drainPlan {
+func planDrain(onNode []*corev1.Pod, now, deadline time.Time) drainPlan {
 	var plan drainPlan
 	var groups [groupCount][]*corev1.Pod
 	pastDeadline := !deadline.IsZero() && !now.Before(deadline)
-	for _, p := range pods {
-		if !needsDrain(p) {
+	for _, p := range onNode {
+		if !pods.NeedsDrain(p) {
 			continue
 		}
 		if !deadline.IsZero() && p.DeletionTimestamp == nil {
@@ -87,7 +81,7 @@ func planDrain(pods []*corev1.Pod, now, deadline time.Time) drainPlan {
 			}
 			continue
 		}
-		if doNotDisrupt(p) {
+		if pods.DoNotDisrupt(p, now) {
 			plan.Protected = append(plan.Protected, p)
 			plan.Waiting++
 			continue
@@ -108,22 +102,9 @@ func planDrain(pods []*corev1.Pod, now, deadline time.Time) drainPlan {
 	return plan
 }
 
-// needsDrain reports whether p must leave the node before it goes away.
-// Finished pods, static pods, and pods that tolerate the disrupted taint
-// (they chose to stay until the end, as most node agents do) need not.
-func needsDrain(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, ok := p.Annotations[mirrorPodAnnotation]; ok {
-		return false
-	}
-	return !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &v1.DisruptedNoScheduleTaint, false)
-}
-
 func drainGroup(p *corev1.Pod) int {
 	critical := p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
-	daemon := scheduling.IsOwnedByDaemonSet(p)
+	daemon := pods.IsOwnedByDaemonSet(p)
 	switch {
 	case critical && daemon:
 		return groupCriticalDaemon
@@ -134,14 +115,6 @@ func drainGroup(p *corev1.Pod) int {
 	default:
 		return groupWorkload
 	}
-}
-
-// doNotDisrupt reports whether the pod asks not to be evicted. Any non-empty
-// value other than "false" protects it during a drain; the deadline of
-// terminationGracePeriod is what eventually overrides it.
-func doNotDisrupt(p *corev1.Pod) bool {
-	v, ok := p.Annotations[v1.AnnotationDoNotDisrupt]
-	return ok && v != "" && v != "false"
 }
 
 func podGrace(p *corev1.Pod) int64 {

@@ -30,7 +30,13 @@ func grace(s int64) podOpt {
 func protected(p *corev1.Pod) {
 	p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
 }
-func mirror(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotation: "x"} }
+func protectedFor(d string, started time.Time) podOpt {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: d}
+		p.Status.StartTime = &metav1.Time{Time: started}
+	}
+}
+func mirror(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }
 func toleratesAll(p *corev1.Pod) {
 	p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 }
@@ -112,6 +118,21 @@ func TestPlanDrain(t *testing.T) {
 			wantEvict:   []string{},
 			wantDelete:  []string{},
 			wantWaiting: 1,
+		},
+		{
+			// Issue 34: the drain read any value but "false" as "forever", so
+			// a pod asking for one minute held its node indefinitely.
+			name:        "do-not-disrupt with a duration holds the pod only that long after it started",
+			pods:        []*corev1.Pod{pod("young", protectedFor("1m", now.Add(-30*time.Second))), pod("old", protectedFor("1m", now.Add(-2*time.Minute)))},
+			wantEvict:   []string{"old"},
+			wantDelete:  []string{},
+			wantWaiting: 1,
+		},
+		{
+			name:       "do-not-disrupt false protects nothing",
+			pods:       []*corev1.Pod{pod("app", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "false"} })},
+			wantEvict:  []string{"app"},
+			wantDelete: []string{},
 		},
 		{
 			name:       "past the deadline everything is deleted now, do-not-disrupt included",

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -91,27 +92,13 @@ func (c *Controller) Register(mgr manager.Manager) error {
 // counts for its node: the pod was bound, went terminal or began
 // terminating, and it is a workload pod.
 func Changed(old, cur *corev1.Pod) bool {
-	if cur.Spec.NodeName == "" || !counts(cur) {
+	if cur.Spec.NodeName == "" || !pods.IsWorkload(cur) {
 		return false
 	}
 	bound := old.Spec.NodeName == ""
-	terminal := !isTerminal(old) && isTerminal(cur)
+	terminal := !pods.IsTerminal(old) && pods.IsTerminal(cur)
 	terminating := old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil
 	return bound || terminal || terminating
-}
-
-// counts reports whether p is a workload pod: not a DaemonSet's, not a
-// mirror pod.
-func counts(p *corev1.Pod) bool {
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	ref := metav1.GetControllerOf(p)
-	return ref == nil || ref.Kind != "DaemonSet"
-}
-
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // Reconcile stamps the pod's node's NodeClaim with the current time
@@ -122,7 +109,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if pod.Spec.NodeName == "" || !counts(pod) {
+	if pod.Spec.NodeName == "" || !pods.IsWorkload(pod) {
 		return reconcile.Result{}, nil
 	}
 	again, err := c.Record(ctx, pod.Spec.NodeName, boundAt(pod))
@@ -134,7 +121,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // not a binding (the pod is terminal or terminating) or the time is not
 // known (a pod created with its node name has no such condition).
 func boundAt(pod *corev1.Pod) time.Time {
-	if isTerminal(pod) || pod.DeletionTimestamp != nil {
+	if !pods.IsActive(pod) {
 		return time.Time{}
 	}
 	for _, c := range pod.Status.Conditions {
