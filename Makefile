@@ -20,7 +20,7 @@ build:
 generate:
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	$(GO) tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:artifacts:config=pkg/apis/crds
-	$(GO) tool controller-gen rbac:roleName=joiner "paths=./pkg/controllers/...;./pkg/state/...;./pkg/operator/..." output:rbac:artifacts:config=config/rbac
+	$(GO) tool controller-gen rbac:roleName=joiner "paths=./pkg/controllers/...;./pkg/state/...;./pkg/livemodel/...;./pkg/nodeclaims/...;./pkg/operator/..." output:rbac:artifacts:config=config/rbac
 	@# The chart ships the same CRDs and takes its RBAC rules from the same file
 	@# (charts/chart_test.go fails when the copies drift).
 	rm -f charts/joiner/crds/*.yaml && cp pkg/apis/crds/*.yaml charts/joiner/crds/

@@ -37,7 +37,9 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/status"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -154,11 +156,22 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the pod cache: %w", err)
 	}
+	// One live model and one NodeClaim creator, shared by provisioning,
+	// disruption and the status page: what consolidation simulates on is
+	// what the provisioner plans on.
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("building the live model: %w", err)
+	}
+	creator, err := nodeclaims.NewCreator(nodeclaims.Options{Client: mgr.GetClient(), State: cluster})
+	if err != nil {
+		return nil, fmt.Errorf("building the nodeclaim creator: %w", err)
+	}
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
-		Pods:              pods,
+		Model:             model,
+		NodeClaims:        creator,
 		State:             cluster,
-		CloudProvider:     o.CloudProvider,
 		Recorder:          recorder,
 		Clock:             o.Clock,
 		Solve:             o.Solve,
@@ -253,7 +266,8 @@ func New(o Options) ([]Controller, error) {
 		Client:             mgr.GetClient(),
 		CloudProvider:      o.CloudProvider,
 		State:              cluster,
-		Provisioner:        prov.Provisioner,
+		Model:              model,
+		NodeClaims:         creator,
 		Recorder:           recorder,
 		Clock:              o.Clock,
 		SpotToSpot:         o.SpotToSpotConsolidation,
@@ -316,7 +330,7 @@ func New(o Options) ([]Controller, error) {
 	if o.StatusPage != nil {
 		opts := *o.StatusPage
 		opts.Clock = o.Clock
-		opts.Source = liveStatus(prov.Provisioner)
+		opts.Source = liveStatus(model, prov.Provisioner)
 		page, err := statuspage.NewServer(opts)
 		if err != nil {
 			return nil, fmt.Errorf("building status page: %w", err)
@@ -367,9 +381,9 @@ func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
 
 // liveStatus draws the status page from what the provisioner would plan on
 // now and the verdicts of its last pass.
-func liveStatus(p *provisioning.Provisioner) statuspage.Source {
+func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner) statuspage.Source {
 	return func(ctx context.Context) (statuspage.Input, error) {
-		snap, err := p.Snapshot(ctx)
+		snap, err := model.Build(ctx)
 		if err != nil {
 			return statuspage.Input{}, err
 		}

@@ -70,11 +70,11 @@ type Input struct {
 	// Now is the decision's clock (budgets' schedules, consolidateAfter,
 	// do-not-disrupt durations, remaining lifetime).
 	Now time.Time
-	// Cluster is the provisioner's snapshot of the whole cluster: every
+	// Cluster is the live model's snapshot of the whole cluster: every
 	// node and in-flight NodeClaim (candidates included) with their pods,
 	// the pending pods, NodePools with limits/InUse, their instance types
-	// and offerings, DaemonSets, volumes. Built by the same adapter the
-	// provisioner uses.
+	// and offerings, DaemonSets, volumes. Built by pkg/livemodel, the
+	// adapter the provisioner plans on too.
 	Cluster *scheduling.Snapshot
 	// Nodes are the managed nodes, candidates or not.
 	Nodes []Node

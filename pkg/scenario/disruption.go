@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	nodeutil "k8s.io/component-helpers/node/util"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +10,6 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // DisruptionInput builds what the disruption engine decides from: the
@@ -54,17 +52,10 @@ func (m *Manifests) DisruptionInput(opts SnapshotOptions, dopts disruption.Optio
 			nc = claimFor(n, opts.Now)
 			madeUp = append(madeUp, n.Name)
 		}
-		dn := disruption.Node{
-			Name: en.Name, Node: n, NodeClaim: nc, NodePool: en.NodePool, Pods: en.Pods,
-			InstanceType: en.Labels[v1.LabelInstanceType], Zone: en.Labels[v1.LabelTopologyZone], CapacityType: en.Labels[v1.LabelCapacityType],
-			Initialized: en.Initialized,
-			Deleting:    n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil,
-			NotReady:    !nodeReady(n),
-			Disrupting:  v1.HasDisruptedTaint(n.Spec.Taints),
-		}
-		// 0 when the catalog has no such offering.
-		price, _ := scheduling.ExistingNodePrice(snap.InstanceTypes[en.NodePool], dn.InstanceType, dn.Zone, dn.CapacityType, en.Pods, dopts.Scheduling.ListPrices)
-		dn.Price = price.Total()
+		dn := disruption.NodeOf(disruption.Observed{
+			Name: en.Name, NodePool: en.NodePool, Labels: en.Labels, Initialized: en.Initialized,
+			Node: n, NodeClaim: nc, Pods: en.Pods,
+		}, snap.InstanceTypes[en.NodePool], dopts.Scheduling.ListPrices)
 		in.Nodes = append(in.Nodes, dn)
 	}
 	if len(madeUp) > 0 {
@@ -83,11 +74,6 @@ func claimFor(n *corev1.Node, now time.Time) *v1.NodeClaim {
 	}
 	apimeta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeConsolidatable, LastTransitionTime: at})
 	return nc
-}
-
-func nodeReady(n *corev1.Node) bool {
-	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 func shortNames(names []string) string {

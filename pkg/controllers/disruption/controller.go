@@ -15,9 +15,9 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -61,11 +61,16 @@ type ClusterState interface {
 	UnmarkForDeletion(providerIDs ...string)
 }
 
-// Provisioner is what disruption borrows from the provisioner: its
-// snapshot (so consolidation simulates on exactly what provisioning would
-// see) and its way of creating NodeClaims.
-type Provisioner interface {
-	Snapshot(ctx context.Context) (*provisioning.Snapshot, error)
+// Model builds the snapshot of the live cluster consolidation simulates
+// on (livemodel.Builder): the same picture the provisioner plans on, so a
+// consolidation never relies on capacity the provisioner would not find.
+type Model interface {
+	Build(ctx context.Context) (*livemodel.Snapshot, error)
+}
+
+// NodeClaimCreator creates a command's replacements the way a
+// provisioning pass creates planned NodeClaims (nodeclaims.Creator).
+type NodeClaimCreator interface {
 	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error)
 }
 
@@ -78,7 +83,8 @@ type Options struct {
 	// disrupted.
 	CloudProvider cloudprovider.CloudProvider
 	State         ClusterState
-	Provisioner   Provisioner
+	Model         Model
+	NodeClaims    NodeClaimCreator
 	Recorder      events.Recorder
 	// Clock paces the loop, the validation wait and the queue's timeouts.
 	Clock clock.Clock
@@ -117,8 +123,11 @@ func (o *Options) validate() error {
 	if o.CloudProvider == nil {
 		errs = append(errs, errors.New("cloud provider is required"))
 	}
-	if o.Provisioner == nil {
-		errs = append(errs, errors.New("provisioner is required"))
+	if o.Model == nil {
+		errs = append(errs, errors.New("live model is required"))
+	}
+	if o.NodeClaims == nil {
+		errs = append(errs, errors.New("nodeclaim creator is required"))
 	}
 	if o.Recorder == nil {
 		errs = append(errs, errors.New("event recorder is required"))

@@ -3,9 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
-	nodeutil "k8s.io/component-helpers/node/util"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -14,12 +12,12 @@ import (
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
-// buildInput assembles the engine's Input: the provisioner's snapshot of
+// buildInput assembles the engine's Input: the live model's snapshot of
 // the cluster, every managed node the snapshot holds (priced from its
 // NodePool's instance types), every NodePool and PodDisruptionBudget.
 // NodePools whose drift is halted are named in PausedDrift.
 func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) {
-	snap, err := c.opts.Provisioner.Snapshot(ctx)
+	snap, err := c.opts.Model.Build(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -74,30 +72,16 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 
 // node is the engine's view of one managed node.
 func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) disruption.Node {
-	labels := sn.Labels()
-	n := disruption.Node{
-		Name:         sn.Name(),
-		Node:         sn.Node,
-		NodeClaim:    sn.NodeClaim,
-		NodePool:     sn.NodePool(),
-		Pods:         sn.Pods,
-		InstanceType: labels[v1.LabelInstanceType],
-		Zone:         labels[v1.LabelTopologyZone],
-		CapacityType: labels[v1.LabelCapacityType],
-		Initialized:  sn.Initialized(),
-		Deleting:     sn.MarkedForDeletion || sn.NodeClaim.DeletionTimestamp != nil || (sn.Node != nil && sn.Node.DeletionTimestamp != nil),
-		Nominated:    len(sn.NominatedPods) > 0,
-		NotReady:     sn.Node != nil && !nodeReady(sn.Node),
-		Disrupting:   c.queue.Has(sn.Name()) || (sn.Node != nil && v1.HasDisruptedTaint(sn.Node.Spec.Taints)),
-	}
-	// 0 when its NodePool no longer offers it: the engine then says
-	// Unconsolidatable.
-	price, _ := scheduling.ExistingNodePrice(its, n.InstanceType, n.Zone, n.CapacityType, sn.Pods, c.opts.Scheduling.ListPrices)
-	n.Price = price.Total()
-	return n
-}
-
-func nodeReady(n *corev1.Node) bool {
-	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	return c != nil && c.Status == corev1.ConditionTrue
+	return disruption.NodeOf(disruption.Observed{
+		Name:              sn.Name(),
+		NodePool:          sn.NodePool(),
+		Labels:            sn.Labels(),
+		Initialized:       sn.Initialized(),
+		Node:              sn.Node,
+		NodeClaim:         sn.NodeClaim,
+		Pods:              sn.Pods,
+		MarkedForDeletion: sn.MarkedForDeletion,
+		Nominated:         len(sn.NominatedPods) > 0,
+		Queued:            c.queue.Has(sn.Name()),
+	}, its, c.opts.Scheduling.ListPrices)
 }

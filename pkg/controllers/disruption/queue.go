@@ -177,7 +177,7 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 		return nil
 	}
 
-	created, err := q.opts.Provisioner.CreateReplacements(ctx, in.NodePools, cmd.Replacements, metricReason(cmd.Reason))
+	created, err := q.opts.NodeClaims.CreateReplacements(ctx, in.NodePools, cmd.Replacements, metricReason(cmd.Reason))
 	for _, nc := range created {
 		if nc != nil {
 			it.replacements = append(it.replacements, nc.Name)

@@ -22,10 +22,11 @@ import (
 	"github.com/joiner-dev/joiner/pkg/apis"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	fakecloud "github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -49,7 +50,7 @@ type unit struct {
 }
 
 // fakeProvisioner creates replacement NodeClaims the way the provisioner
-// does (provisioning.NewNodeClaim) without planning anything.
+// does (nodeclaims.NewNodeClaim) without planning anything.
 type fakeProvisioner struct {
 	kube    client.Client
 	state   *state.Cluster
@@ -57,18 +58,18 @@ type fakeProvisioner struct {
 }
 
 // Snapshot holds the state's nodes, as the provisioner's would.
-func (f *fakeProvisioner) Snapshot(context.Context) (*provisioning.Snapshot, error) {
+func (f *fakeProvisioner) Build(context.Context) (*livemodel.Snapshot, error) {
 	snap := &scheduling.Snapshot{}
 	for _, sn := range f.state.Nodes() {
 		snap.Nodes = append(snap.Nodes, sn.ExistingNode())
 	}
-	return &provisioning.Snapshot{Cluster: snap}, nil
+	return &livemodel.Snapshot{Cluster: snap}, nil
 }
 
 func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, _ string) ([]*v1.NodeClaim, error) {
 	var out []*v1.NodeClaim
 	for i, p := range planned {
-		nc := provisioning.NewNodeClaim(pools[p.NodePool], p)
+		nc := nodeclaims.NewNodeClaim(pools[p.NodePool], p)
 		nc.Name = "replacement-" + string(rune('a'+len(f.created)+i))
 		nc.UID = types.UID("uid-" + nc.Name) // the API server would assign one; the fake client does not
 		if err := f.kube.Create(ctx, nc); err != nil {
@@ -101,7 +102,7 @@ func newUnit(t *testing.T) *unit {
 		t.Fatal(err)
 	}
 	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube, state: cluster}}
-	u.ctrl, err = NewController(Options{Client: kube, CloudProvider: fakecloud.New(), State: cluster, Provisioner: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
+	u.ctrl, err = NewController(Options{Client: kube, CloudProvider: fakecloud.New(), State: cluster, Model: u.prov, NodeClaims: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 )
 
 // requeuePending is how often a pod that stays provisionable is checked
@@ -96,7 +97,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !c.provisionable(pod) {
+	if !livemodel.Provisionable(pod, c.opts.State) {
 		return reconcile.Result{}, nil
 	}
 	if _, until, held := c.opts.State.HoldsNomination(req.NamespacedName); held {

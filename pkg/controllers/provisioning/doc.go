@@ -8,9 +8,10 @@
 // rewrites held every window open to its 10 s. A pass that fails is tried
 // again after 1 s, backing off to 30 s. The Provisioner, a
 // leader-elected singleton, then waits for the cluster state to be synced,
-// snapshots NodePools (with their instance types from the cloud provider),
-// Nodes and in-flight NodeClaims with their pods, DaemonSets and volumes,
-// calls the solver and creates one NodeClaim per planned node, as planned:
+// takes the live model's snapshot (pkg/livemodel: NodePools with their
+// instance types from the cloud provider, Nodes and in-flight NodeClaims
+// with their pods, DaemonSets and volumes), calls the solver and creates
+// one NodeClaim per planned node through pkg/nodeclaims, as planned:
 // NodePool limits (against the usage of existing and in-flight NodeClaims,
 // given to the solver as InUse) and the instance-type cap are the solver's
 // to apply. NodeClaim names derive from the pods they

@@ -5,23 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
-	"github.com/joiner-dev/joiner/pkg/pods"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -33,12 +31,16 @@ const controllerName = "provisioner"
 // SolveFunc runs the scheduling simulation on one snapshot.
 type SolveFunc func(*scheduling.Snapshot) (*scheduling.Plan, error)
 
-// InstanceTypes is the part of the cloud provider the provisioner uses
-// (cloudprovider.CloudProvider satisfies it).
-type InstanceTypes interface {
-	// GetInstanceTypes returns the instance types nodePool may launch, with
-	// offerings marked unavailable while the cloud lacks capacity.
-	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+// Model builds the snapshot of the live cluster a pass plans on
+// (livemodel.Builder; disruption and the status page read the same).
+type Model interface {
+	Build(ctx context.Context) (*livemodel.Snapshot, error)
+}
+
+// NodeClaimCreator creates the NodeClaims a plan asks for
+// (nodeclaims.Creator; disruption's replacements use the same).
+type NodeClaimCreator interface {
+	Create(ctx context.Context, claims []nodeclaims.Planned) ([]*v1.NodeClaim, error)
 }
 
 // ClusterState is the part of pkg/state's Cluster the provisioner uses.
@@ -47,17 +49,6 @@ type ClusterState interface {
 	// the API server holds; planning on a partial picture would launch
 	// capacity that already exists.
 	Synced(ctx context.Context) bool
-	// ReadOnlyNodes are the Nodes and in-flight NodeClaims with their
-	// bound and nominated pods, not copied: a batch only reads them (the
-	// solver is pure), and a copy of every node and pod per batch was the
-	// largest share of joiner's heap at 10,000 pods.
-	ReadOnlyNodes() []*state.StateNode
-	// DaemonSetPods holds one pod per DaemonSet.
-	DaemonSetPods() []*corev1.Pod
-	// NodeClaimCreated records a NodeClaim this provisioner just created,
-	// so the next batch counts it (and the pods nominated to it) even
-	// before the informer delivers it.
-	NodeClaimCreated(nc *v1.NodeClaim)
 	// Nominate records that pod will run on the NodeClaim, so the next
 	// batch counts it there instead of planning for it again.
 	Nominate(pod *corev1.Pod, nodeClaimName string)
@@ -82,22 +73,15 @@ type ClusterState interface {
 	NominationState
 }
 
-// UnboundPods lists the pods bound to no node as the informer cache
-// holds them (state.PodCache), without copying them.
-type UnboundPods interface {
-	Unbound(ctx context.Context) ([]*corev1.Pod, error)
-}
-
 // Options configure the provisioner.
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// Pods, when set, is where each batch reads the pending pods from
-	// without a copy; unset, they are listed through Client (a Pod struct
-	// copied per pod and batch).
-	Pods          UnboundPods
-	CloudProvider InstanceTypes
-	// State is the cluster model the snapshot is built from.
+	// Model is the snapshot of the live cluster each batch plans on.
+	Model Model
+	// NodeClaims creates the planned NodeClaims.
+	NodeClaims NodeClaimCreator
+	// State holds the pods' nominations.
 	State    ClusterState
 	Recorder events.Recorder
 	Clock    clock.Clock
@@ -115,8 +99,11 @@ func (o *Options) validate() error {
 	if o.State == nil {
 		errs = append(errs, errors.New("cluster state is required"))
 	}
-	if o.CloudProvider == nil {
-		errs = append(errs, errors.New("cloud provider is required"))
+	if o.Model == nil {
+		errs = append(errs, errors.New("live model is required"))
+	}
+	if o.NodeClaims == nil {
+		errs = append(errs, errors.New("nodeclaim creator is required"))
 	}
 	if o.Recorder == nil {
 		errs = append(errs, errors.New("event recorder is required"))
@@ -249,34 +236,34 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	ctx = metrics.WithController(ctx, controllerName)
 	logger := log.FromContext(ctx)
 	p.reportEnded()
-	v, err := p.buildView(ctx)
+	v, err := p.opts.Model.Build(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
 	}
-	metrics.PodsPending.Set(float64(len(v.snapshot.Pods)))
-	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(v.snapshot.Pods)))
-	for _, pod := range v.snapshot.Pods {
+	metrics.PodsPending.Set(float64(len(v.Cluster.Pods)))
+	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(v.Cluster.Pods)))
+	for _, pod := range v.Cluster.Pods {
 		metrics.PodDecisions.Seen(pod, p.opts.Clock.Now())
 	}
-	res := &Result{Pending: len(v.snapshot.Pods)}
-	if len(v.snapshot.Pods) == 0 {
+	res := &Result{Pending: len(v.Cluster.Pods)}
+	if len(v.Cluster.Pods) == 0 {
 		publishUnschedulable(nil)
 		p.setUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
-	logger.V(1).Info("found provisionable pods", "count", len(v.snapshot.Pods))
-	p.warn(v.snapshot.Pods)
+	logger.V(1).Info("found provisionable pods", "count", len(v.Cluster.Pods))
+	p.warn(v.Cluster.Pods)
 
 	start := p.opts.Clock.Now()
 	// Wall time, as the simulation's own cost: a test's fake clock must not
 	// see the gauge's timer among its waiters.
 	solved := metrics.StartUnfinishedWork(clock.RealClock{}, controllerName)
-	plan, err := p.opts.Solve(v.snapshot)
+	plan, err := p.opts.Solve(v.Cluster)
 	solved()
 	metrics.SolverDuration.WithLabelValues(controllerName).Observe(p.opts.Clock.Since(start).Seconds())
 	if err != nil {
-		return nil, fmt.Errorf("solving for %d pods: %w", len(v.snapshot.Pods), err)
+		return nil, fmt.Errorf("solving for %d pods: %w", len(v.Cluster.Pods), err)
 	}
 	if len(plan.NewNodeClaims) > 0 {
 		logger.Info("computed new nodeclaims to fit pods", "nodeclaims", len(plan.NewNodeClaims), "pods", countPods(plan.NewNodeClaims), "duration", p.opts.Clock.Since(start).String())
@@ -286,7 +273,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := p.createAll(ctx, claims)
+	created, err := p.opts.NodeClaims.Create(ctx, claims)
 	for _, nc := range created {
 		if nc != nil {
 			res.Created = append(res.Created, nc)
@@ -298,10 +285,10 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		seen[pe.Pod.UID] = true
 		metrics.PodDecisions.Unschedulable(pe.Pod, p.opts.Clock.Now())
 		p.opts.State.Unnominate(types.NamespacedName{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name})
-		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.skipped)))
+		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.Skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
-		logUnschedulable(logger, res.Unschedulable, v.skipped)
+		logUnschedulable(logger, res.Unschedulable, v.Skipped)
 	}
 	p.reportIncompatibleNodePools(v, res.Unschedulable)
 	publishUnschedulable(res.Unschedulable)
@@ -311,62 +298,40 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	return res, err
 }
 
-// plannedClaim is a NodeClaim the plan asked for, with its NodePool.
-type plannedClaim struct {
-	nodePool *v1.NodePool
-	planned  *scheduling.NewNodeClaim
-	// reason labels the created NodeClaim in karpenter_nodeclaims_created_total
-	// ("" is "provisioning"; disruption's replacements carry theirs).
-	reason string
-	// failures is the NodePool's launch failure count, part of the name.
-	failures int64
-}
-
 // claimsFor pairs each planned NodeClaim with its NodePool. The plan is
 // launched as it is: the solver already kept NodePool limits (with the
 // in-flight NodeClaims counted in the snapshot's InUse), the instance-type
 // cap and minValues.
-func (p *Provisioner) claimsFor(v *view, planned []*scheduling.NewNodeClaim) ([]plannedClaim, error) {
-	out := make([]plannedClaim, 0, len(planned))
+func (p *Provisioner) claimsFor(v *livemodel.Snapshot, planned []*scheduling.NewNodeClaim) ([]nodeclaims.Planned, error) {
+	out := make([]nodeclaims.Planned, 0, len(planned))
 	for _, nc := range planned {
-		np, ok := v.nodePools[nc.NodePool]
+		np, ok := v.NodePools[nc.NodePool]
 		if !ok {
 			return nil, fmt.Errorf("the plan names nodepool %s, which was not in the snapshot", nc.NodePool)
 		}
-		out = append(out, plannedClaim{nodePool: np, planned: nc, failures: v.failures[nc.NodePool]})
+		out = append(out, nodeclaims.Planned{NodePool: np, Planned: nc, Failures: v.Failures[nc.NodePool]})
 	}
 	return out, nil
-}
-
-// createAll creates the planned NodeClaims in parallel; created[i] is nil
-// where creating claims[i] failed.
-func (p *Provisioner) createAll(ctx context.Context, claims []plannedClaim) ([]*v1.NodeClaim, error) {
-	created := make([]*v1.NodeClaim, len(claims))
-	errs := make([]error, len(claims))
-	workqueue.ParallelizeUntil(ctx, createParallelism, len(claims), func(i int) {
-		created[i], errs[i] = p.create(ctx, claims[i])
-	})
-	return created, errors.Join(errs...)
 }
 
 // nominate records every placed pod in the cluster state against the
 // NodeClaim that will run it, so the next batch does not plan it again,
 // and tells the pod with a Nominated event. It returns the pods it saw.
-func (p *Provisioner) nominate(v *view, plan *scheduling.Plan, claims []plannedClaim, created []*v1.NodeClaim) map[types.UID]bool {
+func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, claims []nodeclaims.Planned, created []*v1.NodeClaim) map[types.UID]bool {
 	seen := map[types.UID]bool{}
 	for i, c := range claims {
 		if created[i] == nil {
 			continue
 		}
-		for _, pod := range c.planned.Pods {
+		for _, pod := range c.Planned.Pods {
 			seen[pod.UID] = true
 			p.opts.State.Nominate(pod, created[i].Name)
 			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
 	}
-	nodes := make(map[string]*scheduling.ExistingNode, len(v.snapshot.Nodes))
-	for _, n := range v.snapshot.Nodes {
+	nodes := make(map[string]*scheduling.ExistingNode, len(v.Cluster.Nodes))
+	for _, n := range v.Cluster.Nodes {
 		nodes[n.Name] = n
 	}
 	for _, placement := range plan.Existing {
@@ -398,81 +363,12 @@ func (p *Provisioner) reportEnded() {
 	}
 }
 
-// provisionable is pods.IsProvisionable, except that a status.nominatedNodeName
-// joiner itself wrote does not mean kube-scheduler is preempting for the
-// pod: the pod is still joiner's to plan once its nomination ends.
-func (p *Provisioner) provisionable(pod *corev1.Pod) bool {
-	if nnn := pod.Status.NominatedNodeName; nnn != "" {
-		if own, ok := p.opts.State.NominatedNodeName(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); ok && own == nnn {
-			pod = pod.DeepCopy()
-			pod.Status.NominatedNodeName = ""
-		}
-	}
-	return pods.IsProvisionable(pod)
-}
-
 // describeTarget names an existing placement for a Nominated event.
 func describeTarget(n *scheduling.ExistingNode, name string) string {
 	if n != nil && n.NodeClaim == n.Name {
 		return "nodeclaim/" + name
 	}
 	return "node/" + name
-}
-
-// createParallelism bounds the NodeClaim creations in flight.
-const createParallelism = 50
-
-// maxNameAttempts bounds how many names create tries for one planned node.
-const maxNameAttempts = 5
-
-// create creates one NodeClaim. AlreadyExists is success when the existing
-// NodeClaim is still on its way (same NodePool, not deleting, not yet
-// registered): the name is derived from the pods, so it is the one this
-// pass wanted, created by an earlier pass or another replica. Otherwise the
-// next name in the same deterministic sequence is tried: an existing claim
-// that is being deleted, or one whose node already joined and still did not
-// take these pods (filled by others, or unfit), must not absorb them again,
-// or they would stay pending forever.
-func (p *Provisioner) create(ctx context.Context, c plannedClaim) (*v1.NodeClaim, error) {
-	logger := log.FromContext(ctx)
-	for attempt := range maxNameAttempts {
-		nc := NewNodeClaim(c.nodePool, c.planned)
-		nc.Name = RelaunchName(c.nodePool.Name, c.failures, c.planned.Pods, attempt)
-		err := p.opts.Client.Create(ctx, nc)
-		if apierrors.IsAlreadyExists(err) {
-			existing := &v1.NodeClaim{}
-			if err := p.opts.Client.Get(ctx, client.ObjectKeyFromObject(nc), existing); err != nil {
-				return nil, fmt.Errorf("getting existing nodeclaim %s: %w", nc.Name, err)
-			}
-			if sameIntent(existing, c.nodePool.Name) {
-				logger.V(1).Info("nodeclaim already exists", "nodeclaim", nc.Name)
-				p.opts.State.NodeClaimCreated(existing)
-				return existing, nil
-			}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
-		}
-		p.opts.State.NodeClaimCreated(nc)
-		reason := c.reason
-		if reason == "" {
-			reason = "provisioning"
-		}
-		metrics.NodeClaimsCreated.WithLabelValues(reason, c.nodePool.Name, strconv.FormatBool(c.planned.MinValuesRelaxed)).Inc()
-		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", c.nodePool.Name, "reason", reason,
-			"pods", len(c.planned.Pods), "instance-types", summarizeInstanceTypes(c.planned.InstanceTypes), "requests", formatResources(c.planned.Requests))
-		return nc, nil
-	}
-	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(c.planned.Pods), maxNameAttempts)
-}
-
-// sameIntent reports whether an existing NodeClaim of the planned name is
-// the launch this pass wants, rather than an older one that could not help.
-func sameIntent(existing *v1.NodeClaim, nodePool string) bool {
-	return existing.DeletionTimestamp == nil &&
-		existing.Labels[v1.LabelNodePool] == nodePool &&
-		!existing.StatusConditions().IsTrue(v1.ConditionTypeRegistered)
 }
 
 // report publishes e about a pod unless the pod already got this exact
@@ -518,20 +414,20 @@ func (p *Provisioner) warn(pods []*corev1.Pod) {
 // NoCompatibleInstanceTypes event, as Karpenter declares it: every pod it
 // was meant for says so too, but the NodePool is where the fix goes. The
 // recorder's dedupe keeps it to one event per NodePool while it lasts.
-func (p *Provisioner) reportIncompatibleNodePools(v *view, errs []scheduling.PodError) {
+func (p *Provisioner) reportIncompatibleNodePools(v *livemodel.Snapshot, errs []scheduling.PodError) {
 	const fix = "; widen its requirements or check its node class"
-	for name, np := range v.noTypes {
+	for name, np := range v.NoTypes {
 		p.opts.Recorder.Publish(events.Warning(np, events.NoCompatibleInstanceTypes, "Provision", "NodePool %s: its node class offers no instance types%s", name, fix))
 	}
 	seen := map[string]bool{}
 	for _, pe := range errs {
 		for name, r := range pe.NodePools {
 			nit, ok := r.(scheduling.NoInstanceType)
-			if !ok || nit.Cause != scheduling.NoTypes || seen[name] || v.nodePools[name] == nil {
+			if !ok || nit.Cause != scheduling.NoTypes || seen[name] || v.NodePools[name] == nil {
 				continue
 			}
 			seen[name] = true
-			p.opts.Recorder.Publish(events.Warning(v.nodePools[name], events.NoCompatibleInstanceTypes, "Provision",
+			p.opts.Recorder.Publish(events.Warning(v.NodePools[name], events.NoCompatibleInstanceTypes, "Provision",
 				"NodePool %s: no instance type meets its requirements (%s)%s", name, strings.Join(nit.Requirements, ", "), fix))
 		}
 	}

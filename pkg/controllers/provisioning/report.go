@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -80,31 +79,4 @@ func logUnschedulable(logger logr.Logger, errs []scheduling.PodError, skipped ma
 		summary = append(summary, fmt.Sprintf("%d pod(s) (e.g. %s): %s", g.count, strings.Join(g.examples, ", "), msg))
 	}
 	logger.Info("could not schedule pods", "count", len(errs), "reasons", summary)
-}
-
-// summarizeInstanceTypes names the first few options and how many more.
-func summarizeInstanceTypes(its []*scheduling.InstanceType) string {
-	const shown = 5
-	names := make([]string, 0, shown)
-	for i, it := range its {
-		if i == shown {
-			break
-		}
-		names = append(names, it.Name)
-	}
-	s := strings.Join(names, ", ")
-	if len(its) > shown {
-		s += fmt.Sprintf(" and %d other(s)", len(its)-shown)
-	}
-	return s
-}
-
-// formatResources renders a resource list compactly, in name order.
-func formatResources(rl corev1.ResourceList) string {
-	parts := make([]string, 0, len(rl))
-	for _, name := range slices.Sorted(maps.Keys(rl)) {
-		q := rl[name]
-		parts = append(parts, string(name)+"="+q.String())
-	}
-	return strings.Join(parts, ",")
 }

@@ -29,3 +29,25 @@ func TestPublishUnschedulableCountsPodsByReasonKind(t *testing.T) {
 		t.Errorf("karpenter_scheduler_unschedulable_pods_count = %v, want 0", got)
 	}
 }
+
+func TestDescribeReasons(t *testing.T) {
+	got := describeReasons(
+		scheduling.PodError{
+			Existing: scheduling.ExistingNodes{Groups: []scheduling.NodeGroup{{Count: 2, Reason: scheduling.InsufficientResource{}}}},
+			NodePools: map[string]scheduling.Reason{
+				"b": scheduling.Taint{Taint: corev1.Taint{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+				"a": scheduling.IncompatibleRequirements{Key: "zone",
+					Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}},
+					NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"z2", "z3"}}}},
+			},
+		},
+		map[string]string{"c": "it is not ready (NodeClassNotReady: ...)", "a": "ignored because a reason exists"},
+	)
+	want := `existing nodes: 2 nodes had insufficient resources; nodepool "a": incompatible requirements, key zone, zone In [z1] not in zone In [z2 z3]; nodepool "b": did not tolerate taint gpu=true:NoSchedule; nodepool "c" skipped: it is not ready (NodeClassNotReady: ...)`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := describeReasons(scheduling.PodError{}, nil); got == "" {
+		t.Error("no reason and no nodepool must still say something")
+	}
+}

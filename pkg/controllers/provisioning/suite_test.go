@@ -18,6 +18,8 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -141,12 +143,21 @@ func (f *fixture) replica() *replica {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: f.env.Client, State: st, CloudProvider: f.cloud, Clock: f.clock})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	creator, err := nodeclaims.NewCreator(nodeclaims.Options{Client: f.env.Client, State: st})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	p, err := provisioning.NewProvisioner(provisioning.Options{
-		Client:        f.env.Client,
-		State:         st,
-		CloudProvider: f.cloud,
-		Recorder:      f.recorder,
-		Clock:         f.clock,
+		Client:     f.env.Client,
+		State:      st,
+		Model:      model,
+		NodeClaims: creator,
+		Recorder:   f.recorder,
+		Clock:      f.clock,
 		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 			return scheduling.Solve(s, scheduling.Options{})
 		},

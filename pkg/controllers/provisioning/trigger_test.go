@@ -21,6 +21,8 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -49,8 +51,16 @@ func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduli
 			return scheduling.Solve(s, scheduling.Options{})
 		}
 	}
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: env.Client, State: st, CloudProvider: fake.New(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creator, err := nodeclaims.NewCreator(nodeclaims.Options{Client: env.Client, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := NewController(Options{
-		Client: env.Client, State: st, CloudProvider: fake.New(), Recorder: &events.Buffer{}, Clock: clk,
+		Client: env.Client, State: st, Model: model, NodeClaims: creator, Recorder: &events.Buffer{}, Clock: clk,
 		Solve: solve, BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
 	})
 	if err != nil {

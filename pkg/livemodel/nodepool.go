@@ -1,4 +1,4 @@
-package provisioning
+package livemodel
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package provisioning
+package nodeclaims
 
 import (
 	"crypto/sha256"
