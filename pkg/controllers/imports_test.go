@@ -27,3 +27,25 @@ func TestNoImportOfOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestNoControllerBorrowsAnother: the live model and NodeClaim creation
+// have packages of their own (pkg/livemodel, pkg/nodeclaims), so no
+// controller package reaches into provisioning for them.
+func TestNoControllerBorrowsAnother(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("finding the go command: %v", err)
+	}
+	const provisioning = "github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	for _, pkg := range []string{"./disruption/...", "./nodeclaim/...", "./node/...", "./nodepool/...", "./observability/...", "./status/..."} {
+		out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == provisioning {
+				t.Errorf("%s depends on %s; use pkg/livemodel or pkg/nodeclaims instead", pkg, provisioning)
+			}
+		}
+	}
+}
