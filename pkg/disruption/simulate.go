@@ -384,22 +384,13 @@ func setRequirement(reqs []scheduling.Requirement, key string, values ...string)
 	return out
 }
 
-// admits reports whether every requirement on key allows value.
+// admits reports whether every requirement on key allows value, with
+// v1.RequirementAdmits, the one reading of the operators: Gt, Lt, Gte and
+// Lte on a zone or capacity type admit nothing, DoesNotExist admits no
+// value, Exists admits every one.
 func admits(reqs []scheduling.Requirement, key, value string) bool {
 	for _, r := range reqs {
-		if r.Key != key {
-			continue
-		}
-		switch r.Operator {
-		case corev1.NodeSelectorOpIn:
-			if !slices.Contains(r.Values, value) {
-				return false
-			}
-		case corev1.NodeSelectorOpNotIn:
-			if slices.Contains(r.Values, value) {
-				return false
-			}
-		case corev1.NodeSelectorOpDoesNotExist:
+		if r.Key == key && !v1.RequirementAdmits(r.Operator, r.Values, value, true) {
 			return false
 		}
 	}

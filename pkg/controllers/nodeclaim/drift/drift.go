@@ -3,7 +3,6 @@ package drift
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,14 +56,14 @@ func requirementsDrift(np *v1.NodePool, nc *v1.NodeClaim) (cloudprovider.DriftRe
 		var ok bool
 		var got string
 		if value, has := nc.Labels[key]; has {
-			ok, got = satisfies(r, value, true), fmt.Sprintf("label %s=%s", key, value)
+			ok, got = v1.RequirementAdmits(r.Operator, r.Values, value, true), fmt.Sprintf("label %s=%s", key, value)
 		} else if i := slices.IndexFunc(nc.Spec.Requirements, func(l v1.NodeSelectorRequirementWithMinValues) bool {
 			return v1.NormalizeLabel(l.Key) == key
 		}); i >= 0 {
 			launched := nc.Spec.Requirements[i]
 			ok, got = compatible(r, launched), "requirement "+formatRequirement(launched)
 		} else {
-			ok, got = satisfies(r, "", false), "no "+key+" label"
+			ok, got = v1.RequirementAdmits(r.Operator, r.Values, "", false), "no "+key+" label"
 		}
 		if !ok {
 			return ReasonRequirementsDrifted, fmt.Sprintf("the NodeClaim has %s, which NodePool %s's requirement %s no longer allows",
@@ -80,47 +79,14 @@ func requirementsDrift(np *v1.NodePool, nc *v1.NodeClaim) (cloudprovider.DriftRe
 func compatible(r, launched v1.NodeSelectorRequirementWithMinValues) bool {
 	switch launched.Operator {
 	case corev1.NodeSelectorOpIn:
-		return slices.ContainsFunc(launched.Values, func(v string) bool { return satisfies(r, v, true) })
+		return slices.ContainsFunc(launched.Values, func(v string) bool { return v1.RequirementAdmits(r.Operator, r.Values, v, true) })
 	case corev1.NodeSelectorOpExists:
 		return r.Operator != corev1.NodeSelectorOpDoesNotExist
 	case corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpDoesNotExist:
-		return satisfies(r, "", false)
+		return v1.RequirementAdmits(r.Operator, r.Values, "", false)
 	}
 	// Numeric bounds: the value the node got is unknown; do not guess.
 	return true
-}
-
-func satisfies(r v1.NodeSelectorRequirementWithMinValues, value string, has bool) bool {
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		return has && slices.Contains(r.Values, value)
-	case corev1.NodeSelectorOpNotIn:
-		return !has || !slices.Contains(r.Values, value)
-	case corev1.NodeSelectorOpExists:
-		return has
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !has
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte:
-		if !has || len(r.Values) != 1 {
-			return false
-		}
-		got, err1 := strconv.ParseInt(value, 10, 64)
-		bound, err2 := strconv.ParseInt(r.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		switch r.Operator {
-		case corev1.NodeSelectorOpGt:
-			return got > bound
-		case corev1.NodeSelectorOpLt:
-			return got < bound
-		case v1.NodeSelectorOpGte:
-			return got >= bound
-		default:
-			return got <= bound
-		}
-	}
-	return false
 }
 
 func formatRequirement(r v1.NodeSelectorRequirementWithMinValues) string {
