@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -24,9 +23,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
-
-// ResourceNodes is the limits key that bounds a NodePool's node count.
-const ResourceNodes corev1.ResourceName = "nodes"
 
 // Snapshot is the live cluster as the solver and the disruption engine see
 // it: one picture, built by one function, so a consolidation never relies
@@ -43,7 +39,7 @@ type Snapshot struct {
 	// InUse is each NodePool's capacity in use (existing and in-flight
 	// NodeClaims, pessimistically sized while unlaunched) plus its node
 	// count.
-	InUse map[string]corev1.ResourceList
+	InUse state.Usage
 	// Skipped says why a NodePool is not in Cluster.NodePools (not ready,
 	// deleting, no instance types), for the unschedulable pods' report.
 	Skipped map[string]string
@@ -176,7 +172,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 			InstanceTypes: map[string][]*scheduling.InstanceType{},
 		},
 		NodePools:     map[string]*v1.NodePool{},
-		InUse:         map[string]corev1.ResourceList{},
+		InUse:         state.Usage{},
 		Skipped:       map[string]string{},
 		InstanceTypes: map[string][]*scheduling.InstanceType{},
 		Failures:      map[string]int64{},
@@ -222,9 +218,9 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 			if sn.Node == nil && !sn.MarkedForDeletion {
 				en.Pods = append(en.Pods, daemonPodsFor(daemons, en.Labels, en.Taints)...)
 			}
-			v.addInUse(en.NodePool, claimCapacity(sn.NodeClaim, sn.Node, its))
+			v.InUse.Add(en.NodePool, claimCapacity(sn, its))
 		} else if en.NodePool != "" {
-			v.addInUse(en.NodePool, sn.Node.Status.Capacity)
+			v.InUse.Add(en.NodePool, sn.Node.Status.Capacity)
 		}
 		v.Cluster.Nodes = append(v.Cluster.Nodes, en)
 	}
@@ -323,25 +319,6 @@ func (b *Builder) unboundPods(ctx context.Context) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-func (v *Snapshot) addInUse(pool string, capacity corev1.ResourceList) {
-	if pool == "" {
-		return
-	}
-	use := v.InUse[pool]
-	if use == nil {
-		use = corev1.ResourceList{}
-		v.InUse[pool] = use
-	}
-	for name, q := range capacity {
-		sum := use[name]
-		sum.Add(q)
-		use[name] = sum
-	}
-	n := use[ResourceNodes]
-	n.Add(resource.MustParse("1"))
-	use[ResourceNodes] = n
-}
-
 // nodePoolUnusable says why the provisioner must not launch from np, or "".
 func nodePoolUnusable(np *v1.NodePool) string {
 	if np.DeletionTimestamp != nil {
@@ -366,17 +343,14 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 }
 
 // claimCapacity is what a NodeClaim counts against its NodePool's limits:
-// its Node's or its own status capacity once known; before launch, the
-// largest of its instance-type options, so limits hold whatever the cloud
-// picks.
-func claimCapacity(nc *v1.NodeClaim, node *corev1.Node, its []*scheduling.InstanceType) corev1.ResourceList {
-	if node != nil && len(node.Status.Capacity) > 0 {
-		return node.Status.Capacity
+// its launched capacity once known (StateNode.LaunchedCapacity); before
+// launch, the largest of its instance-type options, so limits hold
+// whatever the cloud picks.
+func claimCapacity(sn *state.StateNode, its []*scheduling.InstanceType) corev1.ResourceList {
+	if c := sn.LaunchedCapacity(); c != nil {
+		return c
 	}
-	if len(nc.Status.Capacity) > 0 {
-		return nc.Status.Capacity
-	}
-	return maxCapacity(optionsOf(nc, its))
+	return maxCapacity(optionsOf(sn.NodeClaim, its))
 }
 
 // optionsOf returns the instance types among its that nc may launch as.

@@ -138,19 +138,30 @@ func (n *StateNode) StartupTaints() []corev1.Taint {
 	return append([]corev1.Taint(nil), n.NodeClaim.Spec.StartupTaints...)
 }
 
-// Capacity is the Node's capacity once reported, else the NodeClaim's
-// launched capacity, else (before launch) the NodeClaim's requests.
+// Capacity is LaunchedCapacity, else (before launch) the NodeClaim's
+// requests: what status.resources reports for an in-flight NodeClaim. The
+// live model sizes such a claim by its largest instance-type option
+// instead, so NodePool limits hold whatever the cloud picks.
 func (n *StateNode) Capacity() corev1.ResourceList {
-	if n.Node != nil && len(n.Node.Status.Capacity) > 0 {
-		return n.Node.Status.Capacity.DeepCopy()
+	if c := n.LaunchedCapacity(); c != nil {
+		return c
 	}
 	if n.NodeClaim != nil {
-		if len(n.NodeClaim.Status.Capacity) > 0 {
-			return n.NodeClaim.Status.Capacity.DeepCopy()
-		}
 		return n.NodeClaim.Spec.Resources.Requests.DeepCopy()
 	}
 	return corev1.ResourceList{}
+}
+
+// LaunchedCapacity is the Node's capacity once reported, else the
+// NodeClaim's launched capacity; nil before launch.
+func (n *StateNode) LaunchedCapacity() corev1.ResourceList {
+	if n.Node != nil && len(n.Node.Status.Capacity) > 0 {
+		return n.Node.Status.Capacity.DeepCopy()
+	}
+	if n.NodeClaim != nil && len(n.NodeClaim.Status.Capacity) > 0 {
+		return n.NodeClaim.Status.Capacity.DeepCopy()
+	}
+	return nil
 }
 
 // Allocatable is the Node's allocatable once reported, else the

@@ -2,6 +2,8 @@ package state
 
 import (
 	"testing"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 func TestNodePoolUsageSumsCapacityAndCountsNodes(t *testing.T) {
@@ -22,10 +24,10 @@ func TestNodePoolUsageSumsCapacityAndCountsNodes(t *testing.T) {
 	if got := cpu(a); got != "7" {
 		t.Errorf("pool a cpu = %s, want 7 (4 + 2 + 1)", got)
 	}
-	if got := a[ResourceNodes]; got.Value() != 3 {
+	if got := a[v1.ResourceNodes]; got.Value() != 3 {
 		t.Errorf("pool a nodes = %s, want 3", got.String())
 	}
-	if got := use["b"][ResourceNodes]; got.Value() != 1 {
+	if got := use["b"][v1.ResourceNodes]; got.Value() != 1 {
 		t.Errorf("pool b nodes = %s, want 1", got.String())
 	}
 	if _, ok := use[""]; ok {

@@ -61,6 +61,10 @@ type NodePoolSpec struct {
 	Weight *int32 `json:"weight,omitempty"`
 }
 
+// ResourceNodes is the limits key (and status.resources key) that counts a
+// NodePool's nodes, Karpenter's "nodes".
+const ResourceNodes corev1.ResourceName = "nodes"
+
 // Limits caps the resources of a NodePool's nodes (cpu, memory, nodes,
 // extended resources).
 type Limits corev1.ResourceList

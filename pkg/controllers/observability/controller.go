@@ -32,7 +32,7 @@ type Cluster interface {
 	// ReadOnlyNodes are the tracked nodes, not copied: the controller
 	// only reads them.
 	ReadOnlyNodes() []*state.StateNode
-	NodePoolUsage() map[string]corev1.ResourceList
+	NodePoolUsage() state.Usage
 }
 
 // InstanceTypes lists a NodePool's instance types (the cloud provider).

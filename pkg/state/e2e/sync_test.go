@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -49,7 +48,7 @@ func TestStateSyncsAndJoinsNodeClaimsToNodes(t *testing.T) {
 	if !ok || sn.NodeClaim == nil || sn.NodeClaim.Name != nc.Name || sn.NodePool() != "sync-pool" {
 		t.Fatalf("the Node and its NodeClaim are one StateNode: %+v", sn)
 	}
-	if got := cluster.NodePoolUsage()["sync-pool"][state.ResourceNodes]; got.Value() != 1 {
+	if got := cluster.NodePoolUsage()["sync-pool"][v1.ResourceNodes]; got.Value() != 1 {
 		t.Errorf("sync-pool counts 1 node, got %s", got.String())
 	}
 

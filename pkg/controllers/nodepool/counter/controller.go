@@ -118,9 +118,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	use := c.opts.Cluster.NodePoolUsage()[np.Name]
 	if use == nil {
-		use = corev1.ResourceList{state.ResourceNodes: resource.MustParse("0")}
+		use = corev1.ResourceList{v1.ResourceNodes: resource.MustParse("0")}
 	}
-	count := use[state.ResourceNodes]
+	count := use[v1.ResourceNodes]
 	nodes := count.Value()
 
 	stored := np.DeepCopy()

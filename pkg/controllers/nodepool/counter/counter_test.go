@@ -59,7 +59,7 @@ func TestCounterWritesResourcesAndNodesOnceSynced(t *testing.T) {
 		t.Fatalf("status.nodes = %v, want 1", got.Status.Nodes)
 	}
 	cpu := got.Status.Resources[corev1.ResourceCPU]
-	nodes := got.Status.Resources[state.ResourceNodes]
+	nodes := got.Status.Resources[v1.ResourceNodes]
 	if cpu.String() != "4" || nodes.String() != "1" {
 		t.Fatalf("status.resources = %v", got.Status.Resources)
 	}
