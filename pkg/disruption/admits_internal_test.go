@@ -9,12 +9,12 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// TestAdmits: pricing a replacement reads the requirements on zone and
-// capacity type with the one reading of the operators. The engine's own
-// copy handled only In, NotIn and DoesNotExist, so Gt, Lt (and Gte/Lte) on
-// a zone were silently admitted and a replacement was priced on an
-// offering its requirements exclude.
-func TestAdmits(t *testing.T) {
+// TestOfferingPriceReadsEveryOperator: pricing a replacement reads the
+// requirements on zone and capacity type with the one reading of the
+// operators. The engine's own copy handled only In, NotIn and
+// DoesNotExist, so Gt, Lt (and Gte/Lte) on a zone were silently admitted
+// and a replacement was priced on an offering its requirements exclude.
+func TestOfferingPriceReadsEveryOperator(t *testing.T) {
 	zone := v1.LabelTopologyZone
 	req := func(op corev1.NodeSelectorOperator, values ...string) []scheduling.Requirement {
 		return []scheduling.Requirement{{Key: zone, Operator: op, Values: values}}
@@ -37,11 +37,12 @@ func TestAdmits(t *testing.T) {
 		{name: "Gte on a non-integer label admits nothing", reqs: req(v1.NodeSelectorOpGte, "1"), value: "zone-a"},
 		{name: "Gt compares integers", reqs: req(corev1.NodeSelectorOpGt, "1"), value: "2", want: true},
 		{name: "Lt compares integers", reqs: req(corev1.NodeSelectorOpLt, "2"), value: "2"},
-		{name: "requirements on other keys do not matter", reqs: []scheduling.Requirement{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}}}, value: "zone-a", want: true},
+		{name: "requirements on other keys do not matter", reqs: []scheduling.Requirement{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}, value: "zone-a", want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := admits(tc.reqs, zone, tc.value); got != tc.want {
-				t.Errorf("admits(%v, %q) = %v, want %v", tc.reqs, tc.value, got, tc.want)
+			it := &scheduling.InstanceType{Name: "m5.large", Offerings: []scheduling.Offering{{Zone: tc.value, CapacityType: "on-demand", Price: 0.1, Available: true}}}
+			if _, got := offeringPrice(it, tc.reqs, 0, true); got != tc.want {
+				t.Errorf("offering in %q priced under %v: %v, want %v", tc.value, tc.reqs, got, tc.want)
 			}
 		})
 	}

@@ -277,7 +277,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 	sum := 0.0
 	for i, nc := range ncs {
 		reqs[i] = slices.Clone(nc.Requirements)
-		spot, od := admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot), admits(reqs[i], v1.LabelCapacityType, v1.CapacityTypeOnDemand)
+		spot, od := scheduling.RequirementsAdmit(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot), scheduling.RequirementsAdmit(reqs[i], v1.LabelCapacityType, v1.CapacityTypeOnDemand)
 		if allSpot && spot && !s.in.Options.SpotToSpot {
 			return nil, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 		}
@@ -359,7 +359,7 @@ func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowanc
 		}
 	}
 	out.Price = keep[0].price
-	if o, _, ok := cheapestOffering(keep[0].it, out.Requirements); ok {
+	if o, ok := scheduling.CheapestOffering(keep[0].it, out.Requirements); ok {
 		out.PriceParts = scheduling.NodePrice(keep[0].it, o.Price, cpu, listPrices)
 	}
 	return &out, ""
@@ -384,55 +384,22 @@ func setRequirement(reqs []scheduling.Requirement, key string, values ...string)
 	return out
 }
 
-// admits reports whether every requirement on key allows value, with
-// v1.RequirementAdmits, the one reading of the operators: Gt, Lt, Gte and
-// Lte on a zone or capacity type admit nothing, DoesNotExist admits no
-// value, Exists admits every one.
-func admits(reqs []scheduling.Requirement, key, value string) bool {
-	for _, r := range reqs {
-		if r.Key == key && !v1.RequirementAdmits(r.Operator, r.Values, value, true) {
-			return false
-		}
-	}
-	return true
-}
-
 // offeringPrice is what a node of type it carrying cpu millicores of
-// requests costs (scheduling.NodePrice) at its cheapest available offering
-// whose zone and capacity type reqs allow.
+// requests costs (scheduling.NodePrice) at its cheapest offering reqs
+// allow (scheduling.CheapestOffering).
 func offeringPrice(it *scheduling.InstanceType, reqs []scheduling.Requirement, cpu int64, listPrices bool) (float64, bool) {
-	_, p, ok := cheapestOffering(it, reqs)
-	return scheduling.NodePrice(it, p, cpu, listPrices).Total(), ok
+	o, ok := scheduling.CheapestOffering(it, reqs)
+	return scheduling.NodePrice(it, o.Price, cpu, listPrices).Total(), ok
 }
 
 // listPrices is Options.Scheduling.ListPrices: nodes priced at their
 // offerings' list prices alone.
 func (s *simulator) listPrices() bool { return s.in.Options.Scheduling.ListPrices }
 
-func cheapestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement) (scheduling.Offering, float64, bool) {
-	var best scheduling.Offering
-	found := false
-	for _, o := range it.Offerings {
-		if !o.Available || !admits(reqs, v1.LabelTopologyZone, o.Zone) || !admits(reqs, v1.LabelCapacityType, o.CapacityType) {
-			continue
-		}
-		if !found || o.Price < best.Price {
-			best, found = o, true
-		}
-	}
-	return best, best.Price, found
-}
-
-// dearestOffering is the highest price among it's available offerings
-// that reqs allow, priced as offeringPrice prices them.
+// dearestOffering is what the node costs at the dearest offering reqs
+// allow (scheduling.DearestOfferingPrice), priced as offeringPrice prices.
 func dearestOffering(it *scheduling.InstanceType, reqs []scheduling.Requirement, cpu int64, listPrices bool) float64 {
-	worst := 0.0
-	for _, o := range it.Offerings {
-		if o.Available && admits(reqs, v1.LabelTopologyZone, o.Zone) && admits(reqs, v1.LabelCapacityType, o.CapacityType) {
-			worst = max(worst, o.Price)
-		}
-	}
-	return scheduling.NodePrice(it, worst, cpu, listPrices).Total()
+	return scheduling.NodePrice(it, scheduling.DearestOfferingPrice(it, reqs), cpu, listPrices).Total()
 }
 
 // Launch is the instance a replacement most likely becomes: its cheapest
@@ -442,7 +409,7 @@ func Launch(nc *scheduling.NewNodeClaim) (*scheduling.InstanceType, scheduling.O
 	var bestIT *scheduling.InstanceType
 	var best scheduling.Offering
 	for _, it := range nc.InstanceTypes {
-		if o, p, ok := cheapestOffering(it, nc.Requirements); ok && (bestIT == nil || p < best.Price) {
+		if o, ok := scheduling.CheapestOffering(it, nc.Requirements); ok && (bestIT == nil || o.Price < best.Price) {
 			bestIT, best = it, o
 		}
 	}

@@ -195,14 +195,8 @@ func admitsLabels(pool *scheduling.NodePool, it *scheduling.InstanceType) bool {
 // cheapestAllowed is the lowest price of the type's available offerings in
 // the zones and capacity types the pool allows.
 func cheapestAllowed(pool *scheduling.NodePool, it *scheduling.InstanceType) (float64, bool) {
-	best, found := 0.0, false
-	for _, o := range it.Offerings {
-		if o.Available && scheduling.RequirementsAdmit(pool.Requirements, v1.LabelTopologyZone, o.Zone) &&
-			scheduling.RequirementsAdmit(pool.Requirements, v1.LabelCapacityType, o.CapacityType) && (!found || o.Price < best) {
-			best, found = o.Price, true
-		}
-	}
-	return best, found
+	o, ok := scheduling.CheapestOffering(it, pool.Requirements)
+	return o.Price, ok
 }
 
 func poolSummary(v *NodePoolVerdict) string {

@@ -245,7 +245,7 @@ func requirementValues(n *scheduling.NewNodeClaim) map[string][]string {
 	zones, capacityTypes := []string{}, []string{}
 	for _, it := range n.InstanceTypes {
 		for _, o := range it.Offerings {
-			if !o.Available || !scheduling.RequirementsAdmit(n.Requirements, corev1.LabelTopologyZone, o.Zone) || !scheduling.RequirementsAdmit(n.Requirements, v1.LabelCapacityType, o.CapacityType) {
+			if !scheduling.OfferingAllowed(o, n.Requirements) {
 				continue
 			}
 			zones = appendNew(zones, o.Zone)

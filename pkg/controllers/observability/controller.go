@@ -159,8 +159,8 @@ func (c *Controller) Update(ctx context.Context) error {
 	c.updatePods(pods, nodes)
 	metrics.PodDecisions.Publish(pods, c.opts.Clock.Now())
 	c.updateNodePools(pools.Items)
-	prices, err := c.updateInstanceTypes(ctx, pools.Items)
-	updateCost(pools.Items, nodes, prices)
+	types, err := c.updateInstanceTypes(ctx, pools.Items)
+	updateCost(pools.Items, nodes, types)
 	return err
 }
 
@@ -185,9 +185,11 @@ func (c *Controller) pods(ctx context.Context) ([]*corev1.Pod, error) {
 type offeringKey struct{ it, ct, zone string }
 
 // updateCost sums, per NodePool, the hourly price of its launched nodes'
-// offerings (karpenter_nodepools_cost_total). A node whose offering has
-// no price any more counts as a cost tracker error and adds nothing.
-func updateCost(pools []v1.NodePool, nodes []*state.StateNode, prices map[offeringKey]float64) {
+// offerings (karpenter_nodepools_cost_total), each at its list price in
+// its own NodePool's instance types (scheduling.OfferingPrice): a price
+// map shared by every pool let the last pool's price win. A node whose offering has no price any more counts as a cost
+// tracker error and adds nothing.
+func updateCost(pools []v1.NodePool, nodes []*state.StateNode, types map[string][]*scheduling.InstanceType) {
 	cost := make(map[string]float64, len(pools))
 	for i := range pools {
 		cost[pools[i].Name] = 0
@@ -204,7 +206,7 @@ func updateCost(pools []v1.NodePool, nodes []*state.StateNode, prices map[offeri
 		if _, ok := cost[pool]; !ok || it == "" {
 			continue // not launched yet, or its NodePool is gone
 		}
-		price, ok := prices[offeringKey{it, l[v1.LabelCapacityType], l[corev1.LabelTopologyZone]}]
+		price, ok := scheduling.OfferingPrice(types[pool], it, l[corev1.LabelTopologyZone], l[v1.LabelCapacityType])
 		if !ok {
 			metrics.NodePoolsCostTrackerErrors.WithLabelValues(pool).Inc()
 			continue
@@ -359,10 +361,11 @@ func (c *Controller) updateNodePools(pools []v1.NodePool) {
 }
 
 // updateInstanceTypes publishes the NodePools' instance types and their
-// offerings, and returns the offerings' prices.
-func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePool) (map[offeringKey]float64, error) {
+// offerings, and returns each NodePool's instance types.
+func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePool) (map[string][]*scheduling.InstanceType, error) {
 	cpu, mem := map[string]float64{}, map[string]float64{}
 	available, price := map[offeringKey]bool{}, map[offeringKey]float64{}
+	byPool := make(map[string][]*scheduling.InstanceType, len(pools))
 	var errs []error
 	for i := range pools {
 		its, err := c.opts.InstanceTypes.GetInstanceTypes(ctx, &pools[i])
@@ -370,6 +373,7 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 			errs = append(errs, fmt.Errorf("listing instance types of nodepool %s: %w", pools[i].Name, err))
 			continue
 		}
+		byPool[pools[i].Name] = its
 		for _, it := range its {
 			cpu[it.Name] = it.Capacity.Cpu().AsApproximateFloat64()
 			mem[it.Name] = it.Capacity.Memory().AsApproximateFloat64()
@@ -396,7 +400,7 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 		metrics.InstanceTypeOfferingAvailable.WithLabelValues(k.it, k.ct, k.zone).Set(v)
 		metrics.InstanceTypeOfferingPrice.WithLabelValues(k.it, k.ct, k.zone).Set(price[k])
 	}
-	return price, errors.Join(errs...)
+	return byPool, errors.Join(errs...)
 }
 
 func add(a, b corev1.ResourceList) corev1.ResourceList {

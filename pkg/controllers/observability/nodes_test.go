@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -54,5 +55,30 @@ func TestNodeSeriesFollowTheNodes(t *testing.T) {
 	}
 	if got, _ := metrics.NodesCurrentLifetime.Value("a", "default"); got != 120 {
 		t.Errorf("node a's lifetime %g s, want 120", got)
+	}
+}
+
+// TestCostPricesEachNodeFromItsOwnPool: two NodePools may price the same
+// offering differently (a NodeOverlay, a reservation); each node's cost
+// comes from its own NodePool's instance types. A price map shared by every
+// pool let the last pool listed win.
+func TestCostPricesEachNodeFromItsOwnPool(t *testing.T) {
+	pools := []v1.NodePool{{ObjectMeta: metav1.ObjectMeta{Name: "cheap"}}, {ObjectMeta: metav1.ObjectMeta{Name: "dear"}}}
+	typed := func(price float64) []*scheduling.InstanceType {
+		return []*scheduling.InstanceType{{Name: "m5.large", Offerings: []scheduling.Offering{{Zone: "zone-a", CapacityType: v1.CapacityTypeOnDemand, Price: price, Available: true}}}}
+	}
+	node := func(name, pool string) *state.StateNode {
+		labels := map[string]string{v1.LabelNodePool: pool, corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "zone-a", v1.LabelCapacityType: v1.CapacityTypeOnDemand}
+		return &state.StateNode{
+			Node:      &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
+			NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
+		}
+	}
+	updateCost(pools, []*state.StateNode{node("a", "cheap"), node("b", "dear"), node("c", "dear")},
+		map[string][]*scheduling.InstanceType{"cheap": typed(0.1), "dear": typed(0.3)})
+	for pool, want := range map[string]float64{"cheap": 0.1, "dear": 0.6} {
+		if got := testutil.ToFloat64(metrics.NodePoolsCost.WithLabelValues(pool)); got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("cost of nodepool %s = %v, want %v", pool, got, want)
+		}
 	}
 }
