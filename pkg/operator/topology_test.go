@@ -55,3 +55,51 @@ func TestTopologySpreadAcrossZones(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologySpreadCountsOnlyThePodsDomains is the three-replica case of
+// issue 31: the pods select a NodePool limited to one zone while another
+// NodePool offers the other zones. kube-scheduler counts only the domains
+// of nodes the pods may use, so it binds all three in the one zone; joiner
+// must plan them there too, not call two of them unsatisfiable because of
+// the other pool's zones.
+func TestTopologySpreadCountsOnlyThePodsDomains(t *testing.T) {
+	s := newScenario(t)
+	s.nodePool.Spec.Template.Spec.Requirements = append(s.nodePool.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"sim-east-1a"}})
+	other := s.nodePool.DeepCopy()
+	other.Name = s.nodePool.Name + "-other"
+	other.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"sim-east-1b", "sim-east-1c"}},
+	}
+	s.apply()
+	s.env.Create(t, other)
+	s.joiner()
+	s.deployment("spread", 3, "1", "1Gi", func(spec *corev1.PodSpec) {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew:           1,
+			TopologyKey:       v1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+		}}
+	})
+	s.waitRunning("spread", 3, 90*time.Second)
+
+	ctx := context.Background()
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		zoneOf[n.Name] = n.Labels[v1.LabelTopologyZone]
+	}
+	pods, err := s.pods(ctx, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if z := zoneOf[p.Spec.NodeName]; z != "sim-east-1a" {
+			t.Errorf("pod %s bound in zone %q, want sim-east-1a", p.Name, z)
+		}
+	}
+}
