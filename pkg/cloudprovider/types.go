@@ -77,3 +77,28 @@ type CloudProvider interface {
 	// another kind are not managed by joiner.
 	GetSupportedNodeClasses() []client.Object
 }
+
+// RegistrationDiagnoser is a capability a CloudProvider may add: naming,
+// while a launched NodeClaim waits for its Node, the cause that will keep
+// the Node from ever registering when the provider can know it before the
+// registration TTL (the AWS provider: a node role aws-auth does not map).
+// The lifecycle controller asks through WhyNotRegistered.
+type RegistrationDiagnoser interface {
+	// WhyNotRegistered returns the cause in one sentence, "" when the
+	// provider knows none. It must be cheap: it is asked on each
+	// reconcile of a NodeClaim waiting to register.
+	WhyNotRegistered(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error)
+}
+
+// WhyNotRegistered asks cp (or the provider it wraps) for the cause that
+// keeps nodeClaim's Node from registering; "" when it cannot tell.
+func WhyNotRegistered(ctx context.Context, cp CloudProvider, nodeClaim *v1.NodeClaim) (string, error) {
+	if i, ok := cp.(*instrumented); ok {
+		cp = i.next
+	}
+	d, ok := cp.(RegistrationDiagnoser)
+	if !ok {
+		return "", nil
+	}
+	return d.WhyNotRegistered(ctx, nodeClaim)
+}

@@ -141,7 +141,7 @@ func Gather(ctx context.Context, o Options) (*Inputs, error) {
 func gatherAWS(ctx context.Context, o Options, in *Inputs) (*AWSInputs, error) {
 	a := &AWSInputs{NodeRoles: map[string]string{}}
 	for _, nc := range in.NodeClasses {
-		arn, err := nodeRoleARN(ctx, o.AWS.IAM, &nc)
+		arn, err := awsprovider.NodeRoleARN(ctx, o.AWS.IAM, &nc)
 		if err != nil {
 			a.Skipped = append(a.Skipped, fmt.Sprintf("node-role of ec2nodeclass %s: %v", nc.Name, err))
 			continue
@@ -194,28 +194,6 @@ func gatherAWS(ctx context.Context, o Options, in *Inputs) (*AWSInputs, error) {
 		}
 	}
 	return a, nil
-}
-
-// nodeRoleARN is the ARN of the role nc's nodes run as.
-func nodeRoleARN(ctx context.Context, c IAMAPI, nc *awsv1.EC2NodeClass) (string, error) {
-	if nc.Spec.Role != "" {
-		out, err := c.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(nc.Spec.Role)})
-		if err != nil {
-			return "", fmt.Errorf("reading role %s: %w", nc.Spec.Role, err)
-		}
-		return aws.ToString(out.Role.Arn), nil
-	}
-	if nc.Spec.InstanceProfile != nil {
-		out, err := c.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: nc.Spec.InstanceProfile})
-		if err != nil {
-			return "", fmt.Errorf("reading instance profile %s: %w", *nc.Spec.InstanceProfile, err)
-		}
-		if len(out.InstanceProfile.Roles) == 0 {
-			return "", fmt.Errorf("instance profile %s has no role", *nc.Spec.InstanceProfile)
-		}
-		return aws.ToString(out.InstanceProfile.Roles[0].Arn), nil
-	}
-	return "", errors.New("neither spec.role nor spec.instanceProfile is set")
 }
 
 // AWSOptions say which cluster's account ForAWS reads.

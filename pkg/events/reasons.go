@@ -70,4 +70,9 @@ const (
 	// LaunchBackoffReset: what a back-off's cause names changed (such as
 	// kube-system/aws-auth), so the back-off ended early (joiner's).
 	LaunchBackoffReset = "LaunchBackoffReset"
+	// RegistrationBlocked: the cloud provider named why a launched
+	// NodeClaim's Node cannot register (a node role aws-auth does not map),
+	// before the registration TTL; on the NodeClaim, its NodePool and the
+	// pods waiting for it (joiner's).
+	RegistrationBlocked = "RegistrationBlocked"
 )

@@ -103,14 +103,16 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 	requests := sv.ri.list(c.base.req)
 	switch {
 	case len(p.types) == 0:
-		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
+		causes, details := sv.unavailableCauses(p, types, zones, cts)
+		return NoInstanceType{Cause: NoTypes, Requests: requests, Requirements: rs, Unavailable: causes, UnavailableDetails: details}
 	case sv.notOffered(c.base.req, p) >= 0:
 		r := sv.notOffered(c.base.req, p)
 		return ResourceNotOffered{Resource: sv.ri.names[r], Requested: sv.ri.quantity(r, c.base.req[r])}
 	case !reqOK && bigEnough:
 		return NoInstanceType{Cause: NoTypeMatchesRequirements, Requests: requests, Requirements: rs}
 	case reqOK && !offerOK:
-		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs, Unavailable: sv.unavailableCauses(p, types, zones, cts)}
+		causes, details := sv.unavailableCauses(p, types, zones, cts)
+		return NoInstanceType{Cause: NoTypeOffered, Requests: requests, Requirements: rs, Unavailable: causes, UnavailableDetails: details}
 	case reqOK && !bigEnough:
 		// The largest any compatible type offers, resource by resource.
 		largest := make(resVec, len(c.base.req))
@@ -128,14 +130,19 @@ func (sv *solver) noInstanceTypeReason(c *podClass, p *poolT, merged *reqSet, ty
 
 // unavailableCauses are the distinct causes the cloud gave for the
 // unavailable offerings, within zones and cts, of p's types in types and
-// of the types p dropped for having no available offering at all.
-func (sv *solver) unavailableCauses(p *poolT, types bitset, zones uint64, cts uint32) []UnavailableCause {
+// of the types p dropped for having no available offering at all, and the
+// distinct details it gave with them (which images, which subnets).
+func (sv *solver) unavailableCauses(p *poolT, types bitset, zones uint64, cts uint32) ([]UnavailableCause, []string) {
 	zs, cs := sv.zoneNames(zones), sv.ctNames(cts)
 	seen := map[UnavailableCause]bool{}
+	details := map[string]bool{}
 	add := func(it *InstanceType) {
 		for _, o := range it.Offerings {
 			if !o.Available && o.Unavailable != "" && slices.Contains(zs, o.Zone) && slices.Contains(cs, o.CapacityType) {
 				seen[o.Unavailable] = true
+				if o.UnavailableDetail != "" {
+					details[o.UnavailableDetail] = true
+				}
 			}
 		}
 	}
@@ -148,9 +155,9 @@ func (sv *solver) unavailableCauses(p *poolT, types bitset, zones uint64, cts ui
 		add(it)
 	}
 	if len(seen) == 0 {
-		return nil
+		return nil, nil
 	}
-	return slices.Sorted(maps.Keys(seen))
+	return slices.Sorted(maps.Keys(seen)), slices.Sorted(maps.Keys(details))
 }
 
 // notOffered is the first resource req asks for that no type of p has at

@@ -229,6 +229,9 @@ type NoInstanceType struct {
 	// Unavailable are the causes the cloud gave for the offerings that
 	// would have served (NoTypeOffered only), sorted.
 	Unavailable []UnavailableCause `json:"unavailable,omitempty"`
+	// UnavailableDetails are what the cloud said with those causes (the
+	// images a node class selects, ...), sorted.
+	UnavailableDetails []string `json:"unavailableDetails,omitempty"`
 }
 
 // InsufficientResource: instance types meet the pod's requirements, but

@@ -40,6 +40,9 @@ func Message(r Reason) string {
 		for _, c := range r.Unavailable {
 			why += "; " + unavailableMessage[c]
 		}
+		for _, d := range r.UnavailableDetails {
+			why += "; " + d
+		}
 		return noInstanceTypeMessage(r.Requests, r.Requirements, why)
 	case InsufficientResource:
 		return noInstanceTypeMessage(r.Requests, r.Requirements, "no instance type has enough resources")
@@ -83,6 +86,7 @@ func Message(r Reason) string {
 var unavailableMessage = map[UnavailableCause]string{
 	UnavailableInsufficientCapacity: "the cloud has no capacity for them right now (InsufficientInstanceCapacity); allow more instance types, zones or capacity types",
 	UnavailableSubnetExhausted:      "the node class's subnets in those zones have no free IP addresses (InsufficientFreeAddressesInSubnet); add subnets with free addresses to its subnetSelectorTerms",
+	UnavailableNoImage:              "the node class selects no image built for their architecture, so their instances would never boot a kubelet; select images of that architecture in amiSelectorTerms, or allow the architecture the images are built for",
 }
 
 // nodeMessage is the predicate of "N nodes <...>" for one existing node's

@@ -173,6 +173,9 @@ type Offering struct {
 	// cause ("the zone's subnets are out of addresses") instead of only
 	// "no available offering".
 	Unavailable UnavailableCause
+	// UnavailableDetail is what the cloud adds to the cause, for people
+	// ("EC2NodeClass default selects only amd64 images: ami-1 (al2023)").
+	UnavailableDetail string
 }
 
 // UnavailableCause is why the cloud marked an offering unavailable.
@@ -187,6 +190,10 @@ const (
 	// offering's zone is out of IP addresses
 	// (InsufficientFreeAddressesInSubnet).
 	UnavailableSubnetExhausted UnavailableCause = "SubnetExhausted"
+	// UnavailableNoImage: the node class selects no image of the instance
+	// type's architecture (seed 000: amd64-only images on a Graviton
+	// NodePool), so no offering of it can ever launch a Node.
+	UnavailableNoImage UnavailableCause = "NoImageForArchitecture"
 )
 
 // Allocatable is Capacity minus every overhead, floored at zero.

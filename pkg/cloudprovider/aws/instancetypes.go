@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,8 +192,19 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 	for i := range cat.types {
 		info := &cat.types[i]
 		arch := typeArch(info)
-		if !archs[arch] || !compatible(info, family) {
+		if arch == "" || !compatible(info, family) {
 			continue
+		}
+		// A type of an architecture no selected image is built for stays
+		// listed, every offering unavailable with the images named: a pod
+		// that only such types could carry is told the cause (seed 000),
+		// not "no instance type has an available offering".
+		noImage := ""
+		if !archs[arch] {
+			if len(archs) == 0 {
+				continue
+			}
+			noImage = noImageDetail(nc, arch)
 		}
 		name := string(info.InstanceType)
 		var offerings []scheduling.Offering
@@ -221,6 +233,11 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 		if len(offerings) == 0 {
 			continue
 		}
+		if noImage != "" {
+			for j := range offerings {
+				offerings[j].Available, offerings[j].Unavailable, offerings[j].UnavailableDetail = false, scheduling.UnavailableNoImage, noImage
+			}
+		}
 		it := &scheduling.InstanceType{
 			Name:         name,
 			Requirements: p.requirements(info, family, arch),
@@ -248,6 +265,27 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 	return out
 }
 
+// noImageDetail says that nc selects no image of arch, naming the images
+// it selects and their architectures.
+func noImageDetail(nc *awsv1.EC2NodeClass, arch string) string {
+	var images []string
+	for _, ami := range nc.Status.AMIs {
+		var archs []string
+		for _, r := range ami.Requirements {
+			if r.Key == v1.LabelArch {
+				archs = append(archs, r.Values...)
+			}
+		}
+		name := ami.ID
+		if ami.Name != "" {
+			name += " (" + ami.Name + ")"
+		}
+		images = append(images, name+" "+strings.Join(archs, "/"))
+	}
+	slices.Sort(images)
+	return fmt.Sprintf("every image EC2NodeClass %s selects is built for another architecture than %s: %s", nc.Name, arch, strings.Join(images, ", "))
+}
+
 // withAvailability copies the computed types, marking offerings the ICE
 // cache holds and zones whose subnets are all exhausted unavailable.
 func (p *Provider) withAvailability(base []*scheduling.InstanceType, nc *awsv1.EC2NodeClass) []*scheduling.InstanceType {
@@ -263,6 +301,9 @@ func (p *Provider) withAvailability(base []*scheduling.InstanceType, nc *awsv1.E
 		c.Offerings = slices.Clone(it.Offerings)
 		for j := range c.Offerings {
 			o := &c.Offerings[j]
+			if o.Unavailable == scheduling.UnavailableNoImage {
+				continue
+			}
 			ice := p.ice.isUnavailable(o.CapacityType, it.Name, o.Zone)
 			o.Available = usable[o.Zone] && !ice
 			// Say why, so a pod that fits nowhere is told the cause.

@@ -52,6 +52,10 @@ type Options struct {
 	Pricing PricingAPI // nil: the built-in price table only
 	// Client reads EC2NodeClasses and NodeClaims.
 	Client client.Client
+	// APIReader reads kube-system/aws-auth (ConfigMaps are not cached) to
+	// name an unmapped node role while a NodeClaim waits to register; nil
+	// turns that diagnosis off.
+	APIReader client.Reader
 
 	// Region is the EC2 region (from the SDK configuration).
 	Region string

@@ -135,7 +135,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 	})
 	p, err := New(Options{
 		EC2: ec2.NewFromConfig(*cfg), IAM: iam.NewFromConfig(*cfg), SSM: ssm.NewFromConfig(*cfg), Pricing: pricingClient,
-		Client: mgr.GetClient(), Region: cfg.Region,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Region: cfg.Region,
 		ClusterName: opts.ClusterName, ClusterID: opts.ClusterID,
 		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: clusterCIDR,
 		KubernetesVersion: opts.KubernetesVersion, SSMParameterRoot: opts.SSMParameterRoot,

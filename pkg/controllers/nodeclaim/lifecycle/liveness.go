@@ -74,6 +74,9 @@ func registrationTimeoutMessage(nc *v1.NodeClaim, registered metav1.Condition, t
 		return fmt.Sprintf("%s and its Node joined the cluster, but joiner could not take the Node over within %s: %s. "+
 			"joiner is deleting the NodeClaim instead of waiting forever. %s",
 			instance, ttl, registered.Message, advice)
+	case ReasonRegistrationBlocked:
+		return fmt.Sprintf("%s but it did not register within %s: %s. joiner is deleting it instead of waiting forever.",
+			instance, ttl, registered.Message)
 	case ReasonNodeNotFound, "", v1.ConditionTypeRegistered, status.ReasonAwaitingReconciliation:
 		return fmt.Sprintf("%s but no Node with that providerID registered within %s, so joiner is deleting it instead of waiting forever. %s",
 			instance, ttl, advice)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -26,6 +27,9 @@ const (
 	// ReasonNodeSyncFailed: the Node registered but joiner could not patch
 	// it (an admission webhook or RBAC rejected the patch).
 	ReasonNodeSyncFailed = "NodeSyncFailed"
+	// ReasonRegistrationBlocked: the cloud provider named the cause that
+	// keeps the Node from registering (a node role aws-auth does not map).
+	ReasonRegistrationBlocked = "RegistrationBlocked"
 )
 
 // kubeletOwnedLabels are reported by the kubelet (or the cloud) about the
@@ -52,6 +56,12 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	switch len(nodes.Items) {
 	case 0:
+		if why := c.whyNotRegistered(ctx, nc); why != "" {
+			c.reportRegistrationBlocked(ctx, nc, why)
+			conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonRegistrationBlocked,
+				fmt.Sprintf("no Node with providerID %s can register: %s", nc.Status.ProviderID, why))
+			return stepResult{}, nil, nil
+		}
 		conds.SetUnknownWithReason(v1.ConditionTypeRegistered, ReasonNodeNotFound,
 			fmt.Sprintf("waiting for a Node with providerID %s to register", nc.Status.ProviderID))
 		return stepResult{}, nil, nil
@@ -300,4 +310,33 @@ func taintString(t corev1.Taint) string {
 		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
 	}
 	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}
+
+// whyNotRegistered asks the cloud provider for the cause that keeps nc's
+// Node from registering, "" when it knows none (or could not ask: the
+// generic wait goes on).
+func (c *Controller) whyNotRegistered(ctx context.Context, nc *v1.NodeClaim) string {
+	why, err := cloudprovider.WhyNotRegistered(ctx, c.opts.CloudProvider, nc)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("asking the cloud provider why the node has not registered", "error", err.Error())
+		return ""
+	}
+	return why
+}
+
+// reportRegistrationBlocked says the cause on nc, its NodePool and the
+// pods waiting for it, as soon as it is known rather than at the
+// registration TTL. The recorder drops the repeats of later reconciles.
+func (c *Controller) reportRegistrationBlocked(ctx context.Context, nc *v1.NodeClaim, why string) {
+	evts := []events.Event{events.Warning(nc, events.RegistrationBlocked, "Register", "NodeClaim %s cannot register: %s.", nc.Name, why)}
+	if pool := nc.Labels[v1.LabelNodePool]; pool != "" {
+		np := &v1.NodePool{}
+		if c.opts.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
+			evts = append(evts, events.Warning(np, events.RegistrationBlocked, "Register", "NodePool %s's nodes cannot register: %s.", pool, why))
+		}
+	}
+	for _, pod := range c.pendingNominatedPods(ctx, nc) {
+		evts = append(evts, events.Warning(pod, events.RegistrationBlocked, "Provision", "Pod waits for nodeclaim/%s, whose node cannot register: %s.", nc.Name, why))
+	}
+	c.opts.Recorder.Publish(evts...)
 }

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/nodepool"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestWhyNotRegisteredNamesTheUnmappedRole is seed 001 on the controller's
+// side: while a NodeClaim waits for its Node, the provider reads
+// kube-system/aws-auth and the node class's role and names the role aws-auth
+// does not map, with the roles it does map. Without aws-auth (nodes mapped
+// by EKS access entries) and once the role is mapped, it names nothing.
+func TestWhyNotRegisteredNamesTheUnmappedRole(t *testing.T) {
+	env := test.Env(t)
+	nc := nodeClass(t)
+	env.Create(t, nc)
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "claim")}, Spec: v1.NodeClaimSpec{NodeClassRef: ref(nc)}}
+	why := func() string {
+		t.Helper()
+		opts := providerOptions(t, "")
+		opts.APIReader = env.Client
+		p, err := awsprovider.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.WhyNotRegistered(t.Context(), claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := why(); got != "" {
+		t.Fatalf("without aws-auth: %q, want no cause (access entries may map the role)", got)
+	}
+	other := "arn:aws:iam::123456789012:role/KarpenterControllerRole"
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-auth"},
+		Data:       map[string]string{"mapRoles": "- rolearn: " + other + "\n  username: system:node:{{EC2PrivateDNSName}}\n  groups: [system:bootstrappers, system:nodes]\n"},
+	}
+	env.Create(t, cm)
+	got := why()
+	for _, want := range []string{"node role arn:aws:iam::", ":role/" + local.cluster.RoleName, "of EC2NodeClass " + nc.Name, "is not mapped in kube-system/aws-auth (mapped: " + other + ")"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cause %q does not say %q", got, want)
+		}
+	}
+	arn := got[len("node role "):strings.Index(got, " of EC2NodeClass")]
+	cm.Data["mapRoles"] += "- rolearn: " + arn + "\n  username: system:node:{{EC2PrivateDNSName}}\n  groups: [system:bootstrappers, system:nodes]\n"
+	if err := env.Client.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if got := why(); got != "" {
+		t.Errorf("with the role mapped: %q, want no cause", got)
+	}
+}
+
+// TestAmd64ImagesOnAGravitonPoolNameTheImages is seed 000 on the
+// controller's side: a node class whose images are all amd64 under a
+// NodePool that allows only arm64 (t4g). The provider lists the arm64 types
+// with every offering unavailable for want of an image, naming the images,
+// and the solver's reason for the pod says so instead of "no instance type
+// has an available offering".
+func TestAmd64ImagesOnAGravitonPoolNameTheImages(t *testing.T) {
+	p := newProvider(t, "")
+	amd64 := local.cluster.AMI("AL2023", "x86_64")
+	nc := readyNodeClass(t, p, nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: amd64.ID}}
+		nc.Spec.AMIFamily = ptr.To(awsv1.AMIFamilyAL2023)
+	}))
+	np := nodePool(nc)
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}},
+		{Key: v1.LabelAWSInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"t4g"}},
+	}
+	its, err := p.GetInstanceTypes(t.Context(), np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, it := range its {
+		if it.Name != "t4g.small" {
+			continue
+		}
+		found = true
+		for _, o := range it.Offerings {
+			if o.Available || o.Unavailable != scheduling.UnavailableNoImage || !strings.Contains(o.UnavailableDetail, amd64.ID) {
+				t.Errorf("t4g.small offering %+v: want unavailable for want of an arm64 image, naming %s", o, amd64.ID)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("t4g.small is not listed: the pod would hear no cause")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "armapp", UID: "armapp"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{v1.LabelNodePool: np.Name},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	plan, err := scheduling.Solve(&scheduling.Snapshot{
+		NodePools:     []*scheduling.NodePool{nodepool.FromNodePool(np)},
+		InstanceTypes: map[string][]*scheduling.InstanceType{np.Name: its},
+		Pods:          []*corev1.Pod{pod},
+	}, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Unschedulable) != 1 {
+		t.Fatalf("want the pod unschedulable, got %d new nodes", len(plan.NewNodeClaims))
+	}
+	msg := scheduling.Message(plan.Unschedulable[0].NodePools[np.Name])
+	for _, want := range []string{"no image built for their architecture", "every image EC2NodeClass " + nc.Name + " selects is built for another architecture than arm64", amd64.ID} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("reason %q does not say %q", msg, want)
+		}
+	}
+}
