@@ -152,6 +152,22 @@ func (sv *solver) shrink(n *nodeState) {
 		p.usedNodes--
 		return
 	}
+	if best := sv.bestType(n); best >= 0 && best != n.natural {
+		p.account(from, p.types[best].capacity)
+		n.natural = best
+	}
+}
+
+// bestType is the cheapest type (index into the pool's types) that holds
+// planned node n's requests in its zones and capacity types within the
+// pool's limits, n.natural when none is cheaper (ties go to the lower
+// index), -1 for a node without a type.
+func (sv *solver) bestType(n *nodeState) int {
+	if n.natural < 0 {
+		return -1
+	}
+	p := n.pool
+	from := p.types[n.natural].capacity
 	tr := trial{reqs: n.reqs, zones: n.zones, cts: n.cts, types: n.types}
 	best, bestPrice := n.natural, p.price(n.natural, n.requests)
 	for i, t := range p.types {
@@ -168,8 +184,5 @@ func (sv *solver) shrink(n *nodeState) {
 			best, bestPrice = i, price
 		}
 	}
-	if best != n.natural {
-		p.account(from, p.types[best].capacity)
-		n.natural = best
-	}
+	return best
 }

@@ -102,6 +102,7 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 	sv.balanceFrom = 2
 	sv.placeAll()
 	sv.improve()
+	sv.rebalance()
 	return sv, nil
 }
 
@@ -161,6 +162,7 @@ type solver struct {
 	optScratch          []option // finalize's launch options, reused node to node
 	strategy            strategy
 	balanceFrom         int // first tier placed in balancing order
+	receiverStart       int // rebalance's window over the nodes
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {

@@ -1,0 +1,230 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// rebalance is a local search after improve. A node's price is that of the
+// cheapest type holding its pods, a step function of its requests; after
+// the greedy pass a node often pays a step for one resource while another
+// sits idle (a node of memory-heavy pods with CPU to spare), or stands just
+// above a step. For each planned node, dearest first, it moves pods
+// (largest share of the node's binding resource first) into other planned
+// nodes' spare room, where they cost nothing, until the node drops to a
+// cheaper type; if the node cannot drop, those moves are undone. Pods move
+// only as improve moves them (same zone and capacity type when their
+// topology counts them, not when tied by hostname affinity), every move is
+// checked as a placement is, and the work is bounded by a number of fit
+// checks proportional to the pods, so the pass stays linear.
+func (sv *solver) rebalance() {
+	if len(sv.newNodes) < 2 {
+		return
+	}
+	budget := rebalanceChecksPerPod * (len(sv.snap.Pods) + 1)
+	donors := make([]*nodeState, 0, len(sv.newNodes))
+	for _, n := range sv.newNodes {
+		if len(n.pods) > 0 {
+			donors = append(donors, n)
+		}
+	}
+	sort.SliceStable(donors, func(i, j int) bool {
+		return donors[i].pool.price(donors[i].natural, donors[i].requests) > donors[j].pool.price(donors[j].natural, donors[j].requests)
+	})
+	for pass := 0; pass < rebalancePasses; pass++ {
+		gained := false
+		for _, d := range donors {
+			// Drop the node step by step while it gets cheaper.
+			for budget > 0 && len(d.pods) > 0 {
+				before := d.pool.price(d.natural, d.requests)
+				budget -= sv.drainStep(d, donors, budget)
+				if len(d.pods) > 0 && d.pool.price(d.natural, d.requests) >= before-1e-9 {
+					break
+				}
+				gained = true
+			}
+		}
+		if !gained || budget <= 0 {
+			return
+		}
+	}
+}
+
+// rebalanceChecksPerPod bounds rebalance's fit checks (newNodeFit calls);
+// rebalancePasses its passes over the nodes.
+const (
+	rebalanceChecksPerPod = 12
+	rebalancePasses       = 2
+)
+
+// move is one pod moved by drainStep, with what undoing it needs.
+type move struct {
+	pod  *corev1.Pod
+	c    *podClass
+	to   *nodeState
+	prev trial // the receiver's state before the move
+	// classes is how many classes the receiver had before the move.
+	classes int
+}
+
+// drainStep tries to bring donor d down to a cheaper type by moving some of
+// its pods into other nodes' spare room; it keeps the moves when d gets
+// cheaper and undoes them otherwise. It returns the fit checks it used.
+func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
+	p := d.pool
+	price := p.price(d.natural, d.requests)
+	// The resource the node's type is sized by: the one its requests use
+	// the largest share of.
+	alloc := p.effAlloc[d.natural]
+	bind, share := -1, -1.0
+	for r := range d.requests {
+		if alloc[r] > 0 {
+			if s := float64(d.requests[r]) / float64(alloc[r]); s > share {
+				bind, share = r, s
+			}
+		}
+	}
+	if bind < 0 {
+		return 0
+	}
+	order := make([]int, len(d.pods))
+	for i := range order {
+		order[i] = i
+	}
+	pods := append([]*corev1.Pod(nil), d.pods...)
+	classes := append([]*podClass(nil), d.podClasses...)
+	sort.SliceStable(order, func(a, b int) bool {
+		return classes[order[a]].base.req[bind] > classes[order[b]].base.req[bind]
+	})
+	checks := 0
+	spent := 0.0 // what the receivers' growth costs
+	var moves []move
+	for _, i := range order {
+		pod, c := pods[i], classes[i]
+		if c.base.req[bind] <= 0 || !sv.movable(c) {
+			continue
+		}
+		sv.removePod(d, pod, c)
+		a := sv.newAttempt(c)
+		if c.base.zoneRelevant {
+			a.allowed &= d.zones
+			a.preferred &= d.zones
+		}
+		if c.base.ctRelevant {
+			a.ctAllowed &= d.cts
+		}
+		to, tr, cost, used := sv.receiver(a, d, nodes, budget-checks)
+		checks += used
+		if to == nil || a.allowed == 0 || a.ctAllowed == 0 {
+			sv.commitNew(c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, pod)
+			if checks >= budget {
+				break
+			}
+			continue
+		}
+		prev := trial{reqs: to.reqs, zones: to.zones, cts: to.cts, types: to.types, natural: to.natural}
+		classesBefore := len(to.classes)
+		sv.commitNew(c, to, tr, pod)
+		moves = append(moves, move{pod: pod, c: c, to: to, prev: prev, classes: classesBefore})
+		spent += cost
+		if len(d.pods) == 0 {
+			if spent < price-1e-9 {
+				sv.shrink(d) // empty: the node goes
+				return checks
+			}
+			break
+		}
+		if t := sv.bestType(d); t >= 0 && p.price(t, d.requests)+spent < price-1e-9 {
+			sv.shrink(d)
+			return checks
+		}
+	}
+	// No cheaper type: put the pods back where they were.
+	for k := len(moves) - 1; k >= 0; k-- {
+		m := moves[k]
+		sv.removePod(m.to, m.pod, m.c)
+		m.to.reqs, m.to.types, m.to.classes = m.prev.reqs, m.prev.types, m.to.classes[:m.classes]
+		if m.to.natural != m.prev.natural {
+			pool := m.to.pool
+			pool.account(pool.types[m.to.natural].capacity, pool.types[m.prev.natural].capacity)
+			m.to.natural = m.prev.natural
+		}
+		sv.commitNew(m.c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, m.pod)
+	}
+	// The same pods, in their order before the attempt.
+	d.pods, d.podClasses = pods, classes
+	return checks
+}
+
+// receiver finds the planned node (other than d) that takes a pod of the
+// attempt's class at the lowest added cost: the first with room on its
+// current type (cost 0), else the cheapest to grow among the first
+// receiverChoices that can. It returns the node, the state to commit, the
+// added cost and the fit checks used (at most budget).
+func (sv *solver) receiver(a *attempt, d *nodeState, nodes []*nodeState, budget int) (*nodeState, trial, float64, int) {
+	req := a.c.base.req
+	checks := 0
+	// A window of the nodes, moving on with every pod, keeps the scan
+	// bounded on large plans and spreads the pods over the receivers.
+	if len(nodes) > receiverScan {
+		start := sv.receiverStart % len(nodes)
+		sv.receiverStart += receiverScan / 4
+		window := make([]*nodeState, 0, receiverScan)
+		window = append(window, nodes[start:min(len(nodes), start+receiverScan)]...)
+		if rest := receiverScan - len(window); rest > 0 {
+			window = append(window, nodes[:rest]...)
+		}
+		nodes = window
+	}
+	for _, n := range nodes {
+		if checks >= budget {
+			return nil, trial{}, 0, checks
+		}
+		if n == d || len(n.pods) == 0 || n.natural < 0 || !fitsAdd(n.requests, req, n.pool.effAlloc[n.natural]) {
+			continue
+		}
+		checks++
+		if t, v := sv.newNodeFit(a, n, false); v == fits && t.zones == n.zones && t.natural == n.natural {
+			if cost := n.pool.price(t.natural, addVec(n.requests, req)) - n.pool.price(n.natural, n.requests); cost <= 1e-12 {
+				return n, t, 0, checks
+			}
+		}
+	}
+	var best *nodeState
+	var bestTrial trial
+	bestCost, found := 0.0, 0
+	for _, n := range nodes {
+		if checks >= budget || found >= receiverChoices {
+			break
+		}
+		if n == d || len(n.pods) == 0 || n.natural < 0 || !fitsAdd(n.requests, req, n.pool.maxEff) {
+			continue
+		}
+		checks++
+		t, v := sv.newNodeFit(a, n, true)
+		if v != fits || t.zones != n.zones {
+			continue
+		}
+		found++
+		cost := n.pool.price(t.natural, addVec(n.requests, req)) - n.pool.price(n.natural, n.requests)
+		if best == nil || cost < bestCost {
+			best, bestTrial, bestCost = n, t, cost
+		}
+	}
+	return best, bestTrial, bestCost, checks
+}
+
+// receiverChoices is how many growable receivers receiver compares;
+// receiverScan how many nodes it looks at per pod.
+const (
+	receiverChoices = 8
+	receiverScan    = 256
+)
+
+// addVec is a + b in a new vector.
+func addVec(a, b resVec) resVec {
+	out := a.clone()
+	out.add(b)
+	return out
+}
