@@ -53,9 +53,12 @@ func (sv *solver) rebalance() {
 
 // rebalanceChecksPerPod bounds rebalance's fit checks (newNodeFit calls);
 // rebalancePasses its passes over the nodes.
+// drainMisses ends a node's attempt after that many pods in a row found no
+// receiver.
 const (
 	rebalanceChecksPerPod = 12
 	rebalancePasses       = 2
+	drainMisses           = 6
 )
 
 // move is one pod moved by drainStep, with what undoing it needs.
@@ -99,6 +102,7 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 	})
 	checks := 0
 	spent := 0.0 // what the receivers' growth costs
+	misses := 0  // pods in a row that found no receiver
 	var moves []move
 	for _, i := range order {
 		pod, c := pods[i], classes[i]
@@ -118,11 +122,13 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 		checks += used
 		if to == nil || a.allowed == 0 || a.ctAllowed == 0 {
 			sv.commitNew(c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, pod)
-			if checks >= budget {
+			misses++
+			if checks >= budget || misses >= drainMisses {
 				break
 			}
 			continue
 		}
+		misses = 0
 		prev := trial{reqs: to.reqs, zones: to.zones, cts: to.cts, types: to.types, natural: to.natural}
 		classesBefore := len(to.classes)
 		sv.commitNew(c, to, tr, pod)
@@ -167,17 +173,15 @@ func (sv *solver) receiver(a *attempt, d *nodeState, nodes []*nodeState, budget 
 	checks := 0
 	// A window of the nodes, moving on with every pod, keeps the scan
 	// bounded on large plans and spreads the pods over the receivers.
-	if len(nodes) > receiverScan {
-		start := sv.receiverStart % len(nodes)
+	count, start := len(nodes), 0
+	if count > receiverScan {
+		start = sv.receiverStart % count
 		sv.receiverStart += receiverScan / 4
-		window := make([]*nodeState, 0, receiverScan)
-		window = append(window, nodes[start:min(len(nodes), start+receiverScan)]...)
-		if rest := receiverScan - len(window); rest > 0 {
-			window = append(window, nodes[:rest]...)
-		}
-		nodes = window
+		count = receiverScan
 	}
-	for _, n := range nodes {
+	at := func(k int) *nodeState { return nodes[(start+k)%len(nodes)] }
+	for k := 0; k < count; k++ {
+		n := at(k)
 		if checks >= budget {
 			return nil, trial{}, 0, checks
 		}
@@ -186,7 +190,7 @@ func (sv *solver) receiver(a *attempt, d *nodeState, nodes []*nodeState, budget 
 		}
 		checks++
 		if t, v := sv.newNodeFit(a, n, false); v == fits && t.zones == n.zones && t.natural == n.natural {
-			if cost := n.pool.price(t.natural, addVec(n.requests, req)) - n.pool.price(n.natural, n.requests); cost <= 1e-12 {
+			if n.pool.credits(t.natural, sv.plus(n.requests, req)) <= n.pool.credits(n.natural, n.requests)+1e-12 {
 				return n, t, 0, checks
 			}
 		}
@@ -194,7 +198,8 @@ func (sv *solver) receiver(a *attempt, d *nodeState, nodes []*nodeState, budget 
 	var best *nodeState
 	var bestTrial trial
 	bestCost, found := 0.0, 0
-	for _, n := range nodes {
+	for k := 0; k < count; k++ {
+		n := at(k)
 		if checks >= budget || found >= receiverChoices {
 			break
 		}
@@ -207,7 +212,7 @@ func (sv *solver) receiver(a *attempt, d *nodeState, nodes []*nodeState, budget 
 			continue
 		}
 		found++
-		cost := n.pool.price(t.natural, addVec(n.requests, req)) - n.pool.price(n.natural, n.requests)
+		cost := n.pool.price(t.natural, sv.plus(n.requests, req)) - n.pool.price(n.natural, n.requests)
 		if best == nil || cost < bestCost {
 			best, bestTrial, bestCost = n, t, cost
 		}
@@ -222,9 +227,14 @@ const (
 	receiverScan    = 256
 )
 
-// addVec is a + b in a new vector.
-func addVec(a, b resVec) resVec {
-	out := a.clone()
-	out.add(b)
-	return out
+// plus is a + b in the solver's scratch vector for sums (valid until the
+// next call).
+func (sv *solver) plus(a, b resVec) resVec {
+	if len(sv.sum) != len(a) {
+		sv.sum = make(resVec, len(a))
+	}
+	for i := range a {
+		sv.sum[i] = a[i] + b[i]
+	}
+	return sv.sum
 }

@@ -161,8 +161,9 @@ type solver struct {
 	scratch             resVec
 	optScratch          []option // finalize's launch options, reused node to node
 	strategy            strategy
-	balanceFrom         int // first tier placed in balancing order
-	receiverStart       int // rebalance's window over the nodes
+	balanceFrom         int    // first tier placed in balancing order
+	receiverStart       int    // rebalance's window over the nodes
+	sum                 resVec // rebalance's scratch sum
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
