@@ -236,6 +236,7 @@ func New(o Options) ([]Controller, error) {
 		Client:      mgr.GetClient(),
 		NodeClasses: o.CloudProvider.GetSupportedNodeClasses(),
 		Clock:       o.Clock,
+		Recorder:    recorder,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building nodepool readiness: %w", err)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -376,5 +377,25 @@ func TestCheckWindowsBuild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			runCheck(t, checkWindowsBuild, &Inputs{NodePools: []v1.NodePool{tt.pool}, NodeClasses: []awsv1.EC2NodeClass{tt.class}}, tt.wants)
 		})
+	}
+}
+
+// TestLegacyTaint: seed 002's pre-v1 taint is flagged on the NodePool and
+// in userData, with the v1 fix, and never suggested as a fix.
+func TestLegacyTaint(t *testing.T) {
+	legacy := corev1.Taint{Key: v1.TaintKeyUninitializedLegacy, Effect: corev1.TaintEffectNoExecute}
+	np := v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "custom"}}
+	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{legacy}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "custom"}
+	got := checkLegacyTaint(&Inputs{NodePools: []v1.NodePool{np}})
+	if len(got) != 1 || got[0].Object != "nodepool/custom" || !strings.Contains(got[0].Fix, "karpenter.sh/unregistered:NoExecute") {
+		t.Fatalf("findings %+v, want one on nodepool/custom with the v1 fix", got)
+	}
+	ud := "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n"
+	nc := awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "custom"}, Spec: awsv1.EC2NodeClassSpec{AMIFamily: ptr.To(awsv1.AMIFamilyAL2), UserData: &ud}}
+	for _, f := range checkUserData(&Inputs{NodePools: []v1.NodePool{np}, NodeClasses: []awsv1.EC2NodeClass{nc}, ClusterName: "c"}) {
+		if strings.Contains(f.Fix, "register-with-taints="+v1.TaintKeyUninitializedLegacy) || strings.Contains(f.Fix, v1.TaintKeyUninitializedLegacy+":") {
+			t.Errorf("doctor suggests registering the legacy taint again: %s", f)
+		}
 	}
 }

@@ -101,6 +101,7 @@ type check struct {
 var checks = []check{
 	{Name: "controller-placement", Run: checkControllerPlacement},
 	{Name: "userdata", Run: checkUserData},
+	{Name: "legacy-taint", Run: checkLegacyTaint},
 	{Name: "node-role", NeedsAWS: true, Run: checkNodeRole},
 	{Name: "image-architecture", Run: checkImageArchitecture},
 	{Name: "cluster-name", NeedsAWS: true, Run: checkClusterName},

@@ -51,6 +51,9 @@ func userDataFinding(in *Inputs, nc *awsv1.EC2NodeClass, np *v1.NodePool) *Findi
 	family := nc.AMIFamily()
 	want := append([]corev1.Taint{v1.UnregisteredNoExecuteTaint}, np.Spec.Template.Spec.Taints...)
 	want = append(want, np.Spec.Template.Spec.StartupTaints...)
+	// The pre-v1 taint is never asked for: registering it is the fault
+	// (checkLegacyTaint), not the fix.
+	want = slices.DeleteFunc(want, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUninitializedLegacy })
 	clusterName, endpoint := in.ClusterName, in.ClusterEndpoint
 	if endpoint == "" {
 		endpoint = "https://kubernetes.default.svc"
@@ -73,6 +76,11 @@ func userDataFinding(in *Inputs, nc *awsv1.EC2NodeClass, np *v1.NodePool) *Findi
 		return &Finding{Check: "userdata", Severity: Error,
 			Message: fmt.Sprintf("the node would not boot into a kubelet (read as %s user data): %v", parseAs, err),
 			Fix:     "correct spec.userData so the image's bootstrap starts the kubelet"}
+	}
+	if v1.HasLegacyUninitializedTaint(k.Taints) {
+		return &Finding{Check: "userdata", Severity: Error,
+			Message: "the kubelet would register with the taint " + v1.TaintKeyUninitializedLegacy + ", which nothing removes",
+			Fix:     v1.LegacyUninitializedTaintFix}
 	}
 	var missing []string
 	for _, t := range want {
@@ -242,6 +250,23 @@ func checkWindowsBuild(in *Inputs) []Finding {
 			out = append(out, Finding{Check: "windows-build", Severity: Error, Object: objectName("NodePool", "", np.Name),
 				Message: fmt.Sprintf("it requires %s in [%s] but ec2nodeclass %s boots %s, build %s", corev1.LabelWindowsBuild, strings.Join(builds, ","), nc.Name, family, have),
 				Fix:     fmt.Sprintf("use the Windows family whose build the pods need in ec2nodeclass %s, or require build %s", nc.Name, have)})
+		}
+	}
+	return out
+}
+
+// checkLegacyTaint: seed 002, a NodePool that lists the pre-v1 taint
+// karpenter.sh/uninitialized under startupTaints (or taints) waits for a
+// removal that never comes: every node it launches is deleted when
+// initialisation times out.
+func checkLegacyTaint(in *Inputs) []Finding {
+	var out []Finding
+	for i := range in.NodePools {
+		np := &in.NodePools[i]
+		if v1.HasLegacyUninitializedTaint(np.Spec.Template.Spec.StartupTaints) || v1.HasLegacyUninitializedTaint(np.Spec.Template.Spec.Taints) {
+			out = append(out, Finding{Check: "legacy-taint", Severity: Error, Object: objectName("NodePool", "", np.Name),
+				Message: "it lists the taint " + v1.TaintKeyUninitializedLegacy + ", which nothing removes, so no node it launches initialises",
+				Fix:     v1.LegacyUninitializedTaintFix})
 		}
 	}
 	return out

@@ -183,6 +183,24 @@ const (
 	TaintKeyUninitializedLegacy = LabelDomain + "/uninitialized"
 )
 
+// LegacyUninitializedTaintFix is the v1 fix for a NodePool, userData or
+// Node that still uses TaintKeyUninitializedLegacy (seed 002): the NodePool
+// readiness controller, the NodeClaim lifecycle and `joiner doctor` all say
+// it in these words.
+const LegacyUninitializedTaintFix = "karpenter.sh/uninitialized is the taint of Karpenter before v1; joiner, like Karpenter v1, never removes it, so a node registered with it never runs pods and a NodePool that lists it under startupTaints never initialises a node. " +
+	"Remove it from spec.template.spec.startupTaints and from the userData's --register-with-taints; the v1 taint is karpenter.sh/unregistered:NoExecute, which joiner adds to the userData it generates and removes once the Node is registered. " +
+	"To hold pods off a new node until your own agent is ready, list that agent's taint under startupTaints and have the agent remove it"
+
+// HasLegacyUninitializedTaint reports whether taints use the pre-v1 key.
+func HasLegacyUninitializedTaint(taints []corev1.Taint) bool {
+	for _, t := range taints {
+		if t.Key == TaintKeyUninitializedLegacy {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	// UnregisteredNoExecuteTaint is the taint a node registers with.
 	UnregisteredNoExecuteTaint = corev1.Taint{Key: TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}

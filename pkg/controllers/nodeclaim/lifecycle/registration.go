@@ -206,10 +206,8 @@ func (c *Controller) reportBootstrapTaints(nc *v1.NodeClaim, node *corev1.Node, 
 		c.opts.Recorder.Publish(events.Warning(nc, events.UnregisteredTaintMissing, "Register", "%s", msg),
 			events.Warning(node, events.UnregisteredTaintMissing, "Register", "%s", msg))
 	}
-	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUninitializedLegacy) && !hasTaintKey(nc.Spec.StartupTaints, v1.TaintKeyUninitializedLegacy) {
-		msg := fmt.Sprintf("Node %s registered with the legacy taint %s, which older Karpenter releases used. joiner (like current Karpenter) uses %s:NoExecute and never removes %s, so no pod without a toleration will run on this node. "+
-			"Change the bootstrap's --register-with-taints to %s:NoExecute.",
-			node.Name, v1.TaintKeyUninitializedLegacy, v1.TaintKeyUnregistered, v1.TaintKeyUninitializedLegacy, v1.TaintKeyUnregistered)
+	if hasTaintKey(node.Spec.Taints, v1.TaintKeyUninitializedLegacy) || v1.HasLegacyUninitializedTaint(nc.Spec.StartupTaints) {
+		msg := fmt.Sprintf("Node %s of NodeClaim %s uses the taint %s: %s.", node.Name, nc.Name, v1.TaintKeyUninitializedLegacy, v1.LegacyUninitializedTaintFix)
 		c.opts.Recorder.Publish(events.Warning(nc, events.LegacyUninitializedTaint, "Register", "%s", msg),
 			events.Warning(node, events.LegacyUninitializedTaint, "Register", "%s", msg))
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
 )
 
 // NodeClassReady reasons.
@@ -56,6 +57,9 @@ type Options struct {
 	NodeClasses []client.Object
 	// Clock stamps condition transitions (default: the real clock).
 	Clock clock.PassiveClock
+	// Recorder, when set, warns on a NodePool that uses the pre-v1 startup
+	// taint karpenter.sh/uninitialized (seed 002).
+	Recorder events.Recorder
 }
 
 // Validate checks the options and fills defaults.
@@ -162,6 +166,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// registrationHealth may have patched the metadata: the status patch
 	// is optimistic against that version.
 	stored.ResourceVersion, stored.Annotations = np.ResourceVersion, np.Annotations
+	if c.opts.Recorder != nil && (v1.HasLegacyUninitializedTaint(np.Spec.Template.Spec.StartupTaints) || v1.HasLegacyUninitializedTaint(np.Spec.Template.Spec.Taints)) {
+		c.opts.Recorder.Publish(events.Warning(np, events.LegacyUninitializedTaint, "Validate", "NodePool %s uses the taint %s: %s.", np.Name, v1.TaintKeyUninitializedLegacy, v1.LegacyUninitializedTaintFix))
+	}
 	if errs := np.RuntimeValidate(); len(errs) > 0 {
 		msgs := make([]string, 0, len(errs))
 		for _, e := range errs {
