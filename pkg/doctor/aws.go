@@ -138,9 +138,9 @@ func checkSubnets(in *Inputs) []Finding {
 		obj := "subnet/" + id
 		who := "used by ec2nodeclass " + strings.Join(users[id], ", ")
 		switch {
-		case free == 0:
+		case free <= 0:
 			out = append(out, Finding{Check: "subnets", Severity: Error, Object: obj,
-				Message: fmt.Sprintf("no free IP addresses left (%s, %s): launches there fail with InsufficientFreeAddressesInSubnet", aws.ToString(s.CidrBlock), who),
+				Message: fmt.Sprintf("no free IP addresses left (%s%s, %s): launches there fail with InsufficientFreeAddressesInSubnet", aws.ToString(s.CidrBlock), negativeFree(free), who),
 				Fix:     "free addresses (delete unused ENIs), or add a larger subnet to the ec2nodeclass's subnetSelectorTerms"})
 		case free < lowFreeAddresses || (size > 0 && float64(free) < lowFreeFraction*float64(size)):
 			out = append(out, Finding{Check: "subnets", Severity: Warning, Object: obj,
@@ -158,4 +158,13 @@ func subnetSize(cidr string) int {
 		return 0
 	}
 	return int(math.Pow(2, float64(32-p.Bits()))) - 5
+}
+
+// negativeFree notes a negative free-address count (an emulator's or a
+// racing count), which is as exhausted as zero.
+func negativeFree(free int) string {
+	if free < 0 {
+		return fmt.Sprintf(", %d reported free", free)
+	}
+	return ""
 }

@@ -271,6 +271,8 @@ func TestCheckSubnets(t *testing.T) {
 		{name: "plenty", subnet: subnet(200, "10.0.0.0/24")},
 		{name: "exhausted", subnet: subnet(0, "10.0.0.0/24"),
 			wants: []want{{Error, "subnet/subnet-1", "no free IP addresses left (10.0.0.0/24, used by ec2nodeclass default)", "larger subnet"}}},
+		{name: "a negative count is exhausted, not a warning", subnet: subnet(-1, "10.0.0.0/28"),
+			wants: []want{{Error, "subnet/subnet-1", "no free IP addresses left (10.0.0.0/28, -1 reported free, used by ec2nodeclass default)", "larger subnet"}}},
 		{name: "under a tenth free", subnet: subnet(20, "10.0.0.0/24"),
 			wants: []want{{Warning, "subnet/subnet-1", "only 20 of 251 IP addresses free", "larger subnet"}}},
 		{name: "a small subnet nearly full", subnet: subnet(10, "10.0.0.0/27"),
