@@ -75,4 +75,7 @@ const (
 	// before the registration TTL; on the NodeClaim, its NodePool and the
 	// pods waiting for it (joiner's).
 	RegistrationBlocked = "RegistrationBlocked"
+	// ClusterNamesake: another cluster's instances carry this cluster's
+	// name (seed 004); on the node classes (joiner's).
+	ClusterNamesake = "ClusterNamesake"
 )

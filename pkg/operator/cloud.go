@@ -61,6 +61,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			IsolatedVPC:             settings.IsolatedVPC,
 			NodeClassRefresh:        min(settings.AMIRefreshInterval, settings.SubnetRefreshInterval),
 			Clock:                   clk,
+			Recorder:                recorder,
 		})
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
 )
 
 // Defaults of Options.
@@ -52,6 +53,9 @@ type Options struct {
 	Pricing PricingAPI // nil: the built-in price table only
 	// Client reads EC2NodeClasses and NodeClaims.
 	Client client.Client
+	// Recorder, when set, publishes the provider's events (a namesake
+	// cluster, on the node classes).
+	Recorder events.Recorder
 	// APIReader reads kube-system/aws-auth (ConfigMaps are not cached) to
 	// name an unmapped node role while a NodeClaim waits to register; nil
 	// turns that diagnosis off.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"maps"
 	"sync"
@@ -175,4 +176,31 @@ func (p *Provider) reportNamesake(ctx context.Context, tags map[string]string, i
 	metrics.ClusterNamesakes.Set(float64(len(p.namesakes)))
 	log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct cluster names or tooling that trusts eks:eks-cluster-name (Karpenter, IAM conditions, cost reports) will mix them up",
 		"clusterName", p.opts.ClusterName, "clusterID", p.opts.ClusterID, "otherClusterID", other, "instance", instanceID)
+	p.publishNamesake(ctx, tags, other, instanceID)
+}
+
+// publishNamesake says it (seed 004) where users look: a Warning event on
+// the node class the foreign instance names when this cluster has one, else
+// on every EC2NodeClass.
+func (p *Provider) publishNamesake(ctx context.Context, tags map[string]string, other, instanceID string) {
+	if p.opts.Recorder == nil {
+		return
+	}
+	var classes awsv1.EC2NodeClassList
+	if err := p.kube.List(ctx, &classes); err != nil {
+		return
+	}
+	var targets []*awsv1.EC2NodeClass
+	for i := range classes.Items {
+		if classes.Items[i].Name == tags[v1.LabelAWSEC2NodeClass] {
+			targets = []*awsv1.EC2NodeClass{&classes.Items[i]}
+			break
+		}
+		targets = append(targets, &classes.Items[i])
+	}
+	for _, nc := range targets {
+		p.opts.Recorder.Publish(events.Warning(nc, events.ClusterNamesake, "Garbage collect",
+			"Another cluster (id %s) uses this cluster's name %s: its instance %s carries %s=%s. joiner leaves its instances alone, but give the clusters distinct names (CLUSTER_NAME / settings.clusterName): Karpenter, IAM conditions and cost reports that trust the tag mix them up.",
+			other, p.opts.ClusterName, instanceID, awsv1.TagEKSClusterName, p.opts.ClusterName))
+	}
 }

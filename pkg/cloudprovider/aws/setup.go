@@ -21,6 +21,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/events"
 )
 
 // SetupOptions configure Build: Karpenter's AWS settings.
@@ -40,6 +41,8 @@ type SetupOptions struct {
 	// NodeClassRefresh is how often node classes are resolved again (0:
 	// DefaultNodeClassRefresh).
 	NodeClassRefresh time.Duration
+	// Recorder publishes the provider's events (a namesake cluster).
+	Recorder events.Recorder
 	// KubernetesVersion defaults to the API server's.
 	KubernetesVersion string
 	// AWSConfig defaults to the SDK's default chain (environment, shared
@@ -140,7 +143,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: clusterCIDR,
 		KubernetesVersion: opts.KubernetesVersion, SSMParameterRoot: opts.SSMParameterRoot,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, IsolatedVPC: opts.IsolatedVPC,
-		UserData: opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh,
+		UserData: opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh, Recorder: opts.Recorder,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)

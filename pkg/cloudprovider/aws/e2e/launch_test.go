@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -260,7 +261,14 @@ func TestLaunchBatchesAndReusesTemplates(t *testing.T) {
 // cluster with the same name is left alone (seed 004).
 func TestIdentityKeepsNamesakesApart(t *testing.T) {
 	ctx := context.Background()
-	a, b := newProvider(t, "cluster-a"), newProvider(t, "cluster-b")
+	rec := &recorded{}
+	opts := providerOptions(t, "cluster-a")
+	opts.Recorder = rec
+	a, err := awsprovider.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newProvider(t, "cluster-b")
 	nc := readyNodeClass(t, a, nodeClass(t))
 	mine, err := a.Create(ctx, nodeClaim(t, nc))
 	if err != nil {
@@ -280,6 +288,11 @@ func TestIdentityKeepsNamesakesApart(t *testing.T) {
 	}
 	if !found[mine.Status.ProviderID] || found[theirs.Status.ProviderID] {
 		t.Errorf("cluster a lists %v; want its own %s and not the namesake's %s", found, mine.Status.ProviderID, theirs.Status.ProviderID)
+	}
+	// Seed 004 is said where users look: an event on the node class, not
+	// only an error log line.
+	if !rec.has(events.ClusterNamesake, nc.Name, "cluster-b") {
+		t.Errorf("no %s event on EC2NodeClass %s naming cluster-b: %+v", events.ClusterNamesake, nc.Name, rec.events)
 	}
 	// The namesake's instance exists: not found would tell garbage
 	// collection it is gone; it is only not this cluster's.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -123,4 +125,29 @@ func TestAmd64ImagesOnAGravitonPoolNameTheImages(t *testing.T) {
 			t.Errorf("reason %q does not say %q", msg, want)
 		}
 	}
+}
+
+// recorded keeps the events a provider publishes.
+type recorded struct {
+	mu     sync.Mutex
+	events []events.Event
+}
+
+func (r *recorded) Publish(es ...events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, es...)
+}
+
+// has reports an event of reason about the object named name whose message
+// mentions text.
+func (r *recorded) has(reason, name, text string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if o, ok := e.Regarding.(metav1.Object); ok && e.Reason == reason && o.GetName() == name && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
