@@ -4,16 +4,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/explain"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -124,6 +128,27 @@ func TestAmd64ImagesOnAGravitonPoolNameTheImages(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("reason %q does not say %q", msg, want)
 		}
+	}
+
+	// explain, reading the view the controller publishes, gives the
+	// same verdict in the same words as the controller's event.
+	data, err := controllerview.Encode(controllerview.View{ClusterName: "e2e", Read: metav1.Now(),
+		NodePools: map[string]controllerview.NodePoolTypes{np.Name: {InstanceTypes: its}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: controllerview.Name("e2e"), Labels: map[string]string{controllerview.LabelView: "true"}}, BinaryData: data}
+	pod.Status.Phase = corev1.PodPending
+	snap, err := explain.FromObjects([]runtime.Object{np, pod, view}, explain.SnapshotOptions{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict, err := explain.Pod(snap, "default", "armapp", nil, explain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if verdict.NewNode != nil || len(verdict.Rejections) != 1 || verdict.Rejections[0].Message != msg {
+		t.Errorf("explain says %+v (would launch %v), the controller says %q", verdict.Rejections, verdict.NewNode, msg)
 	}
 }
 
