@@ -17,7 +17,10 @@ import (
 // would let one overwrite the executable another is starting) and returns
 // its path.
 type JoinerBinary struct {
-	Dir  string
+	Dir string
+	// Tags are build tags (go build -tags), such as the chaos suite's
+	// chaosbugs.
+	Tags string
 	once sync.Once
 	path string
 	err  error
@@ -28,7 +31,11 @@ func (b *JoinerBinary) Path(t testing.TB) string {
 	t.Helper()
 	b.once.Do(func() {
 		b.path = filepath.Join(b.Dir, "joiner")
-		out, err := exec.Command("go", "build", "-o", b.path, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput()
+		args := []string{"build", "-o", b.path}
+		if b.Tags != "" {
+			args = append(args, "-tags", b.Tags)
+		}
+		out, err := exec.Command("go", append(args, "github.com/joiner-dev/joiner/cmd/joiner")...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("building joiner: %v\n%s", err, out)
 		}

@@ -25,6 +25,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
+	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -33,6 +34,10 @@ import (
 
 var binary test.JoinerBinary
 
+// plantedBinary is joiner built with the chaosbugs tag, for
+// TestPlantedBugs: it plants the bugs JOINER_PLANTED_BUGS names.
+var plantedBinary = test.JoinerBinary{Tags: "chaosbugs"}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "joiner-chaos-bin-")
 	if err != nil {
@@ -40,6 +45,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary.Dir = dir
+	plantedBinary.Dir = filepath.Join(dir, "planted")
+	if err := os.MkdirAll(plantedBinary.Dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: creating the planted joiner binary's directory:", err)
+		os.Exit(1)
+	}
 	code := test.Run(m, controlPlaneOptions())
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -140,8 +150,12 @@ type world struct {
 	started     int // replicas started so far, for names and seeds
 	observer    *Observer
 	roundSeed   uint64
-	cancel      context.CancelFunc
-	log         func(string, ...any)
+	// planted is the bug the cluster's replicas run with (none: "");
+	// ghostAtLeast raises the replicas' ghost-instance rate.
+	planted      plantedbug.Bug
+	ghostAtLeast float64
+	cancel       context.CancelFunc
+	log          func(string, ...any)
 }
 
 func newWorld(t *testing.T, cloud cloudHarness) *world {
@@ -335,9 +349,16 @@ func faultsFor(r *rand.Rand, seed uint64) sim.CallFaults {
 func (w *world) startReplica(r *rand.Rand) string {
 	w.started++
 	f := faultsFor(r, w.roundSeed*100+uint64(w.started))
+	f.Ghost = max(f.Ghost, w.ghostAtLeast)
 	name := fmt.Sprintf("replica-%d", w.started)
 	cloudArgs, env, desc := w.cloud.replica(w.t, w, f)
-	j := test.StartJoiner(w.t, binary.Path(w.t), name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), false, cloudArgs...), env)
+	bin := binary.Path(w.t)
+	if w.planted != "" {
+		bin = plantedBinary.Path(w.t)
+		env = append(env, plantedbug.EnvVar+"="+string(w.planted))
+		desc += " planted bug " + string(w.planted)
+	}
+	j := test.StartJoiner(w.t, bin, name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), false, cloudArgs...), env)
 	w.replicas = append(w.replicas, j)
 	w.log("started %s (pid %d) with cloud faults %s", name, j.Pid(), desc)
 	return name + " " + desc
@@ -412,59 +433,71 @@ func plan(seed uint64) (*schedule, *rand.Rand) {
 // round runs one seeded round and reports whether it passed.
 func (w *world) round(t *testing.T, seed uint64) bool {
 	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-		w.log = t.Logf
-		w.roundSeed = seed
-		s, r := plan(seed)
-		s.Cloud = w.cloud.name()
-		start := time.Now()
-		defer func() {
-			if t.Failed() {
-				t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
-				w.keepLogs(t, s)
-			} else {
-				t.Logf("round %s passed in %.0fs", s, time.Since(start).Seconds())
-			}
-		}()
-		// Each round's replicas draw their faults from its seed.
-		for _, j := range aliveReplicas(w.replicas) {
-			j.Stop()
+		s, problems := w.play(t, seed)
+		for _, p := range problems {
+			t.Error(p)
 		}
-		for range 2 {
-			s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
+		if t.Failed() {
+			t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
+			w.keepLogs(t, s)
 		}
-		ctx := t.Context()
-
-		w.scale(t, s.Up)
-		w.injectAt(t, r, s, "launch", "registration")
-		test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
-			return w.webRunning(ctx, s.Up)
-		})
-
-		w.scale(t, s.Down)
-		w.injectAt(t, r, s, "drain", "consolidation")
-		// Settled, and still settled a while later (consolidation had its
-		// chance to act again).
-		for range 2 {
-			if problems := w.observer.CheckSettled(ctx, 2*time.Minute); len(problems) > 0 {
-				t.Errorf("not settled 2m after the last fault:\n  %s", strings.Join(problems, "\n  "))
-				break
-			}
-			time.Sleep(8 * time.Second)
-		}
-		if v := w.observer.Violations(); len(v) > 0 {
-			t.Errorf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  "))
-		}
-		roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
-		for _, j := range roundReplicas {
-			b, _ := os.ReadFile(j.LogPath)
-			for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
-				if strings.Contains(string(b), bad) {
-					t.Errorf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60))
-				}
-			}
-		}
-		t.Logf("cloud faults met by the round's replicas: %s", w.cloud.faultsMet(roundReplicas))
 	})
+}
+
+// play runs one seeded round and returns its schedule and the broken
+// promises it found (none: the round passed).
+func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
+	var problems []string
+	w.log = t.Logf
+	w.roundSeed = seed
+	s, r := plan(seed)
+	s.Cloud = w.cloud.name()
+	start := time.Now()
+	defer func() {
+		if len(problems) == 0 && !t.Failed() {
+			t.Logf("round %s passed in %.0fs", s, time.Since(start).Seconds())
+		}
+	}()
+	// Each round's replicas draw their faults from its seed.
+	for _, j := range aliveReplicas(w.replicas) {
+		j.Stop()
+	}
+	for range 2 {
+		s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
+	}
+	ctx := t.Context()
+
+	w.scale(t, s.Up)
+	w.injectAt(t, r, s, "launch", "registration")
+	test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
+		return w.webRunning(ctx, s.Up)
+	})
+
+	w.scale(t, s.Down)
+	w.injectAt(t, r, s, "drain", "consolidation")
+	// Settled, and still settled a while later (consolidation had its
+	// chance to act again).
+	for range 2 {
+		if unsettled := w.observer.CheckSettled(ctx, 2*time.Minute); len(unsettled) > 0 {
+			problems = append(problems, fmt.Sprintf("not settled 2m after the last fault:\n  %s", strings.Join(unsettled, "\n  ")))
+			break
+		}
+		time.Sleep(8 * time.Second)
+	}
+	if v := w.observer.Violations(); len(v) > 0 {
+		problems = append(problems, fmt.Sprintf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  ")))
+	}
+	roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
+	for _, j := range roundReplicas {
+		b, _ := os.ReadFile(j.LogPath)
+		for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
+			if strings.Contains(string(b), bad) {
+				problems = append(problems, fmt.Sprintf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60)))
+			}
+		}
+	}
+	t.Logf("cloud faults met by the round's replicas: %s", w.cloud.faultsMet(roundReplicas))
+	return s, problems
 }
 
 // keepLogs copies every replica's log out of the test's temporary

@@ -320,6 +320,9 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 		o.dnd[pod.Spec.NodeName] = list
 		o.mu.Unlock()
 	}
+	if pod.DeletionTimestamp != nil && !hasDisruptionTarget(pod) {
+		o.judgeDeletion(pod)
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
 			continue
@@ -340,6 +343,58 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 					pod.Name, c.Reason, c.Message)
 			}
 		}
+	}
+}
+
+func hasDisruptionTarget(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeDeletion: a pod under a PDB deleted without the Eviction API (no
+// DisruptionTarget condition) while its ReplicaSet still wanted at least
+// the pods it had bypassed its PDB. A ReplicaSet scaling down deletes pods
+// directly too, but then it wants fewer than it has; pods created at or
+// after the deletion (its replacement) are not counted.
+func (o *Observer) judgeDeletion(pod *corev1.Pod) {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "ReplicaSet" {
+		return
+	}
+	o.mu.Lock()
+	judged := o.evicted["deleted/"+pod.Name]
+	o.evicted["deleted/"+pod.Name] = true
+	o.mu.Unlock()
+	if judged || !o.hasPDB(pod) {
+		return
+	}
+	deletedAt := pod.DeletionTimestamp.Time
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		deletedAt = deletedAt.Add(-time.Duration(*g) * time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := o.kube.AppsV1().ReplicaSets(pod.Namespace).Get(ctx, owner.Name, metav1.GetOptions{})
+	if err != nil || rs.Spec.Replicas == nil || rs.DeletionTimestamp != nil {
+		return
+	}
+	active := 0
+	for _, obj := range o.pods.List() {
+		p := obj.(*corev1.Pod)
+		if c := metav1.GetControllerOf(p); c == nil || c.UID != owner.UID {
+			continue
+		}
+		if p.DeletionTimestamp == nil && p.CreationTimestamp.Time.Before(deletedAt.Truncate(time.Second)) {
+			active++
+		}
+	}
+	if want := int(*rs.Spec.Replicas); active < want {
+		o.violate("deleted/"+pod.Name, "pod %s under a PDB was deleted without the Eviction API (no DisruptionTarget condition) while ReplicaSet %s wanted %d pods and had %d others: its PDB was bypassed",
+			pod.Name, rs.Name, want, active)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
+	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -243,7 +244,9 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		case <-p.opts.Clock.After(d):
 		}
 	}
-	if existing, err := p.launchedFor(nodeClaim); err != nil || existing != nil {
+	// The launch already made for the NodeClaim answers a retry (EC2's
+	// client token); the planted bug forgets it.
+	if existing, err := p.launchedFor(nodeClaim); (err != nil || existing != nil) && !plantedbug.Active(plantedbug.LaunchWithoutToken) {
 		if err != nil {
 			return nil, err
 		}
@@ -369,7 +372,7 @@ func (p *Provider) launch(nodeClaim *v1.NodeClaim, nc *simv1alpha1.SimNodeClass,
 	var inst *Instance
 	err := p.opts.Store.Update(func(st *StoreState) error {
 		p.purge(st, now)
-		if existing := p.instanceOf(st, nodeClaim); existing != nil {
+		if existing := p.instanceOf(st, nodeClaim); existing != nil && !plantedbug.Active(plantedbug.LaunchWithoutToken) {
 			own := *existing // a concurrent Create for the same NodeClaim won
 			inst = &own
 			return nil
