@@ -197,6 +197,16 @@ func (o *Observer) Start(ctx context.Context) error {
 	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.onPod(obj.(*corev1.Pod)) },
 		UpdateFunc: func(_, obj any) { o.onPod(obj.(*corev1.Pod)) },
+		// A pod whose grace period is 0 goes in one step: no update
+		// shows its deletion first.
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok && !hasDisruptionTarget(p) {
+				o.judgeDeletion(p)
+			}
+		},
 	})
 	nodes := informers.NewSharedInformerFactory(o.kube, 0)
 	nodeInf := nodes.Core().V1().Nodes().Informer()
@@ -372,9 +382,12 @@ func (o *Observer) judgeDeletion(pod *corev1.Pod) {
 	if judged || !o.hasPDB(pod) {
 		return
 	}
-	deletedAt := pod.DeletionTimestamp.Time
-	if g := pod.DeletionGracePeriodSeconds; g != nil {
-		deletedAt = deletedAt.Add(-time.Duration(*g) * time.Second)
+	deletedAt := time.Now()
+	if pod.DeletionTimestamp != nil {
+		deletedAt = pod.DeletionTimestamp.Time
+		if g := pod.DeletionGracePeriodSeconds; g != nil {
+			deletedAt = deletedAt.Add(-time.Duration(*g) * time.Second)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
