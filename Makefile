@@ -51,6 +51,11 @@ chromium:
 podman:
 	bash hack/apt-install.sh podman
 
+## nodeadm: the AL2023 image's own nodeadm (hack/nodeadm), the judge of AL2023 user data in the tests.
+.PHONY: nodeadm
+nodeadm:
+	cd hack/nodeadm && GOWORK=off $(GO) build -o ../../bin/nodeadm github.com/awslabs/amazon-eks-ami/nodeadm/cmd/nodeadm
+
 # The tests build with the image's flags (no cgo, -trimpath) so that the image
 # test's static build, and the joiner binaries the end-to-end tests build, reuse
 # the packages `go test` already compiled instead of compiling every dependency
@@ -59,7 +64,7 @@ podman:
 # stack traces). The Debian packages install while the control plane compiles.
 TEST_ENV := CGO_ENABLED=0 GOFLAGS='-trimpath -ldflags=-w'
 test:
-	$(MAKE) -j2 controlplane test-packages
+	$(MAKE) -j2 controlplane test-packages nodeadm
 	$(TEST_ENV) $(GO) test -count=1 -timeout 60m ./...
 
 # test-packages: the Debian packages the tests drive, one apt-get after the other

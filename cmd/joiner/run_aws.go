@@ -23,6 +23,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 )
 
@@ -84,9 +85,11 @@ func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube cli
 	settings.SSMParameterRoot = cl.ParameterRoot
 	// moto has no Pricing API: use the built-in price table.
 	settings.IsolatedVPC = true
+	// The AL2023 image's own nodeadm judges user data when one is built
+	// (make nodeadm; JOINER_NODEADM=bin/nodeadm).
 	l.nodes, err = bootstrap.New(bootstrap.Options{
 		Client: kube, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg),
-		ClusterName: settings.ClusterName, Region: localec2.Region,
+		ClusterName: settings.ClusterName, Region: localec2.Region, Nodeadm: os.Getenv(nodeadm.EnvBinary),
 	})
 	return err
 }

@@ -55,6 +55,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			ClusterName:             settings.ClusterName,
 			ClusterEndpoint:         settings.ClusterEndpoint,
 			CABundle:                settings.ClusterCABundle,
+			ClusterCIDR:             settings.ClusterCIDR,
 			SSMParameterRoot:        settings.SSMParameterRoot,
 			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
 			ReservedENIs:            settings.ReservedENIs,

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -33,7 +35,11 @@ type SetupOptions struct {
 	ClusterEndpoint string
 	// CABundle (base64 PEM) defaults to EKS's, else the controller's own
 	// REST configuration's CA.
-	CABundle                string
+	CABundle string
+	// ClusterCIDR is the cluster's service CIDR (IPv4 or IPv6), which
+	// AL2023's nodeadm requires; it defaults to EKS DescribeCluster's
+	// answer, and Build fails naming the setting when neither gives it.
+	ClusterCIDR             string
 	SSMParameterRoot        string
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
@@ -106,19 +112,8 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		}
 		opts.KubernetesVersion = strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+")
 	}
-	var clusterCIDR string
-	if opts.ClusterEndpoint == "" {
-		out, err := eks.NewFromConfig(*cfg).DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(opts.ClusterName)})
-		if err != nil {
-			return nil, fmt.Errorf("setting up the aws cloud provider: no CLUSTER_ENDPOINT set and EKS DescribeCluster %s failed; set --cluster-endpoint: %w", opts.ClusterName, err)
-		}
-		opts.ClusterEndpoint = aws.ToString(out.Cluster.Endpoint)
-		if opts.CABundle == "" && out.Cluster.CertificateAuthority != nil {
-			opts.CABundle = aws.ToString(out.Cluster.CertificateAuthority.Data)
-		}
-		if n := out.Cluster.KubernetesNetworkConfig; n != nil {
-			clusterCIDR = aws.ToString(n.ServiceIpv4Cidr)
-		}
+	if err := resolveCluster(ctx, eks.NewFromConfig(*cfg), &opts); err != nil {
+		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)
 	}
 	if opts.CABundle == "" && len(mgr.GetConfig().CAData) > 0 {
 		opts.CABundle = base64.StdEncoding.EncodeToString(mgr.GetConfig().CAData)
@@ -140,7 +135,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		EC2: ec2.NewFromConfig(*cfg), IAM: iam.NewFromConfig(*cfg), SSM: ssm.NewFromConfig(*cfg), Pricing: pricingClient,
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Region: cfg.Region,
 		ClusterName: opts.ClusterName, ClusterID: opts.ClusterID,
-		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: clusterCIDR,
+		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: opts.ClusterCIDR,
 		KubernetesVersion: opts.KubernetesVersion, SSMParameterRoot: opts.SSMParameterRoot,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, IsolatedVPC: opts.IsolatedVPC,
 		UserData: opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh, Recorder: opts.Recorder,
@@ -149,4 +144,59 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)
 	}
 	return &Cloud{Provider: p, NodeClasses: p.NodeClassController(), Pricing: p.PricingRefresher(), Config: *cfg}, nil
+}
+
+// ClusterDescriber is the EKS call resolveCluster makes.
+type ClusterDescriber interface {
+	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, optFns ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
+}
+
+// resolveCluster fills the cluster endpoint, CA bundle and service CIDR
+// the settings leave empty from EKS DescribeCluster, as Karpenter does at
+// start-up (it asks EKS for the CIDR even when CLUSTER_ENDPOINT is set).
+// An IPv6 cluster's CIDR is its serviceIpv6Cidr. Without the endpoint or
+// the CIDR it fails naming the setting that would give it: an AL2023
+// node's nodeadm refuses a NodeConfig without spec.cluster.cidr, so no
+// AL2023 node could join.
+func resolveCluster(ctx context.Context, api ClusterDescriber, opts *SetupOptions) error {
+	if opts.ClusterCIDR != "" {
+		if _, _, err := net.ParseCIDR(opts.ClusterCIDR); err != nil {
+			return fmt.Errorf("cluster-cidr (CLUSTER_CIDR) %q is not a CIDR such as 10.100.0.0/16 or fd30:1c53:5f8a::/108: %w", opts.ClusterCIDR, err)
+		}
+		if opts.ClusterEndpoint != "" {
+			return nil
+		}
+	}
+	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(opts.ClusterName)})
+	if err != nil {
+		if opts.ClusterEndpoint == "" {
+			return fmt.Errorf("no CLUSTER_ENDPOINT set and EKS DescribeCluster %s failed; set --cluster-endpoint (CLUSTER_ENDPOINT) and --cluster-cidr (CLUSTER_CIDR): %w", opts.ClusterName, err)
+		}
+		return fmt.Errorf("the cluster's service CIDR is unknown: EKS DescribeCluster %s failed; set --cluster-cidr (CLUSTER_CIDR) to the cluster's service CIDR (the kubernetes Service's ClusterIP lies in it), which AL2023 nodes' nodeadm requires: %w", opts.ClusterName, err)
+	}
+	c := out.Cluster
+	if c == nil {
+		return fmt.Errorf("EKS DescribeCluster %s answered no cluster; set --cluster-endpoint (CLUSTER_ENDPOINT) and --cluster-cidr (CLUSTER_CIDR)", opts.ClusterName)
+	}
+	if opts.ClusterEndpoint == "" {
+		opts.ClusterEndpoint = aws.ToString(c.Endpoint)
+	}
+	if opts.CABundle == "" && c.CertificateAuthority != nil {
+		opts.CABundle = aws.ToString(c.CertificateAuthority.Data)
+	}
+	if opts.ClusterCIDR == "" && c.KubernetesNetworkConfig != nil {
+		n := c.KubernetesNetworkConfig
+		if n.IpFamily == ekstypes.IpFamilyIpv6 {
+			opts.ClusterCIDR = aws.ToString(n.ServiceIpv6Cidr)
+		} else {
+			opts.ClusterCIDR = aws.ToString(n.ServiceIpv4Cidr)
+		}
+	}
+	switch {
+	case opts.ClusterEndpoint == "":
+		return fmt.Errorf("EKS DescribeCluster %s answered no endpoint; set --cluster-endpoint (CLUSTER_ENDPOINT)", opts.ClusterName)
+	case opts.ClusterCIDR == "":
+		return fmt.Errorf("EKS DescribeCluster %s answered no service CIDR; set --cluster-cidr (CLUSTER_CIDR) to the cluster's service CIDR, which AL2023 nodes' nodeadm requires", opts.ClusterName)
+	}
+	return nil
 }

@@ -116,6 +116,9 @@ type Options struct {
 	// ClusterCABundle is the base64 PEM CA nodes trust; empty uses EKS's,
 	// else joiner's own.
 	ClusterCABundle string
+	// ClusterCIDR is the cluster's service CIDR written into AL2023
+	// NodeConfigs; empty asks EKS DescribeCluster.
+	ClusterCIDR string
 	// IsolatedVPC skips the Pricing API (no route to it).
 	IsolatedVPC bool
 	// EKSControlPlane must be false.
@@ -213,6 +216,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// Karpenter's AWS settings.
 	r.aws().str(&o.ClusterName, "cluster-name", "CLUSTER_NAME", "joiner", "Cluster identity stamped on every instance joiner launches (with the cluster's kube-system UID); garbage collection only touches instances carrying it")
 	r.aws().str(&o.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join; empty asks EKS DescribeCluster")
+	r.aws().str(&o.ClusterCIDR, "cluster-cidr", "CLUSTER_CIDR", "", "Service CIDR of the cluster (IPv4, or IPv6 for an IPv6 cluster), which AL2023 nodes' nodeadm requires; empty asks EKS DescribeCluster, and start-up fails when neither gives it")
 	r.aws().str(&o.ClusterCABundle, "cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "", "Base64 PEM CA bundle nodes trust; empty uses EKS's or joiner's own")
 	r.aws().bool(&o.IsolatedVPC, "isolated-vpc", "ISOLATED_VPC", false, "The VPC has no route to the Pricing API; use the built-in prices")
 	r.aws().bool(&o.EKSControlPlane, "eks-control-plane", "EKS_CONTROL_PLANE", false, "Karpenter run by EKS itself (EKS Auto Mode); joiner never is, so only false is accepted")

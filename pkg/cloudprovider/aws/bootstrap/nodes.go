@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
 )
 
 // EC2API is the part of the EC2 client the emulated machines call.
@@ -80,6 +82,12 @@ type Options struct {
 	ExtraLabels map[string]string
 	// VMMemoryOverheadPercent defaults to DefaultVMMemoryOverheadPercent.
 	VMMemoryOverheadPercent float64
+	// Nodeadm is the path of the AL2023 image's own nodeadm (package
+	// nodeadm); when set, every AL2023 instance's user data is also judged
+	// by `nodeadm init` against the instance's metadata service, and an
+	// instance whose user data it refuses never joins, with nodeadm's
+	// reason. When empty only the imitation in Parse judges.
+	Nodeadm string
 	// Clock defaults to the real clock; Interval to DefaultInterval.
 	Clock    clock.WithTicker
 	Interval time.Duration
@@ -109,6 +117,9 @@ type Nodes struct {
 	// an instance that never joins does not cost EC2 calls every pass.
 	userDatas map[string]instanceUserData
 	templates map[string]*ec2types.ResponseLaunchTemplateData
+	// nodeadmVerdicts holds the real nodeadm's verdict on each AL2023
+	// instance's user data ("" accepted).
+	nodeadmVerdicts map[string]string
 }
 
 type instanceUserData struct {
@@ -150,7 +161,8 @@ func New(opts Options) (*Nodes, error) {
 	}
 	return &Nodes{opts: opts, outcomes: map[string]Outcome{}, types: map[string]ec2types.InstanceTypeInfo{},
 		images: map[string]ec2types.Image{}, volumes: map[string]int64{}, profiles: map[string]string{},
-		userDatas: map[string]instanceUserData{}, templates: map[string]*ec2types.ResponseLaunchTemplateData{}}, nil
+		nodeadmVerdicts: map[string]string{},
+		userDatas:       map[string]instanceUserData{}, templates: map[string]*ec2types.ResponseLaunchTemplateData{}}, nil
 }
 
 // NeedLeaderElection: machines boot whether or not a controller leads.
@@ -236,6 +248,11 @@ func (n *Nodes) Step(ctx context.Context) error {
 	for id := range n.userDatas {
 		if !alive[id] {
 			delete(n.userDatas, id)
+		}
+	}
+	for id := range n.nodeadmVerdicts {
+		if !alive[id] {
+			delete(n.nodeadmVerdicts, id)
 		}
 	}
 	n.mu.Unlock()
@@ -340,6 +357,12 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 	raw, lt, err := n.userData(ctx, inst)
 	if err != nil {
 		return nil, "", err
+	}
+	// The real nodeadm judges first, so its verdict is the one reported.
+	if family == awsv1.AMIFamilyAL2023 && n.opts.Nodeadm != "" {
+		if reason, err := n.nodeadm(ctx, inst, raw); err != nil || reason != "" {
+			return nil, reason, err
+		}
 	}
 	k, perr := Parse(family, raw)
 	if perr != nil {
@@ -747,4 +770,40 @@ func KubeReservedCPUMillis(vcpus int64) int64 {
 		}
 	}
 	return int64(m)
+}
+
+// nodeadm runs the real `nodeadm init` on inst's user data, once per
+// instance, and says why it refuses it ("" when it accepts).
+func (n *Nodes) nodeadm(ctx context.Context, inst *ec2types.Instance, raw []byte) (string, error) {
+	id := aws.ToString(inst.InstanceId)
+	n.mu.Lock()
+	verdict, judged := n.nodeadmVerdicts[id]
+	n.mu.Unlock()
+	if judged {
+		return verdict, nil
+	}
+	md := localec2.InstanceMetadata{
+		InstanceID: id, InstanceType: string(inst.InstanceType), ImageID: aws.ToString(inst.ImageId), Region: n.opts.Region,
+		Architecture: string(inst.Architecture), PrivateIP: aws.ToString(inst.PrivateIpAddress), MAC: "0e:00:00:00:00:01", UserData: raw,
+	}
+	if inst.Placement != nil {
+		md.AvailabilityZone = aws.ToString(inst.Placement.AvailabilityZone)
+	}
+	for _, ni := range inst.NetworkInterfaces {
+		if mac := aws.ToString(ni.MacAddress); mac != "" {
+			md.MAC = mac
+		}
+	}
+	err := nodeadm.Init(ctx, n.opts.Nodeadm, md)
+	var refusal *nodeadm.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		verdict = "AL2023 image: " + refusal.Error()
+	case err != nil:
+		return "", err
+	}
+	n.mu.Lock()
+	n.nodeadmVerdicts[id] = verdict
+	n.mu.Unlock()
+	return verdict, nil
 }

@@ -207,6 +207,25 @@ func splitWords(s string) ([]string, error) {
 	return fields[1:], nil
 }
 
+// validateNodeConfig imitates nodeadm's ValidateNodeConfig (its
+// internal/api package cannot be imported): the same checks in the same
+// order with nodeadm's own messages. package nodeadm runs the real one.
+//
+//nolint:staticcheck // ST1005: nodeadm's messages, verbatim.
+func validateNodeConfig(c userdata.NodeConfigCluster) error {
+	switch {
+	case c.Name == "":
+		return errors.New("Name is missing in cluster configuration")
+	case c.APIServerEndpoint == "":
+		return errors.New("Apiserver endpoint is missing in cluster configuration")
+	case c.CertificateAuthority == "":
+		return errors.New("Certificate authority is missing in cluster configuration")
+	case c.CIDR == "":
+		return errors.New("CIDR is missing in cluster configuration")
+	}
+	return nil
+}
+
 // parseAL2023 merges the NodeConfig parts in order, as nodeadm does:
 // scalars of later documents win, kubelet config maps merge, flags append.
 func parseAL2023(s string) (*Kubelet, error) {
@@ -257,14 +276,8 @@ func parseAL2023(s string) (*Kubelet, error) {
 		return nil, fmt.Errorf("nodeadm cannot read the merged NodeConfig: %w", err)
 	}
 	c := nc.Spec.Cluster
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"name", c.Name}, {"apiServerEndpoint", c.APIServerEndpoint}, {"certificateAuthority", c.CertificateAuthority}} {
-		if f.v == "" {
-			missing = append(missing, "spec.cluster."+f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("nodeadm: the NodeConfig has no %s, so nodeadm init fails", strings.Join(missing, ", "))
+	if err := validateNodeConfig(c); err != nil {
+		return nil, fmt.Errorf("nodeadm init fails validating the configuration: %w", err)
 	}
 	k := &Kubelet{ClusterName: c.Name, APIServerEndpoint: c.APIServerEndpoint}
 	config := nc.Spec.Kubelet.Config

@@ -23,7 +23,7 @@ var (
 
 func opts(family string, user *string) userdata.Options {
 	return userdata.Options{
-		AMIFamily: family, ClusterName: "demo", ClusterEndpoint: "https://demo.example:6443", CABundle: "Q0E=",
+		AMIFamily: family, ClusterName: "demo", ClusterEndpoint: "https://demo.example:6443", CABundle: "Q0E=", ClusterCIDR: "10.100.0.0/16",
 		Labels: labels, Taints: taints, MaxPods: ptr.To[int32](29), CustomUserData: user,
 		Kubelet: &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "70m", "memory": "574Mi"}},
 	}
@@ -165,7 +165,13 @@ CLUSTER=demo
 			name:     "al2023 nodeconfig without endpoint",
 			family:   awsv1.AMIFamilyAL2023,
 			userData: "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: demo\n",
-			wantErr:  "spec.cluster.apiServerEndpoint",
+			wantErr:  "Apiserver endpoint is missing in cluster configuration",
+		},
+		{
+			name:     "al2023 nodeconfig without cidr",
+			family:   awsv1.AMIFamilyAL2023,
+			userData: "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: demo\n    apiServerEndpoint: https://x\n    certificateAuthority: Q0E=\n",
+			wantErr:  "CIDR is missing in cluster configuration",
 		},
 		{
 			name:     "windows without a powershell block",

@@ -20,18 +20,27 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // `joiner controller --cloud-provider=aws` runs the AWS provider from the
 // SDK's default chain (AWS_ENDPOINT_URL pointing at the local EC2): its
 // EC2NodeClass controller makes the node class Ready and a NodeClaim is
-// launched through CreateFleet.
+// launched through CreateFleet. The cluster is an IPv6 EKS cluster and
+// CLUSTER_ENDPOINT is set (the usual chart install): the service CIDR still
+// comes from EKS DescribeCluster (serviceIpv6Cidr), and the user data EC2
+// stored for the AL2023 instance passes the real nodeadm's validation.
 func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 	env := test.Env(t)
 	bin := filepath.Join(t.TempDir(), "joiner")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput(); err != nil {
 		t.Fatalf("building joiner: %v\n%s", err, out)
+	}
+	const serviceIPv6CIDR = "fd30:1c53:5f8a::/108"
+	if err := localec2.CreateEKSCluster(t.Context(), local.server.Config(), "operator-e2e", "arn:aws:iam::123456789012:role/eks", nil,
+		localec2.EKSNetwork{IPFamily: "ipv6", ServiceIPv4CIDR: "10.100.0.0/16", ServiceIPv6CIDR: serviceIPv6CIDR}); err != nil {
+		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "joiner.log")
 	logFile, err := os.Create(logPath)
@@ -106,6 +115,20 @@ func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 		return nil
 	})
 	inst := describeInstance(t, providerID)
+	md, err := localec2.MetadataOf(t.Context(), ec2.NewFromConfig(local.server.Config()), localec2.Region, aws.ToString(inst.InstanceId))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md.UserData), "cidr: "+serviceIPv6CIDR) {
+		t.Errorf("the instance's NodeConfig has no spec.cluster.cidr %s:\n%s", serviceIPv6CIDR, md.UserData)
+	}
+	nodeadmBin, err := nodeadm.Binary(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodeadm.Init(t.Context(), nodeadmBin, *md); err != nil {
+		t.Errorf("the real nodeadm does not accept the instance's user data: %v\n%s", err, md.UserData)
+	}
 	tags := tagsOf(inst.Tags)
 	if tags[awsv1.TagEKSClusterName] != cluster || tags["joiner.dev/cluster-id"] == "" || tags[awsv1.TagNodeClaim] != claim.Name {
 		t.Errorf("instance tags = %v, want the controller's cluster name, id and the NodeClaim", tags)
@@ -124,4 +147,31 @@ func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Without an EKS cluster to describe and without CLUSTER_CIDR, `joiner
+// controller` stops at start-up naming the setting, rather than launching
+// AL2023 nodes whose nodeadm would refuse their NodeConfig.
+func TestControllerNeedsTheClusterCIDR(t *testing.T) {
+	env := test.Env(t)
+	bin := filepath.Join(t.TempDir(), "joiner")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput(); err != nil {
+		t.Fatalf("building joiner: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "controller",
+		"--kubeconfig="+env.ControlPlane.KubeconfigPath(),
+		"--cloud-provider=aws", "--cluster-name=no-such-eks-cluster", "--cluster-endpoint=https://127.0.0.1:6443",
+		"--metrics-port=0", "--health-probe-port=0", "--disable-leader-election",
+	)
+	cmd.Env = append(os.Environ(),
+		"AWS_ENDPOINT_URL="+local.server.Endpoint, "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
+		"SSM_PARAMETER_ROOT="+localec2.DefaultParameterRoot,
+	)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "set --cluster-cidr (CLUSTER_CIDR)") {
+		t.Fatalf("joiner controller without a resolvable cluster CIDR: err %v, want a start-up error naming CLUSTER_CIDR; output:\n%s", err, out)
+	}
 }

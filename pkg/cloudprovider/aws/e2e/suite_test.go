@@ -83,7 +83,7 @@ func providerOptions(t testing.TB, clusterID string) awsprovider.Options {
 		EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg),
 		Client: test.Env(t).Client, Region: cfg.Region,
 		ClusterName: clusterName, ClusterID: clusterID,
-		ClusterEndpoint: "https://127.0.0.1:6443", CABundle: "Y2E=",
+		ClusterEndpoint: "https://127.0.0.1:6443", CABundle: "Y2E=", ClusterCIDR: localec2.DefaultServiceCIDR,
 		KubernetesVersion:       kubernetesVersion,
 		SSMParameterRoot:        localec2.DefaultParameterRoot,
 		VMMemoryOverheadPercent: 0.075,

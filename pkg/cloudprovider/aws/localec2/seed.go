@@ -55,6 +55,9 @@ type SeedOptions struct {
 	SubnetPrefixLength int
 	// RoleName defaults to KarpenterNodeRole-<cluster>.
 	RoleName string
+	// Network is the EKS cluster's network configuration (default: IPv4,
+	// DefaultServiceCIDR).
+	Network EKSNetwork
 }
 
 // Cluster is what Seed created.
@@ -119,6 +122,18 @@ func Seed(ctx context.Context, cfg aws.Config, opts SeedOptions) (*Cluster, erro
 		return nil, fmt.Errorf("seeding the local EC2 for cluster %s: %w", opts.ClusterName, err)
 	}
 	if err := seedImages(ctx, e, ssm.NewFromConfig(cfg), c, cfg.Region, opts.KubernetesVersions); err != nil {
+		return nil, fmt.Errorf("seeding the local EC2 for cluster %s: %w", opts.ClusterName, err)
+	}
+	if opts.Network == (EKSNetwork{}) {
+		opts.Network = EKSNetwork{IPFamily: "ipv4", ServiceIPv4CIDR: DefaultServiceCIDR}
+	}
+	subnets := make([]string, len(c.Subnets))
+	for i, s := range c.Subnets {
+		subnets[i] = s.ID
+	}
+	// The EKS cluster itself, so DescribeCluster answers as for an EKS
+	// user (the service CIDR nodeadm needs).
+	if err := CreateEKSCluster(ctx, cfg, opts.ClusterName, "arn:aws:iam::"+motoAccountID+":role/eks-cluster-"+opts.ClusterName, subnets, opts.Network); err != nil {
 		return nil, fmt.Errorf("seeding the local EC2 for cluster %s: %w", opts.ClusterName, err)
 	}
 	return c, nil

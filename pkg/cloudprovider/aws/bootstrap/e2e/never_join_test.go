@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -25,8 +26,13 @@ func TestInstancesThatNeverJoin(t *testing.T) {
 	mapNodeRole(t)
 	// The bootstrapper-only role is mapped, but without system:nodes.
 	patchAWSAuth(t, "- rolearn: "+withoutPath(local.bootstrapperOnlyRoleARN)+"\n  username: system:node:{{EC2PrivateDNSName}}\n  groups: [system:bootstrappers]\n")
+	noCIDR, err := userdata.Render(userdata.Options{AMIFamily: awsv1.AMIFamilyAL2023, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+		Labels: map[string]string{kwokLabel: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	joiner := func(family string) []byte {
-		ud, err := userdata.Render(userdata.Options{AMIFamily: family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+		ud, err := userdata.Render(userdata.Options{AMIFamily: family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=", ClusterCIDR: localec2.DefaultServiceCIDR,
 			Labels: map[string]string{kwokLabel: "true"}})
 		if err != nil {
 			t.Fatal(err)
@@ -50,6 +56,9 @@ func TestInstancesThatNeverJoin(t *testing.T) {
 		{name: "AL2 bootstrap script on an AL2023 image",
 			l:    launch{family: awsv1.AMIFamilyAL2023, arch: "x86_64", instanceType: "m5.large", profile: local.mappedProfile, userData: joiner(awsv1.AMIFamilyAL2)},
 			want: "nodeadm found no NodeConfig"},
+		{name: "AL2023 NodeConfig without the cluster CIDR",
+			l:    launch{family: awsv1.AMIFamilyAL2023, arch: "x86_64", instanceType: "m5.large", profile: local.mappedProfile, userData: noCIDR},
+			want: "nodeadm init refuses the user data (validating the configuration): CIDR is missing in cluster configuration"},
 		{name: "user data naming another cluster",
 			l: launch{family: awsv1.AMIFamilyAL2, arch: "x86_64", instanceType: "m5.large", profile: local.mappedProfile,
 				userData: []byte("#!/bin/bash\n/etc/eks/bootstrap.sh other-cluster --apiserver-endpoint " + endpoint + "\n")},
@@ -120,7 +129,7 @@ func TestAccessEntryLetsAnUnmappedRoleJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ud, err := userdata.Render(userdata.Options{AMIFamily: awsv1.AMIFamilyAL2023, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+	ud, err := userdata.Render(userdata.Options{AMIFamily: awsv1.AMIFamilyAL2023, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=", ClusterCIDR: localec2.DefaultServiceCIDR,
 		Labels: map[string]string{kwokLabel: "true"}})
 	if err != nil {
 		t.Fatal(err)

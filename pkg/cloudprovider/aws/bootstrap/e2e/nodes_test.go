@@ -17,15 +17,22 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
+// emulator boots instances with the AL2023 image's real nodeadm judging
+// their user data.
 func emulator(t *testing.T) *bootstrap.Nodes {
 	t.Helper()
+	bin, err := nodeadm.Binary(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := bootstrap.New(bootstrap.Options{
 		Client: test.Env(t).Client, EC2: local.ec2, IAM: local.iam, ClusterName: clusterName,
-		Region: localec2.Region, ExtraLabels: map[string]string{kwokLabel: "true"},
+		Region: localec2.Region, ExtraLabels: map[string]string{kwokLabel: "true"}, Nodeadm: bin,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +66,7 @@ func TestInstancesRegisterWhatTheirUserDataSays(t *testing.T) {
 	} {
 		t.Run(tc.family, func(t *testing.T) {
 			ud, err := userdata.Render(userdata.Options{
-				AMIFamily: tc.family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+				AMIFamily: tc.family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=", ClusterCIDR: localec2.DefaultServiceCIDR,
 				Labels: map[string]string{"karpenter.sh/nodepool": "web", "team": tc.family}, Taints: taints,
 				MaxPods: ptr.To[int32](17),
 			})

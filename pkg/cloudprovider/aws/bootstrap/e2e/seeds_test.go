@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -39,7 +40,7 @@ func joinerUserData(t *testing.T, family string, nc *v1.NodeClaim) []byte {
 	taints := append([]corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}, nc.Spec.Taints...)
 	taints = append(taints, nc.Spec.StartupTaints...)
 	ud, err := userdata.Render(userdata.Options{
-		AMIFamily: family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=",
+		AMIFamily: family, ClusterName: clusterName, ClusterEndpoint: endpoint, CABundle: "Q0E=", ClusterCIDR: localec2.DefaultServiceCIDR,
 		Labels: map[string]string{kwokLabel: "true", v1.LabelNodePool: nc.Labels[v1.LabelNodePool]}, Taints: taints,
 	})
 	if err != nil {
