@@ -177,7 +177,11 @@ func chooseCapacityType(cands []offering.Candidate) []offering.Candidate {
 type templateGroup struct {
 	ami     string
 	maxPods int32
-	types   []*scheduling.InstanceType
+	// efa is the number of EFA interfaces attached: every one the type
+	// supports when the NodeClaim requests vpc.amazonaws.com/efa, as
+	// Karpenter does, else none.
+	efa   int32
+	types []*scheduling.InstanceType
 }
 
 // launch builds launch templates and one CreateFleet request for the
@@ -214,6 +218,8 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 	}
 	groups := map[string]*templateGroup{}
 	var groupOrder []string
+	efaRequest := nodeClaim.Spec.Resources.Requests[ResourceEFA]
+	requestsEFA := !efaRequest.IsZero()
 	for _, name := range typeOrder {
 		it := byType[name]
 		ami := amiFor(nc, it)
@@ -221,10 +227,15 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 			continue
 		}
 		maxPods := int32(it.Capacity.Pods().Value())
-		key := fmt.Sprintf("%s/%d", ami, maxPods)
+		var efa int32
+		if requestsEFA {
+			q := it.Capacity[ResourceEFA]
+			efa = int32(q.Value())
+		}
+		key := fmt.Sprintf("%s/%d/%d", ami, maxPods, efa)
 		g, ok := groups[key]
 		if !ok {
-			g = &templateGroup{ami: ami, maxPods: maxPods}
+			g = &templateGroup{ami: ami, maxPods: maxPods, efa: efa}
 			groups[key] = g
 			groupOrder = append(groupOrder, key)
 		}
@@ -441,6 +452,7 @@ func (p *Provider) ensureTemplate(ctx context.Context, nodeClaim *v1.NodeClaim, 
 		BlockDevices:   blockDevices(nc, family),
 		Monitoring:     aws.ToBool(nc.Spec.DetailedMonitoring),
 		PublicIP:       nc.Spec.AssociatePublicIPAddress,
+		EFAInterfaces:  g.efa,
 		Tags:           tags,
 	}
 	name, err := p.templates.ensure(ctx, spec, nc)

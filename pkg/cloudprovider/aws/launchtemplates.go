@@ -52,7 +52,10 @@ type templateSpec struct {
 	BlockDevices   []ec2types.LaunchTemplateBlockDeviceMappingRequest
 	Monitoring     bool
 	PublicIP       *bool
-	Tags           map[string]string
+	// EFAInterfaces, when positive, attaches that many EFA interfaces, one
+	// per network card.
+	EFAInterfaces int32
+	Tags          map[string]string
 }
 
 func (s *templateSpec) name() string {
@@ -107,11 +110,14 @@ func (t *launchTemplates) create(ctx context.Context, name string, spec *templat
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(spec.Tags)},
 		},
 	}
-	if spec.PublicIP != nil {
+	switch {
+	case spec.EFAInterfaces > 0:
+		data.NetworkInterfaces = efaInterfaces(spec)
+	case spec.PublicIP != nil:
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: spec.PublicIP, Groups: spec.SecurityGroups,
 		}}
-	} else {
+	default:
 		data.SecurityGroupIds = spec.SecurityGroups
 	}
 	out, err := t.p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
@@ -256,6 +262,23 @@ func blockDevices(nc *awsv1.EC2NodeClass, family string) []ec2types.LaunchTempla
 			}
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// efaInterfaces are an EFA (with ENA) interface on each of the first
+// spec.EFAInterfaces network cards: device 0 on card 0 is the primary
+// interface, the others device 1, as Karpenter lays them out.
+func efaInterfaces(spec *templateSpec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, spec.EFAInterfaces)
+	for i := range out {
+		out[i] = ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(int32(i)), DeviceIndex: aws.Int32(min(int32(i), 1)),
+			InterfaceType: aws.String("efa"), Groups: spec.SecurityGroups, DeleteOnTermination: aws.Bool(true),
+		}
+		if i == 0 {
+			out[i].AssociatePublicIpAddress = spec.PublicIP
+		}
 	}
 	return out
 }

@@ -19,13 +19,12 @@ import (
 // family each resolves to and that Validate finds nothing to report.
 func TestExamplesApply(t *testing.T) {
 	wantFamily := map[string]string{
-		"ec2-al2023-nodeadm.yaml":               awsv1.AMIFamilyAL2023,
-		"ec2-al2023-efa.yaml":                   awsv1.AMIFamilyAL2023,
-		"ec2-al2023-nested-virtualization.yaml": awsv1.AMIFamilyAL2023,
-		"ec2-al2.yaml":                          awsv1.AMIFamilyAL2,
-		"ec2-al2-custom-bootstrap.yaml":         awsv1.AMIFamilyCustom,
-		"ec2-windows2022.yaml":                  awsv1.AMIFamilyWindows2022,
-		"ec2-bottlerocket.yaml":                 awsv1.AMIFamilyBottlerocket,
+		"ec2-al2023-nodeadm.yaml":       awsv1.AMIFamilyAL2023,
+		"ec2-al2023-efa.yaml":           awsv1.AMIFamilyAL2023,
+		"ec2-al2.yaml":                  awsv1.AMIFamilyAL2,
+		"ec2-al2-custom-bootstrap.yaml": awsv1.AMIFamilyCustom,
+		"ec2-windows2022.yaml":          awsv1.AMIFamilyWindows2022,
+		"ec2-bottlerocket.yaml":         awsv1.AMIFamilyBottlerocket,
 	}
 	files, err := filepath.Glob(test.RepoPath("examples/nodeclasses/ec2-*.yaml"))
 	if err != nil {
