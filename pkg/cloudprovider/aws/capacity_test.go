@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 func typeInfo(vcpus int32, mib int64, enis, ips int32) *ec2types.InstanceTypeInfo {
@@ -78,33 +81,75 @@ func TestOverhead(t *testing.T) {
 func TestAliasParameters(t *testing.T) {
 	for _, tc := range []struct {
 		alias string
-		want  map[string]string
+		// want is "arch variant(s) parameter", one line per parameter.
+		want []string
 	}{
-		{alias: "al2023@latest", want: map[string]string{
-			"x86_64": "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id",
-			"arm64":  "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/standard/recommended/image_id"}},
-		{alias: "al2@v20250101", want: map[string]string{
-			"x86_64": "/aws/service/eks/optimized-ami/1.36/amazon-linux-2/amazon-eks-node-1.36-v20250101/image_id",
-			"arm64":  "/aws/service/eks/optimized-ami/1.36/amazon-linux-2-arm64/amazon-eks-arm64-node-1.36-v20250101/image_id"}},
-		{alias: "bottlerocket@1.30.0", want: map[string]string{
-			"x86_64": "/aws/service/bottlerocket/aws-k8s-1.36/x86_64/v1.30.0/image_id",
-			"arm64":  "/aws/service/bottlerocket/aws-k8s-1.36/arm64/v1.30.0/image_id"}},
-		{alias: "windows2022@latest", want: map[string]string{
-			"x86_64": "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.36/image_id"}},
+		{alias: "al2023@latest", want: []string{
+			"x86_64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id",
+			"x86_64 nvidia /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+			"x86_64 neuron /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id",
+			"arm64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/standard/recommended/image_id",
+			"arm64 nvidia /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/nvidia/recommended/image_id"}},
+		{alias: "al2023@v20250101", want: []string{
+			"x86_64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.36-v20250101/image_id",
+			"x86_64 nvidia /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.36-v20250101/image_id",
+			"x86_64 neuron /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.36-v20250101/image_id",
+			"arm64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.36-v20250101/image_id",
+			"arm64 nvidia /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.36-v20250101/image_id"}},
+		{alias: "al2@v20250101", want: []string{
+			"x86_64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2/amazon-eks-node-1.36-v20250101/image_id",
+			"x86_64 nvidia,neuron /aws/service/eks/optimized-ami/1.36/amazon-linux-2-gpu/amazon-eks-gpu-node-1.36-v20250101/image_id",
+			"arm64 standard /aws/service/eks/optimized-ami/1.36/amazon-linux-2-arm64/amazon-eks-arm64-node-1.36-v20250101/image_id"}},
+		{alias: "bottlerocket@1.30.0", want: []string{
+			"x86_64 standard /aws/service/bottlerocket/aws-k8s-1.36/x86_64/v1.30.0/image_id",
+			"x86_64 nvidia /aws/service/bottlerocket/aws-k8s-1.36-nvidia/x86_64/v1.30.0/image_id",
+			"arm64 standard /aws/service/bottlerocket/aws-k8s-1.36/arm64/v1.30.0/image_id",
+			"arm64 nvidia /aws/service/bottlerocket/aws-k8s-1.36-nvidia/arm64/v1.30.0/image_id"}},
+		{alias: "windows2022@latest", want: []string{
+			"x86_64 standard /aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.36/image_id"}},
 	} {
 		t.Run(tc.alias, func(t *testing.T) {
 			a, err := awsv1.ParseAlias(tc.alias)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := aliasParameters(DefaultSSMParameterRoot, "1.36", a)
-			if len(got) != len(tc.want) {
-				t.Fatalf("parameters = %v, want %v", got, tc.want)
+			var got []string
+			for _, p := range aliasParameters(DefaultSSMParameterRoot, "1.36", a) {
+				got = append(got, p.arch+" "+strings.Join(p.variants, ",")+" "+p.name)
 			}
-			for arch, p := range tc.want {
-				if got[arch] != p {
-					t.Errorf("%s parameter = %s, want %s", arch, got[arch], p)
-				}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("parameters:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestAMIVariantsByAccelerator: each instance type boots the image whose
+// requirements it meets: GPU types the NVIDIA variant, Neuron types the
+// Neuron one, the rest the standard one, as Karpenter chooses.
+func TestAMIVariantsByAccelerator(t *testing.T) {
+	ami := func(id, arch, variant string) awsv1.AMI {
+		reqs := []corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}}
+		return awsv1.AMI{ID: id, Requirements: append(reqs, variantRequirements(variant)...)}
+	}
+	nc := &awsv1.EC2NodeClass{Status: awsv1.EC2NodeClassStatus{AMIs: []awsv1.AMI{
+		ami("ami-arm-std", "arm64", variantStandard), ami("ami-arm-nvidia", "arm64", variantNvidia),
+		ami("ami-std", "amd64", variantStandard), ami("ami-nvidia", "amd64", variantNvidia), ami("ami-neuron", "amd64", variantNeuron),
+	}}}
+	for _, tc := range []struct {
+		name string
+		reqs map[string][]string
+		want string
+	}{
+		{name: "m5.large", reqs: map[string][]string{v1.LabelArch: {"amd64"}, v1.LabelAWSInstanceGPUCount: nil, v1.LabelAWSInstanceAcceleratorCount: nil}, want: "ami-std"},
+		{name: "g5.xlarge", reqs: map[string][]string{v1.LabelArch: {"amd64"}, v1.LabelAWSInstanceGPUCount: {"1"}, v1.LabelAWSInstanceAcceleratorCount: nil}, want: "ami-nvidia"},
+		{name: "inf2.xlarge", reqs: map[string][]string{v1.LabelArch: {"amd64"}, v1.LabelAWSInstanceGPUCount: nil, v1.LabelAWSInstanceAcceleratorCount: {"1"}}, want: "ami-neuron"},
+		{name: "g5g.xlarge", reqs: map[string][]string{v1.LabelArch: {"arm64"}, v1.LabelAWSInstanceGPUCount: {"1"}}, want: "ami-arm-nvidia"},
+		{name: "m6g.large", reqs: map[string][]string{v1.LabelArch: {"arm64"}}, want: "ami-arm-std"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := amiFor(nc, &scheduling.InstanceType{Name: tc.name, Requirements: tc.reqs}); got != tc.want {
+				t.Errorf("amiFor = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -247,6 +247,11 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 		if info.BurstablePerformanceSupported != nil && *info.BurstablePerformanceSupported && info.VCpuInfo != nil {
 			it.Burst = builtin.Burst(name, int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus)))
 		}
+		// Only types some image of the node class can boot: a GPU type
+		// needs an NVIDIA variant, as in Karpenter.
+		if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return amiAdmits(a, it.Requirements) }) {
+			continue
+		}
 		it.Capacity = p.capacity(info, nc, family)
 		it.Overhead = overhead(it.Capacity, nc.Spec.Kubelet)
 		it.Requirements[v1.LabelTopologyZone] = typeZones

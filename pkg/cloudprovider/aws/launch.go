@@ -385,15 +385,13 @@ func (p *Provider) fleetErrors(ctx context.Context, nc *awsv1.EC2NodeClass, capa
 	return cloudprovider.NewCreateError(errors.New("creating fleet: no instance and no error"), ReasonFleetFailed, "CreateFleet launched no instance and reported no error")
 }
 
-// amiFor returns the node class's image for an instance type's
-// architecture.
+// amiFor returns the node class's image for an instance type: the first
+// of status.amis whose requirements (architecture, accelerator variant)
+// the type meets, so a GPU type gets the NVIDIA variant of an alias.
 func amiFor(nc *awsv1.EC2NodeClass, it *scheduling.InstanceType) string {
-	arch := it.Requirements[v1.LabelArch]
 	for _, ami := range nc.Status.AMIs {
-		for _, r := range ami.Requirements {
-			if r.Key == v1.LabelArch && len(arch) == 1 && slices.Contains(r.Values, arch[0]) {
-				return ami.ID
-			}
+		if amiAdmits(ami, it.Requirements) {
+			return ami.ID
 		}
 	}
 	return ""

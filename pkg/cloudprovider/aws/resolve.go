@@ -181,44 +181,99 @@ func (p *Provider) ssmParameter(ctx context.Context, name string) (string, error
 	return v, nil
 }
 
+// AMI variants of the EKS-optimised images, and the instance types each
+// serves (Karpenter's): standard for types without GPU or accelerator,
+// nvidia for GPU types, neuron for AWS accelerator types.
+const (
+	variantStandard = "standard"
+	variantNvidia   = "nvidia"
+	variantNeuron   = "neuron"
+)
+
+// variantRequirements are the instance type requirements of a variant,
+// beside the architecture.
+func variantRequirements(variant string) []corev1.NodeSelectorRequirement {
+	switch variant {
+	case variantNvidia:
+		return []corev1.NodeSelectorRequirement{{Key: v1.LabelAWSInstanceGPUCount, Operator: corev1.NodeSelectorOpExists}}
+	case variantNeuron:
+		return []corev1.NodeSelectorRequirement{{Key: v1.LabelAWSInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpExists}}
+	}
+	return []corev1.NodeSelectorRequirement{
+		{Key: v1.LabelAWSInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+		{Key: v1.LabelAWSInstanceGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+	}
+}
+
+// aliasParameter is one SSM parameter of an alias: the image it names
+// serves instance types of arch with the variant's requirements.
+type aliasParameter struct {
+	name, arch string
+	// variants the image serves: AL2's GPU image serves both NVIDIA and
+	// Neuron types.
+	variants []string
+}
+
 // aliasParameters are the SSM parameters (under the configured root) that
-// name the images of an alias, per architecture.
-func aliasParameters(root, k8s string, a awsv1.Alias) map[string]string {
+// name the images of an alias, per architecture and variant, as Karpenter
+// resolves them: AL2023 standard/nvidia/neuron (neuron on x86_64 only),
+// AL2 standard and -gpu (x86_64), Bottlerocket standard and -nvidia,
+// Windows standard on x86_64.
+func aliasParameters(root, k8s string, a awsv1.Alias) []aliasParameter {
 	root = strings.TrimSuffix(root, "/")
 	latest := a.Version == awsv1.AliasVersionLatest
-	out := map[string]string{}
+	var out []aliasParameter
 	for _, arch := range []string{"x86_64", "arm64"} {
-		var p string
 		switch a.Family {
 		case awsv1.AMIFamilyAL2023:
-			release := "recommended"
-			if !latest {
-				release = fmt.Sprintf("amazon-eks-node-al2023-%s-standard-%s-%s", arch, k8s, a.Version)
+			variants := []string{variantStandard, variantNvidia}
+			if arch == "x86_64" {
+				variants = append(variants, variantNeuron)
 			}
-			p = fmt.Sprintf("%s/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/%s/image_id", root, k8s, arch, release)
+			for _, variant := range variants {
+				release := "recommended"
+				if !latest {
+					release = fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s-%s", arch, variant, k8s, a.Version)
+				}
+				out = append(out, aliasParameter{name: fmt.Sprintf("%s/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id", root, k8s, arch, variant, release),
+					arch: arch, variants: []string{variant}})
+			}
 		case awsv1.AMIFamilyAL2:
-			variant, node := "amazon-linux-2", "amazon-eks-node"
+			type image struct{ path, node string }
+			images := map[string]image{variantStandard: {"amazon-linux-2", "amazon-eks-node"}, variantNvidia: {"amazon-linux-2-gpu", "amazon-eks-gpu-node"}}
 			if arch == "arm64" {
-				variant, node = "amazon-linux-2-arm64", "amazon-eks-arm64-node"
+				images = map[string]image{variantStandard: {"amazon-linux-2-arm64", "amazon-eks-arm64-node"}}
 			}
-			release := "recommended"
-			if !latest {
-				release = fmt.Sprintf("%s-%s-%s", node, k8s, a.Version)
+			for _, variant := range []string{variantStandard, variantNvidia} {
+				img, ok := images[variant]
+				if !ok {
+					continue
+				}
+				release := "recommended"
+				if !latest {
+					release = fmt.Sprintf("%s-%s-%s", img.node, k8s, a.Version)
+				}
+				serves := []string{variant}
+				if variant == variantNvidia {
+					serves = []string{variantNvidia, variantNeuron}
+				}
+				out = append(out, aliasParameter{name: fmt.Sprintf("%s/eks/optimized-ami/%s/%s/%s/image_id", root, k8s, img.path, release), arch: arch, variants: serves})
 			}
-			p = fmt.Sprintf("%s/eks/optimized-ami/%s/%s/%s/image_id", root, k8s, variant, release)
 		case awsv1.AMIFamilyBottlerocket:
 			version := a.Version
 			if !latest && !strings.HasPrefix(version, "v") {
 				version = "v" + version
 			}
-			p = fmt.Sprintf("%s/bottlerocket/aws-k8s-%s/%s/%s/image_id", root, k8s, arch, version)
+			out = append(out,
+				aliasParameter{name: fmt.Sprintf("%s/bottlerocket/aws-k8s-%s/%s/%s/image_id", root, k8s, arch, version), arch: arch, variants: []string{variantStandard}},
+				aliasParameter{name: fmt.Sprintf("%s/bottlerocket/aws-k8s-%s-nvidia/%s/%s/image_id", root, k8s, arch, version), arch: arch, variants: []string{variantNvidia}})
 		default: // Windows: amd64 only, latest only
 			if arch != "x86_64" {
 				continue
 			}
-			p = fmt.Sprintf("%s/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", root, strings.TrimPrefix(a.Family, "Windows"), k8s)
+			out = append(out, aliasParameter{name: fmt.Sprintf("%s/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", root, strings.TrimPrefix(a.Family, "Windows"), k8s),
+				arch: arch, variants: []string{variantStandard}})
 		}
-		out[arch] = p
 	}
 	return out
 }
@@ -239,6 +294,9 @@ func (p *Provider) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 	}
 	var queries []*ec2.DescribeImagesInput
 	var ids []string
+	// known holds, for images an alias names, the variants each serves:
+	// what DescribeImages cannot say (GPU and accelerator support).
+	known := map[string][]string{}
 	for i, term := range nc.Spec.AMISelectorTerms {
 		switch {
 		case term.Alias != "":
@@ -247,12 +305,13 @@ func (p *Provider) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 				return nil, badInput("spec.amiSelectorTerms[%d].alias: %v; use one of al2023, al2, bottlerocket, windows2019, windows2022, windows2025 followed by @latest or @<version>", i, err)
 			}
 			for _, param := range aliasParameters(p.opts.SSMParameterRoot, p.opts.KubernetesVersion, alias) {
-				id, err := p.ssmParameter(ctx, param)
+				id, err := p.ssmParameter(ctx, param.name)
 				if err != nil {
 					return nil, err
 				}
 				if id != "" {
 					ids = append(ids, id)
+					known[id] = append(known[id], param.variants...)
 				}
 			}
 		case term.SSMParameter != "":
@@ -302,23 +361,28 @@ func (p *Provider) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 			if arch == "" {
 				continue
 			}
-			c := amiCandidate{
-				AMI: awsv1.AMI{
-					ID:   aws.ToString(img.ImageId),
-					Name: aws.ToString(img.Name),
-					Requirements: []corev1.NodeSelectorRequirement{
-						{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}},
-					},
-				},
-				created: aws.ToString(img.CreationDate),
+			variants := known[aws.ToString(img.ImageId)]
+			if len(variants) == 0 {
+				variants = []string{""} // a selected image: arch only
 			}
-			if dep := aws.ToString(img.DeprecationTime); dep != "" {
-				if t, err := time.Parse(time.RFC3339, dep); err == nil && !t.After(p.clock.Now()) {
-					c.Deprecated = true
+			for _, variant := range variants {
+				reqs := []corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}}
+				if variant != "" {
+					reqs = append(reqs, variantRequirements(variant)...)
 				}
-			}
-			if prev, ok := best[arch]; !ok || better(c, prev) {
-				best[arch] = c
+				c := amiCandidate{
+					AMI:     awsv1.AMI{ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Requirements: reqs},
+					created: aws.ToString(img.CreationDate),
+				}
+				if dep := aws.ToString(img.DeprecationTime); dep != "" {
+					if t, err := time.Parse(time.RFC3339, dep); err == nil && !t.After(p.clock.Now()) {
+						c.Deprecated = true
+					}
+				}
+				k := arch + "/" + variant
+				if prev, ok := best[k]; !ok || better(c, prev) {
+					best[k] = c
+				}
 			}
 		}
 	}
@@ -326,7 +390,9 @@ func (p *Provider) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 	for _, c := range best {
 		out = append(out, c.AMI)
 	}
-	slices.SortFunc(out, func(a, b awsv1.AMI) int { return cmp.Compare(a.Requirements[0].Values[0], b.Requirements[0].Values[0]) })
+	slices.SortFunc(out, func(a, b awsv1.AMI) int {
+		return cmp.Or(cmp.Compare(a.Requirements[0].Values[0], b.Requirements[0].Values[0]), cmp.Compare(requirementsKey(a), requirementsKey(b)), cmp.Compare(a.ID, b.ID))
+	})
 	p.cache.Set(key, out, defaultCacheTTL)
 	return out, nil
 }
@@ -350,4 +416,20 @@ func kubeArch(ec2Arch string) string {
 		return "arm64"
 	}
 	return ""
+}
+
+func requirementsKey(a awsv1.AMI) string {
+	b, _ := json.Marshal(a.Requirements)
+	return string(b)
+}
+
+// amiAdmits reports whether an instance type with the given requirements
+// (its labels) may boot image a: every one of a's requirements admits it.
+func amiAdmits(a awsv1.AMI, reqs map[string][]string) bool {
+	for _, r := range a.Requirements {
+		if !v1.RequirementAdmitsAny(r.Operator, r.Values, reqs[r.Key]) {
+			return false
+		}
+	}
+	return true
 }

@@ -61,6 +61,10 @@ const (
 	// LabelImageFamily is the image tag localec2 writes; images without it
 	// are recognised by name.
 	LabelImageFamily = "joiner.dev/ami-family"
+	// LabelImageVariant is the image tag localec2 writes for the variant
+	// (standard, nvidia, neuron, gpu); only accelerated images carry the
+	// drivers that make a GPU or Neuron device a node resource.
+	LabelImageVariant = "joiner.dev/ami-variant"
 )
 
 // Options configure Nodes.
@@ -414,6 +418,7 @@ func (n *Nodes) node(ctx context.Context, inst *ec2types.Instance) (*corev1.Node
 		labels[corev1.LabelTopologyRegion] = n.opts.Region
 	}
 	capacity, allocatable := n.resources(it, k, rootGiB)
+	addAccelerators(capacity, allocatable, it, imageVariant(img))
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -708,6 +713,46 @@ func (n *Nodes) resources(it ec2types.InstanceTypeInfo, k *Kubelet, rootGiB int6
 	subtract(allocatable, corev1.ResourceMemory, evictionHard["memory.available"], capacity)
 	subtract(allocatable, corev1.ResourceEphemeralStorage, evictionHard["nodefs.available"], capacity)
 	return capacity, allocatable
+}
+
+// imageVariant is the image's variant tag, "" when it has none.
+func imageVariant(img ec2types.Image) string {
+	for _, t := range img.Tags {
+		if aws.ToString(t.Key) == LabelImageVariant {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// addAccelerators reports the instance's NVIDIA GPUs (nvidia.com/gpu) and
+// Neuron devices (aws.amazon.com/neuron) as the device plugins do, only
+// when the image carries their drivers: an NVIDIA or Neuron variant (AL2's
+// gpu image serves both). On a standard image they are never reported,
+// and a NodeClaim that needs them never initialises, as on EC2.
+func addAccelerators(capacity, allocatable corev1.ResourceList, it ec2types.InstanceTypeInfo, variant string) {
+	add := func(name corev1.ResourceName, n int64) {
+		if n > 0 {
+			capacity[name] = *resource.NewQuantity(n, resource.DecimalSI)
+			allocatable[name] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+	}
+	if g := it.GpuInfo; g != nil && (variant == "nvidia" || variant == "gpu") {
+		var n int64
+		for _, gpu := range g.Gpus {
+			if strings.EqualFold(aws.ToString(gpu.Manufacturer), "nvidia") {
+				n += int64(aws.ToInt32(gpu.Count))
+			}
+		}
+		add("nvidia.com/gpu", n)
+	}
+	if d := it.NeuronInfo; d != nil && (variant == "neuron" || variant == "gpu") {
+		var n int64
+		for _, dev := range d.NeuronDevices {
+			n += int64(aws.ToInt32(dev.Count))
+		}
+		add("aws.amazon.com/neuron", n)
+	}
 }
 
 // subtract takes a quantity or a percentage of capacity off list[name],

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,14 +48,33 @@ func TestNodeClassResolves(t *testing.T) {
 	if len(nc.Status.SecurityGroups) != 1 || nc.Status.SecurityGroups[0].ID != local.cluster.SecurityGroupID {
 		t.Errorf("status.securityGroups = %+v, want %s", nc.Status.SecurityGroups, local.cluster.SecurityGroupID)
 	}
-	want := map[string]string{"amd64": local.cluster.AMI("AL2023", "x86_64").ID, "arm64": local.cluster.AMI("AL2023", "arm64").ID}
-	if len(nc.Status.AMIs) != 2 {
-		t.Fatalf("status.amis = %+v, want one AL2023 image per architecture", nc.Status.AMIs)
-	}
-	for _, ami := range nc.Status.AMIs {
-		if arch := ami.Requirements[0].Values[0]; want[arch] != ami.ID {
-			t.Errorf("AMI for %s = %s, want %s", arch, ami.ID, want[arch])
+	// One image per architecture and variant, with the requirements that
+	// say which instance types boot it (Karpenter's status.amis).
+	variant := func(a awsv1.AMI) string {
+		for _, r := range a.Requirements[1:] {
+			switch {
+			case r.Key == v1.LabelAWSInstanceGPUCount && r.Operator == corev1.NodeSelectorOpExists:
+				return "nvidia"
+			case r.Key == v1.LabelAWSInstanceAcceleratorCount && r.Operator == corev1.NodeSelectorOpExists:
+				return "neuron"
+			}
 		}
+		if len(a.Requirements) == 3 {
+			return "standard"
+		}
+		return "?"
+	}
+	want := map[string]string{
+		"amd64/standard": local.cluster.AMI("AL2023", "x86_64").ID, "arm64/standard": local.cluster.AMI("AL2023", "arm64").ID,
+		"amd64/nvidia": local.cluster.AMIVariant("AL2023", "x86_64", "nvidia").ID, "arm64/nvidia": local.cluster.AMIVariant("AL2023", "arm64", "nvidia").ID,
+		"amd64/neuron": local.cluster.AMIVariant("AL2023", "x86_64", "neuron").ID,
+	}
+	got := map[string]string{}
+	for _, ami := range nc.Status.AMIs {
+		got[ami.Requirements[0].Values[0]+"/"+variant(ami)] = ami.ID
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("status.amis by architecture/variant = %v, want %v (%+v)", got, want, nc.Status.AMIs)
 	}
 	if nc.Annotations[awsv1.AnnotationEC2NodeClassHash] != nc.Hash() {
 		t.Errorf("hash annotation = %q, want %q", nc.Annotations[awsv1.AnnotationEC2NodeClassHash], nc.Hash())

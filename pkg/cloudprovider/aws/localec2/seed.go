@@ -25,6 +25,11 @@ const DefaultParameterRoot = "/joiner-local/service"
 // cluster's subnets and security groups, and Seed does too.
 const TagDiscovery = "karpenter.sh/discovery"
 
+// TagAMIVariant tags each seeded image with its variant (standard,
+// nvidia, neuron, gpu), which the emulated bootstrap reads to decide
+// whether accelerators become node resources.
+const TagAMIVariant = "joiner.dev/ami-variant"
+
 // DefaultKubernetesVersions are the versions whose alias parameters Seed
 // publishes when SeedOptions names none.
 var DefaultKubernetesVersions = []string{"1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36"}
@@ -79,12 +84,30 @@ type Subnet struct {
 // AMI is a seeded image.
 type AMI struct {
 	ID, Name, Family, Architecture string
+	// Variant is standard, nvidia, neuron (AL2023), gpu (AL2) or nvidia
+	// (Bottlerocket), as the public EKS images.
+	Variant string
 }
 
-// AMI returns the seeded image of family and architecture, or nil.
+// Variants are the accelerated images seeded beside the standard ones, per
+// family and architecture, as EKS publishes them.
+var Variants = map[string]map[string][]string{
+	"AL2023":       {"x86_64": {"nvidia", "neuron"}, "arm64": {"nvidia"}},
+	"AL2":          {"x86_64": {"gpu"}},
+	"Bottlerocket": {"x86_64": {"nvidia"}, "arm64": {"nvidia"}},
+}
+
+// AMI returns the seeded standard image of family and architecture, or
+// nil.
 func (c *Cluster) AMI(family, arch string) *AMI {
+	return c.AMIVariant(family, arch, "standard")
+}
+
+// AMIVariant returns the seeded image of family, architecture and variant,
+// or nil.
+func (c *Cluster) AMIVariant(family, arch, variant string) *AMI {
 	for i := range c.AMIs {
-		if c.AMIs[i].Family == family && c.AMIs[i].Architecture == arch {
+		if c.AMIs[i].Family == family && c.AMIs[i].Architecture == arch && c.AMIs[i].Variant == variant {
 			return &c.AMIs[i]
 		}
 	}
@@ -239,39 +262,58 @@ func seedRole(ctx context.Context, c *iam.Client, cl *Cluster) error {
 	return nil
 }
 
-// imageName is the name of the public image of family and arch.
-func imageName(family, arch string) string {
+// imageName is the name of the public image of family, arch and variant.
+func imageName(family, arch, variant string) string {
 	switch family {
 	case "AL2023":
-		return fmt.Sprintf("amazon-eks-node-al2023-%s-standard-%s", arch, ImageVersion)
+		return fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s", arch, variant, ImageVersion)
 	case "AL2":
-		if arch == "arm64" {
+		switch {
+		case variant == "gpu":
+			return "amazon-eks-gpu-node-" + ImageVersion
+		case arch == "arm64":
 			return "amazon-eks-arm64-node-" + ImageVersion
 		}
 		return "amazon-eks-node-" + ImageVersion
 	default:
+		if variant == "nvidia" {
+			return fmt.Sprintf("bottlerocket-aws-k8s-nvidia-%s-%s", arch, ImageVersion)
+		}
 		return fmt.Sprintf("bottlerocket-aws-k8s-%s-%s", arch, ImageVersion)
 	}
 }
 
 // AliasParameters returns the SSM parameter names (under root) of the
-// "latest" image of family and arch for a Kubernetes version, as the
-// public EKS parameters are laid out.
+// "latest" standard image of family and arch for a Kubernetes version, as
+// the public EKS parameters are laid out.
 func AliasParameters(root, family, arch, version string) []string {
+	return VariantParameters(root, family, arch, "standard", version)
+}
+
+// VariantParameters returns the SSM parameter names (under root) of the
+// "latest" image of family, arch and variant for a Kubernetes version.
+func VariantParameters(root, family, arch, variant, version string) []string {
 	root = strings.TrimSuffix(root, "/")
 	switch family {
 	case "AL2023":
-		return []string{fmt.Sprintf("%s/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", root, version, arch)}
+		return []string{fmt.Sprintf("%s/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/recommended/image_id", root, version, arch, variant)}
 	case "AL2":
 		suffix := ""
-		if arch == "arm64" {
+		switch {
+		case variant == "gpu":
+			suffix = "-gpu"
+		case arch == "arm64":
 			suffix = "-arm64"
 		}
 		return []string{fmt.Sprintf("%s/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", root, version, suffix)}
 	case "Bottlerocket":
+		name := "aws-k8s-" + version
+		if variant == "nvidia" {
+			name += "-nvidia"
+		}
 		return []string{
-			fmt.Sprintf("%s/bottlerocket/aws-k8s-%s/%s/latest/image_id", root, version, arch),
-			fmt.Sprintf("%s/bottlerocket/aws-k8s-%s/%s/%s/image_id", root, version, arch, ImageVersion),
+			fmt.Sprintf("%s/bottlerocket/%s/%s/latest/image_id", root, name, arch),
+			fmt.Sprintf("%s/bottlerocket/%s/%s/%s/image_id", root, name, arch, ImageVersion),
 		}
 	}
 	return nil
@@ -296,39 +338,50 @@ func seedImages(ctx context.Context, e *ec2.Client, s *ssm.Client, c *Cluster, r
 	}
 	for _, family := range Families {
 		for _, arch := range Architectures {
-			name := imageName(family, arch)
-			out, err := e.CopyImage(ctx, &ec2.CopyImageInput{
-				SourceImageId: aws.String(sources[arch]),
-				SourceRegion:  aws.String(region),
-				Name:          aws.String(name),
-				Description:   aws.String(fmt.Sprintf("EKS %s node image (%s), local copy", family, arch)),
-			})
-			if err != nil {
-				return fmt.Errorf("registering image %s: %w", name, err)
-			}
-			id := aws.ToString(out.ImageId)
-			if _, err := e.CreateTags(ctx, &ec2.CreateTagsInput{
-				Resources: []string{id},
-				Tags: []ec2types.Tag{
-					{Key: aws.String(TagDiscovery), Value: aws.String(c.Name)},
-					{Key: aws.String("joiner.dev/ami-family"), Value: aws.String(family)},
-				},
-			}); err != nil {
-				return fmt.Errorf("tagging image %s: %w", name, err)
-			}
-			c.AMIs = append(c.AMIs, AMI{ID: id, Name: name, Family: family, Architecture: arch})
-			for _, v := range versions {
-				for _, p := range AliasParameters(c.ParameterRoot, family, arch, v) {
-					if _, err := s.PutParameter(ctx, &ssm.PutParameterInput{
-						Name:      aws.String(p),
-						Value:     aws.String(id),
-						Type:      ssmtypes.ParameterTypeString,
-						DataType:  aws.String("aws:ec2:image"),
-						Overwrite: aws.Bool(true),
-					}); err != nil {
-						return fmt.Errorf("publishing parameter %s: %w", p, err)
-					}
+			for _, variant := range append([]string{"standard"}, Variants[family][arch]...) {
+				if err := seedImage(ctx, e, s, c, region, versions, sources[arch], family, arch, variant); err != nil {
+					return err
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// seedImage registers one image and publishes its alias parameters.
+func seedImage(ctx context.Context, e *ec2.Client, s *ssm.Client, c *Cluster, region string, versions []string, source, family, arch, variant string) error {
+	name := imageName(family, arch, variant)
+	out, err := e.CopyImage(ctx, &ec2.CopyImageInput{
+		SourceImageId: aws.String(source),
+		SourceRegion:  aws.String(region),
+		Name:          aws.String(name),
+		Description:   aws.String(fmt.Sprintf("EKS %s node image (%s), local copy", family, arch)),
+	})
+	if err != nil {
+		return fmt.Errorf("registering image %s: %w", name, err)
+	}
+	id := aws.ToString(out.ImageId)
+	if _, err := e.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{id},
+		Tags: []ec2types.Tag{
+			{Key: aws.String(TagDiscovery), Value: aws.String(c.Name)},
+			{Key: aws.String("joiner.dev/ami-family"), Value: aws.String(family)},
+			{Key: aws.String(TagAMIVariant), Value: aws.String(variant)},
+		},
+	}); err != nil {
+		return fmt.Errorf("tagging image %s: %w", name, err)
+	}
+	c.AMIs = append(c.AMIs, AMI{ID: id, Name: name, Family: family, Architecture: arch, Variant: variant})
+	for _, v := range versions {
+		for _, p := range VariantParameters(c.ParameterRoot, family, arch, variant, v) {
+			if _, err := s.PutParameter(ctx, &ssm.PutParameterInput{
+				Name:      aws.String(p),
+				Value:     aws.String(id),
+				Type:      ssmtypes.ParameterTypeString,
+				DataType:  aws.String("aws:ec2:image"),
+				Overwrite: aws.Bool(true),
+			}); err != nil {
+				return fmt.Errorf("publishing parameter %s: %w", p, err)
 			}
 		}
 	}
