@@ -24,8 +24,9 @@ func TestStartSeedStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cl.Subnets) != 3 || len(cl.AMIs) != 6 || cl.SecurityGroupID == "" {
-		t.Fatalf("seeded %+v, want 3 subnets, 6 images and a security group", cl)
+	// 6 standard images, AL2023 nvidia x2 and neuron, AL2 gpu, Bottlerocket nvidia x2.
+	if len(cl.Subnets) != 3 || len(cl.AMIs) != 12 || cl.SecurityGroupID == "" {
+		t.Fatalf("seeded %+v, want 3 subnets, 12 images and a security group", cl)
 	}
 	e := ec2.NewFromConfig(cfg)
 	subnets, err := e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("tag:" + TagDiscovery), Values: []string{"alpha"}}}})
@@ -54,6 +55,11 @@ func TestStartSeedStop(t *testing.T) {
 		}
 		if aws.ToString(p.Parameter.Value) != ami.ID {
 			t.Errorf("alias parameter for %s = %s, want %s", arch, aws.ToString(p.Parameter.Value), ami.ID)
+		}
+		nvidia := cl.AMIVariant("AL2023", arch, "nvidia")
+		name := "/joiner-local/service/eks/optimized-ami/1.36/amazon-linux-2023/" + arch + "/nvidia/recommended/image_id"
+		if p, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)}); err != nil || aws.ToString(p.Parameter.Value) != nvidia.ID {
+			t.Errorf("parameter %s: %v, want %s", name, err, nvidia.ID)
 		}
 	}
 	if _, err := iam.NewFromConfig(cfg).GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(cl.RoleName)}); err != nil {
