@@ -6,8 +6,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // A spot instance launched through CreateFleet is not drifted although
@@ -61,6 +66,68 @@ func TestSecurityGroupDrift(t *testing.T) {
 			if err != nil || string(reason) != tc.want {
 				inst := describeInstance(t, got.Status.ProviderID)
 				t.Errorf("IsDrifted = %q, %v; want %q (instance groups %+v, node class groups %+v)", reason, err, tc.want, inst.SecurityGroups, nc.Status.SecurityGroups)
+			}
+		})
+	}
+}
+
+// AMIDrift and SubnetDrift on the local EC2: an instance launched from a
+// node class whose resolved images (or subnets) later no longer include
+// the instance's is drifted with that reason; the selector terms are not
+// part of the static hash, so the instance reaches the dynamic checks.
+func TestAMIAndSubnetDrift(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(nc *awsv1.EC2NodeClass, inst ec2types.Instance)
+		want   string
+	}{
+		{name: "unchanged", change: func(*awsv1.EC2NodeClass, ec2types.Instance) {}},
+		{name: "images resolve to another AMI", want: "AMIDrift", change: func(nc *awsv1.EC2NodeClass, _ ec2types.Instance) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: local.cluster.AMI("AL2023", "arm64").ID}, {ID: local.cluster.AMIVariant("AL2023", "x86_64", "nvidia").ID}}
+			nc.Spec.AMIFamily = ptr.To(awsv1.AMIFamilyAL2023)
+		}},
+		{name: "subnets no longer include the instance's", want: "SubnetDrift", change: func(nc *awsv1.EC2NodeClass, inst ec2types.Instance) {
+			var other string
+			for _, s := range local.cluster.Subnets {
+				if s.ID != aws.ToString(inst.SubnetId) {
+					other = s.ID
+				}
+			}
+			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: other}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProvider(t, "cluster-a")
+			nc := readyNodeClass(t, p, nodeClass(t))
+			claim := nodeClaim(t, nc)
+			claim.Spec.Requirements[0].Values = []string{"m5.large"}
+			got, err := p.Create(ctx, claim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claim.Status, claim.Annotations = got.Status, got.Annotations
+			inst := describeInstance(t, got.Status.ProviderID)
+			env := test.Env(t)
+			stored := &awsv1.EC2NodeClass{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), stored); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(stored, inst)
+			if err := env.Client.Update(ctx, stored); err != nil {
+				t.Fatal(err)
+			}
+			after := reconcileNodeClass(t, p, nc.Name)
+			if !after.IsReady() {
+				t.Fatalf("EC2NodeClass not Ready after the change: %+v", after.Status.Conditions)
+			}
+			if after.Hash() != nc.Hash() {
+				t.Fatalf("the change altered the static hash (%s -> %s); the test would see NodeClassDrift", nc.Hash(), after.Hash())
+			}
+			reason, err := p.IsDrifted(ctx, claim)
+			if err != nil || string(reason) != tc.want {
+				t.Errorf("IsDrifted = %q, %v; want %q (instance %s in %s, status amis %+v subnets %+v)", reason, err, tc.want,
+					aws.ToString(inst.ImageId), aws.ToString(inst.SubnetId), after.Status.AMIs, after.Status.Subnets)
 			}
 		})
 	}

@@ -134,7 +134,8 @@ func TestLaunchThroughCreateFleet(t *testing.T) {
 		t.Errorf("second Create of the same NodeClaim launched %s, want %s again", again.Status.ProviderID, got.Status.ProviderID)
 	}
 
-	// Get and IsDrifted see the instance; a changed status AMI is AMIDrift.
+	// Get and IsDrifted see the instance; a stale hash is NodeClassDrift
+	// (AMIDrift and SubnetDrift: TestAMIAndSubnetDrift).
 	if _, err := p.Get(ctx, got.Status.ProviderID); err != nil {
 		t.Errorf("Get: %v", err)
 	}
