@@ -55,7 +55,7 @@ func TestInstancesThatNeverJoin(t *testing.T) {
 			want: "without the group system:nodes"},
 		{name: "AL2 bootstrap script on an AL2023 image",
 			l:    launch{family: awsv1.AMIFamilyAL2023, arch: "x86_64", instanceType: "m5.large", profile: local.mappedProfile, userData: joiner(awsv1.AMIFamilyAL2)},
-			want: "nodeadm found no NodeConfig"},
+			want: "nodeadm init refuses the user data (loading the configuration): Could not find NodeConfig within UserData"},
 		{name: "AL2023 NodeConfig without the cluster CIDR",
 			l:    launch{family: awsv1.AMIFamilyAL2023, arch: "x86_64", instanceType: "m5.large", profile: local.mappedProfile, userData: noCIDR},
 			want: "nodeadm init refuses the user data (validating the configuration): CIDR is missing in cluster configuration"},
