@@ -247,9 +247,9 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 		if info.BurstablePerformanceSupported != nil && *info.BurstablePerformanceSupported && info.VCpuInfo != nil {
 			it.Burst = builtin.Burst(name, int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus)))
 		}
-		// Only types some image of the node class can boot: a GPU type
-		// needs an NVIDIA variant, as in Karpenter.
-		if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return amiAdmits(a, it.Requirements) }) {
+		// Of an architecture the images serve, only types some image can
+		// boot: a GPU type needs an NVIDIA variant, as in Karpenter.
+		if noImage == "" && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return amiAdmits(a, it.Requirements) }) {
 			continue
 		}
 		it.Capacity = p.capacity(info, nc, family)
