@@ -9,8 +9,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/doctor"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 )
@@ -63,7 +66,7 @@ warnings alone exit zero. It only reads.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG, then in-cluster")
-	f.StringVar(&o.clusterName, "cluster-name", envOr("CLUSTER_NAME", "joiner"), "The clusterName joiner runs with [CLUSTER_NAME]")
+	f.StringVar(&o.clusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "The clusterName joiner runs with; default: the running controller's (its view ConfigMap, so `joiner run`'s joiner-local too), else joiner [CLUSTER_NAME]")
 	f.StringVar(&o.ssmParameterRoot, "ssm-parameter-root", envOr("SSM_PARAMETER_ROOT", "/aws/service"), "aws: root of the public SSM parameters behind AMI aliases [SSM_PARAMETER_ROOT]")
 	f.StringVar(&o.cloudProvider, "cloud-provider", envOr("CLOUD_PROVIDER", options.CloudProviderSim), "sim, or aws to check the AWS account too (the SDK's usual configuration: AWS_REGION, AWS_ENDPOINT_URL, credentials) [CLOUD_PROVIDER]")
 	f.StringVar(&o.controllerSelector, "controller-selector", doctor.DefaultControllerSelector, "Label selector of joiner's Deployment")
@@ -82,6 +85,9 @@ func envOr(key, def string) string {
 func runDoctor(ctx context.Context, cfg *rest.Config, o *doctorOptions) (doctor.Report, error) {
 	if o.output != "text" && o.output != "json" {
 		return doctor.Report{}, fmt.Errorf("--output %q: use text or json", o.output)
+	}
+	if o.clusterName == "" {
+		o.clusterName = runningClusterName(ctx, cfg)
 	}
 	ro := doctor.RunOptions{ClusterName: o.clusterName, ControllerSelector: o.controllerSelector, SSMParameterRoot: o.ssmParameterRoot}
 	switch o.cloudProvider {
@@ -118,4 +124,33 @@ func writeDoctorReport(w io.Writer, r doctor.Report, format string) error {
 	}
 	_, err := fmt.Fprintf(w, "%d error(s), %d warning(s)\n", r.Errors(), len(r.Findings)-r.Errors())
 	return err
+}
+
+// runningClusterName is the CLUSTER_NAME of the controller running in the
+// cluster, read from the view it publishes (pkg/controllerview), so doctor
+// and the controller (or `joiner run`) agree without a flag; "joiner", the
+// controller's default, when there is not exactly one.
+func runningClusterName(ctx context.Context, cfg *rest.Config) string {
+	const fallback = "joiner"
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fallback
+	}
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.HasLabels{controllerview.LabelView}); err != nil {
+		return fallback
+	}
+	names := map[string]bool{}
+	for i := range cms.Items {
+		if v, ok, err := controllerview.Decode(&cms.Items[i]); ok && err == nil && v.ClusterName != "" {
+			names[v.ClusterName] = true
+		}
+	}
+	if len(names) != 1 {
+		return fallback
+	}
+	for n := range names {
+		return n
+	}
+	return fallback
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -369,6 +370,12 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 	var errs []error
 	for i := range pools {
 		its, err := c.opts.InstanceTypes.GetInstanceTypes(ctx, &pools[i])
+		if cloudprovider.IsNodeClassNotReadyError(err) {
+			// Not a fault of this controller: the NodePool's Ready
+			// condition and the node class's status say it; an ERROR
+			// every interval would only repeat them.
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing instance types of nodepool %s: %w", pools[i].Name, err))
 			continue
