@@ -366,10 +366,11 @@ func hasDisruptionTarget(pod *corev1.Pod) bool {
 }
 
 // judgeDeletion: a pod under a PDB deleted without the Eviction API (no
-// DisruptionTarget condition) while its ReplicaSet still wanted at least
-// the pods it had bypassed its PDB. A ReplicaSet scaling down deletes pods
-// directly too, but then it wants fewer than it has; pods created at or
-// after the deletion (its replacement) are not counted.
+// DisruptionTarget condition) while its ReplicaSet still wanted more pods
+// than the healthy others bypassed its PDB. A ReplicaSet scaling down
+// deletes pods directly too, but then it wants no more than the healthy
+// pods it keeps; the replacement it creates is not healthy yet, so it is
+// not counted.
 func (o *Observer) judgeDeletion(pod *corev1.Pod) {
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil || owner.Kind != "ReplicaSet" {
@@ -381,13 +382,6 @@ func (o *Observer) judgeDeletion(pod *corev1.Pod) {
 	o.mu.Unlock()
 	if judged || !o.hasPDB(pod) {
 		return
-	}
-	deletedAt := time.Now()
-	if pod.DeletionTimestamp != nil {
-		deletedAt = pod.DeletionTimestamp.Time
-		if g := pod.DeletionGracePeriodSeconds; g != nil {
-			deletedAt = deletedAt.Add(-time.Duration(*g) * time.Second)
-		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -401,12 +395,12 @@ func (o *Observer) judgeDeletion(pod *corev1.Pod) {
 		if c := metav1.GetControllerOf(p); c == nil || c.UID != owner.UID {
 			continue
 		}
-		if p.DeletionTimestamp == nil && p.CreationTimestamp.Time.Before(deletedAt.Truncate(time.Second)) {
+		if p.UID != pod.UID && podHealthy(p) {
 			active++
 		}
 	}
 	if want := int(*rs.Spec.Replicas); active < want {
-		o.violate("deleted/"+pod.Name, "pod %s under a PDB was deleted without the Eviction API (no DisruptionTarget condition) while ReplicaSet %s wanted %d pods and had %d others: its PDB was bypassed",
+		o.violate("deleted/"+pod.Name, "pod %s under a PDB was deleted without the Eviction API (no DisruptionTarget condition) while ReplicaSet %s wanted %d pods and had %d other healthy ones: its PDB was bypassed",
 			pod.Name, rs.Name, want, active)
 	}
 }
