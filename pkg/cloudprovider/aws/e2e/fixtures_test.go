@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -86,4 +91,20 @@ func nodePool(nc *awsv1.EC2NodeClass) *v1.NodePool {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	np.Spec.Template.Spec.NodeClassRef = ref(nc)
 	return np
+}
+
+// waitTerminated waits until the local EC2 reports instance id terminated
+// (or shutting down).
+func waitTerminated(t *testing.T, id string) {
+	t.Helper()
+	test.Eventually(t, time.Minute, func(ctx context.Context) error {
+		out, err := ec2.NewFromConfig(local.server.Config()).DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		if err != nil {
+			return err
+		}
+		if st := out.Reservations[0].Instances[0].State.Name; st != ec2types.InstanceStateNameTerminated && st != ec2types.InstanceStateNameShuttingDown {
+			return fmt.Errorf("instance %s is %s", id, st)
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,10 +34,7 @@ import (
 // stored for the AL2023 instance passes the real nodeadm's validation.
 func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 	env := test.Env(t)
-	bin := filepath.Join(t.TempDir(), "joiner")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput(); err != nil {
-		t.Fatalf("building joiner: %v\n%s", err, out)
-	}
+	bin := joinerBinary(t)
 	const serviceIPv6CIDR = "fd30:1c53:5f8a::/108"
 	if err := localec2.CreateEKSCluster(t.Context(), local.server.Config(), "operator-e2e", "arn:aws:iam::123456789012:role/eks", nil,
 		localec2.EKSNetwork{IPFamily: "ipv6", ServiceIPv4CIDR: "10.100.0.0/16", ServiceIPv6CIDR: serviceIPv6CIDR}); err != nil {
@@ -137,16 +135,7 @@ func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), claim); err != nil {
 		t.Fatal(err)
 	}
-	test.Eventually(t, time.Minute, func(ctx context.Context) error {
-		out, err := ec2.NewFromConfig(local.server.Config()).DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
-		if err != nil {
-			return err
-		}
-		if st := out.Reservations[0].Instances[0].State.Name; st != "terminated" && st != "shutting-down" {
-			return fmt.Errorf("instance is %s", st)
-		}
-		return nil
-	})
+	waitTerminated(t, aws.ToString(inst.InstanceId))
 }
 
 // Without an EKS cluster to describe and without CLUSTER_CIDR, `joiner
@@ -154,10 +143,7 @@ func TestControllerRunsWithTheAWSProvider(t *testing.T) {
 // AL2023 nodes whose nodeadm would refuse their NodeConfig.
 func TestControllerNeedsTheClusterCIDR(t *testing.T) {
 	env := test.Env(t)
-	bin := filepath.Join(t.TempDir(), "joiner")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput(); err != nil {
-		t.Fatalf("building joiner: %v\n%s", err, out)
-	}
+	bin := joinerBinary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "controller",
@@ -174,4 +160,30 @@ func TestControllerNeedsTheClusterCIDR(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "set --cluster-cidr (CLUSTER_CIDR)") {
 		t.Fatalf("joiner controller without a resolvable cluster CIDR: err %v, want a start-up error naming CLUSTER_CIDR; output:\n%s", err, out)
 	}
+}
+
+var joinerBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// joinerBinary builds joiner once for the package's tests.
+func joinerBinary(t *testing.T) string {
+	t.Helper()
+	joinerBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "joiner-e2e-*")
+		if err != nil {
+			joinerBuild.err = err
+			return
+		}
+		joinerBuild.bin = filepath.Join(dir, "joiner")
+		if out, err := exec.Command("go", "build", "-o", joinerBuild.bin, "github.com/joiner-dev/joiner/cmd/joiner").CombinedOutput(); err != nil {
+			joinerBuild.err = fmt.Errorf("building joiner: %w\n%s", err, out)
+		}
+	})
+	if joinerBuild.err != nil {
+		t.Fatal(joinerBuild.err)
+	}
+	return joinerBuild.bin
 }

@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,17 +90,7 @@ func TestNodeRepairReplacesAnUnreachableNode(t *testing.T) {
 			if err := p.Delete(ctx, claim); err != nil {
 				t.Fatal(err)
 			}
-			inst := describeInstance(t, claim.Status.ProviderID)
-			test.Eventually(t, time.Minute, func(ctx context.Context) error {
-				out, err := ec2.NewFromConfig(local.server.Config()).DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
-				if err != nil {
-					return err
-				}
-				if st := out.Reservations[0].Instances[0].State.Name; st != "terminated" && st != "shutting-down" {
-					return fmt.Errorf("instance is %s", st)
-				}
-				return nil
-			})
+			waitTerminated(t, aws.ToString(describeInstance(t, claim.Status.ProviderID).InstanceId))
 		})
 	}
 }

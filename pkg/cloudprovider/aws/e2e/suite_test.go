@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer srv.Stop()
+	defer func() {
+		if joinerBuild.bin != "" {
+			_ = os.RemoveAll(filepath.Dir(joinerBuild.bin))
+		}
+	}()
 	local.server, local.cluster = srv, cl
 	local.faults = newFaults()
 	local.calls = &calls{}
