@@ -34,6 +34,7 @@ import (
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/controllers/static"
 	"github.com/joiner-dev/joiner/pkg/controllers/status"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -93,6 +94,10 @@ type Options struct {
 	LifecycleWorkers int
 	// NodeRepair runs node repair (the NodeRepair feature gate).
 	NodeRepair bool
+	// StaticCapacity keeps static NodePools (spec.replicas) at their
+	// count (the StaticCapacity feature gate); off, they only get an event
+	// naming the gate.
+	StaticCapacity bool
 	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
 	// spot (the SpotToSpotConsolidation feature gate).
 	SpotToSpotConsolidation bool
@@ -280,6 +285,23 @@ func New(o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building disruption: %w", err)
 	}
+	kinds, err := cloudprovider.SupportedNodeClassKinds(o.CloudProvider, mgr.GetScheme())
+	if err != nil {
+		return nil, fmt.Errorf("building static nodepools: %w", err)
+	}
+	staticPools, err := static.NewController(static.Options{
+		Client:        mgr.GetClient(),
+		State:         cluster,
+		Creator:       creator,
+		InstanceTypes: o.CloudProvider,
+		NodeClasses:   kinds,
+		Recorder:      recorder,
+		Clock:         o.Clock,
+		Enabled:       o.StaticCapacity,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building static nodepools: %w", err)
+	}
 	out := []Controller{
 		cluster,
 		prov,
@@ -295,6 +317,7 @@ func New(o Options) ([]Controller, error) {
 		podEvents,
 		consolidatable,
 		disrupt,
+		staticPools,
 	}
 	statusCtrls, err := statusControllers(mgr, o)
 	if err != nil {

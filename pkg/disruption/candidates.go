@@ -33,6 +33,9 @@ type candidate struct {
 	// terminationGracePeriod, as Karpenter's eventual disruption does).
 	drift   bool
 	driftAt time.Time
+	// staticDrift: the node is a static NodePool's and drifted; only the
+	// static drift method takes it.
+	staticDrift bool
 }
 
 func (c *candidate) empty() bool { return len(c.pods) == 0 }
@@ -80,7 +83,10 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 			v.Unconsolidatable = consolidationBlock(c)
 			c.consolidatable = v.Unconsolidatable == ""
 		}
-		v.Candidate = c.consolidatable || c.drift
+		if pool.IsStatic() {
+			c.staticDrift, c.drift = c.drift, false
+		}
+		v.Candidate = c.consolidatable || c.drift || c.staticDrift
 		if v.Candidate {
 			cands = append(cands, c)
 		}
@@ -139,6 +145,8 @@ func podBlock(n *Node, pdbs *pdbIndex, now time.Time) string {
 func consolidationBlock(c *candidate) string {
 	d := &c.pool.Spec.Disruption
 	switch {
+	case c.pool.IsStatic():
+		return staticBlock(c.pool)
 	case d.ConsolidateAfter.IsNever() && !d.ConsolidateAfter.IsZero():
 		return fmt.Sprintf("NodePool %q has consolidation disabled", c.pool.Name)
 	case !consolidatableCondition(c.node.NodeClaim):

@@ -29,16 +29,16 @@ func newEngine(in *Input) (*engine, error) {
 
 func (e *engine) capacity() *capacity { return e.sim.capacity() }
 
-// Decide runs the methods in Karpenter's order (emptiness, drift, multi-node
-// consolidation, single-node consolidation); the first that yields a
-// command wins. Every managed node gets a Verdict either way.
+// Decide runs the methods in Karpenter's order (emptiness, static drift,
+// drift, multi-node consolidation, single-node consolidation); the first
+// that yields a command wins. Every managed node gets a Verdict either way.
 func Decide(in *Input) (*Decision, error) {
 	e, err := newEngine(in)
 	if err != nil {
 		return nil, err
 	}
 	d := &Decision{Verdicts: e.verdicts, Allowed: e.allowed}
-	for _, method := range []func() (*Command, error){e.emptiness, e.drift, e.multiNode, e.singleNode} {
+	for _, method := range []func() (*Command, error){e.emptiness, e.staticDrift, e.drift, e.multiNode, e.singleNode} {
 		cmd, err := method()
 		if err != nil {
 			return nil, err
@@ -84,7 +84,7 @@ func Validate(cmd *Command, in *Input) error {
 	cands := make([]*candidate, 0, len(cmd.Candidates))
 	for _, name := range cmd.Candidates {
 		c := byName[name]
-		ok := c != nil && (c.consolidatable || (cmd.Method == MethodDrift && c.drift))
+		ok := c != nil && (c.consolidatable || (cmd.Method == MethodDrift && c.drift) || (cmd.Method == MethodStaticDrift && c.staticDrift))
 		if !ok {
 			why := "it is no longer a managed node"
 			if v := verdict[name]; v != nil {
@@ -100,7 +100,7 @@ func Validate(cmd *Command, in *Input) error {
 		}
 		cands = append(cands, c)
 	}
-	if cmd.Method == MethodEmptiness || (cmd.Method == MethodDrift && len(cmd.Replacements) == 0 && allEmpty(cands)) {
+	if cmd.Method == MethodEmptiness || cmd.Method == MethodStaticDrift || (cmd.Method == MethodDrift && len(cmd.Replacements) == 0 && allEmpty(cands)) {
 		return nil
 	}
 	r, err := e.sim.run(cands)

@@ -32,6 +32,9 @@ const (
 	MethodDrift      Method = "drift"
 	MethodMultiNode  Method = "multi-node-consolidation"
 	MethodSingleNode Method = "single-node-consolidation"
+	// MethodStaticDrift replaces a static NodePool's drifted node with a
+	// fresh one from its template (Karpenter's StaticDrift).
+	MethodStaticDrift Method = "static-drift"
 )
 
 // Node is one managed node as the controller observed it.
@@ -84,6 +87,10 @@ type Input struct {
 	// PDBs are every PodDisruptionBudget; their status.disruptionsAllowed
 	// and selector decide whether a pod may be evicted.
 	PDBs []*policyv1.PodDisruptionBudget
+	// InstanceTypes are every NodePool's instance types, those the solver
+	// may not launch from included: a static NodePool's drift
+	// replacements are built from them.
+	InstanceTypes map[string][]*scheduling.InstanceType
 	// PausedDrift names the NodePools whose drift the controller stopped
 	// (their replacements failed to initialise), with why; the engine
 	// issues no drift command for their nodes and says so in verdicts.

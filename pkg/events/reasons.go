@@ -62,6 +62,16 @@ const (
 
 	// NodePool.
 	NoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+	// ScaledUp and ScaledDown: a static NodePool (spec.replicas) created
+	// or deleted NodeClaims to match its replicas (joiner's; Karpenter
+	// only logs it).
+	ScaledUp   = "ScaledUp"
+	ScaledDown = "ScaledDown"
+
+	// FeatureGateDisabled: an object that needs one of Karpenter's alpha
+	// feature gates (StaticCapacity, NodeOverlay, CapacityBuffer) is left
+	// alone while the gate is off; the message names the gate (joiner's).
+	FeatureGateDisabled = "FeatureGateDisabled"
 
 	// LaunchBackoff: launches of a NodePool's instance type or image that
 	// failed to register or initialise wait before the next attempt; on

@@ -199,6 +199,12 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 			v.NoTypes[np.Name] = np
 			continue
 		}
+		if np.IsStatic() {
+			// Its instance types stay in allTypes: its nodes are priced from
+			// them and its static NodeClaims are built from them.
+			v.Skipped[np.Name] = "it is static (spec.replicas): its node count is set by replicas, not by pending pods"
+			continue
+		}
 		v.NodePools[np.Name] = np
 		v.Cluster.InstanceTypes[np.Name] = its
 		backoffs[np.Name], v.Failures[np.Name] = launchBackoffs(ctx, np, its, v.Cluster.Now)

@@ -123,6 +123,11 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 	for attempt := range maxNameAttempts {
 		nc := NewNodeClaim(pc.NodePool, pc.Planned)
 		nc.Name = RelaunchName(pc.NodePool.Name, pc.Failures, pc.Planned.Pods, attempt)
+		if len(pc.Planned.Pods) == 0 {
+			// A NodeClaim without pods (a static NodePool's) has nothing to
+			// derive a name from: each one is a new node.
+			nc.Name, nc.GenerateName = "", pc.NodePool.Name+"-"
+		}
 		err := c.opts.Client.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {
 			existing := &v1.NodeClaim{}

@@ -66,6 +66,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		LaunchBackoffMax:           settings.LaunchBackoffMax,
 		LifecycleWorkers:           settings.ScaledWorkers(lifecycle.DefaultMaxConcurrentReconciles, 5000),
 		NodeRepair:                 settings.FeatureGates.NodeRepair,
+		StaticCapacity:             settings.FeatureGates.StaticCapacity,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,
 		DisruptionPollInterval:     settings.DisruptionPollInterval,

@@ -23,7 +23,7 @@ func (m *Manifests) DisruptionInput(opts SnapshotOptions, dopts disruption.Optio
 	if err != nil {
 		return nil, nil, err
 	}
-	in = &disruption.Input{Now: opts.Now, Cluster: snap, NodePools: map[string]*v1.NodePool{}, PDBs: m.pdbs, Options: dopts}
+	in = &disruption.Input{Now: opts.Now, Cluster: snap, InstanceTypes: snap.InstanceTypes, NodePools: map[string]*v1.NodePool{}, PDBs: m.pdbs, Options: dopts}
 	for _, np := range m.apiNodePools {
 		in.NodePools[np.Name] = np
 	}

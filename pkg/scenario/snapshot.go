@@ -140,6 +140,12 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 	if err := m.launchBackoffs(snap, opts.Now); err != nil {
 		return nil, err
 	}
+	// A static NodePool (spec.replicas) keeps its count, not the pods':
+	// its existing nodes take pods, but no new node is planned in it. Its
+	// instance types stay, to price its nodes.
+	snap.NodePools = slices.DeleteFunc(snap.NodePools, func(np *scheduling.NodePool) bool {
+		return slices.ContainsFunc(m.apiNodePools, func(api *v1.NodePool) bool { return api.Name == np.Name && api.IsStatic() })
+	})
 	return snap, nil
 }
 

@@ -11,6 +11,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name",description="The node class the NodePool launches with"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes",description="Nodes owned by the NodePool"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Whether the NodePool may launch nodes"
@@ -37,6 +38,10 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is what a NodePool asks for.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="spec.replicas: a NodePool cannot switch between static (replicas set) and dynamic (replicas unset) provisioning; create a new NodePool instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)",message="spec.limits: only limits.nodes is supported on static NodePools (spec.replicas set); remove the other limits"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="spec.weight: weight is not supported on static NodePools (spec.replicas set); remove it"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims (and so the nodes) this NodePool
 	// creates.
@@ -59,15 +64,30 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum:=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+
+	// Replicas makes the NodePool static: it keeps this many nodes whatever
+	// the pending pods (Karpenter's StaticCapacity feature gate, alpha).
+	// It is set at creation or never (it cannot be added or removed later),
+	// allows only limits.nodes and no weight, and the NodePool's nodes are
+	// never consolidated (consolidationPolicy and consolidateAfter are
+	// ignored). `kubectl scale nodepool NAME --replicas N` changes it.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // ResourceNodes is the limits key (and status.resources key) that counts a
 // NodePool's nodes, Karpenter's "nodes".
 const ResourceNodes corev1.ResourceName = "nodes"
 
+// IsStatic reports whether the NodePool keeps a fixed node count
+// (spec.replicas set) instead of following pending pods.
+func (in *NodePool) IsStatic() bool { return in.Spec.Replicas != nil }
+
 // Limits caps the resources of a NodePool's nodes (cpu, memory, nodes,
 // extended resources).
 type Limits corev1.ResourceList
+
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
 //

@@ -264,7 +264,7 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	logger.Info("disruption command decided", "method", cmd.Method, "reason", cmd.Reason, "decision", decision(cmd),
 		"candidates", strings.Join(cmd.Candidates, ","), "replacements", len(cmd.Replacements), "savingsPerHour", cmd.SavingsPerHour, "pods", cmd.PodsMoved)
 
-	if cmd.Method != disruption.MethodDrift {
+	if cmd.Method != disruption.MethodDrift && cmd.Method != disruption.MethodStaticDrift {
 		// Karpenter waits before an emptiness or consolidation command: a
 		// node that just went quiet may be about to take pods again, and
 		// the pods' controllers may still be reacting to the last change.

@@ -33,10 +33,11 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 	}
 	now := c.opts.Clock.Now()
 	in := &disruption.Input{
-		Now:       now,
-		Cluster:   snap.Cluster,
-		NodePools: map[string]*v1.NodePool{},
-		Options:   disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction, Scheduling: c.opts.Scheduling},
+		Now:           now,
+		Cluster:       snap.Cluster,
+		InstanceTypes: snap.InstanceTypes,
+		NodePools:     map[string]*v1.NodePool{},
+		Options:       disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction, Scheduling: c.opts.Scheduling},
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]

@@ -18,6 +18,16 @@ const (
 	// always plans reserved offerings its cloud reports, so the gate is
 	// accepted with either value and changes nothing.
 	FeatureReservedCapacity featuregate.Feature = "ReservedCapacity"
+	// FeatureStaticCapacity runs static NodePools (spec.replicas)
+	// (Karpenter: alpha, off by default).
+	FeatureStaticCapacity featuregate.Feature = "StaticCapacity"
+	// FeatureNodeOverlay applies karpenter.sh/v1alpha1 NodeOverlays to
+	// instance types' prices and capacities (Karpenter: alpha, off by
+	// default).
+	FeatureNodeOverlay featuregate.Feature = "NodeOverlay"
+	// FeatureCapacityBuffer plans autoscaling.x-k8s.io CapacityBuffers'
+	// virtual pods (Karpenter: alpha, off by default).
+	FeatureCapacityBuffer featuregate.Feature = "CapacityBuffer"
 )
 
 // notImplemented are Karpenter's gates joiner does not implement yet.
@@ -26,12 +36,18 @@ const (
 // without the feature would be worse than saying so. NodeClassCEL belongs
 // to AWS_FEATURE_GATES, and is accepted here too for charts that put it in
 // FEATURE_GATES.
-var notImplemented = []featuregate.Feature{"NodeOverlay", "StaticCapacity", "CapacityBuffer", FeatureNodeClassCEL}
+var notImplemented = []featuregate.Feature{FeatureNodeClassCEL}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
 	SpotToSpotConsolidation bool
 	NodeRepair              bool
+	// StaticCapacity, NodeOverlay and CapacityBuffer enable Karpenter's
+	// alpha APIs of the same names; off, their objects are left alone with
+	// an event naming the gate.
+	StaticCapacity bool
+	NodeOverlay    bool
+	CapacityBuffer bool
 }
 
 // parseFeatureGates reads Karpenter's "A=true,B=false" syntax; an unknown
@@ -43,6 +59,9 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		FeatureSpotToSpotConsolidation: {Default: false, PreRelease: featuregate.Beta},
 		FeatureNodeRepair:              {Default: false, PreRelease: featuregate.Alpha},
 		FeatureReservedCapacity:        {Default: true, PreRelease: featuregate.Beta},
+		FeatureStaticCapacity:          {Default: false, PreRelease: featuregate.Alpha},
+		FeatureNodeOverlay:             {Default: false, PreRelease: featuregate.Alpha},
+		FeatureCapacityBuffer:          {Default: false, PreRelease: featuregate.Alpha},
 	}
 	for _, f := range notImplemented {
 		specs[f] = featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}
@@ -52,8 +71,8 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 	}
 	if s != "" {
 		if err := g.Set(s); err != nil {
-			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s and %s, and accepts %s)",
-				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureReservedCapacity)
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s, %s and %s, and accepts %s)",
+				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureCapacityBuffer, FeatureReservedCapacity)
 		}
 	}
 	for _, f := range notImplemented {
@@ -64,6 +83,9 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 	return FeatureGates{
 		SpotToSpotConsolidation: g.Enabled(FeatureSpotToSpotConsolidation),
 		NodeRepair:              g.Enabled(FeatureNodeRepair),
+		StaticCapacity:          g.Enabled(FeatureStaticCapacity),
+		NodeOverlay:             g.Enabled(FeatureNodeOverlay),
+		CapacityBuffer:          g.Enabled(FeatureCapacityBuffer),
 	}, nil
 }
 

@@ -38,7 +38,15 @@ func TestOptions(t *testing.T) {
 			check: func(o *Options) bool { return o.FeatureGates.NodeRepair && !o.FeatureGates.SpotToSpotConsolidation }},
 		{name: "karpenter chart's default feature gates", env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=false,ReservedCapacity=true,NodeOverlay=false,StaticCapacity=false"},
 			check: func(o *Options) bool { return !o.FeatureGates.NodeRepair && !o.FeatureGates.SpotToSpotConsolidation }},
-		{name: "karpenter gate joiner lacks, enabled", args: []string{"--feature-gates=NodeOverlay=true"}, wantErr: "joiner does not implement Karpenter's NodeOverlay yet"},
+		{name: "karpenter's alpha API gates", args: []string{"--feature-gates=NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true"},
+			check: func(o *Options) bool {
+				return o.FeatureGates.NodeOverlay && o.FeatureGates.StaticCapacity && o.FeatureGates.CapacityBuffer && !o.FeatureGates.NodeRepair
+			}},
+		{name: "karpenter's alpha API gates off by default", args: nil,
+			check: func(o *Options) bool {
+				return !o.FeatureGates.NodeOverlay && !o.FeatureGates.StaticCapacity && !o.FeatureGates.CapacityBuffer
+			}},
+		{name: "karpenter gate joiner lacks, enabled", args: []string{"--feature-gates=NodeClassCEL=true"}, wantErr: "joiner does not implement Karpenter's NodeClassCEL yet"},
 		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
 		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},
 		{name: "initialization ttl not positive", args: []string{"--initialization-ttl=0s"}, wantErr: "initialization-ttl 0s must be positive"},

@@ -32,6 +32,13 @@ spec:
           values: ["amd64"]
 `
 
+// validStaticNodePool is validNodePool with spec.replicas and its only
+// allowed limit.
+const validStaticNodePool = validNodePool + `  replicas: 3
+  limits:
+    nodes: "5"
+`
+
 const validNodeClaim = `
 apiVersion: karpenter.sh/v1
 kind: NodeClaim

@@ -166,6 +166,16 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			mutate: []mutation{set("spec.disruption.budgets", manyBudgets)},
 			want:   `spec.disruption.budgets: Too many: 51: must have at most 50 items`},
 		// Weight.
+		// Static NodePools (spec.replicas).
+		{name: "static nodepool with weight", manifest: validNodePool,
+			mutate: []mutation{set("spec.replicas", `3`), set("spec.weight", `10`)},
+			want:   `spec.weight: weight is not supported on static NodePools`},
+		{name: "static nodepool with a cpu limit", manifest: validNodePool,
+			mutate: []mutation{set("spec.replicas", `3`), set("spec.limits", `{cpu: "100", nodes: "5"}`)},
+			want:   `spec.limits: only limits.nodes is supported on static NodePools`},
+		{name: "negative replicas", manifest: validNodePool,
+			mutate: []mutation{set("spec.replicas", `-1`)},
+			want:   `spec.replicas in body should be greater than or equal to 0`},
 		{name: "weight zero", manifest: validNodePool,
 			mutate: []mutation{set("spec.weight", `0`)},
 			want:   `spec.weight in body should be greater than or equal to 1`},
