@@ -200,6 +200,7 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 	if len(snap.NodePools) == 0 {
 		notes = append(notes, "the input has no NodePool, so no new node can be planned")
 	}
+	notes = append(notes, m.OverlayNotes()...)
 	if len(m.Ignored) > 0 {
 		notes = append(notes, fmt.Sprintf("ignored %s of kinds simulate does not read: %s", count(len(m.Ignored), "object"), shortList(m.Ignored)))
 	}

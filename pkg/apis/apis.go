@@ -19,6 +19,7 @@ import (
 	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 )
 
 //go:embed crds/*.yaml
@@ -29,6 +30,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	awsv1.AddToScheme,
 	simv1alpha1.AddToScheme,
 	kwokv1alpha1.AddToScheme,
+	v1alpha1.AddToScheme,
 )
 
 // AddToScheme registers every joiner API group.

@@ -29,6 +29,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodepool/awsauth"
+	"github.com/joiner-dev/joiner/pkg/controllers/nodeoverlay"
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
@@ -41,6 +42,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodeclaims"
+	"github.com/joiner-dev/joiner/pkg/overlay"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -98,6 +100,10 @@ type Options struct {
 	// count (the StaticCapacity feature gate); off, they only get an event
 	// naming the gate.
 	StaticCapacity bool
+	// NodeOverlay applies NodeOverlays to the instance types every
+	// controller reads (the NodeOverlay feature gate); off, overlays only
+	// get an event naming the gate.
+	NodeOverlay bool
 	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
 	// spot (the SpotToSpotConsolidation feature gate).
 	SpotToSpotConsolidation bool
@@ -151,6 +157,20 @@ func New(o Options) ([]Controller, error) {
 	}
 	mgr := o.Manager
 	recorder := o.Recorder
+	// With the gate on, every controller reads instance types through the
+	// overlays in force: the one place they are applied.
+	overlays := &overlay.Store{}
+	rawCloud := o.CloudProvider
+	if o.NodeOverlay {
+		o.CloudProvider = overlay.NewCloudProvider(rawCloud, overlays)
+	}
+	overlayCtrl, err := nodeoverlay.NewController(nodeoverlay.Options{
+		Client: mgr.GetClient(), Cloud: rawCloud, NodeClasses: rawCloud.GetSupportedNodeClasses(),
+		Store: overlays, Recorder: recorder, Clock: o.Clock, Enabled: o.NodeOverlay,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building nodeoverlay validation: %w", err)
+	}
 	cluster, err := state.NewCluster(state.Options{Reader: mgr.GetAPIReader(), Clock: o.Clock, NominationTTL: state.NominationWindow(o.BatchMaxDuration)})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster state: %w", err)
@@ -318,6 +338,7 @@ func New(o Options) ([]Controller, error) {
 		consolidatable,
 		disrupt,
 		staticPools,
+		overlayCtrl,
 	}
 	statusCtrls, err := statusControllers(mgr, o)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -89,6 +90,14 @@ func NewNodeClaim(nodePool *v1.NodePool, planned *scheduling.NewNodeClaim) *v1.N
 	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
 	if planned.MinValuesRelaxed {
 		annotations[v1.AnnotationNodeClaimMinValuesRelaxed] = "true"
+	}
+	// Karpenter's: a NodeOverlay changed the price or capacity of one of
+	// its launch options (the cloud then launches in the listed order).
+	if slices.ContainsFunc(planned.InstanceTypes, func(it *scheduling.InstanceType) bool { return it.PriceOverlaid }) {
+		annotations[v1alpha1.AnnotationPriceOverlayApplied] = "true"
+	}
+	if slices.ContainsFunc(planned.InstanceTypes, func(it *scheduling.InstanceType) bool { return it.CapacityOverlaid }) {
+		annotations[v1alpha1.AnnotationCapacityOverlayApplied] = "true"
 	}
 
 	nc := &v1.NodeClaim{

@@ -22,6 +22,7 @@ import (
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -44,6 +45,10 @@ type Manifests struct {
 	apiNodePools []*v1.NodePool
 	nodeClaims   []sourced[*v1.NodeClaim]
 	pdbs         []*policyv1.PodDisruptionBudget
+	// overlays are the input's NodeOverlays; overlayNotes what the last
+	// Snapshot did with them.
+	overlays     []*v1alpha1.NodeOverlay
+	overlayNotes []string
 	// Ignored lists the objects of kinds joiner does not read, as
 	// "Kind namespace/name" in input order.
 	Ignored []string
@@ -148,6 +153,12 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 		}
 		m.nodePools = append(m.nodePools, sourced[*scheduling.NodePool]{where, nodepool.FromNodePool(np)})
 		m.apiNodePools = append(m.apiNodePools, np)
+	case "karpenter.sh/NodeOverlay":
+		o, err := decodeOverlay(js)
+		if err != nil {
+			return err
+		}
+		m.overlays = append(m.overlays, o)
 	case "karpenter.sh/NodeClaim":
 		nc := &v1.NodeClaim{}
 		if err := decodeStrict(js, nc); err != nil {

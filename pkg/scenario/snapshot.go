@@ -137,6 +137,7 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 	if err := m.offerInstanceTypes(snap, opts); err != nil {
 		return nil, err
 	}
+	m.applyOverlays(snap)
 	if err := m.launchBackoffs(snap, opts.Now); err != nil {
 		return nil, err
 	}

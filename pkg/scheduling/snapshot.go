@@ -149,6 +149,11 @@ type InstanceType struct {
 	// VolumePrice is what a node's EBS volumes (its node class's block
 	// device mappings) cost per hour, whatever the offering.
 	VolumePrice float64
+	// PriceOverlaid and CapacityOverlaid say a NodeOverlay changed the
+	// price of some offering or added extended resources (pkg/overlay);
+	// NodeClaims launched with such a type carry Karpenter's overlay
+	// annotations, and the cloud launches them in the NodeClaim's order.
+	PriceOverlaid, CapacityOverlaid bool
 }
 
 // Overhead is what the node reserves for itself.

@@ -88,7 +88,6 @@ func (in *NodePool) IsStatic() bool { return in.Spec.Replicas != nil }
 // extended resources).
 type Limits corev1.ResourceList
 
-
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
 //
 // +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized,Balanced}

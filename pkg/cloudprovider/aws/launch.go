@@ -18,6 +18,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
 	"github.com/joiner-dev/joiner/pkg/metrics"
@@ -66,7 +67,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	if len(cands) == 0 {
 		return nil, p.noCandidates(nodeClaim, nc, its)
 	}
-	cands = chooseCapacityType(withoutExotic(cands, nodeClaim))
+	cands = chooseCapacityType(withoutExotic(offering.Prioritized(cands, nodeClaim), nodeClaim))
 	inst, cand, err := p.launch(ctx, nodeClaim, nc, cands)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
@@ -188,6 +189,9 @@ type templateGroup struct {
 // candidates (one capacity type) and launches through the batcher.
 func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv1.EC2NodeClass, cands []offering.Candidate) (*fleetInstance, offering.Candidate, error) {
 	capacityType := cands[0].Offering.CapacityType
+	// NodeOverlay prices the cloud does not know: launch in the
+	// NodeClaim's order (Karpenter switches to the prioritized strategies).
+	prioritized := nodeClaim.Annotations[v1alpha1.AnnotationPriceOverlayApplied] == "true"
 	// Cheapest first; at most maxFleetTypes types.
 	var typeOrder []string
 	byType := map[string]*scheduling.InstanceType{}
@@ -271,9 +275,14 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 		// Subnets with the most free addresses first.
 		slices.SortStableFunc(ovs, func(a, b ov) int { return cmp.Compare(b.s.AvailableIPs, a.s.AvailableIPs) })
 		for _, o := range ovs {
-			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			ovr := ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(o.typ), SubnetId: aws.String(o.s.ID),
-			})
+			}
+			if prioritized {
+				// Lower is tried first: the NodeClaim's (overlaid) order.
+				ovr.Priority = aws.Float64(float64(slices.Index(typeOrder, o.typ)))
+			}
+			cfg.Overrides = append(cfg.Overrides, ovr)
 		}
 		if len(cfg.Overrides) > 0 {
 			configs = append(configs, cfg)
@@ -296,9 +305,14 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 		},
 		Context: nc.Spec.Context,
 	}
-	if capacityType == v1.CapacityTypeSpot {
+	switch {
+	case capacityType == v1.CapacityTypeSpot && prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case capacityType == v1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	res := p.fleet.launch(ctx, in)

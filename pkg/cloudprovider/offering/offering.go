@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -49,6 +50,41 @@ func Candidates(its []*scheduling.InstanceType, reqs []v1.NodeSelectorRequiremen
 			cmp.Compare(a.Offering.Zone, b.Offering.Zone),
 			cmp.Compare(a.Offering.CapacityType, b.Offering.CapacityType),
 		)
+	})
+	return out
+}
+
+// Prioritized orders cands for nodeClaim's launch. A NodeClaim whose
+// prices a NodeOverlay changed (karpenter.sh/price-overlay-applied) lists
+// its instance types in the overlaid price order, which the cloud's own
+// prices do not know: its candidates follow that list (cheapest offering
+// first within a type), as Karpenter's prioritized allocation strategy
+// does. Other NodeClaims keep the cheapest-first order.
+func Prioritized(cands []Candidate, nodeClaim *v1.NodeClaim) []Candidate {
+	if nodeClaim.Annotations[v1alpha1.AnnotationPriceOverlayApplied] != "true" {
+		return cands
+	}
+	rank := map[string]int{}
+	for _, r := range nodeClaim.Spec.Requirements {
+		if v1.NormalizeLabel(r.Key) == v1.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
+			for i, name := range r.Values {
+				if _, ok := rank[name]; !ok {
+					rank[name] = i
+				}
+			}
+		}
+	}
+	out := slices.Clone(cands)
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		ra, oka := rank[a.InstanceType.Name]
+		rb, okb := rank[b.InstanceType.Name]
+		if !oka {
+			ra = len(rank)
+		}
+		if !okb {
+			rb = len(rank)
+		}
+		return cmp.Compare(ra, rb)
 	})
 	return out
 }

@@ -257,7 +257,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
 	var cands, recentlyFailed []offering.Candidate
-	for _, c := range offering.Candidates(p.filtered.get(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests) {
+	for _, c := range offering.Prioritized(offering.Candidates(p.filtered.get(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests), nodeClaim) {
 		if p.unavailable.isUnavailable(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
 			recentlyFailed = append(recentlyFailed, c)
 			continue
