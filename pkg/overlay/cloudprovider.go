@@ -69,3 +69,8 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *v1.NodeP
 	}
 	return Apply(overlays, nodePool, its), nil
 }
+
+// RepairPolicies are the decorated cloud's (node repair asks for them).
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return cloudprovider.RepairPoliciesOf(c.CloudProvider)
+}
