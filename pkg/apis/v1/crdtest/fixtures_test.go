@@ -39,6 +39,19 @@ const validStaticNodePool = validNodePool + `  replicas: 3
     nodes: "5"
 `
 
+// validNodeOverlay is a karpenter.sh/v1alpha1 NodeOverlay.
+const validNodeOverlay = `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+spec:
+  weight: 10
+  requirements:
+    - key: karpenter.k8s.aws/instance-family
+      operator: In
+      values: ["m5"]
+  priceAdjustment: "+100%"
+`
+
 const validNodeClaim = `
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
