@@ -90,14 +90,8 @@ func TestNodeOverlayMovesTheNextLaunch(t *testing.T) {
 		}
 		return nil
 	})
-	// A second pod of the same size that cannot share the first node.
-	s.deployment("second", 1, "1", "1Gi", func(spec *corev1.PodSpec) {
-		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{first.Status.NodeName, first.Name}},
-			}}},
-		}}}
-	})
+	// A second pod of the same size, which the first node has no room for.
+	s.deployment("second", 1, "1", "1Gi", nil)
 	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
 		launched, err := s.launchedTypes(ctx)
 		if err != nil {
