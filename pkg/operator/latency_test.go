@@ -29,7 +29,9 @@ import (
 
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	joinerevents "github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // TestLatency is the provisioning latency benchmark (issue 13): the time
@@ -325,12 +327,14 @@ watching:
 		}
 		s.trace(t, times, start, claims, stuck[:min(5, len(stuck))])
 		s.reportPlans(t, times, start, claims)
+		s.reportCost(t, claims)
 		t.Errorf("%d pods (applied in %.1fs): only %d Running after %.1fs, %s NodeClaims; pending → Running of those that ran:\n  %-22s %s\n%s",
 			want, applied.Seconds(), times.live(), all.Seconds(), nodeClaims, "all", percentiles(every), strings.Join(lines, "\n"))
 		return
 	}
 	t.Logf("%d pods (applied in %.1fs) all Running %.1fs after apply, %s NodeClaims; pending → Running per pod:\n  %-22s %s\n%s",
 		want, applied.Seconds(), all.Seconds(), nodeClaims, "all", percentiles(every), strings.Join(lines, "\n"))
+	s.reportCost(t, claims)
 	s.reportPlannedNodeWaits(t, times, start, claims)
 	firstBound := map[string]time.Duration{}
 	for uid, at := range times.bound {
@@ -692,4 +696,39 @@ func percentiles(ds []time.Duration) string {
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1)+0.5)] }
 	return fmt.Sprintf("n=%-4d p50 %5.1fs  p90 %5.1fs  max %5.1fs", len(ds), at(0.5).Seconds(), at(0.9).Seconds(), ds[len(ds)-1].Seconds())
+}
+
+// reportCost logs what the run's NodeClaims cost per hour, at list prices
+// and billed (scheduling.NodePrice: credits for the CPU their pods request
+// above a burstable type's baseline, and volumes), from the simulated
+// cloud's catalog. joiner plans with PRICE_MODEL from the environment.
+func (s *scenario) reportCost(t *testing.T, claims []v1.NodeClaim) {
+	its, err := sim.DefaultCatalog(s.nodeClass)
+	if err != nil {
+		t.Errorf("pricing the NodeClaims: %v", err)
+		return
+	}
+	var pods corev1.PodList
+	if err := s.env.Client.List(t.Context(), &pods, client.InNamespace(s.ns)); err != nil {
+		t.Errorf("pricing the NodeClaims: listing pods: %v", err)
+		return
+	}
+	onNode := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
+		}
+	}
+	list, billed, unpriced := 0.0, 0.0, 0
+	for _, nc := range claims {
+		l := nc.Labels
+		price, ok := scheduling.ExistingNodePrice(its, l[v1.LabelInstanceType], l[v1.LabelTopologyZone], l[v1.LabelCapacityType], onNode[nc.Status.NodeName], false)
+		if !ok {
+			unpriced++
+			continue
+		}
+		list += price.List
+		billed += price.Total()
+	}
+	t.Logf("cost: %d NodeClaims, $%.4f/h at list prices, $%.4f/h billed (PRICE_MODEL=%q); %d unpriced", len(claims), list, billed, os.Getenv("PRICE_MODEL"), unpriced)
 }
