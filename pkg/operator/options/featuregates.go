@@ -26,7 +26,8 @@ const (
 	// default).
 	FeatureNodeOverlay featuregate.Feature = "NodeOverlay"
 	// FeatureCapacityBuffer plans autoscaling.x-k8s.io CapacityBuffers'
-	// virtual pods (Karpenter: alpha, off by default).
+	// virtual pods (Karpenter: alpha, off by default); joiner does not
+	// implement it yet, so only false is accepted.
 	FeatureCapacityBuffer featuregate.Feature = "CapacityBuffer"
 )
 
@@ -36,18 +37,17 @@ const (
 // without the feature would be worse than saying so. NodeClassCEL belongs
 // to AWS_FEATURE_GATES, and is accepted here too for charts that put it in
 // FEATURE_GATES.
-var notImplemented = []featuregate.Feature{FeatureNodeClassCEL}
+var notImplemented = []featuregate.Feature{FeatureCapacityBuffer, FeatureNodeClassCEL}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
 	SpotToSpotConsolidation bool
 	NodeRepair              bool
-	// StaticCapacity, NodeOverlay and CapacityBuffer enable Karpenter's
-	// alpha APIs of the same names; off, their objects are left alone with
-	// an event naming the gate.
+	// StaticCapacity and NodeOverlay enable Karpenter's alpha APIs of the
+	// same names; off, their objects are left alone with an event naming
+	// the gate.
 	StaticCapacity bool
 	NodeOverlay    bool
-	CapacityBuffer bool
 }
 
 // parseFeatureGates reads Karpenter's "A=true,B=false" syntax; an unknown
@@ -61,7 +61,6 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		FeatureReservedCapacity:        {Default: true, PreRelease: featuregate.Beta},
 		FeatureStaticCapacity:          {Default: false, PreRelease: featuregate.Alpha},
 		FeatureNodeOverlay:             {Default: false, PreRelease: featuregate.Alpha},
-		FeatureCapacityBuffer:          {Default: false, PreRelease: featuregate.Alpha},
 	}
 	for _, f := range notImplemented {
 		specs[f] = featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}
@@ -71,8 +70,8 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 	}
 	if s != "" {
 		if err := g.Set(s); err != nil {
-			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s, %s and %s, and accepts %s)",
-				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureCapacityBuffer, FeatureReservedCapacity)
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s and %s, and accepts %s)",
+				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureReservedCapacity)
 		}
 	}
 	for _, f := range notImplemented {
@@ -85,7 +84,6 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		NodeRepair:              g.Enabled(FeatureNodeRepair),
 		StaticCapacity:          g.Enabled(FeatureStaticCapacity),
 		NodeOverlay:             g.Enabled(FeatureNodeOverlay),
-		CapacityBuffer:          g.Enabled(FeatureCapacityBuffer),
 	}, nil
 }
 
