@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
@@ -125,5 +126,30 @@ func TestNodePoolBackingOffCannotLaunch(t *testing.T) {
 	}
 	if v.InstanceTypes.Compatible != 1 || v.InstanceTypes.BackingOff != 1 {
 		t.Errorf("instance types %+v, want 1 compatible, 1 backing off", v.InstanceTypes)
+	}
+}
+
+// TestNodePoolStatic: explain says a NodePool is static and how many nodes
+// it keeps.
+func TestNodePoolStatic(t *testing.T) {
+	np := viewPool("default", "ok")
+	np.Spec.Replicas = ptr.To[int64](3)
+	snap, err := explain.FromObjects([]runtime.Object{np}, explain.SnapshotOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := explain.NodePool(snap, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Replicas == nil || *v.Replicas != 3 {
+		t.Fatalf("replicas %v, want 3", v.Replicas)
+	}
+	var out strings.Builder
+	if err := explain.Write(&out, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Static: keeps 3 node(s)") {
+		t.Errorf("text %q does not say the NodePool keeps 3 nodes", out.String())
 	}
 }

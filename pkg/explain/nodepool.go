@@ -25,6 +25,10 @@ type NodePoolVerdict struct {
 	NodeClass NodeClassSummary `json:"nodeClass"`
 	// Nodes counts the NodeClaims it owns.
 	Nodes int `json:"nodes"`
+	// Replicas is spec.replicas of a static NodePool (nil for a dynamic
+	// one): its node count, kept by the static controller whatever the
+	// pending pods, never consolidated.
+	Replicas *int64 `json:"replicas,omitempty"`
 	// Limits are spec.limits with what is used and left.
 	Limits []LimitSummary `json:"limits,omitempty"`
 	// Budgets are the disruptions its budgets allow now, per reason.
@@ -104,6 +108,7 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 			v.Nodes++
 		}
 	}
+	v.Replicas = np.Spec.Replicas
 	var pool *scheduling.NodePool
 	for _, p := range s.Scheduling.NodePools {
 		if p.Name == name {

@@ -144,6 +144,9 @@ func (p *printer) pool(v *NodePoolVerdict) {
 	p.line("", "Ready: %s", condText(v.Ready))
 	p.line("", "NodeClass %s/%s: %s", v.NodeClass.Kind, v.NodeClass.Name, map[bool]string{true: condText(v.NodeClass.Ready), false: "not found"}[v.NodeClass.Found])
 	p.line("", "Nodes: %d", v.Nodes)
+	if v.Replicas != nil {
+		p.line("", "Static: keeps %d node(s) (spec.replicas; `kubectl scale nodepool %s --replicas N`), launched for no pod and never consolidated; needs --feature-gates=StaticCapacity=true", *v.Replicas, v.NodePool)
+	}
 	if len(v.Limits) == 0 {
 		p.line("", "Limits: none")
 	} else {
