@@ -46,15 +46,7 @@ func (sv *solver) improve() {
 			if !sv.movable(c) {
 				continue
 			}
-			sv.removePod(d, p, c)
-			a := sv.newAttempt(c)
-			if c.base.zoneRelevant {
-				a.allowed &= d.zones
-				a.preferred &= d.zones
-			}
-			if c.base.ctRelevant {
-				a.ctAllowed &= d.cts
-			}
+			a := sv.takeOff(d, p, c)
 			to, tr := sv.scanNew(a, 0, false)
 			if to == nil || to == d || a.allowed == 0 || a.ctAllowed == 0 {
 				sv.commitNew(c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, p)
@@ -67,6 +59,23 @@ func (sv *solver) improve() {
 			sv.shrink(d)
 		}
 	}
+}
+
+// takeOff removes pod p (of class c) from planned node d and returns the
+// attempt to place it elsewhere: in d's zone and capacity type when its
+// topology counts them, so the move changes nothing other pods' topology
+// sees (improve's and rebalance's rule).
+func (sv *solver) takeOff(d *nodeState, p *corev1.Pod, c *podClass) *attempt {
+	sv.removePod(d, p, c)
+	a := sv.newAttempt(c)
+	if c.base.zoneRelevant {
+		a.allowed &= d.zones
+		a.preferred &= d.zones
+	}
+	if c.base.ctRelevant {
+		a.ctAllowed &= d.cts
+	}
+	return a
 }
 
 // movable reports whether pods of class c may change node in improve.

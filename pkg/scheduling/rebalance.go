@@ -109,15 +109,7 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 		if c.base.req[bind] <= 0 || !sv.movable(c) {
 			continue
 		}
-		sv.removePod(d, pod, c)
-		a := sv.newAttempt(c)
-		if c.base.zoneRelevant {
-			a.allowed &= d.zones
-			a.preferred &= d.zones
-		}
-		if c.base.ctRelevant {
-			a.ctAllowed &= d.cts
-		}
+		a := sv.takeOff(d, pod, c)
 		to, tr, cost, used := sv.receiver(a, d, nodes, budget-checks)
 		checks += used
 		if to == nil || a.allowed == 0 || a.ctAllowed == 0 {
