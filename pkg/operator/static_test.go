@@ -136,3 +136,47 @@ func (s *scenario) staticNodes(ctx context.Context, n int) error {
 	}
 	return nil
 }
+
+// TestStaticNodePoolDrift: changing a static NodePool's template drifts its
+// nodes; each is replaced through static drift (the replacement launches
+// first, the count never falls below replicas for long), and the pool ends
+// with replicas nodes, all of the new template.
+func TestStaticNodePoolDrift(t *testing.T) {
+	s := newScenario(t)
+	s.nodePool.Spec.Replicas = ptr.To[int64](2)
+	s.apply()
+	s.joiner("--feature-gates=StaticCapacity=true", "--disruption-poll-interval=1s")
+	test.Eventually(t, 90*time.Second, func(ctx context.Context) error { return s.staticNodes(ctx, 2) })
+	old := map[string]bool{}
+	claims, err := s.nodeClaims(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims {
+		old[nc.Name] = true
+	}
+
+	np := &v1.NodePool{}
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(s.nodePool), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Template.ObjectMeta.Labels = map[string]string{"generation": "two"}
+	if err := s.env.Client.Update(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
+		if err := s.staticNodes(ctx, 2); err != nil {
+			return err
+		}
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		for _, nc := range claims {
+			if old[nc.Name] || nc.Labels["generation"] != "two" {
+				return fmt.Errorf("NodeClaim %s is of the old template", nc.Name)
+			}
+		}
+		return nil
+	})
+}
