@@ -28,6 +28,9 @@ generate:
 	@# The simulated cloud's Node rights, granted by the chart only with settings.cloudProvider=sim.
 	$(GO) tool controller-gen rbac:roleName=joiner-sim "paths=./pkg/cloudprovider/sim/..." output:rbac:artifacts:config=config/rbac/sim
 	cp config/rbac/sim/role.yaml charts/joiner/rbac/sim-role.yaml
+	@# Reading kube-system/aws-auth (seed 001): a Role the chart binds in kube-system, not in the release's namespace.
+	$(GO) tool controller-gen rbac:roleName=joiner-aws-auth "paths=./pkg/controllers/nodepool/awsauth/..." output:rbac:artifacts:config=config/rbac/awsauth
+	cp config/rbac/awsauth/role.yaml charts/joiner/rbac/aws-auth-role.yaml
 	$(GO) test ./pkg/operator/reference -run TestGeneratedDocs -count=1 -update
 
 ## verify: regenerate, tidy, format and vet; fails if any of it changed the tree.

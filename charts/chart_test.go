@@ -241,8 +241,8 @@ func TestRBACIsGenerated(t *testing.T) {
 	}
 	cr, role := generatedRBAC(t)
 	for _, r := range role.Rules {
-		if !slices.Equal(r.Resources, []string{"leases"}) {
-			t.Errorf("the namespaced Role grants %v: only the leader election Lease belongs there", r.Resources)
+		if !slices.Equal(r.Resources, []string{"leases"}) && !slices.Equal(r.Resources, []string{"configmaps"}) {
+			t.Errorf("the namespaced Role grants %v: only the leader election Lease and the controller view's ConfigMap belong there", r.Resources)
 		}
 	}
 	extra := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}
@@ -267,6 +267,42 @@ func TestRBACIsGenerated(t *testing.T) {
 		if len(s) != 1 || s[0].Name != "joiner" || s[0].Namespace != "karpenter" {
 			t.Errorf("binding subjects %v, want the ServiceAccount karpenter/joiner", s)
 		}
+	}
+}
+
+// TestAWSAuthRBACIsGenerated checks the read of kube-system/aws-auth: the
+// chart's copy is config/rbac/awsauth/role.yaml, and the chart binds it in
+// kube-system (where aws-auth lives) whatever the release's namespace, for
+// that one ConfigMap only.
+func TestAWSAuthRBACIsGenerated(t *testing.T) {
+	want, err := os.ReadFile(test.RepoPath("config/rbac/awsauth/role.yaml"))
+	if err != nil {
+		t.Fatalf("%v: run `make generate`", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(chartDir(), "rbac", "aws-auth-role.yaml"))
+	if !bytes.Equal(want, got) {
+		t.Fatal("charts/joiner/rbac/aws-auth-role.yaml differs from config/rbac/awsauth/role.yaml: run `make generate`")
+	}
+	var generated rbacv1.Role
+	if !find(t, decode(t, string(want)), "Role", "", &generated) {
+		t.Fatal("config/rbac/awsauth/role.yaml has no Role: run `make generate`")
+	}
+	for _, r := range generated.Rules {
+		if !slices.Equal(r.Resources, []string{"configmaps"}) || !slices.Equal(r.ResourceNames, []string{"aws-auth"}) || !slices.Equal(r.Verbs, []string{"get"}) {
+			t.Errorf("the aws-auth Role grants %v: only a get of the ConfigMap aws-auth belongs there", r)
+		}
+	}
+	objs := render(t, chartDir(), "karpenter", nil)
+	var role rbacv1.Role
+	var rb rbacv1.RoleBinding
+	if !find(t, objs, "Role", "joiner-aws-auth", &role) || !find(t, objs, "RoleBinding", "joiner-aws-auth", &rb) {
+		t.Fatal("the chart renders no Role and RoleBinding joiner-aws-auth")
+	}
+	if role.Namespace != "kube-system" || rb.Namespace != "kube-system" || !reflect.DeepEqual(role.Rules, generated.Rules) {
+		t.Errorf("chart Role %s/%s with rules %v (binding in %s), want the generated %v in kube-system", role.Namespace, role.Name, role.Rules, rb.Namespace, generated.Rules)
+	}
+	if len(rb.Subjects) != 1 || rb.Subjects[0].Name != "joiner" || rb.Subjects[0].Namespace != "karpenter" {
+		t.Errorf("aws-auth binding subjects %v, want the ServiceAccount karpenter/joiner", rb.Subjects)
 	}
 }
 
@@ -537,8 +573,16 @@ func leaseIn(ns string, envCount int) func(t *testing.T, objs []*unstructured.Un
 		t.Helper()
 		var role rbacv1.Role
 		var rb rbacv1.RoleBinding
-		find(t, objs, "Role", "", &role)
-		find(t, objs, "RoleBinding", "", &rb)
+		// The Lease's Role and binding: not the aws-auth read's, which is
+		// always in kube-system.
+		var leaseObjs []*unstructured.Unstructured
+		for _, o := range objs {
+			if !strings.HasSuffix(o.GetName(), "-aws-auth") {
+				leaseObjs = append(leaseObjs, o)
+			}
+		}
+		find(t, leaseObjs, "Role", "", &role)
+		find(t, leaseObjs, "RoleBinding", "", &rb)
 		_, c := controller(t, objs)
 		n := 0
 		for _, e := range c.Env {

@@ -19,6 +19,7 @@ import (
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/joiner-dev/joiner/pkg/apis"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -33,7 +34,9 @@ var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
 
 func newScheme(t *testing.T) *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, simv1alpha1.AddToScheme} {
+	// Every joiner API group, as the operator's scheme has them: the
+	// simulated cloud resolves each node class kind it serves.
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

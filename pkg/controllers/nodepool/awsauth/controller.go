@@ -8,6 +8,12 @@
 // It decides only that: a change of aws-auth's content (not its first
 // sighting, nor a resync that changes nothing) resets registration
 // back-offs; initialisation back-offs stay, aws-auth cannot cause them.
+//
+// Its one permission is a read of that ConfigMap alone; `make generate`
+// writes it to config/rbac/awsauth/role.yaml, a Role in kube-system, which
+// the chart binds there whatever the release's namespace.
+//
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,namespace=kube-system,resourceNames=aws-auth
 package awsauth
 
 import (
