@@ -203,6 +203,11 @@ func (sv *solver) withCredits(n *nodeState, opts []option) []option {
 		opts[k].price = opts[k].list + p.types[opts[k].i].volumes + p.credits(opts[k].i, n.requests)
 	}
 	sortOptions(p, opts)
+	if len(p.minValues) > 0 {
+		// minValues counted these options when the pods were packed;
+		// dropping some could leave the NodeClaim short of them.
+		return opts
+	}
 	first := opts[0]
 	kept := opts[:1]
 	for _, o := range opts[1:] {
