@@ -53,7 +53,19 @@ func startLocalAWS(ctx context.Context, s *story, runDir string, settings *optio
 	s.sayf("local EC2 (moto_server) at %s: VPC %s, %d subnets and security group %s tagged %s=%s, node role %s mapped in kube-system/aws-auth, interruption queue %s (log: %s)",
 		srv.Endpoint, l.cluster.VPCID, len(l.cluster.Subnets), l.cluster.SecurityGroupID, localec2.TagDiscovery, settings.ClusterName,
 		l.cluster.RoleName, settings.InterruptionQueue, srv.LogPath())
+	s.sayf("to use it from another shell (the aws CLI, joiner doctor --cloud-provider=aws, joiner controller):\n%s", localAWSEnv(srv.Endpoint, settings))
 	return l, nil
+}
+
+// localAWSEnv is the environment that points the AWS SDK (and joiner's
+// subcommands) at the local EC2 and this cluster, one export per line.
+func localAWSEnv(endpoint string, settings *options.Options) string {
+	return strings.Join([]string{
+		"  export AWS_ENDPOINT_URL=" + endpoint,
+		"  export AWS_REGION=" + localec2.Region,
+		"  export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true",
+		"  export CLUSTER_NAME=" + settings.ClusterName + " SSM_PARAMETER_ROOT=" + settings.SSMParameterRoot,
+	}, "\n")
 }
 
 // seed maps the seeded node role, creates the interruption queue and

@@ -52,6 +52,7 @@ func TestRunDemoAWS(t *testing.T) {
 	}
 	for _, want := range []string{
 		"local EC2 (moto_server) at http://127.0.0.1:",
+		"export AWS_ENDPOINT_URL=http://127.0.0.1:", "export AWS_REGION=us-east-1", "export CLUSTER_NAME=joiner-run-aws-test",
 		"applied EC2NodeClass/default",
 		"8 pending (unschedulable)",
 		"created for nodepool default",
