@@ -8,6 +8,8 @@ import (
 // NodeClaimTemplateSpec is the spec a NodePool stamps into each NodeClaim.
 // NodeClaimSpec has the same fields plus the resources the NodeClaim was
 // sized for.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.requirements)",message="spec.template.spec.requirements is required: list what a node may be, for example [{key: kubernetes.io/arch, operator: In, values: [amd64]}], or [] to allow every instance type the node class offers"
 type NodeClaimTemplateSpec struct {
 	// Taints are applied to the node; pods must tolerate them.
 	// +kubebuilder:validation:MaxItems:=100
@@ -29,7 +31,12 @@ type NodeClaimTemplateSpec struct {
 	// other labels of the nodes.
 	// +kubebuilder:validation:MaxItems:=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != 'karpenter.sh/nodepool')",message="spec.template.spec.requirements: key \"karpenter.sh/nodepool\" is restricted (joiner sets it to the NodePool's name); remove the requirement"
-	// +required
+	//
+	// Required, by the type's rule has(self.requirements) rather than by
+	// the schema: a schema-required field missing makes the API server
+	// answer a bare "Required value" and skip every rule that would say
+	// what to write.
+	// +optional
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 
 	// NodeClassRef names the provider node class (for example an

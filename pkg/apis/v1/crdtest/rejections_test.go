@@ -83,9 +83,10 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{name: "minValues below 1", manifest: validNodePool,
 			mutate: []mutation{set("spec.template.spec.requirements", requirementWithMinValues("karpenter.k8s.aws/instance-family", "Exists", -1))},
 			want:   `minValues in body should be greater than or equal to 1`},
+		// Told what to write, not a bare "Required value".
 		{name: "requirements missing", manifest: validNodePool,
 			mutate: []mutation{unset("spec.template.spec.requirements")},
-			want:   `spec.template.spec.requirements: Required value`},
+			want:   `spec.template.spec.requirements is required: list what a node may be, for example [{key: kubernetes.io/arch, operator: In, values: [amd64]}]`},
 		// Template labels.
 		{name: "hostname label", manifest: validNodePool,
 			mutate: []mutation{set("spec.template.metadata.labels", `{kubernetes.io/hostname: a}`)},
