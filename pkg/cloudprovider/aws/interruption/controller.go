@@ -67,6 +67,11 @@ type Options struct {
 	// NodeClassKinds are the node classes whose NodeClaims the controller
 	// acts on; by default EC2NodeClass.
 	NodeClassKinds cloudprovider.NodeClassKinds
+	// EC2, when set, is polled for instance status (DescribeInstanceStatus)
+	// every StatusInterval (default DefaultStatusInterval): scheduled
+	// events and impaired status checks are acted on as messages are.
+	EC2            EC2StatusAPI
+	StatusInterval time.Duration
 	// WaitTime is the long-poll wait of one receive (default
 	// DefaultWaitTime); Workers the messages handled in parallel.
 	WaitTime time.Duration
@@ -125,6 +130,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	wait := c.opts.WaitTime
 	if wait == 0 {
 		wait = DefaultWaitTime
+	}
+	if c.opts.EC2 != nil {
+		go c.pollStatus(ctx)
 	}
 	for ctx.Err() == nil {
 		if err := c.Poll(ctx, wait); err != nil && ctx.Err() == nil {

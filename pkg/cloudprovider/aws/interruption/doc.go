@@ -12,6 +12,11 @@
 //     unavailable, and the NodeClaim cordoned and deleted;
 //   - rebalance recommendation: an event only.
 //
+// Beside the queue it polls DescribeInstanceStatus every minute (when
+// given an EC2 client): an instance with a pending scheduled event is
+// handled as a scheduled change, one whose instance or system status
+// check is impaired as an unhealthy instance (cordoned and deleted).
+//
 // Every message is deleted once handled; a message that does not parse is
 // deleted too (it would never parse), and counted. Only NodeClaims of this
 // provider's node classes are touched, and the controller never terminates

@@ -21,6 +21,7 @@ var kindEvents = map[Kind]struct {
 	KindRebalanceRecommendation:     {ReasonSpotRebalanceRecommendation, "Spot rebalance recommendation: instance %s is at elevated risk of interruption", false},
 	KindScheduledChange:             {ReasonInstanceUnhealthy, "AWS Health scheduled change: instance %s is scheduled for maintenance or retirement", true},
 	KindInstanceStopped:             {ReasonInstanceStopping, "Instance %s is stopping", true},
+	KindInstanceImpaired:            {ReasonInstanceUnhealthy, "EC2 status check: instance %s is impaired", true},
 	KindInstanceTerminated:          {ReasonInstanceTerminating, "Instance %s is terminating", true},
 	KindCapacityReservationInterupt: {ReasonCapacityReservationInstanceInterrupted, "Capacity reservation interruption: EC2 reclaims instance %s from its reservation", true},
 }

@@ -56,6 +56,7 @@ func run(m *testing.M) int {
 	}
 	defer srv.Stop()
 	sqsClient = sqs.NewFromConfig(srv.Config())
+	motoEndpoint = srv.Endpoint
 	return test.Run(m, controlplane.Options{CRDDirectories: []string{test.RepoPath("pkg/apis/crds")}, Scheme: scheme()})
 }
 
