@@ -72,7 +72,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 		if settings.InterruptionQueue != "" {
 			ic, err := interruption.New(interruption.Options{
 				Client: mgr.GetClient(), SQS: sqs.NewFromConfig(ac.Config), QueueName: settings.InterruptionQueue,
-				EC2: ec2.NewFromConfig(ac.Config),
+				EC2:       ec2.NewFromConfig(ac.Config),
 				Offerings: ac.Provider, Recorder: recorder,
 			})
 			if err != nil {
