@@ -18,34 +18,10 @@ func TestTopologySpreadAcrossZones(t *testing.T) {
 	s := newScenario(t)
 	s.apply()
 	s.joiner()
-	s.deployment("spread", 9, "1", "1Gi", func(spec *corev1.PodSpec) {
-		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-			MaxSkew:           1,
-			TopologyKey:       v1.LabelTopologyZone,
-			WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
-		}}
-	})
+	s.zoneSpreadDeployment("spread", 9)
 	s.waitRunning("spread", 9, 90*time.Second)
-
-	ctx := context.Background()
-	nodes, err := s.nodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zoneOf := map[string]string{}
-	for _, n := range nodes {
-		zoneOf[n.Name] = n.Labels[v1.LabelTopologyZone]
-	}
-	pods, err := s.pods(ctx, "spread")
-	if err != nil {
-		t.Fatal(err)
-	}
-	perZone := map[string]int{}
-	for _, p := range pods {
-		perZone[zoneOf[p.Spec.NodeName]]++
-	}
-	t.Logf("pods per zone: %v on %d nodes", perZone, len(nodes))
+	perZone, nodes := s.podsPerZone("spread")
+	t.Logf("pods per zone: %v on %d nodes", perZone, nodes)
 	if len(perZone) != 3 {
 		t.Fatalf("pods in %d zones, want 3: %v", len(perZone), perZone)
 	}
@@ -74,32 +50,46 @@ func TestTopologySpreadCountsOnlyThePodsDomains(t *testing.T) {
 	s.apply()
 	s.env.Create(t, other)
 	s.joiner()
-	s.deployment("spread", 3, "1", "1Gi", func(spec *corev1.PodSpec) {
+	s.zoneSpreadDeployment("spread", 3)
+	s.waitRunning("spread", 3, 90*time.Second)
+	if perZone, _ := s.podsPerZone("spread"); perZone["sim-east-1a"] != 3 {
+		t.Errorf("pods per zone %v, want all three in sim-east-1a", perZone)
+	}
+}
+
+// zoneSpreadDeployment runs replicas pods of app spread over zones with
+// maxSkew 1 (DoNotSchedule).
+func (s *scenario) zoneSpreadDeployment(app string, replicas int32) {
+	s.deployment(app, replicas, "1", "1Gi", func(spec *corev1.PodSpec) {
 		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 			MaxSkew:           1,
 			TopologyKey:       v1.LabelTopologyZone,
 			WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 		}}
 	})
-	s.waitRunning("spread", 3, 90*time.Second)
+}
 
+// podsPerZone counts app's pods by the zone of the node they are bound
+// to, and the scenario's nodes.
+func (s *scenario) podsPerZone(app string) (map[string]int, int) {
+	s.t.Helper()
 	ctx := context.Background()
 	nodes, err := s.nodes(ctx)
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 	zoneOf := map[string]string{}
 	for _, n := range nodes {
 		zoneOf[n.Name] = n.Labels[v1.LabelTopologyZone]
 	}
-	pods, err := s.pods(ctx, "spread")
+	pods, err := s.pods(ctx, app)
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
+	perZone := map[string]int{}
 	for _, p := range pods {
-		if z := zoneOf[p.Spec.NodeName]; z != "sim-east-1a" {
-			t.Errorf("pod %s bound in zone %q, want sim-east-1a", p.Name, z)
-		}
+		perZone[zoneOf[p.Spec.NodeName]]++
 	}
+	return perZone, len(nodes)
 }
