@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -136,5 +137,41 @@ func TestNodeOverlayConflict(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// TestNodeOverlayGateOff: without the NodeOverlay gate joiner starts, an
+// overlay gets an event naming the gate, and launches ignore it.
+func TestNodeOverlayGateOff(t *testing.T) {
+	s := newScenario(t)
+	s.apply()
+	s.joiner()
+	o := s.nodeOverlay("off", 10, "t4g", "+1000%")
+	s.env.Create(t, o)
+	test.Eventually(t, 60*time.Second, func(ctx context.Context) error {
+		var list corev1.EventList
+		if err := s.env.Client.List(ctx, &list); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == o.Name && e.Reason == events.FeatureGateDisabled && strings.Contains(e.Message, "NodeOverlay") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event naming NodeOverlay on %s yet", events.FeatureGateDisabled, o.Name)
+	})
+	s.deployment("ignored", 1, "1", "1Gi", nil)
+	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
+		launched, err := s.launchedTypes(ctx)
+		if err != nil {
+			return err
+		}
+		for name, nc := range launched {
+			if _, ok := nc.Annotations[v1alpha1.AnnotationPriceOverlayApplied]; ok {
+				return fmt.Errorf("NodeClaim %s carries %s with the gate off", name, v1alpha1.AnnotationPriceOverlayApplied)
+			}
+			return nil
+		}
+		return fmt.Errorf("no NodeClaim launched yet")
 	})
 }
