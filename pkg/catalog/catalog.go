@@ -14,27 +14,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// Label keys of the karpenter.k8s.aws vocabulary the catalog sets.
-const (
-	LabelInstanceCategory     = "karpenter.k8s.aws/instance-category"
-	LabelInstanceFamily       = "karpenter.k8s.aws/instance-family"
-	LabelInstanceGeneration   = "karpenter.k8s.aws/instance-generation"
-	LabelInstanceSize         = "karpenter.k8s.aws/instance-size"
-	LabelInstanceCPU          = "karpenter.k8s.aws/instance-cpu"
-	LabelInstanceCPUMaker     = "karpenter.k8s.aws/instance-cpu-manufacturer"
-	LabelInstanceMemory       = "karpenter.k8s.aws/instance-memory"
-	LabelInstanceGPUName      = "karpenter.k8s.aws/instance-gpu-name"
-	LabelInstanceGPUMaker     = "karpenter.k8s.aws/instance-gpu-manufacturer"
-	LabelInstanceGPUCount     = "karpenter.k8s.aws/instance-gpu-count"
-	LabelInstanceGPUMemory    = "karpenter.k8s.aws/instance-gpu-memory"
-	LabelInstanceLocalNVMe    = "karpenter.k8s.aws/instance-local-nvme"
-	LabelInstanceHypervisor   = "karpenter.k8s.aws/instance-hypervisor"
-	LabelInstanceNetBandwidth = "karpenter.k8s.aws/instance-network-bandwidth"
-
-	CapacityTypeSpot     = "spot"
-	CapacityTypeOnDemand = "on-demand"
-)
-
 // Defaults.
 const (
 	// DefaultRegion is the region of DefaultZones.
@@ -150,39 +129,39 @@ func build(f *family, s *size, zones []string, opts Options) *scheduling.Instanc
 	}
 	category, generation := splitFamily(f.name)
 	reqs := map[string][]string{
-		corev1.LabelInstanceTypeStable: {name},
-		corev1.LabelArchStable:         {f.arch},
-		corev1.LabelOSStable:           osValues,
-		corev1.LabelTopologyZone:       slices.Sorted(slices.Values(zones)),
-		LabelInstanceCategory:          {category},
-		LabelInstanceFamily:            {f.name},
-		LabelInstanceGeneration:        {generation},
-		LabelInstanceSize:              {s.name},
-		LabelInstanceCPU:               {strconv.FormatInt(s.vcpu, 10)},
-		LabelInstanceCPUMaker:          {f.manufacturer},
-		LabelInstanceMemory:            {strconv.FormatInt(s.memoryMiB, 10)},
-		LabelInstanceHypervisor:        {f.hypervisor},
-		LabelInstanceNetBandwidth:      {strconv.FormatInt(networkBandwidth[s.name], 10)},
+		corev1.LabelInstanceTypeStable:      {name},
+		corev1.LabelArchStable:              {f.arch},
+		corev1.LabelOSStable:                osValues,
+		corev1.LabelTopologyZone:            slices.Sorted(slices.Values(zones)),
+		v1.LabelAWSInstanceCategory:         {category},
+		v1.LabelAWSInstanceFamily:           {f.name},
+		v1.LabelAWSInstanceGeneration:       {generation},
+		v1.LabelAWSInstanceSize:             {s.name},
+		v1.LabelAWSInstanceCPU:              {strconv.FormatInt(s.vcpu, 10)},
+		v1.LabelAWSInstanceCPUManufacturer:  {f.manufacturer},
+		v1.LabelAWSInstanceMemory:           {strconv.FormatInt(s.memoryMiB, 10)},
+		v1.LabelAWSInstanceHypervisor:       {f.hypervisor},
+		v1.LabelAWSInstanceNetworkBandwidth: {strconv.FormatInt(networkBandwidth[s.name], 10)},
 		// Keys the type has no value for are listed empty, so NotIn and
 		// DoesNotExist selectors on them match and In selectors do not.
-		LabelInstanceGPUName:   {},
-		LabelInstanceGPUMaker:  {},
-		LabelInstanceGPUCount:  {},
-		LabelInstanceGPUMemory: {},
-		LabelInstanceLocalNVMe: {},
+		v1.LabelAWSInstanceGPUName:         {},
+		v1.LabelAWSInstanceGPUManufacturer: {},
+		v1.LabelAWSInstanceGPUCount:        {},
+		v1.LabelAWSInstanceGPUMemory:       {},
+		v1.LabelAWSInstanceLocalNVMe:       {},
 	}
 	if f.gpu != nil {
-		reqs[LabelInstanceGPUName] = []string{f.gpu.name}
-		reqs[LabelInstanceGPUMaker] = []string{f.gpu.manufacturer}
-		reqs[LabelInstanceGPUCount] = []string{strconv.FormatInt(s.gpus, 10)}
-		reqs[LabelInstanceGPUMemory] = []string{strconv.FormatInt(f.gpu.memoryMiB, 10)}
+		reqs[v1.LabelAWSInstanceGPUName] = []string{f.gpu.name}
+		reqs[v1.LabelAWSInstanceGPUManufacturer] = []string{f.gpu.manufacturer}
+		reqs[v1.LabelAWSInstanceGPUCount] = []string{strconv.FormatInt(s.gpus, 10)}
+		reqs[v1.LabelAWSInstanceGPUMemory] = []string{strconv.FormatInt(f.gpu.memoryMiB, 10)}
 	}
 	if s.nvmeGiB > 0 {
-		reqs[LabelInstanceLocalNVMe] = []string{strconv.FormatInt(s.nvmeGiB, 10)}
+		reqs[v1.LabelAWSInstanceLocalNVMe] = []string{strconv.FormatInt(s.nvmeGiB, 10)}
 	}
-	capacityTypes := []string{CapacityTypeOnDemand}
+	capacityTypes := []string{v1.CapacityTypeOnDemand}
 	if !opts.WithoutSpot {
-		capacityTypes = []string{CapacityTypeOnDemand, CapacityTypeSpot}
+		capacityTypes = []string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot}
 	}
 	reqs[v1.LabelCapacityType] = capacityTypes
 
@@ -190,7 +169,7 @@ func build(f *family, s *size, zones []string, opts Options) *scheduling.Instanc
 	for _, ct := range capacityTypes {
 		for _, z := range zones {
 			price := s.price
-			if ct == CapacityTypeSpot {
+			if ct == v1.CapacityTypeSpot {
 				price = spotPrice(f, name, z, s.price)
 			}
 			offerings = append(offerings, scheduling.Offering{Zone: z, CapacityType: ct, Price: price, Available: true})

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 func TestKnownInstanceTypes(t *testing.T) {
@@ -27,8 +29,8 @@ func TestKnownInstanceTypes(t *testing.T) {
 		{
 			name: "m5.large", cpu: "2", memory: "8Gi", pods: "29", allocCPU: "1930m", allocMemory: "7518Mi", onDemand: 0.096,
 			labels: map[string]string{
-				LabelInstanceCategory: "m", LabelInstanceFamily: "m5", LabelInstanceGeneration: "5", LabelInstanceSize: "large",
-				LabelInstanceCPU: "2", LabelInstanceMemory: "8192", LabelInstanceHypervisor: "nitro", "kubernetes.io/arch": "amd64",
+				v1.LabelAWSInstanceCategory: "m", v1.LabelAWSInstanceFamily: "m5", v1.LabelAWSInstanceGeneration: "5", v1.LabelAWSInstanceSize: "large",
+				v1.LabelAWSInstanceCPU: "2", v1.LabelAWSInstanceMemory: "8192", v1.LabelAWSInstanceHypervisor: "nitro", "kubernetes.io/arch": "amd64",
 			},
 		},
 		{name: "m5.4xlarge", cpu: "16", memory: "64Gi", pods: "110", allocCPU: "15890m", onDemand: 0.768},
@@ -38,17 +40,17 @@ func TestKnownInstanceTypes(t *testing.T) {
 		{name: "c5.9xlarge", cpu: "36", memory: "72Gi", pods: "110", onDemand: 1.53},
 		{
 			name: "m6g.medium", cpu: "1", memory: "4Gi", pods: "8", allocCPU: "940m", onDemand: 0.0385,
-			labels: map[string]string{"kubernetes.io/arch": "arm64", LabelInstanceCPUMaker: "aws", LabelInstanceGeneration: "6"},
+			labels: map[string]string{"kubernetes.io/arch": "arm64", v1.LabelAWSInstanceCPUManufacturer: "aws", v1.LabelAWSInstanceGeneration: "6"},
 		},
 		{name: "r6i.large", cpu: "2", memory: "16Gi", pods: "29", onDemand: 0.126},
 		{
 			name: "g5.xlarge", cpu: "4", memory: "16Gi", pods: "58", gpus: "1", onDemand: 1.006,
-			labels: map[string]string{LabelInstanceGPUName: "a10g", LabelInstanceGPUMaker: "nvidia", LabelInstanceGPUCount: "1", LabelInstanceGPUMemory: "24576", LabelInstanceLocalNVMe: "250"},
+			labels: map[string]string{v1.LabelAWSInstanceGPUName: "a10g", v1.LabelAWSInstanceGPUManufacturer: "nvidia", v1.LabelAWSInstanceGPUCount: "1", v1.LabelAWSInstanceGPUMemory: "24576", v1.LabelAWSInstanceLocalNVMe: "250"},
 		},
 		{name: "g4dn.12xlarge", cpu: "48", memory: "192Gi", pods: "110", gpus: "4", onDemand: 3.912},
-		{name: "p3.2xlarge", cpu: "8", memory: "61Gi", pods: "58", gpus: "1", onDemand: 3.06, labels: map[string]string{LabelInstanceHypervisor: "xen"}},
-		{name: "i3.large", cpu: "2", memory: "15616Mi", pods: "29", onDemand: 0.156, labels: map[string]string{LabelInstanceLocalNVMe: "475"}},
-		{name: "x2gd.medium", cpu: "1", memory: "16Gi", pods: "8", onDemand: 0.0835, labels: map[string]string{LabelInstanceCategory: "x", LabelInstanceGeneration: "2"}},
+		{name: "p3.2xlarge", cpu: "8", memory: "61Gi", pods: "58", gpus: "1", onDemand: 3.06, labels: map[string]string{v1.LabelAWSInstanceHypervisor: "xen"}},
+		{name: "i3.large", cpu: "2", memory: "15616Mi", pods: "29", onDemand: 0.156, labels: map[string]string{v1.LabelAWSInstanceLocalNVMe: "475"}},
+		{name: "x2gd.medium", cpu: "1", memory: "16Gi", pods: "8", onDemand: 0.0835, labels: map[string]string{v1.LabelAWSInstanceCategory: "x", v1.LabelAWSInstanceGeneration: "2"}},
 		{name: "m7i.48xlarge", cpu: "192", memory: "768Gi", pods: "110", allocCPU: "191450m", onDemand: 9.6768},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,11 +82,11 @@ func TestKnownInstanceTypes(t *testing.T) {
 			}
 			for _, o := range it.Offerings {
 				switch o.CapacityType {
-				case CapacityTypeOnDemand:
+				case v1.CapacityTypeOnDemand:
 					if o.Price != tc.onDemand {
 						t.Errorf("on-demand price in %s = %v, want %v", o.Zone, o.Price, tc.onDemand)
 					}
-				case CapacityTypeSpot:
+				case v1.CapacityTypeSpot:
 					if o.Price >= tc.onDemand || o.Price < tc.onDemand*0.2 {
 						t.Errorf("spot price in %s = %v, want a realistic discount on %v", o.Zone, o.Price, tc.onDemand)
 					}
@@ -109,7 +111,7 @@ func TestOptions(t *testing.T) {
 			opts: Options{Families: []string{"c6g", "t4g"}},
 			check: func(t *testing.T, c *Catalog) {
 				for _, it := range c.InstanceTypes() {
-					if f := it.Requirements[LabelInstanceFamily][0]; f != "c6g" && f != "t4g" {
+					if f := it.Requirements[v1.LabelAWSInstanceFamily][0]; f != "c6g" && f != "t4g" {
 						t.Errorf("unexpected family %s", f)
 					}
 				}
@@ -125,7 +127,7 @@ func TestOptions(t *testing.T) {
 			opts: Options{Zones: []string{"eu-west-1a"}, WithoutSpot: true},
 			check: func(t *testing.T, c *Catalog) {
 				it, _ := c.Get("m5.large")
-				if len(it.Offerings) != 1 || it.Offerings[0].Zone != "eu-west-1a" || it.Offerings[0].CapacityType != CapacityTypeOnDemand {
+				if len(it.Offerings) != 1 || it.Offerings[0].Zone != "eu-west-1a" || it.Offerings[0].CapacityType != v1.CapacityTypeOnDemand {
 					t.Errorf("offerings = %+v", it.Offerings)
 				}
 			},
@@ -186,7 +188,7 @@ func TestDeterministicAndZoneVaried(t *testing.T) {
 	it, _ := a.Get("m5.xlarge")
 	spot := map[float64]bool{}
 	for _, o := range it.Offerings {
-		if o.CapacityType == CapacityTypeSpot {
+		if o.CapacityType == v1.CapacityTypeSpot {
 			spot[o.Price] = true
 		}
 	}

@@ -94,7 +94,7 @@ func handMadePlan(t *testing.T) (*scheduling.Snapshot, *scheduling.Plan) {
 			},
 			{
 				NodePool:      "gpu",
-				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), {Key: catalog.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
+				Requirements:  []scheduling.Requirement{in(v1.LabelCapacityType, "on-demand"), {Key: v1.LabelAWSInstanceGPUCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}},
 				InstanceTypes: get("g4dn.xlarge"),
 				Pods:          []*corev1.Pod{trainer},
 			},

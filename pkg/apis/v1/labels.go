@@ -23,6 +23,11 @@ const (
 	AWSTopologyLabelDomain = "topology.k8s.aws"
 )
 
+// TagNodeClaim is the cloud tag holding the name of the NodeClaim an
+// instance was launched for, as Karpenter writes it (every provider; the
+// NodePool tag shares its name with LabelNodePool).
+const TagNodeClaim = LabelDomain + "/nodeclaim"
+
 // karpenter.sh labels.
 const (
 	// LabelNodePool names the NodePool that owns a NodeClaim or Node. Set by

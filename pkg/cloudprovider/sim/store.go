@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // InstanceState is where an instance is in its life.
@@ -32,8 +34,8 @@ const (
 // tags. Ownership is proven by TagCluster, and by TagClusterID when the cluster id is known.
 const (
 	TagCluster   = "sim.joiner.dev/cluster"
-	TagNodePool  = "karpenter.sh/nodepool"
-	TagNodeClaim = "karpenter.sh/nodeclaim"
+	TagNodePool  = v1.LabelNodePool
+	TagNodeClaim = v1.TagNodeClaim
 	TagNodeClass = "sim.joiner.dev/simnodeclass"
 	// TagNodeClaimUID is the launching NodeClaim's UID, Create's client
 	// token: a second Create for the same UID returns the same instance.

@@ -129,7 +129,7 @@ const (
 	// for instances and launch templates.
 	TagEKSClusterName = "eks:eks-cluster-name"
 	// TagNodeClaim holds the NodeClaim name, added after registration.
-	TagNodeClaim = karpv1.LabelDomain + "/nodeclaim"
+	TagNodeClaim = karpv1.TagNodeClaim
 	// TagName is EC2's display name tag, set to the Node name.
 	TagName = "Name"
 )
