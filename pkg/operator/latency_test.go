@@ -464,7 +464,7 @@ func (s *scenario) reportPlans(t *testing.T, times *podTimes, start time.Time, c
 // NodeClaim without a Node yet): each such pod can cost a NodeClaim beyond
 // the one it runs on, until consolidation takes it back. In a 5,000-pod
 // burst, pods whose kube-scheduler took minutes to try them outlived
-// their nomination's window and were planned again (docs/performance.md).
+// their nomination's window and were planned again (docs/performance/log-2026-11-24-to-29.md).
 func reportReplanning(t *testing.T, plans map[types.UID][]plan) {
 	replanned := 0
 	claims := map[string]bool{}

@@ -219,7 +219,7 @@ func (p *latencyProfile) countEvents(ctx context.Context, t *testing.T, kube kub
 // reportScheduler saves kube-scheduler's metrics and logs how it spent the
 // run: its attempts by result and how crowded its active queue was (a pod
 // whose node is ready waits there behind the others; see
-// docs/performance.md, "Bursts: whose wait is it?").
+// docs/performance/log-2026-11-24-to-29.md, "Bursts: whose wait is it?").
 func (p *latencyProfile) reportScheduler(ctx context.Context, t *testing.T) {
 	b, err := p.s.env.ControlPlane.Metrics(ctx, "kube-scheduler")
 	if err != nil {
@@ -246,7 +246,7 @@ func (p *latencyProfile) reportScheduler(ctx context.Context, t *testing.T) {
 // reportWrites logs kube-apiserver's write requests on NodeClaims, Nodes
 // and pods over the run, by subresource, verb and answer, with their mean
 // duration: a NodeClaim write costs the API server several times a Node's
-// or a pod's (docs/performance.md, "Bursts: whose wait is it?"), so joiner
+// or a pod's (docs/performance/log-2026-11-24-to-29.md, "Bursts: whose wait is it?"), so joiner
 // keeps their number per NodeClaim down.
 func (p *latencyProfile) reportWrites(t *testing.T, apiserverMetrics []byte) {
 	families, err := parseMetrics(bytes.NewReader(apiserverMetrics))

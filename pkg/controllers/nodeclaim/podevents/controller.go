@@ -149,7 +149,7 @@ const (
 // initialisation and its last pod event, so a pod bound while the node
 // initialises changes nothing, and is not written: in a 500-node burst 277
 // of the 500 first-pod writes came before the lifecycle controller's
-// initialisation patch and cost it 151 conflicts (docs/performance.md).
+// initialisation patch and cost it 151 conflicts (docs/performance/log-2026-11-24-to-29.md).
 //
 // boundAt is when the pod was bound, for a binding (zero otherwise or when
 // unknown). While the NodeClaim is not initialised (in this process's
