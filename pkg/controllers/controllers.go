@@ -151,7 +151,7 @@ func (o *Options) validate() error {
 }
 
 // New builds every controller, in the order they are listed here.
-func New(o Options) ([]Controller, error) {
+func New(ctx context.Context, o Options) ([]Controller, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
@@ -177,7 +177,7 @@ func New(o Options) ([]Controller, error) {
 	}
 	// The provisioner's batches and the metrics read the cache's own pods
 	// (every pending pod, every pod) without copying them.
-	pods, err := state.NewPodCache(context.Background(), mgr.GetCache())
+	pods, err := state.NewPodCache(ctx, mgr.GetCache())
 	if err != nil {
 		return nil, fmt.Errorf("building the pod cache: %w", err)
 	}
@@ -453,12 +453,12 @@ func minSavings(setting float64) float64 {
 
 // Register builds every controller and registers it, the field indexes
 // they list by, and the runnables with the manager.
-func Register(o Options) error {
-	cs, err := New(o)
+func Register(ctx context.Context, o Options) error {
+	cs, err := New(ctx, o)
 	if err != nil {
 		return err
 	}
-	if err := state.RegisterFieldIndexes(context.Background(), o.Manager.GetFieldIndexer()); err != nil {
+	if err := state.RegisterFieldIndexes(ctx, o.Manager.GetFieldIndexer()); err != nil {
 		return err
 	}
 	for _, c := range cs {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -17,7 +16,7 @@ const maxExamples = 3
 // workload names a pod by its controller (kind/namespace/name), or the pod
 // itself, so a Deployment of 300 replicas is one finding.
 func workload(p *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(p); ref != nil {
+	if ref := pods.ControllerOf(p); ref != nil {
 		name := ref.Name
 		if ref.Kind == "ReplicaSet" {
 			// A Deployment's ReplicaSet is <deployment>-<hash>.

@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	if err != nil {
 		return err
 	}
-	if err := controllers.Register(controllers.Options{
+	if err := controllers.Register(ctx, controllers.Options{
 		Manager:       mgr,
 		CloudProvider: cloud.Provider,
 		Clock:         clk,

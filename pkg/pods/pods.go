@@ -16,6 +16,12 @@ const (
 	kindNode        = "Node"
 )
 
+// ControllerOf is p's controller owner reference (controller: true), or
+// nil. It points into p: callers read it and never change it.
+func ControllerOf(p *corev1.Pod) *metav1.OwnerReference {
+	return metav1.GetControllerOfNoCopy(p)
+}
+
 // IsOwnedByDaemonSet reports whether a DaemonSet controls p: its controller
 // owner reference (metav1.GetControllerOf) is of kind DaemonSet. The
 // DaemonSet controller, not the autoscaler, places such a pod on every
@@ -27,7 +33,7 @@ const (
 // the DaemonSet controller never places such a pod, so the autoscaler must
 // (treating it as a daemon pod would drop it without a node or a reason).
 func IsOwnedByDaemonSet(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(p)
+	ref := ControllerOf(p)
 	return ref != nil && ref.Kind == kindDaemonSet
 }
 
@@ -49,7 +55,7 @@ func IsMirror(p *corev1.Pod) bool {
 	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return true
 	}
-	ref := metav1.GetControllerOf(p)
+	ref := ControllerOf(p)
 	return ref != nil && ref.Kind == kindNode
 }
 

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // maxPodTemplates bounds the templates kept: past it the table starts
@@ -50,7 +52,7 @@ func newPodTemplates() *podTemplates {
 // share points p's parts that equal its controller's template at the
 // template's, or makes p the template of its controller.
 func (t *podTemplates) share(p *corev1.Pod) {
-	owner := metav1.GetControllerOfNoCopy(p)
+	owner := pods.ControllerOf(p)
 	if owner == nil {
 		return
 	}

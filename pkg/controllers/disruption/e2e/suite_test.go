@@ -92,7 +92,7 @@ func startJoiner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.Register(controllers.Options{
+	if err := controllers.Register(t.Context(), controllers.Options{
 		Manager:       mgr,
 		CloudProvider: cloud.Provider,
 		Clock:         clock.RealClock{},
