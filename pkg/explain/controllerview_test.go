@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
+	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/explain"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -151,5 +153,34 @@ func TestNodePoolStatic(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Static: keeps 3 node(s)") {
 		t.Errorf("text %q does not say the NodePool keeps 3 nodes", out.String())
+	}
+}
+
+// TestBootstrapWarningShownOnce: the controller publishes a bootstrap
+// warning on the NodeClaim and on its Node; explain lists it once.
+func TestBootstrapWarningShownOnce(t *testing.T) {
+	nc := &v1.NodeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: "default-abc"},
+		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.sh.sim", Kind: "SimNodeClass", Name: "default"}},
+		Status:     v1.NodeClaimStatus{NodeName: "node-a", ProviderID: "sim:///zone-a/i-1"},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "sim:///zone-a/i-1"}}
+	msg := "Node node-a registered without the karpenter.sh/unregistered:NoExecute taint"
+	event := func(kind, name string) *eventsv1.Event {
+		return &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: kind + "-" + name}, EventTime: metav1.NewMicroTime(now.Add(-time.Minute)),
+			Regarding: corev1.ObjectReference{Kind: kind, Name: name}, Reason: events.UnregisteredTaintMissing, Type: corev1.EventTypeWarning, Note: msg,
+			ReportingController: "joiner", ReportingInstance: "joiner", Action: "Register"}
+	}
+	snap, err := explain.FromObjects([]runtime.Object{nc, node, event("NodeClaim", nc.Name), event("Node", node.Name)}, explain.SnapshotOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := explain.NodeClaim(snap, nc.Name, explain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Bootstrap) != 1 {
+		t.Errorf("bootstrap warnings %+v, want the one warning once", v.Bootstrap)
 	}
 }

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -244,7 +245,11 @@ func claimVerdict(s *Snapshot, nc *v1.NodeClaim, node *corev1.Node, opts Options
 	for _, e := range s.eventsAbout(s.Now, objs...) {
 		switch e.Reason {
 		case events.UnregisteredTaintMissing, events.LegacyUninitializedTaint, events.StartupTaintsMissing:
-			v.Bootstrap = append(v.Bootstrap, e)
+			// The controller says each on the NodeClaim and on the Node:
+			// shown once.
+			if !slices.ContainsFunc(v.Bootstrap, func(b EventSummary) bool { return b.Reason == e.Reason && b.Message == e.Message }) {
+				v.Bootstrap = append(v.Bootstrap, e)
+			}
 		default:
 			v.Events = append(v.Events, e)
 		}
