@@ -135,6 +135,9 @@ func (sv *solver) buildClasses() error {
 			if err := sv.describeClass(cb, p); err != nil {
 				cb.err = classError(err)
 			}
+			if r := sv.dynamicResourcesReason(p); r != nil {
+				cb.err = r
+			}
 		}
 		cb.pods = append(cb.pods, p)
 	}
@@ -162,6 +165,7 @@ func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
 		j, _ := json.Marshal([]any{s.Affinity, s.Tolerations, s.TopologySpreadConstraints})
 		b.Write(j)
 	}
+	writeClaimsKey(b, p)
 	for _, hp := range podHostPorts(p) {
 		b.WriteString("|port:")
 		b.WriteString(hp.String())

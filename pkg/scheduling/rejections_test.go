@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -233,6 +234,16 @@ func TestTypedReasons(t *testing.T) {
 			want: scheduling.IncompatibleRequirements{Key: "karpenter.sh/nodepool",
 				Pod:      []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}},
 				NodePool: []scheduling.NodeSelector{{Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}}}},
+		},
+		{
+			name: "resource claims are not provisioned under IGNORE_DRA_REQUESTS=true",
+			snap: func() *scheduling.Snapshot {
+				p := pod("p", "1", "")
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two-gpus")}}
+				return snapshot([]*scheduling.NodePool{nodePool("default")}, catalog(), one(p))
+			},
+			pool: "default",
+			want: scheduling.DynamicResources{Claims: []string{"gpus"}, Setting: "IGNORE_DRA_REQUESTS"},
 		},
 		{
 			name:     "nothing to schedule on",

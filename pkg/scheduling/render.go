@@ -75,6 +75,8 @@ func Message(r Reason) string {
 	case ResourceNotOffered:
 		return fmt.Sprintf("no instance type has %s (requested %s); allow instance types that have it in the nodepool's requirements, or check the device plugin's resource name",
 			r.Resource, r.Requested.String())
+	case DynamicResources:
+		return dynamicResourcesMessage(r)
 	case NoRequests:
 		return "pod has no cpu or memory requests, so joiner plans its node as if it used nothing and the node may be too small; set resources.requests"
 	}

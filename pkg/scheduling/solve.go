@@ -45,6 +45,10 @@ type Options struct {
 	// credits for the CPU its pods request above the baseline, and the
 	// node's volumes.
 	ListPrices bool
+	// PlanDynamicResources is IGNORE_DRA_REQUESTS=false. Its zero value is
+	// Karpenter's default: a pod with resource claims is not placed and
+	// gets a DynamicResources reason naming the setting.
+	PlanDynamicResources bool
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -59,6 +60,15 @@ func TestProvisionMakesSilentSkipsVisible(t *testing.T) {
 			kind:        scheduling.KindResourceNotOffered,
 			eventReason: events.FailedScheduling,
 			eventText:   "no instance type has example.com/fpga (requested 1)",
+		},
+		{
+			name: "resource claims under IGNORE_DRA_REQUESTS=true",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two-gpus")}}
+			},
+			kind:        scheduling.KindDynamicResources,
+			eventReason: events.FailedScheduling,
+			eventText:   "pod has Dynamic Resource Allocation claims (gpus) and IGNORE_DRA_REQUESTS=true (Karpenter's default) leaves such pods unprovisioned",
 		},
 		{
 			name:        "no requests is a warning, and the pod is still planned",
