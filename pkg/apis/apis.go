@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
@@ -31,6 +32,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	simv1alpha1.AddToScheme,
 	kwokv1alpha1.AddToScheme,
 	v1alpha1.AddToScheme,
+	autoscalingv1.AddToScheme,
 )
 
 // AddToScheme registers every joiner API group.

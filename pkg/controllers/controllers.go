@@ -35,6 +35,7 @@ import (
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
 	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/controllers/provisioningrequest"
 	"github.com/joiner-dev/joiner/pkg/controllers/static"
 	"github.com/joiner-dev/joiner/pkg/controllers/status"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
@@ -181,10 +182,13 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the pod cache: %w", err)
 	}
+	// Capacity held for ProvisioningRequests: the provisioner counts it,
+	// the provisioningrequest controller keeps it.
+	bookings := provisioningrequest.NewBookings()
 	// One live model and one NodeClaim creator, shared by provisioning,
 	// disruption and the status page: what consolidation simulates on is
 	// what the provisioner plans on.
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock})
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings})
 	if err != nil {
 		return nil, fmt.Errorf("building the live model: %w", err)
 	}
@@ -205,6 +209,17 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
+	}
+	provReqs, err := provisioningrequest.NewController(provisioningrequest.Options{
+		Client:        mgr.GetClient(),
+		Planner:       prov.Provisioner,
+		CloudProvider: o.CloudProvider,
+		Bookings:      bookings,
+		Recorder:      recorder,
+		Clock:         o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building provisioningrequest: %w", err)
 	}
 	lc, err := lifecycle.NewController(lifecycle.Options{
 		Client:            mgr.GetClient(),
@@ -325,6 +340,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	out := []Controller{
 		cluster,
 		prov,
+		provReqs,
 		lc,
 		claimTermination,
 		nodeTermination,

@@ -99,6 +99,11 @@ type Options struct {
 	// State is the cluster model the snapshot is built from.
 	State ClusterState
 	Clock clock.Clock
+	// Bookings, when set, is capacity held for ProvisioningRequests: its
+	// placeholder pods take room on their nodes (for provisioning and
+	// consolidation alike), and the pods that consume a request are not
+	// pending pods of a batch.
+	Bookings Bookings
 }
 
 func (o *Options) validate() error {
@@ -228,6 +233,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 		} else if en.NodePool != "" {
 			v.InUse.Add(en.NodePool, sn.Node.Status.Capacity)
 		}
+		b.withBookings(en)
 		v.Cluster.Nodes = append(v.Cluster.Nodes, en)
 	}
 
@@ -236,7 +242,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 		// node go to the solver too: it gives them a typed reason (Volume,
 		// ExcludesNodePools) that reaches the pod, where Karpenter skips
 		// them without a word.
-		if !Provisionable(pod, b.opts.State) {
+		if !Provisionable(pod, b.opts.State) || b.consumesBooking(pod) {
 			continue
 		}
 		// A pod nominated to a NodeClaim that is going away is pending

@@ -67,6 +67,9 @@ type Planned struct {
 	Reason string
 	// Failures is the NodePool's launch failure count, part of the name.
 	Failures int64
+	// Mutate, when set, changes the NodeClaim before it is created (a
+	// ProvisioningRequest's labels and annotations).
+	Mutate func(*v1.NodeClaim)
 }
 
 // Create creates the planned NodeClaims in parallel; created[i] is nil
@@ -127,6 +130,9 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 			// A NodeClaim without pods (a static NodePool's) has nothing to
 			// derive a name from: each one is a new node.
 			nc.Name, nc.GenerateName = "", pc.NodePool.Name+"-"
+		}
+		if pc.Mutate != nil {
+			pc.Mutate(nc)
 		}
 		err := c.opts.Client.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {

@@ -125,6 +125,9 @@ func (o *Options) validate() error {
 type Provisioner struct {
 	opts    Options
 	batcher *Batcher
+	// passMu keeps a batch and a gang's plan (PlanGang, CreateGang) from
+	// running at once and counting the same room twice.
+	passMu sync.Mutex
 
 	// reported remembers the last event given to each pending pod, so a pod
 	// that stays pending does not get the same event every batch.
@@ -233,6 +236,8 @@ type Result struct {
 
 // Provision runs one pass: snapshot, solve, create NodeClaims, report.
 func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
+	p.passMu.Lock()
+	defer p.passMu.Unlock()
 	ctx = metrics.WithController(ctx, controllerName)
 	logger := log.FromContext(ctx)
 	p.reportEnded()

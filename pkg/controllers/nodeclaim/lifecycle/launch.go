@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
@@ -30,6 +31,13 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, 
 		if !conds.IsTrue(v1.ConditionTypeLaunched) {
 			conds.SetTrue(v1.ConditionTypeLaunched)
 		}
+		return stepResult{}, nil
+	}
+	if group := nc.Annotations[autoscalingv1.AnnotationLaunchGroup]; group != "" {
+		// Its ProvisioningRequest launches the whole group at once and
+		// removes the annotation when it has; launching it alone now would
+		// break the all-or-nothing launch.
+		log.FromContext(ctx).V(1).Info("waiting for the launch of its group", "group", group)
 		return stepResult{}, nil
 	}
 	created, err := c.opts.CloudProvider.Create(ctx, nc)

@@ -1,0 +1,105 @@
+package provisioningrequest
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
+)
+
+// Bookings is the capacity held for provisioned requests, as the
+// provisioner reads it (provisioning.Bookings): placeholder pods per node
+// or NodeClaim, and which requests' pods are left out of batches. The
+// controller replaces a request's entry on each reconcile.
+type Bookings struct {
+	mu sync.RWMutex
+	// held are the requests whose booking is in force.
+	held map[types.NamespacedName]booking
+	// byNode indexes every held request's placeholders by node or
+	// NodeClaim name.
+	byNode map[string][]*corev1.Pod
+}
+
+type booking struct {
+	class        string
+	placeholders map[string][]*corev1.Pod
+}
+
+// NewBookings returns an empty set of bookings.
+func NewBookings() *Bookings {
+	return &Bookings{held: map[types.NamespacedName]booking{}, byNode: map[string][]*corev1.Pod{}}
+}
+
+// Consumes implements provisioning.Bookings: a pod annotated with a
+// request whose booking is held is the booking's, not the batch's.
+func (b *Bookings) Consumes(pod *corev1.Pod) bool {
+	name := pod.Annotations[autoscalingv1.AnnotationConsumeProvisioningRequest]
+	if name == "" {
+		return false
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	_, ok := b.held[types.NamespacedName{Namespace: pod.Namespace, Name: name}]
+	return ok
+}
+
+// Booked implements provisioning.Bookings.
+func (b *Bookings) Booked(name string) []*corev1.Pod {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.byNode[name]
+}
+
+// hold sets request's placeholders (by node or NodeClaim name), replacing
+// what it held before.
+func (b *Bookings) hold(request types.NamespacedName, class string, placeholders map[string][]*corev1.Pod) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held[request] = booking{class: class, placeholders: placeholders}
+	b.reindex()
+}
+
+// release ends request's booking.
+func (b *Bookings) release(request types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.held[request]; !ok {
+		return
+	}
+	delete(b.held, request)
+	b.reindex()
+}
+
+// count is how many bookings of class are held.
+func (b *Bookings) count(class string) int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	n := 0
+	for _, bk := range b.held {
+		if bk.class == class {
+			n++
+		}
+	}
+	return n
+}
+
+// holds reports whether request's booking is in force.
+func (b *Bookings) holds(request types.NamespacedName) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	_, ok := b.held[request]
+	return ok
+}
+
+// reindex rebuilds byNode from held (few requests: a full rebuild is
+// cheaper to get right than incremental upkeep). Callers hold mu.
+func (b *Bookings) reindex() {
+	b.byNode = map[string][]*corev1.Pod{}
+	for _, bk := range b.held {
+		for node, pods := range bk.placeholders {
+			b.byNode[node] = append(b.byNode[node], pods...)
+		}
+	}
+}
