@@ -59,6 +59,10 @@ type FaultInjector struct {
 	Next    http.RoundTripper
 	Choose  func(action string) Fault
 	SlowFor time.Duration
+	// Capacity, when set, is the room the local EC2 has per instance
+	// type; CreateFleet is held to it, all or nothing under
+	// MinTargetCapacity (see InstanceCapacity).
+	Capacity *InstanceCapacity
 
 	mu       sync.Mutex
 	calls    int               // EC2 requests seen
@@ -173,7 +177,27 @@ func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, req.Context().Err()
 		}
 	}
+	admittedType, admitted := "", 0
+	if action == "CreateFleet" && f.Capacity != nil {
+		forward, typ, n, ok := f.Capacity.admit(form)
+		if !ok {
+			f.mu.Lock()
+			f.injected[action+":"+string(FaultCapacity)]++
+			f.mu.Unlock()
+			return xmlResponse(req, http.StatusOK, fleetErrors(form, "InsufficientInstanceCapacity",
+				"We currently do not have sufficient capacity to launch the fleet's minimum target capacity.")), nil
+		}
+		body := forward.Encode()
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.ContentLength = int64(len(body))
+		admittedType, admitted = typ, n
+	}
 	resp, err := f.Next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		if f.Capacity != nil && admitted > 0 {
+			f.Capacity.giveBack(admittedType, admitted)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
