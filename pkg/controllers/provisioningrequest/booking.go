@@ -17,6 +17,9 @@ type Bookings struct {
 	mu sync.RWMutex
 	// held are the requests whose booking is in force.
 	held map[types.NamespacedName]booking
+	// live are the requests being served (accepted, neither failed nor
+	// expired): their pods are theirs, even before the capacity exists.
+	live map[types.NamespacedName]bool
 	// byNode indexes every held request's placeholders by node or
 	// NodeClaim name.
 	byNode map[string][]*corev1.Pod
@@ -29,11 +32,14 @@ type booking struct {
 
 // NewBookings returns an empty set of bookings.
 func NewBookings() *Bookings {
-	return &Bookings{held: map[types.NamespacedName]booking{}, byNode: map[string][]*corev1.Pod{}}
+	return &Bookings{held: map[types.NamespacedName]booking{}, live: map[types.NamespacedName]bool{}, byNode: map[string][]*corev1.Pod{}}
 }
 
 // Consumes implements provisioning.Bookings: a pod annotated with a
-// request whose booking is held is the booking's, not the batch's.
+// request that is being served (or whose booking is held) is the
+// request's, not the batch's: planning it one by one would break the
+// all-or-nothing launch. A pod naming an unknown, failed or expired
+// request is an ordinary pod.
 func (b *Bookings) Consumes(pod *corev1.Pod) bool {
 	name := pod.Annotations[autoscalingv1.AnnotationConsumeProvisioningRequest]
 	if name == "" {
@@ -41,8 +47,20 @@ func (b *Bookings) Consumes(pod *corev1.Pod) bool {
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	_, ok := b.held[types.NamespacedName{Namespace: pod.Namespace, Name: name}]
-	return ok
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: name}
+	_, ok := b.held[key]
+	return ok || b.live[key]
+}
+
+// serve marks request as served (live) or not.
+func (b *Bookings) serve(request types.NamespacedName, live bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if live {
+		b.live[request] = true
+	} else {
+		delete(b.live, request)
+	}
 }
 
 // Booked implements provisioning.Bookings.

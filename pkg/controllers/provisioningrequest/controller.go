@@ -212,6 +212,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			res, err = c.provision(ctx, pr, claims)
 		}
 	}
+	terminal := c.isTrue(pr, autoscalingv1.Failed) || c.isTrue(pr, autoscalingv1.BookingExpired) || c.isTrue(pr, autoscalingv1.CapacityRevoked)
+	c.opts.Bookings.serve(req.NamespacedName, !terminal)
 	if perr := c.patchStatus(ctx, stored, pr); perr != nil {
 		err = errors.Join(err, perr)
 	}
@@ -221,6 +223,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // forget drops everything held for a request that is gone.
 func (c *Controller) forget(key types.NamespacedName) {
 	c.opts.Bookings.release(key)
+	c.opts.Bookings.serve(key, false)
 	c.existing.forget(key)
 	c.retry.forget(key)
 }

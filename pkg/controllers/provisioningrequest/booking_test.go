@@ -1,0 +1,109 @@
+package provisioningrequest
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
+)
+
+func TestBookingsConsumes(t *testing.T) {
+	b := NewBookings()
+	served := types.NamespacedName{Namespace: "ml", Name: "gang"}
+	b.serve(served, true)
+	held := types.NamespacedName{Namespace: "ml", Name: "held"}
+	b.hold(held, autoscalingv1.ClassBestEffortAtomicScaleUp, map[string][]*corev1.Pod{"nc-a": {{}}, "nc-b": {{}, {}}})
+	pod := func(ns, request string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+		if request != "" {
+			p.Annotations = map[string]string{autoscalingv1.AnnotationConsumeProvisioningRequest: request}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{name: "no annotation", pod: pod("ml", ""), want: false},
+		{name: "a served request", pod: pod("ml", "gang"), want: true},
+		{name: "a held booking", pod: pod("ml", "held"), want: true},
+		{name: "same name in another namespace", pod: pod("other", "gang"), want: false},
+		{name: "an unknown request", pod: pod("ml", "nope"), want: false},
+	} {
+		if got := b.Consumes(tc.pod); got != tc.want {
+			t.Errorf("%s: Consumes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := len(b.Booked("nc-b")); got != 2 {
+		t.Errorf("Booked(nc-b) = %d placeholders, want 2", got)
+	}
+	b.release(held)
+	b.serve(served, false)
+	if b.Consumes(pod("ml", "held")) || b.Consumes(pod("ml", "gang")) || len(b.Booked("nc-a")) != 0 {
+		t.Error("released and unserved requests still hold pods or room")
+	}
+}
+
+func TestPodsForTemplates(t *testing.T) {
+	pr := &autoscalingv1.ProvisioningRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "gang", UID: "u1"},
+		Spec: autoscalingv1.ProvisioningRequestSpec{ProvisioningClassName: autoscalingv1.ClassBestEffortAtomicScaleUp, PodSets: []autoscalingv1.PodSet{
+			{PodTemplateRef: autoscalingv1.Reference{Name: "workers"}, Count: 3},
+			{PodTemplateRef: autoscalingv1.Reference{Name: "driver"}, Count: 1},
+		}},
+	}
+	tmpl := func(name, cpu string) *corev1.PodTemplate {
+		return &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"role": name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}}
+	}
+	pods, err := podsFor(pr, map[string]*corev1.PodTemplate{"workers": tmpl("workers", "2"), "driver": tmpl("driver", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 4 {
+		t.Fatalf("%d pods, want 4", len(pods))
+	}
+	uids := map[types.UID]bool{}
+	for _, p := range pods {
+		uids[p.UID] = true
+		if p.Annotations[autoscalingv1.AnnotationConsumeProvisioningRequest] != "gang" || p.Namespace != "ml" {
+			t.Errorf("pod %s: annotations %v, namespace %s", p.Name, p.Annotations, p.Namespace)
+		}
+	}
+	if len(uids) != 4 {
+		t.Errorf("%d distinct UIDs, want 4", len(uids))
+	}
+	again, _ := podsFor(pr, map[string]*corev1.PodTemplate{"workers": tmpl("workers", "2"), "driver": tmpl("driver", "1")})
+	if again[0].UID != pods[0].UID {
+		t.Error("a request's pod UIDs change between plans; its NodeClaim names would too")
+	}
+	if _, err := podsFor(pr, map[string]*corev1.PodTemplate{"workers": tmpl("workers", "2")}); err == nil {
+		t.Error("a missing PodTemplate is not reported")
+	}
+}
+
+func TestBackoffDoubles(t *testing.T) {
+	b := newBackoff(10*time.Second, time.Minute)
+	key := types.NamespacedName{Name: "x"}
+	now := time.Unix(0, 0)
+	for i, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute} {
+		if got := b.failed(key, now); got != want {
+			t.Errorf("failure %d: wait %s, want %s", i+1, got, want)
+		}
+	}
+	if w := b.wait(key, now.Add(30*time.Second)); w != 30*time.Second {
+		t.Errorf("wait %s, want 30s", w)
+	}
+	b.forget(key)
+	if w := b.wait(key, now); w != 0 {
+		t.Errorf("wait after forget %s, want 0", w)
+	}
+}
