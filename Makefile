@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance chaos-planted
+.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance chaos-planted kueue e2e-kueue
 
 all: build
 
@@ -164,6 +164,16 @@ conformance: controlplane
 ## each round must fail and name the promise the bug breaks (SEED picks the round).
 chaos-planted: controlplane
 	CHAOS_PLANTED=1 CHAOS_SEED=$(SEED) $(GO) test ./test/chaos -run '^TestPlantedBugs$$' -v -count=1 -timeout 60m
+
+## kueue: build Kueue's manager (sigs.k8s.io/kueue from the module proxy) into bin/kueue/ (hack/kueue.sh; cached).
+kueue:
+	bash hack/kueue.sh
+
+## e2e-kueue: Kueue drives joiner's ProvisioningRequests on the local control plane: a 6-pod GPU Job admitted only
+## once joiner launched its 6 nodes, an unmeetable one never admitted and leaving no instance (test/kueue, build tag
+## kueue). Not part of `make test`: a fresh Kueue build takes several minutes.
+e2e-kueue: controlplane kueue
+	$(GO) test -tags kueue ./test/kueue -v -count=1 -timeout 20m
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora under testdata/fuzz run in `make test`).
 FUZZTIME ?= 60s
