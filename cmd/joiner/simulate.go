@@ -196,7 +196,12 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var notes []string
+	// Gangs first: reading them names the requests of classes joiner
+	// does not serve among the ignored objects.
+	notes, err := gangNotes(m, snap)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(snap.NodePools) == 0 {
 		notes = append(notes, "the input has no NodePool, so no new node can be planned")
 	}

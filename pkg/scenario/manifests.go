@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
@@ -49,6 +50,10 @@ type Manifests struct {
 	// Snapshot did with them.
 	overlays     []*v1alpha1.NodeOverlay
 	overlayNotes []string
+	// ProvisioningRequests and the PodTemplates they name: each request
+	// of a class joiner serves is a gang, planned alone (Gangs).
+	requests     []sourced[*autoscalingv1.ProvisioningRequest]
+	podTemplates map[string]*corev1.PodTemplate
 	// Ignored lists the objects of kinds joiner does not read, as
 	// "Kind namespace/name" in input order.
 	Ignored []string
@@ -168,6 +173,27 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return fmt.Errorf("metadata.name: must be set")
 		}
 		m.nodeClaims = append(m.nodeClaims, sourced[*v1.NodeClaim]{where, nc})
+	case "autoscaling.x-k8s.io/ProvisioningRequest":
+		pr := &autoscalingv1.ProvisioningRequest{}
+		if err := decodeStrict(js, pr); err != nil {
+			return err
+		}
+		if pr.Namespace == "" {
+			pr.Namespace = metav1.NamespaceDefault
+		}
+		m.requests = append(m.requests, sourced[*autoscalingv1.ProvisioningRequest]{where, pr})
+	case "/PodTemplate":
+		pt := &corev1.PodTemplate{}
+		if err := decodeStrict(js, pt); err != nil {
+			return err
+		}
+		if pt.Namespace == "" {
+			pt.Namespace = metav1.NamespaceDefault
+		}
+		if m.podTemplates == nil {
+			m.podTemplates = map[string]*corev1.PodTemplate{}
+		}
+		m.podTemplates[pt.Namespace+"/"+pt.Name] = pt
 	case "policy/PodDisruptionBudget":
 		pdb := &policyv1.PodDisruptionBudget{}
 		if err := decodeStrict(js, pdb); err != nil {

@@ -79,7 +79,7 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 		live = append(live, p.obj)
 		if p.obj.Spec.NodeName != "" {
 			bound[p.obj.Spec.NodeName] = append(bound[p.obj.Spec.NodeName], p.obj)
-		} else {
+		} else if !m.consumesGang(p.obj) {
 			snap.Pods = append(snap.Pods, p.obj)
 		}
 	}

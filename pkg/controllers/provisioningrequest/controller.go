@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/gang"
 )
 
 // Defaults, as Cluster Autoscaler's.
@@ -167,11 +168,6 @@ func requestOf(v string) []reconcile.Request {
 	return nil
 }
 
-// served reports whether joiner answers requests of class.
-func served(class string) bool {
-	return class == autoscalingv1.ClassCheckCapacity || class == autoscalingv1.ClassBestEffortAtomicScaleUp
-}
-
 // Reconcile moves one request through its phases: accept, provision (plan,
 // create, launch, or roll back and retry), then hold the booking until its
 // pods came or it expired. Its status is patched once.
@@ -183,7 +179,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !served(pr.Spec.ProvisioningClassName) {
+	if !gang.Served(pr.Spec.ProvisioningClassName) {
 		return reconcile.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("provisioningrequest", req.String(), "class", pr.Spec.ProvisioningClassName))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +19,9 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/gang"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // Outcomes, the outcome label of ProvisioningRequestOutcomes.
@@ -69,18 +68,18 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	pods, err := podsFor(pr, templates)
+	pods, err := gang.Pods(pr, templates)
 	if err != nil {
 		c.notProvisioned(ctx, pr, ReasonInvalidRequest, err.Error(), outcomeCapacityNotFound)
 		return reconcile.Result{RequeueAfter: c.retry.failed(key, now)}, nil
 	}
 	check := pr.Spec.ProvisioningClassName == autoscalingv1.ClassCheckCapacity
-	gang, err := c.opts.Planner.PlanGang(ctx, pods, check)
+	plan, err := c.opts.Planner.PlanGang(ctx, pods, check)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("planning provisioningrequest %s: %w", key, err)
 	}
-	if !gang.Placed() {
-		why := unplacedMessage(gang.Plan, len(pods), check)
+	if !plan.Placed() {
+		why := gang.Unplaced(plan.Plan, len(pods), check)
 		if check && pr.Spec.Parameters[autoscalingv1.ParameterNoRetry] == "true" {
 			c.fail(pr, ReasonCapacityIsNotFound, why)
 			return reconcile.Result{}, nil
@@ -88,13 +87,13 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 		c.notProvisioned(ctx, pr, ReasonCapacityIsNotFound, why, outcomeCapacityNotFound)
 		return reconcile.Result{RequeueAfter: c.retry.failed(key, now)}, nil
 	}
-	c.existing.set(key, gang.Plan.Existing)
-	if check || len(gang.Plan.NewNodeClaims) == 0 {
+	c.existing.set(key, plan.Plan.Existing)
+	if check || len(plan.Plan.NewNodeClaims) == 0 {
 		c.provisioned(ctx, pr, ReasonCapacityIsFound, fmt.Sprintf("all %d pods fit the existing capacity; it is booked for them for %s", len(pods), c.opts.BookingTTL))
 		return c.book(ctx, pr, nil)
 	}
 	group, canGroup := c.opts.CloudProvider.(cloudprovider.GroupLauncher)
-	created, err := c.opts.Planner.CreateGang(ctx, gang, func(nc *v1.NodeClaim) {
+	created, err := c.opts.Planner.CreateGang(ctx, plan, func(nc *v1.NodeClaim) {
 		if nc.Labels == nil {
 			nc.Labels = map[string]string{}
 		}
@@ -111,7 +110,7 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 		}
 	})
 	if err != nil {
-		c.notProvisioned(ctx, pr, ReasonLaunchRolledBack, fmt.Sprintf("creating the request's %d NodeClaims: %v", len(gang.Plan.NewNodeClaims), err), outcomeRolledBack)
+		c.notProvisioned(ctx, pr, ReasonLaunchRolledBack, fmt.Sprintf("creating the request's %d NodeClaims: %v", len(plan.Plan.NewNodeClaims), err), outcomeRolledBack)
 		return reconcile.Result{RequeueAfter: c.retry.failed(key, now)}, nil
 	}
 	names := make([]string, len(created))
@@ -307,30 +306,6 @@ func setDetail(pr *autoscalingv1.ProvisioningRequest, k, v string) {
 		pr.Status.ProvisioningClassDetails = map[string]autoscalingv1.Detail{}
 	}
 	pr.Status.ProvisioningClassDetails[k] = autoscalingv1.Detail(v)
-}
-
-// unplacedMessage says how many of the request's pods fit nowhere and why
-// the first of them does not, per NodePool (scheduling.Message's words).
-func unplacedMessage(plan *scheduling.Plan, total int, existingOnly bool) string {
-	pe := plan.Unschedulable[0]
-	var parts []string
-	if pe.Existing != nil {
-		parts = append(parts, "existing nodes: "+scheduling.Message(pe.Existing))
-	}
-	pools := make([]string, 0, len(pe.NodePools))
-	for name := range pe.NodePools {
-		pools = append(pools, name)
-	}
-	sort.Strings(pools)
-	for _, name := range pools {
-		parts = append(parts, fmt.Sprintf("nodepool %q: %s", name, scheduling.Message(pe.NodePools[name])))
-	}
-	where := "joiner's NodePools and the existing nodes"
-	if existingOnly {
-		where = "the existing capacity"
-	}
-	return fmt.Sprintf("%d of the request's %d pods fit nowhere in %s, so nothing was launched (all or none); pod %s: %s",
-		len(plan.Unschedulable), total, where, pe.Pod.Name, strings.Join(parts, "; "))
 }
 
 // hold books the request's capacity: its NodeClaims' requests (less what
