@@ -71,15 +71,7 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 	if err != nil {
 		return fmt.Errorf("launching group: resolving subnets: %w", err)
 	}
-	best := map[string]subnetInfo{}
-	for _, s := range subnets {
-		if _, ex := p.exhausted.isExhausted(s.ID); ex {
-			continue
-		}
-		if b, ok := best[s.Zone]; !ok || s.AvailableIPs > b.AvailableIPs {
-			best[s.Zone] = s
-		}
-	}
+	best := p.bestSubnets(subnets)
 	// One launch template per AMI and max-pods, as Create builds them.
 	groups := map[string]*templateGroup{}
 	var order []string
@@ -191,6 +183,21 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 		return fmt.Errorf("launching group: %w", err)
 	}
 	return nil
+}
+
+// bestSubnets is, per zone, the subnet with the most free addresses that
+// is not marked exhausted: where a launch in that zone goes.
+func (p *Provider) bestSubnets(subnets []subnetInfo) map[string]subnetInfo {
+	best := map[string]subnetInfo{}
+	for _, s := range subnets {
+		if _, ex := p.exhausted.isExhausted(s.ID); ex {
+			continue
+		}
+		if b, ok := best[s.Zone]; !ok || s.AvailableIPs > b.AvailableIPs {
+			best[s.Zone] = s
+		}
+	}
+	return best
 }
 
 // commonCandidates are the offerings every NodeClaim allows, in the first

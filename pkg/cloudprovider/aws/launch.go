@@ -211,15 +211,7 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 	if err != nil {
 		return nil, offering.Candidate{}, fmt.Errorf("resolving subnets: %w", err)
 	}
-	bestSubnet := map[string]subnetInfo{} // zone -> most free addresses, not exhausted
-	for _, s := range subnets {
-		if _, ex := p.exhausted.isExhausted(s.ID); ex {
-			continue
-		}
-		if b, ok := bestSubnet[s.Zone]; !ok || s.AvailableIPs > b.AvailableIPs {
-			bestSubnet[s.Zone] = s
-		}
-	}
+	bestSubnet := p.bestSubnets(subnets)
 	groups := map[string]*templateGroup{}
 	var groupOrder []string
 	efaRequest := nodeClaim.Spec.Resources.Requests[ResourceEFA]
