@@ -2,6 +2,7 @@ package cloudprovider
 
 import (
 	"context"
+	"errors"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
@@ -22,4 +23,22 @@ type GroupLauncher interface {
 	// zone every one of them allows); the caller then launches them one by
 	// one and rolls back on failure.
 	CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) error
+}
+
+// errNoGroupLaunch is CreateGroup's answer for a cloud that cannot launch
+// groups: the caller launches the NodeClaims one by one.
+var errNoGroupLaunch = errors.New("the cloud provider cannot launch a group in one call")
+
+// CreateGroup forwards to the wrapped provider, timed like every call; a
+// provider that is not a GroupLauncher gets a plain error, so the caller
+// launches one by one.
+func (i *instrumented) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) error {
+	g, ok := i.next.(GroupLauncher)
+	if !ok {
+		return errNoGroupLaunch
+	}
+	start := i.clock.Now()
+	err := g.CreateGroup(ctx, nodeClaims)
+	i.observe(ctx, "CreateGroup", start, err)
+	return err
 }

@@ -212,6 +212,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	}
 	provReqs, err := provisioningrequest.NewController(provisioningrequest.Options{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		Planner:       prov.Provisioner,
 		CloudProvider: o.CloudProvider,
 		Bookings:      bookings,

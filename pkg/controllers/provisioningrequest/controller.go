@@ -67,7 +67,12 @@ type Planner interface {
 
 // Options configure the controller.
 type Options struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads the request and its NodeClaims past the cache: a
+	// NodeClaim created a moment ago and not yet in the cache must not look
+	// failed (which would roll the whole gang back), nor one deleted a
+	// moment ago look live (which would launch it).
+	APIReader     client.Reader
 	Planner       Planner
 	CloudProvider cloudprovider.CloudProvider
 	// Bookings is shared with the provisioner (its Options.Bookings).
@@ -85,6 +90,9 @@ func (o *Options) validate() error {
 	var errs []error
 	if o.Client == nil {
 		errs = append(errs, errors.New("client is required"))
+	}
+	if o.APIReader == nil {
+		errs = append(errs, errors.New("API reader is required"))
 	}
 	if o.Planner == nil {
 		errs = append(errs, errors.New("planner is required"))
@@ -173,7 +181,7 @@ func requestOf(v string) []reconcile.Request {
 // pods came or it expired. Its status is patched once.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pr := &autoscalingv1.ProvisioningRequest{}
-	if err := c.opts.Client.Get(ctx, req.NamespacedName, pr); err != nil {
+	if err := c.opts.APIReader.Get(ctx, req.NamespacedName, pr); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			c.forget(req.NamespacedName)
 		}
@@ -224,10 +232,11 @@ func (c *Controller) forget(key types.NamespacedName) {
 	c.retry.forget(key)
 }
 
-// nodeClaims are the NodeClaims launched for pr.
+// nodeClaims are the NodeClaims launched for pr, as the API server has
+// them.
 func (c *Controller) nodeClaims(ctx context.Context, pr *autoscalingv1.ProvisioningRequest) ([]*v1.NodeClaim, error) {
 	var list v1.NodeClaimList
-	if err := c.opts.Client.List(ctx, &list, client.MatchingLabels{autoscalingv1.LabelProvisioningRequestUID: string(pr.UID)}); err != nil {
+	if err := c.opts.APIReader.List(ctx, &list, client.MatchingLabels{autoscalingv1.LabelProvisioningRequestUID: string(pr.UID)}); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims of provisioningrequest %s/%s: %w", pr.Namespace, pr.Name, err)
 	}
 	out := make([]*v1.NodeClaim, len(list.Items))

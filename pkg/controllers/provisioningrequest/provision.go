@@ -53,8 +53,14 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 			live = append(live, nc)
 		}
 	}
-	if len(live) > 0 || pr.Status.ProvisioningClassDetails[detailNodeClaims] != "" {
+	if len(splitNames(pr)) > 0 {
 		return c.launching(ctx, pr, live)
+	}
+	if len(live) > 0 {
+		// NodeClaims of an attempt the request no longer names (rolled back,
+		// or created by a reconcile whose status patch was lost): they are
+		// never launched, only deleted.
+		return reconcile.Result{RequeueAfter: time.Second}, c.deleteAll(ctx, live)
 	}
 	if len(deleting) > 0 {
 		// A rolled-back gang is still terminating: planning again now would
