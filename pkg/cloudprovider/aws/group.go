@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -154,12 +155,7 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 		// EC2 keeps MinTargetCapacity; should a partial group come back
 		// anyway, it is not left running.
 		p.terminateAll(ctx, launched)
-		if len(out.Errors) > 0 {
-			if err := p.fleetErrors(ctx, nc, capacityType, out.Errors, subnets); cloudprovider.IsInsufficientCapacityError(err) || len(launched) == 0 {
-				return fmt.Errorf("launching group of %d: %w", len(todo), err)
-			}
-		}
-		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("CreateFleet launched %d of the group's %d instances; they were terminated", len(launched), len(todo)))
+		return groupFleetError(out.Errors, len(launched), len(todo))
 	}
 	zoneOf := map[string]string{}
 	for _, s := range subnets {
@@ -183,6 +179,35 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 		return fmt.Errorf("launching group: %w", err)
 	}
 	return nil
+}
+
+// groupFleetError is the error of a group fleet that did not launch
+// whole. EC2's capacity error for the group means the region cannot give
+// that many at once, not that the offering has no capacity: unlike
+// Create's, it marks no offering unavailable, so single launches go on.
+func groupFleetError(errs []ec2types.CreateFleetError, launched, want int) error {
+	var msgs []string
+	ice, other := false, ""
+	for _, e := range errs {
+		code := aws.ToString(e.ErrorCode)
+		typ := ""
+		if o := e.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+			typ = string(o.Overrides.InstanceType) + " in " + aws.ToString(o.Overrides.SubnetId) + ": "
+		}
+		msgs = append(msgs, typ+code)
+		if iceCodes[code] {
+			ice = true
+		} else if other == "" {
+			other = code
+		}
+	}
+	slices.Sort(msgs)
+	msgs = slices.Compact(msgs)
+	err := fmt.Errorf("CreateFleet with MinTargetCapacity %d launched %d instances (terminated): %s", want, launched, strings.Join(msgs, "; "))
+	if ice || other == "" {
+		return cloudprovider.NewInsufficientCapacityError(err)
+	}
+	return cloudprovider.NewCreateError(err, other, err.Error())
 }
 
 // bestSubnets is, per zone, the subnet with the most free addresses that
