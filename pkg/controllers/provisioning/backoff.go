@@ -1,30 +1,14 @@
 package provisioning
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
-
-// launchBackoffs is launchhealth.SolverBackoffs for a batch: an
-// unreadable record is logged and read as no back-off, so one bad
-// annotation never stops provisioning.
-func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.InstanceType, now time.Time) ([]scheduling.LaunchBackoff, int64) {
-	out, failures, err := launchhealth.SolverBackoffs(np, its, now)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "ignoring unreadable launch health record", "nodepool", np.Name)
-		return nil, 0
-	}
-	return out, failures
-}
 
 // earliestRetry is the first NextAttempt among the back-offs that kept a
 // pod of the plan waiting (zero when none did).
