@@ -145,6 +145,15 @@ func requirements(planned []scheduling.Requirement, instanceTypes []*scheduling.
 			instanceTypeMinValues = r.MinValues
 			continue
 		}
+		// A restricted label (kubernetes.io/hostname) is the kubelet's to
+		// set, and the NodeClaim CRD refuses it as a requirement: a pod's
+		// "hostname NotIn [existing nodes]" is met by any new node, and the
+		// solver never plans a pod that needs an existing hostname onto
+		// one. Copying it made the API server refuse the NodeClaim on every
+		// batch, and the pod was never provisioned.
+		if v1.RestrictedLabels.Has(r.Key) {
+			continue
+		}
 		out = append(out, v1.NodeSelectorRequirementWithMinValues{
 			Key:       r.Key,
 			Operator:  r.Operator,

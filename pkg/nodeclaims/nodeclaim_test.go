@@ -156,3 +156,42 @@ func TestNewNodeClaim(t *testing.T) {
 		t.Errorf("instance types %v, want the launch options in price order", it)
 	}
 }
+
+// TestNewNodeClaimLeavesOutRestrictedLabels: a pod's node affinity on
+// kubernetes.io/hostname (NotIn the nodes it must avoid) reaches the plan's
+// requirements, but the NodeClaim CRD refuses the key ("requirement key
+// kubernetes.io/hostname is restricted"), so the NodeClaim must not carry it.
+func TestNewNodeClaimLeavesOutRestrictedLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		operator corev1.NodeSelectorOperator
+		values   []string
+	}{
+		{"NotIn", corev1.NodeSelectorOpNotIn, []string{"node-a", "node-b"}},
+		{"DoesNotExist", corev1.NodeSelectorOpDoesNotExist, nil},
+		{"Exists", corev1.NodeSelectorOpExists, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			planned := &scheduling.NewNodeClaim{
+				NodePool: "default",
+				Requirements: []scheduling.Requirement{
+					{Key: v1.LabelHostname, Operator: tc.operator, Values: tc.values},
+					{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}},
+				},
+				InstanceTypes: []*scheduling.InstanceType{testInstanceType("m5.large", "2", "8Gi")},
+				Pods:          []*corev1.Pod{testPod("1")},
+			}
+			nc := NewNodeClaim(testNodePool(), planned)
+			var keys []string
+			for _, r := range nc.Spec.Requirements {
+				keys = append(keys, r.Key)
+				if r.Key == v1.LabelHostname {
+					t.Errorf("requirement %+v: the NodeClaim CRD refuses kubernetes.io/hostname", r)
+				}
+			}
+			if len(keys) != 2 {
+				t.Errorf("requirement keys %v, want the zone and the instance types", keys)
+			}
+		})
+	}
+}
