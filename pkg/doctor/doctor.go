@@ -87,6 +87,9 @@ type Inputs struct {
 
 	// AWS holds what was read from the account; nil without one.
 	AWS *AWSInputs
+	// AWSMissing says why AWS is nil, for the skipped checks ("": no
+	// account configured).
+	AWSMissing string
 }
 
 // check is one named check.
@@ -117,7 +120,11 @@ func Diagnose(in *Inputs) Report {
 	r := Report{Findings: []Finding{}}
 	for _, c := range checks {
 		if c.NeedsAWS && in.AWS == nil {
-			r.Skipped = append(r.Skipped, c.Name+": no AWS account configured (--cloud-provider=aws)")
+			why := in.AWSMissing
+			if why == "" {
+				why = "no AWS account configured (--cloud-provider=aws)"
+			}
+			r.Skipped = append(r.Skipped, c.Name+": "+why)
 			continue
 		}
 		r.Findings = append(r.Findings, c.Run(in)...)

@@ -57,6 +57,15 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) (Report, error) {
 	}
 	opts := Options{Kube: kube, ClusterName: o.ClusterName, ClusterID: clusterID, ClusterEndpoint: cfg.Host, ControllerSelector: sel}
 	var skipped []string
+	awsMissing := "no AWS account configured (--cloud-provider=aws)"
+	if o.AWS != nil {
+		// Without credentials every AWS call fails: list the cluster's
+		// findings and name the AWS checks skipped, rather than abort.
+		if reason := credentialsMissing(ctx, o.AWS); reason != "" {
+			awsMissing = reason
+			o.AWS = nil
+		}
+	}
 	if o.AWS != nil {
 		version, err := kubernetesVersion(cfg)
 		if err != nil {
@@ -67,12 +76,13 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) (Report, error) {
 			return Report{}, err
 		}
 	} else {
-		skipped = append(skipped, "nodepool-instance-types: no AWS account configured (--cloud-provider=aws)")
+		skipped = append(skipped, "nodepool-instance-types: "+awsMissing)
 	}
 	in, err := Gather(ctx, opts)
 	if err != nil {
 		return Report{}, err
 	}
+	in.AWSMissing = awsMissing
 	r := Diagnose(in)
 	r.Skipped = append(skipped, r.Skipped...)
 	return r, nil
@@ -88,4 +98,17 @@ func kubernetesVersion(cfg *rest.Config) (string, error) {
 		return "", fmt.Errorf("reading the Kubernetes version: %w", err)
 	}
 	return strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+"), nil
+}
+
+// credentialsMissing says why the AWS checks cannot run when cfg yields no
+// credentials ("" when it does).
+func credentialsMissing(ctx context.Context, cfg *aws.Config) string {
+	const fix = "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN"
+	if cfg.Credentials == nil {
+		return "no AWS credentials: " + fix
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return fmt.Sprintf("no AWS credentials (%v): %s", err, fix)
+	}
+	return ""
 }
