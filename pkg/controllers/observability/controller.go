@@ -17,6 +17,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/overlay"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
@@ -370,10 +371,11 @@ func (c *Controller) updateInstanceTypes(ctx context.Context, pools []v1.NodePoo
 	var errs []error
 	for i := range pools {
 		its, err := c.opts.InstanceTypes.GetInstanceTypes(ctx, &pools[i])
-		if cloudprovider.IsNodeClassNotReadyError(err) {
+		if cloudprovider.IsNodeClassNotReadyError(err) || errors.Is(err, overlay.ErrNotEvaluated) {
 			// Not a fault of this controller: the NodePool's Ready
-			// condition and the node class's status say it; an ERROR
-			// every interval would only repeat them.
+			// condition and the node class's status say it, and the
+			// NodeOverlays are evaluated within a second of start-up; an
+			// ERROR every interval would only repeat them.
 			continue
 		}
 		if err != nil {
