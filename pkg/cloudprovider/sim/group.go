@@ -75,11 +75,11 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 	var failed []offering.Candidate
 	for _, c := range common {
 		switch {
-		case p.unavailable.isUnavailable(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
+		case p.unavailable.isUnavailable(nc.Name, c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
 			failed = append(failed, c)
 			continue
 		case nc.SubnetIPExhausted(c.Offering.Zone):
-			p.unavailable.markZone(c.Offering.Zone)
+			p.unavailable.markSubnet(nc.Name, c.Offering.Zone)
 			failed = append(failed, c)
 			continue
 		case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):

@@ -135,7 +135,7 @@ type unavailableOfferings struct {
 	clock clock.PassiveClock
 	ttl   time.Duration
 	mu    sync.Mutex
-	until map[string]time.Time // offeringKey or zoneKey -> expiry
+	until map[string]time.Time // offeringKey or subnetKey -> expiry
 }
 
 func newUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *unavailableOfferings {
@@ -146,15 +146,20 @@ func offeringKey(instanceType, zone, capacityType string) string {
 	return capacityType + ":" + instanceType + ":" + zone
 }
 
-func zoneKey(zone string) string { return "zone:" + zone }
+// subnetKey is a node class's subnet in a zone: a subnet out of addresses
+// is one node class's (as the AWS provider keys it by subnet), so another
+// node class launching into the same zone is not held back by it, while an
+// insufficient capacity (offeringKey) is the region's, for every class.
+func subnetKey(nodeClass, zone string) string { return "subnet:" + nodeClass + ":" + zone }
 
 // markOffering makes one offering unavailable for the TTL.
 func (u *unavailableOfferings) markOffering(instanceType, zone, capacityType string) {
 	u.mark(offeringKey(instanceType, zone, capacityType))
 }
 
-// markZone makes every offering in zone unavailable for the TTL.
-func (u *unavailableOfferings) markZone(zone string) { u.mark(zoneKey(zone)) }
+// markSubnet makes every offering of nodeClass in zone unavailable for the
+// TTL.
+func (u *unavailableOfferings) markSubnet(nodeClass, zone string) { u.mark(subnetKey(nodeClass, zone)) }
 
 func (u *unavailableOfferings) mark(key string) {
 	u.mu.Lock()
@@ -162,11 +167,11 @@ func (u *unavailableOfferings) mark(key string) {
 	u.until[key] = u.clock.Now().Add(u.ttl)
 }
 
-func (u *unavailableOfferings) isUnavailable(instanceType, zone, capacityType string) bool {
+func (u *unavailableOfferings) isUnavailable(nodeClass, instanceType, zone, capacityType string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := u.clock.Now()
-	for _, key := range []string{offeringKey(instanceType, zone, capacityType), zoneKey(zone)} {
+	for _, key := range []string{offeringKey(instanceType, zone, capacityType), subnetKey(nodeClass, zone)} {
 		if t, ok := u.until[key]; ok {
 			if now.Before(t) {
 				return true
@@ -177,12 +182,12 @@ func (u *unavailableOfferings) isUnavailable(instanceType, zone, capacityType st
 	return false
 }
 
-// apply marks the offerings of its in place.
-func (u *unavailableOfferings) apply(its []*scheduling.InstanceType) {
+// apply marks the offerings of nodeClass's its in place.
+func (u *unavailableOfferings) apply(nodeClass string, its []*scheduling.InstanceType) {
 	for _, it := range its {
 		for i := range it.Offerings {
 			o := &it.Offerings[i]
-			if o.Available && u.isUnavailable(it.Name, o.Zone, o.CapacityType) {
+			if o.Available && u.isUnavailable(nodeClass, it.Name, o.Zone, o.CapacityType) {
 				o.Available = false
 			}
 		}

@@ -215,7 +215,7 @@ func (p *Provider) instanceTypes(nc *simv1alpha1.SimNodeClass) ([]*scheduling.In
 		return nil, fmt.Errorf("resolving catalog %q of SimNodeClass %s: %w", nc.Spec.Catalog.Name, nc.Name, err)
 	}
 	its := withOwnOfferings(p.filtered.get(catalog, nc))
-	p.unavailable.apply(its)
+	p.unavailable.apply(nc.Name, its)
 	return its, nil
 }
 
@@ -258,7 +258,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	}
 	var cands, recentlyFailed []offering.Candidate
 	for _, c := range offering.Prioritized(offering.Candidates(p.filtered.get(catalog, nc), nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests), nodeClaim) {
-		if p.unavailable.isUnavailable(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
+		if p.unavailable.isUnavailable(nc.Name, c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
 			recentlyFailed = append(recentlyFailed, c)
 			continue
 		}
@@ -280,7 +280,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	for _, c := range cands {
 		switch {
 		case nc.SubnetIPExhausted(c.Offering.Zone):
-			p.unavailable.markZone(c.Offering.Zone)
+			p.unavailable.markSubnet(nc.Name, c.Offering.Zone)
 			exhausted = append(exhausted, c)
 			continue
 		case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
@@ -306,7 +306,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		zones := offeringValues(offeringsOf(exhausted), func(o scheduling.Offering) string { return o.Zone })
 		msg := fmt.Sprintf("there are not enough free addresses in the subnet of zone %s to launch an instance "+
 			"(SimNodeClass %s, spec.faults.subnetIPExhaustedZones); add address space to the subnet (a secondary CIDR) "+
-			"or allow other zones in the NodePool; joiner skips the zone for %s",
+			"or allow other zones in the NodePool; joiner skips this node class's subnet in the zone for %s (other node classes still launch there)",
 			strings.Join(zones, ", "), nc.Name, p.opts.UnavailableOfferingsTTL)
 		return nil, cloudprovider.NewCreateError(
 			fmt.Errorf("%s: %s", ReasonInsufficientFreeAddressesInSubnet, msg),

@@ -351,6 +351,55 @@ func TestSubnetOutOfIPs(t *testing.T) {
 	}
 }
 
+// TestSubnetOutOfIPsIsPerNodeClass: a subnet out of addresses is one node
+// class's (the AWS provider keys it by subnet): after a launch of "full"
+// fails in sim-east-1a, "other" still launches there, and its offerings in
+// that zone stay available, while full's are skipped for the TTL.
+func TestSubnetOutOfIPsIsPerNodeClass(t *testing.T) {
+	e := newEnv(t,
+		nodeClass("full", withFaults(simv1alpha1.Faults{SubnetIPExhaustedZones: []string{"sim-east-1a"}})),
+		nodeClass("other"))
+	p := e.provider("c")
+	ctx := context.Background()
+	zoneA := req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "sim-east-1a")
+	if _, err := p.Create(ctx, newNodeClaim("nc-full", "full", zoneA)); cloudprovider.AsCreateError(err) == nil {
+		t.Fatalf("Create in the exhausted subnet = %v, want a CreateError", err)
+	}
+	availableInA := func(nodeClass string) int {
+		t.Helper()
+		nc, err := p.nodeClass(ctx, &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass})
+		if err != nil {
+			t.Fatal(err)
+		}
+		its, err := p.instanceTypes(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if o.Zone == "sim-east-1a" && o.Available {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := availableInA("full"); n != 0 {
+		t.Errorf("%d offerings of the exhausted node class still available in sim-east-1a", n)
+	}
+	if n := availableInA("other"); n == 0 {
+		t.Error("the other node class's offerings in sim-east-1a were made unavailable by the first one's subnet")
+	}
+	got, err := p.Create(ctx, newNodeClaim("nc-other", "other", zoneA))
+	if err != nil {
+		t.Fatalf("the other node class's launch into sim-east-1a: %v", err)
+	}
+	if z := got.Labels[v1.LabelTopologyZone]; z != "sim-east-1a" {
+		t.Errorf("launched into %s, want sim-east-1a", z)
+	}
+}
+
 func TestOwnershipAcrossClustersSharingOneStore(t *testing.T) {
 	tests := []struct {
 		name         string
