@@ -74,16 +74,11 @@ func (p *Provider) CreateGroup(ctx context.Context, nodeClaims []*v1.NodeClaim) 
 	}
 	var failed []offering.Candidate
 	for _, c := range common {
-		switch {
-		case p.unavailable.isUnavailable(nc.Name, c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
+		if p.unavailable.isUnavailable(nc.Name, c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType) {
 			failed = append(failed, c)
 			continue
-		case nc.SubnetIPExhausted(c.Offering.Zone):
-			p.unavailable.markSubnet(nc.Name, c.Offering.Zone)
-			failed = append(failed, c)
-			continue
-		case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
-			p.unavailable.markOffering(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
+		}
+		if refused, _ := p.faultRefuses(nc, c); refused {
 			failed = append(failed, c)
 			continue
 		}

@@ -278,14 +278,12 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 	}
 	var iced, exhausted []offering.Candidate
 	for _, c := range cands {
-		switch {
-		case nc.SubnetIPExhausted(c.Offering.Zone):
-			p.unavailable.markSubnet(nc.Name, c.Offering.Zone)
-			exhausted = append(exhausted, c)
-			continue
-		case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
-			p.unavailable.markOffering(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
-			iced = append(iced, c)
+		if refused, subnet := p.faultRefuses(nc, c); refused {
+			if subnet {
+				exhausted = append(exhausted, c)
+			} else {
+				iced = append(iced, c)
+			}
 			continue
 		}
 		if err := p.dice.capacityError(c.String()); err != nil {
@@ -317,6 +315,22 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.Nod
 		fmt.Errorf("InsufficientInstanceCapacity: the cloud has no capacity for the offerings it allows "+
 			"(SimNodeClass %s, spec.faults.insufficientCapacity); they are skipped for %s so another type, zone or capacity type is chosen",
 			nc.Name, p.opts.UnavailableOfferingsTTL), offering.Describe(failed)...)
+}
+
+// faultRefuses reports whether nc's injected faults refuse a launch of c,
+// and whether for its subnet (out of addresses) rather than for capacity;
+// what failed is marked unavailable, as a cloud provider's ICE cache does.
+// Create and CreateGroup both ask it.
+func (p *Provider) faultRefuses(nc *simv1alpha1.SimNodeClass, c offering.Candidate) (refused, subnet bool) {
+	switch {
+	case nc.SubnetIPExhausted(c.Offering.Zone):
+		p.unavailable.markSubnet(nc.Name, c.Offering.Zone)
+		return true, true
+	case nc.InsufficientCapacity(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType):
+		p.unavailable.markOffering(c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
+		return true, false
+	}
+	return false, false
 }
 
 func offeringsOf(cs []offering.Candidate) []scheduling.Offering {
