@@ -60,6 +60,9 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 			if pods.IsReschedulable(p) {
 				c.pods = append(c.pods, p)
 				c.cost += evictionCost(p)
+				if pods.IsOwnerless(p) && pods.IsEvictable(p, in.Now) {
+					v.Ownerless = append(v.Ownerless, podKey(p))
+				}
 			}
 		}
 		c.cost *= lifetimeRemaining(n.NodeClaim, in.Now)

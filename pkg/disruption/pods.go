@@ -1,8 +1,10 @@
 package disruption
 
 import (
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,3 +47,12 @@ func lifetimeRemaining(nc *v1.NodeClaim, now time.Time) float64 {
 
 // podKey is namespace/name as Karpenter's messages print it.
 func podKey(p *corev1.Pod) string { return klog.KObj(p).String() }
+
+// OwnerlessWarning is what the controller (event OwnerlessPods on the Node
+// and NodeClaim) and explain say about a node whose verdict names pods with
+// no controller owner (Verdict.Ownerless).
+func OwnerlessWarning(ownerless []string) string {
+	return fmt.Sprintf("disrupting this node deletes pod(s) %s for good: they have no controller owner, so nothing recreates them after eviction; "+
+		"like Karpenter v1, joiner does not let them block consolidation or drift: annotate them %s: \"true\" (or run them under a Deployment, StatefulSet or Job) to keep them",
+		strings.Join(ownerless, ", "), v1.AnnotationDoNotDisrupt)
+}

@@ -45,6 +45,9 @@ type Record struct {
 	Drift   string `json:"drift,omitempty"`
 	// Empty: no pod on the node needs another node.
 	Empty bool `json:"empty,omitempty"`
+	// Ownerless are the node's pods with no controller owner that
+	// disrupting it would delete for good (Verdict.Ownerless).
+	Ownerless []string `json:"ownerless,omitempty"`
 	// PricePerHour is what the node costs now.
 	PricePerHour float64 `json:"pricePerHour,omitempty"`
 	// ReplacementPricePerHour and Replacements are the command's new
@@ -60,7 +63,7 @@ type Record struct {
 // NewRecord is v as stored, with cmd the pass's command (nil when none);
 // Since is left for the caller.
 func NewRecord(v Verdict, cmd *Command) Record {
-	r := Record{Drifted: v.Drifted, Drift: v.Drift, Empty: v.Empty, PricePerHour: round4(v.Price)}
+	r := Record{Drifted: v.Drifted, Drift: v.Drift, Empty: v.Empty, Ownerless: v.Ownerless, PricePerHour: round4(v.Price)}
 	switch {
 	case cmd != nil && slices.Contains(cmd.Candidates, v.Node):
 		r.State, r.Method, r.Reason = StateDisrupting, cmd.Method, cmd.Reason

@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +198,46 @@ func TestEvictionCost(t *testing.T) {
 			}
 			if got := verdictOf(t, d, "a").DisruptionCost; got < tc.want-1e-9 || got > tc.want+1e-9 {
 				t.Errorf("disruption cost %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOwnerlessPodsDoNotBlock: a pod with no controller owner does not
+// block its node (Karpenter v1 does not either), but the verdict names it,
+// since disrupting the node deletes it for good; pods with a controller,
+// daemon pods and finished pods are not named.
+func TestOwnerlessPodsDoNotBlock(t *testing.T) {
+	yes := true
+	rs := func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", Controller: &yes}}
+	}
+	finished := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	for _, tc := range []struct {
+		name      string
+		pods      []*corev1.Pod
+		candidate bool
+		want      []string
+	}{
+		{name: "a bare pod is named and does not block", pods: []*corev1.Pod{pod("bare", "1"), pod("web-1", "1", rs)}, candidate: true, want: []string{"default/bare"}},
+		{name: "controlled, daemon and finished pods are not named", pods: []*corev1.Pod{pod("web-1", "1", rs), pod("d", "1", daemon), pod("job", "1", finished)}, candidate: true},
+		{name: "a do-not-disrupt bare pod blocks and is not evicted", pods: []*corev1.Pod{pod("bare", "1", annotated(v1.AnnotationDoNotDisrupt, "true"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, pool(), node{name: "a", it: "c4", pods: tc.pods})
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := verdictOf(t, d, "a")
+			if v.Candidate != tc.candidate {
+				t.Errorf("candidate %v, want %v (%+v)", v.Candidate, tc.candidate, v)
+			}
+			if !slices.Equal(v.Ownerless, tc.want) {
+				t.Errorf("ownerless %q, want %q", v.Ownerless, tc.want)
+			}
+			if rec := disruption.NewRecord(v, d.Command); !slices.Equal(rec.Ownerless, tc.want) {
+				t.Errorf("stored ownerless %q, want %q", rec.Ownerless, tc.want)
 			}
 		})
 	}

@@ -180,6 +180,12 @@ type Verdict struct {
 	Drift   string
 	// Empty: the node runs no pod that would need another node.
 	Empty bool
+	// Ownerless names (namespace/name) the node's pods that have no
+	// controller owner and would be evicted: nothing recreates them, so
+	// disrupting the node deletes them for good. Like Karpenter v1 they do
+	// not block the node; the controller warns about them (event
+	// OwnerlessPods) and explain shows them.
+	Ownerless []string
 	// DisruptionCost is the evicted pods' cost times the node's remaining
 	// lifetime share (candidates are ranked by it against their price).
 	DisruptionCost float64

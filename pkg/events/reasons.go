@@ -51,8 +51,15 @@ const (
 	NodeRepairBlocked = "NodeRepairBlocked"
 
 	// Voluntary disruption (emptiness, drift, consolidation).
-	DisruptionBlocked          = "DisruptionBlocked"
-	Unconsolidatable           = "Unconsolidatable"
+	DisruptionBlocked = "DisruptionBlocked"
+	Unconsolidatable  = "Unconsolidatable"
+	// OwnerlessPods: a disruption candidate runs pods with no controller
+	// owner, which disrupting it deletes for good (joiner's warning;
+	// Karpenter says nothing and does not block either).
+	OwnerlessPods = "OwnerlessPods"
+	// OwnerlessPodEvicted: the drain evicted (or deleted) a pod with no
+	// controller owner; nothing will recreate it (joiner's).
+	OwnerlessPodEvicted        = "OwnerlessPodEvicted"
 	DisruptionLaunching        = "DisruptionLaunching"
 	DisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	DisruptionTerminating      = "DisruptionTerminating"

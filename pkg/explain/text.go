@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 )
 
@@ -126,6 +127,9 @@ func (p *printer) claim(v *NodeClaimVerdict, in string) {
 			}
 			if r.Drifted {
 				p.line(in+"  ", "drifted%s", prefixed(": held: ", r.Drift))
+			}
+			if len(r.Ownerless) > 0 && (r.State == disruption.StateCandidate || r.State == disruption.StateDisrupting) {
+				p.line(in+"  ", "warning: %s", disruption.OwnerlessWarning(r.Ownerless))
 			}
 		}
 		if d.DoNotDisrupt {

@@ -92,6 +92,17 @@ func IsWorkload(p *corev1.Pod) bool {
 	return !IsOwnedByDaemonSet(p) && !IsMirror(p)
 }
 
+// IsOwnerless reports whether p is a workload pod with no controller owner
+// (a bare pod created by hand or by a tool that does not manage it): once
+// evicted nothing recreates it, so a drain deletes it for good. Like
+// Karpenter v1, joiner does not let such a pod block a node's disruption;
+// the disruption controller warns before and the drain says after. Mirror
+// pods are the kubelet's, and DaemonSet pods have a controller: neither is
+// ownerless.
+func IsOwnerless(p *corev1.Pod) bool {
+	return ControllerOf(p) == nil && !IsMirror(p)
+}
+
 // ToleratesDisrupted reports whether p tolerates the karpenter.sh/disrupted
 // NoSchedule taint: such pods chose to stay until their node goes (most
 // node agents do), so the drain leaves them where they are.

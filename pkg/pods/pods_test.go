@@ -83,6 +83,28 @@ func TestIsReschedulable(t *testing.T) {
 	}
 }
 
+func TestIsOwnerless(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{name: "bare pod", pod: pod(), want: true},
+		{name: "owner without controller: nothing recreates it", pod: pod(owned("ReplicaSet", false)), want: true},
+		{name: "ReplicaSet pod", pod: pod(owned("ReplicaSet", true))},
+		{name: "Job pod", pod: pod(owned("Job", true))},
+		{name: "DaemonSet pod", pod: pod(owned("DaemonSet", true))},
+		{name: "mirror pod by annotation", pod: pod(mirrorAnnotated)},
+		{name: "mirror pod by Node controller", pod: pod(owned("Node", true))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pods.IsOwnerless(tc.pod); got != tc.want {
+				t.Errorf("IsOwnerless = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestClassification(t *testing.T) {
 	for _, tc := range []struct {
 		name                                              string

@@ -47,6 +47,11 @@ func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 		}
 		// The verdicts are stored where users and `joiner explain` look:
 		// events on the Node and its NodeClaim.
+		if len(v.Ownerless) > 0 && (v.Candidate || v.Command != "") {
+			e := events.Warning(nil, events.OwnerlessPods, "Disrupt", "%s", disruption.OwnerlessWarning(v.Ownerless))
+			e.DedupeTimeout = unconsolidatableDedupe
+			c.publishAbout(n, e)
+		}
 		switch {
 		case v.Blocked != "":
 			c.publishAbout(n, events.Normal(nil, events.DisruptionBlocked, "Disrupt", "%s", v.Blocked))

@@ -37,6 +37,7 @@ func TestDisruption(t *testing.T) {
 		{"a cron budget window blocks while active", cronWindow},
 		{"a drifted node is replaced", driftReplaces},
 		{"drift stops when its replacements never initialise", safeDrift},
+		{"an ownerless pod is warned about, then evicted and named", ownerlessPod},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -315,11 +315,15 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev
 		// Karpenter's reason for a pod deleted, not evicted, at the deadline.
 		c.opts.Recorder.Publish(events.Warning(p, events.Disrupted, "Delete",
 			"Deleted pod with %ds of grace: node %s reached its terminationGracePeriod deadline, which overrides PodDisruptionBudgets and %s", plan.DeleteGrace[i], node.Name, v1.AnnotationDoNotDisrupt))
+		c.ownerlessGone(node, nodeClaims, p, "deleted at the terminationGracePeriod deadline")
 	}
 	for _, p := range plan.Evict {
-		msg, err := c.evict(ctx, p)
+		evicted, msg, err := c.evict(ctx, p)
 		if err != nil {
 			return false, err
+		}
+		if evicted {
+			c.ownerlessGone(node, nodeClaims, p, "evicted")
 		}
 		if msg != "" {
 			blocked = append(blocked, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, msg))
@@ -344,10 +348,28 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev
 	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionUnknown, "Draining", message)
 }
 
-// evict asks the API server to evict p. A refusal that waiting can fix (a
-// PodDisruptionBudget with no disruptions left) returns its message and no
-// error; the pod is retried on the next pass.
-func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
+// ownerlessGone says, on the Node and its NodeClaims, that the drain
+// removed p for good when p has no controller owner: nothing recreates it,
+// and the pod's own events go with it. The disruption controller warned
+// before (OwnerlessPods); this is the after.
+func (c *Controller) ownerlessGone(node *corev1.Node, nodeClaims []*v1.NodeClaim, p *corev1.Pod, how string) {
+	if !pods.IsOwnerless(p) {
+		return
+	}
+	e := events.Warning(node, events.OwnerlessPodEvicted, "Drain",
+		"Pod %s/%s was %s while node %s drained; it has no controller owner, so nothing will recreate it", p.Namespace, p.Name, how, node.Name)
+	c.opts.Recorder.Publish(e)
+	for _, nc := range nodeClaims {
+		e.Regarding = nc
+		c.opts.Recorder.Publish(e)
+	}
+}
+
+// evict asks the API server to evict p and reports whether it did. A
+// refusal that waiting can fix (a PodDisruptionBudget with no disruptions
+// left) returns its message and no error; the pod is retried on the next
+// pass.
+func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (bool, string, error) {
 	eviction := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
@@ -362,16 +384,16 @@ func (c *Controller) evict(ctx context.Context, p *corev1.Pod) (string, error) {
 	switch {
 	case err == nil:
 		c.opts.Recorder.Publish(events.Normal(p, events.Evicted, "Evict", "Evicted pod: its node is terminating"))
-		return "", nil
+		return true, "", nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or replaced by a pod of the same name: nothing to do.
-		return "", nil
+		return false, "", nil
 	case apierrors.IsTooManyRequests(err):
-		return "PodDisruptionBudget allows no more disruptions", nil
+		return false, "PodDisruptionBudget allows no more disruptions", nil
 	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "more than one PodDisruptionBudget"):
-		return "more than one PodDisruptionBudget selects the pod, so it cannot be evicted", nil
+		return false, "more than one PodDisruptionBudget selects the pod, so it cannot be evicted", nil
 	default:
-		return "", fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
+		return false, "", fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 }
 
