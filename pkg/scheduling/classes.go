@@ -47,7 +47,9 @@ type classBase struct {
 	hostPorts  []hostPort     // ports the pods bind on their node
 	err        Reason         // why these pods can never be placed
 	volDrivers map[string]int // CSI volumes by driver
-	variants   []*podClass
+	// devices are the pods' device requests (IGNORE_DRA_REQUESTS=false).
+	devices  []DeviceRequest
+	variants []*podClass
 }
 
 // shapeT is what classes with identical requests share: how far into each
@@ -115,7 +117,7 @@ func (sv *solver) buildClasses() error {
 		if pods.IsOwnedByDaemonSet(p) {
 			continue
 		}
-		req := sv.ri.vec(podRequests(p))
+		req := sv.podVec(p)
 		b.Reset()
 		classKey(&b, p, req)
 		key := b.String()
@@ -246,6 +248,9 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 		return err
 	}
 	cb.volDrivers = drivers
+	if err := sv.classDevices(cb, p); err != nil {
+		return err
+	}
 	cb.hostPorts = podHostPorts(p)
 	// Required node affinity terms crossed with the volumes' alternatives,
 	// pod terms first.

@@ -23,13 +23,13 @@ func (sv *solver) buildExisting() {
 		return nodes[i].Name < nodes[j].Name
 	})
 	for _, en := range nodes {
-		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.ri.vec(en.Allocatable), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
+		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.nodeAlloc(en), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
 		n.requests = make(resVec, len(sv.ri.names))
 		for _, p := range en.Pods {
 			if pods.IsTerminal(p) {
 				continue
 			}
-			n.requests.add(sv.ri.vec(podRequests(p)))
+			n.requests.add(sv.podVec(p))
 			n.ports = append(n.ports, podHostPorts(p)...)
 			for _, v := range p.Spec.Volumes {
 				if v.PersistentVolumeClaim == nil {
@@ -96,6 +96,9 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 func (sv *solver) existingStatic(c *podClass, n *nodeState) Reason {
 	if t, ok := c.tolerates(n.exTaints); !ok {
 		return Taint{Taint: t}
+	}
+	if r := c.base.deviceNodeReason(n); r != nil {
+		return r
 	}
 	incompatible := NodeLabels{}
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {

@@ -267,7 +267,7 @@ func (sv *solver) finalize(n *nodeState, reservations map[string]int) *NewNodeCl
 	}
 	req := n.requests.clone()
 	req.add(p.daemon[n.natural])
-	nc.Requests = sv.ri.list(req)
+	nc.Requests = sv.withoutDevices(sv.ri.list(req))
 	for i, k := range n.reqs.keys {
 		if k == corev1.LabelInstanceTypeStable {
 			continue

@@ -40,6 +40,10 @@ func (sv *solver) newNodeFit(a *attempt, n *nodeState, grow bool) (trial, verdic
 			// ports may have ruled some out).
 			tr.types = sv.typesFor(p, tr.reqs).and(n.types)
 		}
+		if len(c.base.devices) > 0 {
+			// Only the types whose devices meet the joining pod's claims.
+			tr.types = tr.types.and(c.poolTypes[p.idx])
+		}
 	}
 	if len(c.base.hostPorts) > 0 {
 		free, clash := p.typesFreeOfDaemonPorts(tr.types, c.base.hostPorts)
@@ -108,6 +112,9 @@ func (sv *solver) pickDomains(a *attempt, n *nodeState, tr trial, need, from res
 			}
 			x := tr
 			x.reqs, x.types = r, sv.typesFor(n.pool, r)
+			if len(a.c.base.devices) > 0 {
+				x.types = x.types.and(a.c.poolTypes[n.pool.idx])
+			}
 			if out, ok := sv.pickZoneAndCT(a, n, x, need, from, grow); ok {
 				return out, true
 			}

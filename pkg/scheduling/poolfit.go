@@ -47,6 +47,10 @@ func (sv *solver) poolStatic(c *podClass, p *poolT) Reason {
 	if clash != nil {
 		return HostPort{Port: clash.port, Protocol: clash.protocol}
 	}
+	types, devWhy := sv.deviceTypes(c, p, types)
+	if devWhy != nil {
+		return devWhy
+	}
 	c.poolTypes[p.idx] = types
 	zones, cts := p.zones&c.zones, p.cts&c.cts
 	var any bool

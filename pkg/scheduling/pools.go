@@ -216,6 +216,9 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 	p.maxEff = make(resVec, len(sv.ri.names))
 	for i, t := range p.types {
 		alloc := sv.ri.allocatable(t.it)
+		if sv.planDevices() {
+			sv.addDevices(alloc, sv.snap.Devices.InstanceTypes[t.it.Name])
+		}
 		d, ports := sv.daemonOverhead(p, t)
 		p.daemonPorts = append(p.daemonPorts, ports)
 		eff := alloc.clone()
@@ -389,6 +392,7 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
 func (b bitset) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) clear(i int)    { b[i>>6] &^= 1 << (i & 63) }
 
 // and returns the intersection of b and o, a new set.
 func (b bitset) and(o bitset) bitset {

@@ -19,6 +19,10 @@ func classError(err error) Reason {
 	if errors.As(err, &v) {
 		return v
 	}
+	var d DeviceReason
+	if errors.As(err, &d) {
+		return d
+	}
 	return InvalidPod{Message: err.Error()}
 }
 

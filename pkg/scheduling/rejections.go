@@ -53,7 +53,7 @@ var ReasonKinds = []ReasonKind{
 	KindNoInstanceType, KindInsufficientResource, KindMinValues, KindTopology, KindLimit,
 	KindNodeLabels, KindVolumeLimit, KindMarkedForDeletion, KindNotChosen, KindExistingNodes, KindNoCapacity,
 	KindBackingOff,
-	KindExcludesNodePools, KindResourceNotOffered, KindDynamicResources,
+	KindExcludesNodePools, KindResourceNotOffered, KindDynamicResources, KindDevices,
 }
 
 // Kinds for what used to be passed over without a word (issue 10): a pod

@@ -77,6 +77,8 @@ func Message(r Reason) string {
 			r.Resource, r.Requested.String())
 	case DynamicResources:
 		return dynamicResourcesMessage(r)
+	case DeviceReason:
+		return deviceMessage(r)
 	case NoRequests:
 		return "pod has no cpu or memory requests, so joiner plans its node as if it used nothing and the node may be too small; set resources.requests"
 	}

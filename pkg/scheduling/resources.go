@@ -158,3 +158,24 @@ func (ri *resourceIndex) allocatable(it *InstanceType) resVec {
 	}
 	return v
 }
+
+// withoutDevices drops the device dimensions from a list: they are the
+// solver's bookkeeping of DRA claims, not resources a NodeClaim requests.
+func (sv *solver) withoutDevices(l corev1.ResourceList) corev1.ResourceList {
+	for n := range l {
+		if sv.deviceDims[n] {
+			delete(l, n)
+		}
+	}
+	return l
+}
+
+// nodeAlloc is what pods may use on an existing node, its published
+// devices included when they are planned.
+func (sv *solver) nodeAlloc(en *ExistingNode) resVec {
+	v := sv.ri.vec(en.Allocatable)
+	if sv.planDevices() {
+		sv.addDevices(v, sv.snap.Devices.Nodes[en.Name])
+	}
+	return v
+}

@@ -38,6 +38,9 @@ type Snapshot struct {
 	// namespaceSelector then counts every namespace (the safe side for
 	// affinity and the cautious side for anti-affinity).
 	Namespaces []*corev1.Namespace
+	// Devices is the Dynamic Resource Allocation view (pkg/dra), read when
+	// Options.PlanDynamicResources is set; nil otherwise.
+	Devices *Devices
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool: its template

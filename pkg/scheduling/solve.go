@@ -154,6 +154,9 @@ type solver struct {
 	// snapshot has none, see Snapshot.Namespaces).
 	nsLabels map[string]map[string]string
 
+	// deviceDims are the resource dimensions of DRA devices, one per driver.
+	deviceDims map[corev1.ResourceName]bool
+
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
 	scs  map[string]*StorageClass
@@ -205,6 +208,15 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 			lists = append(lists, p.Spec.Overhead)
 			if p.Spec.Resources != nil {
 				lists = append(lists, p.Spec.Resources.Requests)
+			}
+		}
+	}
+	if opts.PlanDynamicResources {
+		sv.deviceDims = map[corev1.ResourceName]bool{}
+		for _, l := range s.deviceLists() {
+			lists = append(lists, l)
+			for n := range l {
+				sv.deviceDims[n] = true
 			}
 		}
 	}
