@@ -57,6 +57,9 @@ func View(ctx context.Context, snap *scheduling.Snapshot, objs Objects, launchin
 		b.templates[t.Namespace+"/"+t.Name] = t
 	}
 	out := &scheduling.Devices{Pods: map[string][]scheduling.DeviceRequest{}, InstanceTypes: map[string]map[string]int64{}, Nodes: map[string]map[string]int64{}}
+	if !anyClaims(snap) {
+		return out // nothing asks for devices: no need to know who has them
+	}
 	for _, its := range snap.InstanceTypes {
 		for _, it := range its {
 			if _, done := b.typeDevs[it.Name]; done {
@@ -374,4 +377,22 @@ func perDriver(devs []device) map[string]int64 {
 		out[d.driver]++
 	}
 	return out
+}
+
+// anyClaims reports whether some pod of snap, pending or bound, has
+// resource claims.
+func anyClaims(snap *scheduling.Snapshot) bool {
+	for _, p := range snap.Pods {
+		if scheduling.HasResourceClaims(p) {
+			return true
+		}
+	}
+	for _, n := range snap.Nodes {
+		for _, p := range n.Pods {
+			if scheduling.HasResourceClaims(p) {
+				return true
+			}
+		}
+	}
+	return false
 }
