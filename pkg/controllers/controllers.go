@@ -188,7 +188,8 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	// One live model and one NodeClaim creator, shared by provisioning,
 	// disruption and the status page: what consolidation simulates on is
 	// what the provisioner plans on.
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings})
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings,
+		Devices: o.Scheduling.PlanDynamicResources})
 	if err != nil {
 		return nil, fmt.Errorf("building the live model: %w", err)
 	}

@@ -136,8 +136,13 @@ func (r *reducer) requests(p *corev1.Pod) corev1.ResourceList {
 }
 
 // pinned reports whether p must stay visible whatever the topology: its
-// host ports and volumes take part in conflicts and attach limits.
+// host ports and volumes take part in conflicts and attach limits, and its
+// resource claims' devices count against the node's (folded into a
+// smaller allocatable, they would look free).
 func pinned(p *corev1.Pod) bool {
+	if scheduling.HasResourceClaims(p) {
+		return true
+	}
 	for _, c := range p.Spec.Containers {
 		for _, port := range c.Ports {
 			if port.HostPort != 0 {

@@ -26,7 +26,8 @@ var fixFor = map[scheduling.ReasonKind]string{
 	scheduling.KindMarkedForDeletion:    "the fitting nodes are being deleted or disrupted; a new node is needed",
 	scheduling.KindNotChosen:            "other pending pods took the room first; the next batch retries",
 	scheduling.KindNoCapacity:           "no capacity is available in the cloud for the allowed types right now: allow more instance types, zones or capacity types",
-	scheduling.KindDynamicResources:     "the pod claims devices through Dynamic Resource Allocation and IGNORE_DRA_REQUESTS=true keeps joiner from provisioning it: run it on nodes joiner does not manage, or request the device plugin's extended resource instead of a claim",
+	scheduling.KindDynamicResources:     "the pod claims devices through Dynamic Resource Allocation and IGNORE_DRA_REQUESTS=true keeps joiner from provisioning it: set IGNORE_DRA_REQUESTS=false (docs/dra.md), or request the device plugin's extended resource instead of a claim",
+	scheduling.KindDevices:              "no instance type the NodePool allows publishes enough devices that meet the claim's DeviceClass and selectors (the message names them): allow instance types with such devices, or widen the selectors; see docs/dra.md for what joiner plans",
 }
 
 // fixes are the distinct fixes for the NodePools' rejection kinds,

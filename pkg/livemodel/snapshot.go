@@ -104,6 +104,9 @@ type Options struct {
 	// consolidation alike), and the pods that consume a request are not
 	// pending pods of a batch.
 	Bookings Bookings
+	// Devices reads the cluster's DRA objects into the snapshot's Devices
+	// view (IGNORE_DRA_REQUESTS=false).
+	Devices bool
 }
 
 func (o *Options) validate() error {
@@ -216,7 +219,8 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 	}
 
 	daemons := b.opts.State.DaemonSetPods()
-	for _, sn := range b.opts.State.ReadOnlyNodes() {
+	stateNodes := b.opts.State.ReadOnlyNodes()
+	for _, sn := range stateNodes {
 		en := sn.ExistingNode()
 		if sn.MarkedForDeletion {
 			en.Pods = sn.Pods
@@ -275,6 +279,11 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 	v.Cluster.Namespaces = make([]*corev1.Namespace, 0, len(namespaces.Items))
 	for i := range namespaces.Items {
 		v.Cluster.Namespaces = append(v.Cluster.Namespaces, &namespaces.Items[i])
+	}
+	if b.opts.Devices {
+		if v.Cluster.Devices, err = b.devices(ctx, v.Cluster, stateNodes, allTypes); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

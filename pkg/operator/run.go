@@ -99,6 +99,9 @@ func SolverOptions(settings *options.Options) scheduling.Options {
 		IgnorePreferences:   settings.PreferencePolicy == options.PreferencePolicyIgnore,
 		MinValuesBestEffort: settings.MinValuesPolicy == options.MinValuesPolicyBestEffort,
 		ListPrices:          settings.PriceModel == options.PriceModelList,
+		// IGNORE_DRA_REQUESTS=false: the live model reads the DRA objects
+		// and the solver plans devices.
+		PlanDynamicResources: !settings.IgnoreDRARequests,
 	}
 }
 

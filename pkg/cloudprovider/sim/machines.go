@@ -282,8 +282,14 @@ func (m *Machines) registerNode(ctx context.Context, inst *Instance) error {
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Another process (or an earlier pass that failed to record it)
-		// registered it.
-		return nil
+		// registered it; its devices may not be published yet.
+		if inst.Registration.WithoutExtendedResources {
+			return nil
+		}
+		if err := m.opts.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return fmt.Errorf("reading node %s of instance %s: %w", node.Name, inst.ID, err)
+		}
+		return m.publishDevices(ctx, node)
 	case err != nil:
 		return fmt.Errorf("registering node %s of instance %s: %w", node.Name, inst.ID, err)
 	}
@@ -294,13 +300,21 @@ func (m *Machines) registerNode(ctx context.Context, inst *Instance) error {
 			return fmt.Errorf("posting status of node %s: %w", node.Name, err)
 		}
 	}
+	if !inst.Registration.WithoutExtendedResources {
+		if err := m.publishDevices(ctx, node); err != nil {
+			return err
+		}
+	}
 	logr.FromContextOrDiscard(ctx).Info("machine registered its node", "instance", inst.ID, "node", node.Name,
 		"instance-type", inst.Type, "zone", inst.Zone, "provider-id", inst.ProviderID())
 	return nil
 }
 
 func (m *Machines) removeNode(ctx context.Context, inst *Instance) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Registration.NodeName}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Registration.NodeName, Labels: inst.Registration.Labels}}
+	if err := m.withdrawDevices(ctx, node); err != nil {
+		return err
+	}
 	if err := m.opts.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing node %s of terminated instance %s: %w", node.Name, inst.ID, err)
 	}

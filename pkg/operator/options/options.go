@@ -102,7 +102,9 @@ type Options struct {
 	// PriceModel is Billed or List: how nodes are priced when provisioning
 	// and consolidation compare them.
 	PriceModel string
-	// IgnoreDRARequests must be true: joiner does not plan DRA devices.
+	// IgnoreDRARequests leaves pods with Dynamic Resource Allocation claims
+	// unprovisioned (Karpenter's default); false plans nodes whose devices
+	// meet the claims (docs/dra.md).
 	IgnoreDRARequests bool
 	// SchedulerConfig must be empty: joiner does not read kube-scheduler
 	// default spread constraints.
@@ -210,7 +212,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.duration(&o.BatchIdleDuration, "batch-idle-duration", "BATCH_IDLE_DURATION", time.Second, "A provisioning batch closes after this long without a new pending pod")
 	r.str(&o.PreferencePolicy, "preference-policy", "PREFERENCE_POLICY", PreferencePolicyRespect, "Respect: preferred affinities and ScheduleAnyway spreads are honoured, relaxed one at a time when they cannot be; Ignore: they are dropped before simulating")
 	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
-	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Plan pods without regard to their Dynamic Resource Allocation claims; joiner does not plan DRA devices, so only true is accepted")
+	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default; false plans nodes whose devices meet the claims (docs/dra.md)")
 	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay (each =true|false, all false by default; ReservedCapacity accepted; CapacityBuffer only as false), comma separated")
 	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler configuration whose default topology spread constraints Karpenter simulates; joiner does not yet, so only empty is accepted")
 	// Karpenter's AWS settings.
@@ -334,9 +336,6 @@ func (o *Options) Validate() error {
 	case MinValuesPolicyStrict, MinValuesPolicyBestEffort:
 	default:
 		errs = append(errs, fmt.Errorf("min-values-policy %q is not one of Strict, BestEffort", o.MinValuesPolicy))
-	}
-	if !o.IgnoreDRARequests {
-		errs = append(errs, errors.New("ignore-dra-requests=false: joiner does not plan Dynamic Resource Allocation claims; set it to true (the default)"))
 	}
 	if o.SchedulerConfig != "" {
 		errs = append(errs, errors.New("scheduler-config: joiner does not simulate kube-scheduler default topology spread constraints yet; leave it empty and put the constraints on the workloads"))

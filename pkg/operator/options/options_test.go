@@ -93,7 +93,6 @@ func TestOptions(t *testing.T) {
 		{name: "qps not positive", env: map[string]string{"KUBE_CLIENT_QPS": "0"}, wantErr: "kube-client-qps 0"},
 		{name: "empty lease name", env: map[string]string{"LEADER_ELECTION_NAME": ""}, wantErr: "leader-election-name must not be empty"},
 		{name: "empty log output", args: []string{"--log-output-paths="}, wantErr: "log-output-paths and log-error-output-paths must not be empty"},
-		{name: "dra requests planned", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: "ignore-dra-requests=false"},
 		{name: "scheduler config", args: []string{"--scheduler-config=/etc/sched.yaml"}, wantErr: "scheduler-config: joiner does not simulate"},
 		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}, wantErr: "eks-control-plane=true"},
 		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: "enable-zonal-shift=true"},
