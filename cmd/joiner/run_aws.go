@@ -21,6 +21,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
@@ -32,7 +33,11 @@ import (
 // pointed at it, and the emulated machines that boot its instances into
 // kwok Nodes.
 type localAWS struct {
-	server  *localec2.Server
+	server *localec2.Server
+	// front is what joiner and the emulated machines talk to: moto behind
+	// the front that answers as EC2 where moto does not (subnet addresses,
+	// launch template pages, architecture filters, spot prices).
+	front   *localec2.FrontProxy
 	cluster *localec2.Cluster
 	nodes   *bootstrap.Nodes
 }
@@ -45,15 +50,20 @@ func startLocalAWS(ctx context.Context, s *story, runDir string, settings *optio
 	if err != nil {
 		return nil, err
 	}
-	l := &localAWS{server: srv, cluster: cl}
-	if err := l.seed(ctx, settings, kube, apiServer); err != nil {
+	front, err := localec2.StartFrontProxy(srv.Endpoint, localec2.FrontOptions{OnDemandPrices: awsprovider.BuiltInOnDemandPrices(localec2.Region)})
+	if err != nil {
 		_ = srv.Stop()
 		return nil, err
 	}
-	s.sayf("local EC2 (moto_server) at %s: VPC %s, %d subnets and security group %s tagged %s=%s, node role %s mapped in kube-system/aws-auth, interruption queue %s (log: %s)",
-		srv.Endpoint, l.cluster.VPCID, len(l.cluster.Subnets), l.cluster.SecurityGroupID, localec2.TagDiscovery, settings.ClusterName,
+	l := &localAWS{server: srv, front: front, cluster: cl}
+	if err := l.seed(ctx, settings, kube, apiServer); err != nil {
+		_ = l.stop()
+		return nil, err
+	}
+	s.sayf("local EC2 (moto_server behind joiner's EC2 front) at %s: VPC %s, %d subnets and security group %s tagged %s=%s, node role %s mapped in kube-system/aws-auth, interruption queue %s (log: %s)",
+		front.Endpoint, l.cluster.VPCID, len(l.cluster.Subnets), l.cluster.SecurityGroupID, localec2.TagDiscovery, settings.ClusterName,
 		l.cluster.RoleName, settings.InterruptionQueue, srv.LogPath())
-	s.sayf("to use it from another shell (the aws CLI, joiner doctor --cloud-provider=aws, joiner controller):\n%s", localAWSEnv(srv.Endpoint, settings))
+	s.sayf("to use it from another shell (the aws CLI, joiner doctor --cloud-provider=aws, joiner controller):\n%s", localAWSEnv(front.Endpoint, settings))
 	return l, nil
 }
 
@@ -71,7 +81,7 @@ func localAWSEnv(endpoint string, settings *options.Options) string {
 // seed maps the seeded node role, creates the interruption queue and
 // points the settings and the SDK at the local EC2.
 func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube client.Client, apiServer string) error {
-	cfg, cl := l.server.Config(), l.cluster
+	cfg, cl := localec2.Config(l.front.Endpoint, localec2.Region), l.cluster
 	role, err := iam.NewFromConfig(cfg).GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(cl.RoleName)})
 	if err != nil {
 		return fmt.Errorf("reading node role %s: %w", cl.RoleName, err)
@@ -86,7 +96,7 @@ func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube cli
 		return fmt.Errorf("creating interruption queue %s: %w", settings.InterruptionQueue, err)
 	}
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": l.server.Endpoint, "AWS_REGION": localec2.Region,
+		"AWS_ENDPOINT_URL": l.front.Endpoint, "AWS_REGION": localec2.Region,
 		"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
 	} {
 		if err := os.Setenv(k, v); err != nil {
@@ -95,7 +105,8 @@ func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube cli
 	}
 	settings.ClusterEndpoint = apiServer
 	settings.SSMParameterRoot = cl.ParameterRoot
-	// moto has no Pricing API: use the built-in price table.
+	// moto has no Pricing API: use the built-in price table (spot prices
+	// come from the front, derived from the same table).
 	settings.IsolatedVPC = true
 	// The AL2023 image's own nodeadm judges user data when one is built
 	// (make nodeadm; JOINER_NODEADM=bin/nodeadm).
@@ -112,7 +123,7 @@ func (l *localAWS) run(ctx context.Context, logger logr.Logger) {
 }
 
 func (l *localAWS) stop() error {
-	return l.server.Stop()
+	return errors.Join(l.front.Close(), l.server.Stop())
 }
 
 // interrupt sends an EC2 Spot Instance Interruption Warning for nc's
@@ -127,7 +138,7 @@ func (l *localAWS) interrupt(ctx context.Context, queue string, nc *v1.NodeClaim
 	if err != nil {
 		return "", err
 	}
-	client := sqs.NewFromConfig(l.server.Config())
+	client := sqs.NewFromConfig(localec2.Config(l.front.Endpoint, localec2.Region))
 	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
 	if err != nil {
 		return "", fmt.Errorf("finding interruption queue %s: %w", queue, err)

@@ -51,7 +51,7 @@ func TestRunDemoAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"local EC2 (moto_server) at http://127.0.0.1:",
+		"local EC2 (moto_server behind joiner's EC2 front) at http://127.0.0.1:",
 		"export AWS_ENDPOINT_URL=http://127.0.0.1:", "export AWS_REGION=us-east-1", "export CLUSTER_NAME=joiner-run-aws-test",
 		"applied EC2NodeClass/default",
 		"8 pending (unschedulable)",
@@ -69,6 +69,11 @@ func TestRunDemoAWS(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the output lacks %q", want)
 		}
+	}
+	// Spot prices come from the local EC2's front (derived from the price
+	// snapshot), not moto's $0.00001 for everything.
+	if strings.Contains(out.String(), "saving $0.0000/h") {
+		t.Errorf("a node's price is zero: spot prices are moto's, not the front's")
 	}
 	// Nothing in the demo changes the NodePool or the node class: a node
 	// deleted as drifted is a false drift against the local EC2.

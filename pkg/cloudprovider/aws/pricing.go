@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,18 @@ func newPrices(region string, e EC2API, p PricingAPI, isolated bool) *prices {
 		table = staticOnDemandPrices[staticRegion]
 	}
 	return &prices{region: region, ec2: e, pricing: p, isolated: isolated, onDemand: table, spot: map[string]map[string]float64{}}
+}
+
+// BuiltInOnDemandPrices is a copy of the built-in on-demand price table of
+// region (us-east-1's when the region has none): the shared price
+// snapshot, generated into the binary. The local EC2's front derives its
+// spot prices from it.
+func BuiltInOnDemandPrices(region string) map[string]float64 {
+	table, ok := staticOnDemandPrices[region]
+	if !ok {
+		table = staticOnDemandPrices[staticRegion]
+	}
+	return maps.Clone(table)
 }
 
 // warnStatic logs once that a region without its own table borrows

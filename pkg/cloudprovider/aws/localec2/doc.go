@@ -15,7 +15,10 @@
 // throttles, runs out of capacity or loses an answer: FaultInjector (an
 // http.RoundTripper) and FaultProxy (a loopback HTTP proxy for another
 // process's AWS_ENDPOINT_URL) add those in EC2's own error shapes, and
-// give launches the ClientToken idempotency moto lacks.
+// give launches the ClientToken idempotency moto lacks. Front (and
+// FrontProxy) answers as EC2 where moto's answers differ: subnets that run
+// out of addresses, launch template pages, the architecture filter, and spot
+// prices derived from the on-demand price snapshot.
 //
 // The package never decides anything about nodes; it only stands up the
 // cloud the provider talks to. Tests and `joiner run --local-ec2` use it.

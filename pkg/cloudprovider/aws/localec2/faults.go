@@ -263,20 +263,30 @@ type FaultProxy struct {
 // StartFaultProxy listens on a free loopback port and forwards to target
 // (the local EC2's Endpoint) with rates' faults. The caller must Close it.
 func StartFaultProxy(target string, rates FaultRates) (*FaultProxy, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, fmt.Errorf("starting the fault proxy: target %q: %w", target, err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("starting the fault proxy: %w", err)
-	}
 	inj := NewFaultInjector(nil, Chooser(rates))
 	if rates.SlowFor > 0 {
 		inj.SlowFor = rates.SlowFor
 	}
+	endpoint, srv, err := serveLoopback(target, inj)
+	if err != nil {
+		return nil, fmt.Errorf("starting the fault proxy: %w", err)
+	}
+	return &FaultProxy{Endpoint: endpoint, FaultInjector: inj, srv: srv}, nil
+}
+
+// serveLoopback serves, on a free loopback port, a reverse proxy to target
+// whose requests go through rt, and returns its base URL.
+func serveLoopback(target string, rt http.RoundTripper) (string, *http.Server, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", nil, fmt.Errorf("target %q: %w", target, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = inj
+	rp.Transport = rt
 	// Request signatures cover the Host header: keep the caller's.
 	director := rp.Director
 	rp.Director = func(r *http.Request) {
@@ -286,9 +296,9 @@ func StartFaultProxy(target string, rates FaultRates) (*FaultProxy, error) {
 	}
 	// A caller giving up (a killed process) is not the proxy's error.
 	rp.ErrorLog = log.New(io.Discard, "", 0)
-	p := &FaultProxy{Endpoint: "http://" + l.Addr().String(), FaultInjector: inj, srv: &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}}
-	go func() { _ = p.srv.Serve(l) }()
-	return p, nil
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), srv, nil
 }
 
 // Close stops the proxy.
@@ -301,21 +311,12 @@ func ec2Error(code, msg string) string {
 // fleetErrors is a CreateFleet answer that launched nothing and reports
 // code for every override of the request.
 func fleetErrors(form url.Values, code, msg string) string {
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>injected</requestId><fleetId>fleet-injected</fleetId><errorSet>`)
-	for c := 1; form.Has(fmt.Sprintf("LaunchTemplateConfigs.%d.LaunchTemplateSpecification.LaunchTemplateName", c)); c++ {
-		lt := form.Get(fmt.Sprintf("LaunchTemplateConfigs.%d.LaunchTemplateSpecification.LaunchTemplateName", c))
-		for o := 1; ; o++ {
-			prefix := fmt.Sprintf("LaunchTemplateConfigs.%d.Overrides.%d.", c, o)
-			if !form.Has(prefix + "InstanceType") {
-				break
-			}
-			fmt.Fprintf(&b, `<item><launchTemplateAndOverrides><launchTemplateSpecification><launchTemplateName>%s</launchTemplateName><version>1</version></launchTemplateSpecification><overrides><instanceType>%s</instanceType><subnetId>%s</subnetId></overrides></launchTemplateAndOverrides><lifecycle>%s</lifecycle><errorCode>%s</errorCode><errorMessage>%s</errorMessage></item>`,
-				lt, form.Get(prefix+"InstanceType"), form.Get(prefix+"SubnetId"), form.Get("TargetCapacitySpecification.DefaultTargetCapacityType"), code, msg)
-		}
+	lifecycle := form.Get("TargetCapacitySpecification.DefaultTargetCapacityType")
+	var errs []string
+	for _, s := range fleetSlots(form) {
+		errs = append(errs, fleetErrorItem(s.launchTemplate, s.instanceType, s.subnet, lifecycle, code, msg))
 	}
-	b.WriteString(`</errorSet><fleetInstanceSet></fleetInstanceSet></CreateFleetResponse>`)
-	return b.String()
+	return fleetAnswer(errs)
 }
 
 func xmlResponse(req *http.Request, status int, body string) *http.Response {
