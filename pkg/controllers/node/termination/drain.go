@@ -9,7 +9,7 @@ import (
 )
 
 // Drain groups, in the order pods leave a node. A group is evicted only once
-// every earlier group is gone, so workloads move before the daemons that
+// every earlier group is gone (terminated, not merely evicted), so workloads move before the daemons that
 // serve them (log shippers, CNI, CSI), and system-critical pods go last.
 const (
 	groupWorkload = iota
@@ -53,53 +53,86 @@ func (p drainPlan) Done() bool {
 // planDrain decides, from the pods on a node, which to evict or delete now.
 // deadline is the zero time when the NodeClaim has no terminationGracePeriod.
 // It is pure so the ordering rules are table-tested without an API server.
+//
+// A group holds every later group while any of its pods is still on the
+// node: not yet evicted, terminating (its preStop hook and grace period
+// running), or protected by karpenter.sh/do-not-disrupt. Only a pod stuck
+// terminating past stuckTerminatingAfter stops counting.
 func planDrain(onNode []*corev1.Pod, now, deadline time.Time) drainPlan {
 	var plan drainPlan
-	var groups [groupCount][]*corev1.Pod
-	pastDeadline := !deadline.IsZero() && !now.Before(deadline)
+	// evictable are a group's pods to evict once the group's turn comes;
+	// held counts its pods that stay on the node for now (terminating,
+	// protected, or being deleted for the deadline).
+	var evictable [groupCount][]*corev1.Pod
+	var held, deleting [groupCount]int
 	for _, p := range onNode {
-		if !pods.NeedsDrain(p) {
-			continue
-		}
-		if !deadline.IsZero() && p.DeletionTimestamp == nil {
-			// Delete early enough that the pod's own grace period ends by
-			// the deadline: past that point an eviction could not finish in
-			// time, and terminationGracePeriod overrides PDBs.
-			if grace := podGrace(p); pastDeadline || !now.Add(time.Duration(grace)*time.Second).Before(deadline) {
-				remaining := int64(deadline.Sub(now) / time.Second)
-				if remaining < 0 {
-					remaining = 0
-				}
-				plan.Delete = append(plan.Delete, p)
-				plan.DeleteGrace = append(plan.DeleteGrace, min(grace, remaining))
-				continue
-			}
-		}
-		if p.DeletionTimestamp != nil {
-			if now.Sub(p.DeletionTimestamp.Time) < stuckTerminatingAfter {
-				plan.Waiting++
-			}
-			continue
-		}
-		if pods.DoNotDisrupt(p, now) {
-			plan.Protected = append(plan.Protected, p)
-			plan.Waiting++
+		if !pods.NeedsDrain(p) || stuckTerminating(p, now) {
 			continue
 		}
 		g := drainGroup(p)
-		groups[g] = append(groups[g], p)
-	}
-	for g := range groups {
-		if len(groups[g]) == 0 {
+		if grace, ok := deleteForDeadline(p, now, deadline); ok {
+			plan.Delete = append(plan.Delete, p)
+			plan.DeleteGrace = append(plan.DeleteGrace, grace)
+			deleting[g]++
 			continue
 		}
-		plan.Evict = groups[g]
-		for _, later := range groups[g+1:] {
-			plan.Waiting += len(later)
+		switch {
+		case p.DeletionTimestamp != nil:
+			held[g]++
+		case pods.DoNotDisrupt(p, now):
+			plan.Protected = append(plan.Protected, p)
+			held[g]++
+		default:
+			evictable[g] = append(evictable[g], p)
 		}
-		break
+	}
+	first := groupCount
+	for g := range groupCount {
+		if len(evictable[g])+held[g]+deleting[g] > 0 {
+			first = g
+			break
+		}
+	}
+	if first == groupCount {
+		return plan
+	}
+	plan.Evict = evictable[first]
+	plan.Waiting = held[first]
+	for g := first + 1; g < groupCount; g++ {
+		plan.Waiting += len(evictable[g]) + held[g]
 	}
 	return plan
+}
+
+// stuckTerminating reports whether p has been terminating so long past its
+// deletion deadline that its kubelet is presumed gone.
+func stuckTerminating(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) >= stuckTerminatingAfter
+}
+
+// deleteForDeadline reports whether p must be deleted now, and with what
+// grace, so that it is gone by the node's terminationGracePeriod deadline:
+// past that point an eviction could not finish in time, and the deadline
+// overrides PDBs and do-not-disrupt. A pod already terminating is deleted
+// again only when its own deletion would end after the deadline. The grace
+// is at least one second: zero would remove the pod from the API before its
+// kubelet stopped it, and two copies of it could run at once.
+func deleteForDeadline(p *corev1.Pod, now, deadline time.Time) (int64, bool) {
+	if deadline.IsZero() {
+		return 0, false
+	}
+	remaining := max(int64(deadline.Sub(now)/time.Second), 1)
+	if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp.After(deadline) {
+			return remaining, true
+		}
+		return 0, false
+	}
+	grace := podGrace(p)
+	if !now.Before(deadline) || !now.Add(time.Duration(grace)*time.Second).Before(deadline) {
+		return max(min(grace, remaining), 1), true
+	}
+	return 0, false
 }
 
 func drainGroup(p *corev1.Pod) int {

@@ -140,7 +140,56 @@ func TestPlanDrain(t *testing.T) {
 			deadline:   now.Add(-time.Second),
 			wantEvict:  []string{},
 			wantDelete: []string{"keep", "app"},
-			wantGrace:  []int64{0, 0},
+			wantGrace:  []int64{1, 1},
+		},
+		{
+			// Issue 34 (upstream's "should drain pods on a node in order"):
+			// an evicted workload pod still running its preStop hook held
+			// nothing back, so the daemons were evicted at once.
+			name:        "a group still terminating holds the next group",
+			pods:        []*corev1.Pod{pod("going", terminatingAt(now.Add(50*time.Second))), pod("agent", daemon), pod("dns", critical)},
+			wantEvict:   []string{},
+			wantDelete:  []string{},
+			wantWaiting: 3,
+		},
+		{
+			name:        "a protected workload holds the daemons",
+			pods:        []*corev1.Pod{pod("keep", protected), pod("agent", daemon)},
+			wantEvict:   []string{},
+			wantDelete:  []string{},
+			wantWaiting: 2,
+		},
+		{
+			name:        "critical daemons wait for critical pods still terminating",
+			pods:        []*corev1.Pod{pod("dns", critical, terminatingAt(now.Add(30*time.Second))), pod("cni", critical, daemon)},
+			wantEvict:   []string{},
+			wantDelete:  []string{},
+			wantWaiting: 2,
+		},
+		{
+			name:        "a pod stuck terminating no longer holds the next group",
+			pods:        []*corev1.Pod{pod("stuck", terminatingAt(now.Add(-2*time.Minute))), pod("agent", daemon)},
+			wantEvict:   []string{"agent"},
+			wantDelete:  []string{},
+			wantWaiting: 0,
+		},
+		{
+			name:        "a terminating pod whose deletion ends after the deadline is deleted again with the time left",
+			pods:        []*corev1.Pod{pod("slow", terminatingAt(now.Add(10*time.Minute)))},
+			deadline:    now.Add(2 * time.Minute),
+			wantEvict:   []string{},
+			wantDelete:  []string{"slow"},
+			wantGrace:   []int64{120},
+			wantWaiting: 0,
+		},
+		{
+			name:        "a pod deleted for the deadline holds the next group",
+			pods:        []*corev1.Pod{pod("slow", grace(600)), pod("agent", daemon)},
+			deadline:    now.Add(5 * time.Minute),
+			wantEvict:   []string{},
+			wantDelete:  []string{"slow"},
+			wantGrace:   []int64{300},
+			wantWaiting: 1,
 		},
 		{
 			name:        "a pod whose grace period would overrun the deadline is deleted early with the time left",
