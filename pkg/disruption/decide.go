@@ -103,7 +103,11 @@ func Validate(cmd *Command, in *Input) error {
 	if cmd.Method == MethodEmptiness || cmd.Method == MethodStaticDrift || (cmd.Method == MethodDrift && len(cmd.Replacements) == 0 && allEmpty(cands)) {
 		return nil
 	}
-	r, err := e.sim.run(cands)
+	simulate := e.sim.run
+	if cmd.Method == MethodDrift {
+		simulate = e.sim.runRelaxed
+	}
+	r, err := simulate(cands)
 	if err != nil {
 		return err
 	}

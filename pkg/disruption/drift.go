@@ -8,7 +8,7 @@ import (
 // within the Drifted budget in one command (nothing to simulate), else the
 // node that drifted first whose pods the simulation can place, with as many
 // replacements as they need and no price test (drift is about correctness,
-// not cost). Drift is not validated after a wait, so Validate only
+// not cost), its pods' preferences relaxed as provisioning relaxes them. Drift is not validated after a wait, so Validate only
 // re-checks it when asked.
 func (e *engine) drift() (*Command, error) {
 	var drifted []*candidate
@@ -37,7 +37,7 @@ func (e *engine) drift() (*Command, error) {
 			e.verdicts[c.idx].Drift = "no disruption budget left for reason Drifted in NodePool " + quote(c.node.NodePool)
 			continue
 		}
-		r, err := e.sim.run([]*candidate{c})
+		r, err := e.sim.runRelaxed([]*candidate{c})
 		if err != nil {
 			return nil, err
 		}

@@ -67,6 +67,27 @@ func TestMethods(t *testing.T) {
 			want:  disruption.MethodDrift, candidates: []string{"a"}, replacements: []string{"c8"},
 		},
 		{
+			// Issue 34 (upstream's "Drift NodePool Drift Taints"): the
+			// NodePool change that drifted the node added a PreferNoSchedule
+			// taint the pod does not tolerate; drift relaxed nothing and
+			// held the node forever, where Karpenter's simulation relaxes as
+			// provisioning does and replaces it.
+			name: "drift relaxes a PreferNoSchedule taint the pod does not tolerate",
+			pool: pool(func(np *v1.NodePool) {
+				np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "example.com/soft", Effect: corev1.TaintEffectPreferNoSchedule}}
+			}),
+			nodes: []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "6")}, mods: []func(*disruption.Node, *scheduling.ExistingNode){withNode(drifted)}}},
+			want:  disruption.MethodDrift, candidates: []string{"a"}, replacements: []string{"c8"},
+		},
+		{
+			name: "consolidation keeps a PreferNoSchedule taint the pod does not tolerate",
+			pool: pool(func(np *v1.NodePool) {
+				np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "example.com/soft", Effect: corev1.TaintEffectPreferNoSchedule}}
+			}),
+			nodes:   []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("p", "1500m")}}},
+			verdict: map[string]string{"a": "did not tolerate taint example.com/soft:PreferNoSchedule"},
+		},
+		{
 			name:  "an empty drifted node goes without replacement",
 			nodes: []node{{name: "a", it: "c8", pods: []*corev1.Pod{pod("d", "1", daemon)}, mods: []func(*disruption.Node, *scheduling.ExistingNode){withNode(drifted)}}},
 			pool:  pool(budget("0", v1.DisruptionReasonEmpty)),

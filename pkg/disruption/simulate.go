@@ -116,8 +116,22 @@ type result struct {
 	price        float64 // the candidates' $/h
 }
 
-// run simulates removing cands.
+// run simulates removing cands for consolidation: preferences hold as if
+// required, so a move that saves money never breaks one.
 func (s *simulator) run(cands []*candidate) (*result, error) {
+	return s.simulate(cands, true)
+}
+
+// runRelaxed simulates removing cands for drift, relaxing preferences one
+// at a time as provisioning does (Karpenter's disruption simulation runs its
+// provisioning scheduler, relaxation included): a drifted node must go even
+// when its pods can only land on a node they merely prefer not to, such as
+// one tainted PreferNoSchedule by the NodePool change that drifted it.
+func (s *simulator) runRelaxed(cands []*candidate) (*result, error) {
+	return s.simulate(cands, false)
+}
+
+func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*result, error) {
 	base := s.base
 	gone := make(map[string]bool, len(cands))
 	from := map[*corev1.Pod]string{}
@@ -146,7 +160,7 @@ func (s *simulator) run(cands []*candidate) (*result, error) {
 	}
 	s.solves++
 	opts := s.in.Options.Scheduling
-	opts.RequirePreferences = !opts.IgnorePreferences
+	opts.RequirePreferences = requirePreferences && !opts.IgnorePreferences
 	plan, err := s.solve(&snap, opts)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)

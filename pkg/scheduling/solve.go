@@ -22,9 +22,10 @@ type Options struct {
 	// RequirePreferences never relaxes a preference: preferred (anti-)
 	// affinity and node affinity, ScheduleAnyway spread and PreferNoSchedule
 	// taints hold as if required; only the alternatives of a required node
-	// affinity are tried in turn. Consolidation simulates this way, as
-	// Karpenter does, so that moving pods never breaks a preference they
-	// were placed with.
+	// affinity are tried in turn. Consolidation simulates this way, so that
+	// moving pods to save money never breaks a preference they were placed
+	// with (Karpenter's simulation relaxes; docs/migrating.md). Drift
+	// relaxes, as Karpenter does: a drifted node must go.
 	RequirePreferences bool
 	// IgnoreReservedCapacity treats capacity-reservation offerings as
 	// unavailable (Karpenter's ReservedCapacity feature gate off). By
