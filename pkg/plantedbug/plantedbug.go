@@ -26,6 +26,10 @@ const (
 	// launch retried without its client token would, so a retry after a
 	// lost response launches a second instance.
 	LaunchWithoutToken Bug = "launch-without-token"
+	// DeleteBeforeReplacement: a replace decision deletes its candidates
+	// as soon as their replacements are created, without waiting for them
+	// to initialise, so the candidates' pods have nowhere to go.
+	DeleteBeforeReplacement Bug = "delete-before-replacement"
 )
 
 // EnvVar lists the bugs to plant in a chaosbugs build.

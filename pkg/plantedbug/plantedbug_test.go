@@ -1,12 +1,20 @@
 package plantedbug
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A build without the chaosbugs tag plants nothing, whatever the
 // environment says.
 func TestNothingPlantedWithoutTheBuildTag(t *testing.T) {
-	t.Setenv(EnvVar, string(GCNamesake)+","+string(DrainIgnoresPDB)+","+string(LaunchWithoutToken))
-	for _, b := range []Bug{GCNamesake, DrainIgnoresPDB, LaunchWithoutToken} {
+	all := []Bug{GCNamesake, DrainIgnoresPDB, LaunchWithoutToken, DeleteBeforeReplacement}
+	var names []string
+	for _, b := range all {
+		names = append(names, string(b))
+	}
+	t.Setenv(EnvVar, strings.Join(names, ","))
+	for _, b := range all {
 		if Active(b) {
 			t.Errorf("%s is active in a build without -tags chaosbugs", b)
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -166,9 +167,15 @@ type Observer struct {
 	dnd map[string][]string
 	// allowed: node deletions the harness itself makes (teardown).
 	allowed map[string]bool
+	// replaced records disrupted NodeClaims whose deletion began, and
+	// replaceDecisions the NodeClaims a replace decision took, with its
+	// event's message (observer_replace.go).
+	replaced         map[string]replaceRecord
+	replaceDecisions map[string]string
 
-	pods  cache.Indexer
-	nodes cache.Indexer
+	pods       cache.Indexer
+	nodes      cache.Indexer
+	nodeClaims cache.Indexer
 }
 
 // NewObserver connects to the cluster.
@@ -182,7 +189,7 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
 	return &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
-		dnd: map[string][]string{}, allowed: map[string]bool{}}, nil
+		dnd: map[string][]string{}, allowed: map[string]bool{}, replaced: map[string]replaceRecord{}, replaceDecisions: map[string]string{}}, nil
 }
 
 // Start records the foreign cluster's instances and watches pods, nodes
@@ -220,10 +227,23 @@ func (o *Observer) Start(ctx context.Context) error {
 			}
 		},
 	})
-	o.pods, o.nodes = podInf.GetIndexer(), nodeInf.GetIndexer()
+	claims := dynamicinformer.NewDynamicSharedInformerFactory(o.dyn, 0)
+	claimInf := claims.ForResource(nodeClaimsGVR).Informer()
+	_, _ = claimInf.AddEventHandler(o.nodeClaimHandler())
+	events := informers.NewSharedInformerFactoryWithOptions(o.kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = "reason=" + reasonDisruptionTerminate
+	}))
+	eventInf := events.Core().V1().Events().Informer()
+	_, _ = eventInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.onDisruptionEvent(obj.(*corev1.Event)) },
+		UpdateFunc: func(_, obj any) { o.onDisruptionEvent(obj.(*corev1.Event)) },
+	})
+	o.pods, o.nodes, o.nodeClaims = podInf.GetIndexer(), nodeInf.GetIndexer(), claimInf.GetIndexer()
 	pods.Start(ctx.Done())
 	nodes.Start(ctx.Done())
-	for _, synced := range []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced} {
+	claims.Start(ctx.Done())
+	events.Start(ctx.Done())
+	for _, synced := range []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, claimInf.HasSynced, eventInf.HasSynced} {
 		if !cache.WaitForCacheSync(ctx.Done(), synced) {
 			return fmt.Errorf("observer: caches did not sync")
 		}

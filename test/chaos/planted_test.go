@@ -32,6 +32,8 @@ var plantedCases = []struct {
 	{plantedbug.GCNamesake, 0, false, []string{"of the other cluster"}},
 	{plantedbug.DrainIgnoresPDB, 0, true, []string{"PDB"}},
 	{plantedbug.LaunchWithoutToken, 0.5, false, []string{"two live instances for one NodeClaim", "has no NodeClaim", "instances ["}},
+	// Every round drifts its nodes, so replace decisions are taken.
+	{plantedbug.DeleteBeforeReplacement, 0, false, []string{"before any replacement had initialised"}},
 }
 
 // TestPlantedBugs proves the chaos judges bite: for each planted bug

@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/metrics"
+	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
@@ -199,6 +200,10 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 			events.Normal(nc, events.DisruptionLaunching, "Launch", "Launching NodeClaim: %s", decisionText(cmd)),
 			events.Normal(nc, events.DisruptionWaitingReadiness, "Wait", "Waiting on readiness to continue disruption"),
 		)
+	}
+	if plantedbug.Active(plantedbug.DeleteBeforeReplacement) {
+		q.finish(ctx, it)
+		return nil
 	}
 	q.mu.Lock()
 	it.launched = true
