@@ -71,6 +71,11 @@ type item struct {
 	replacements []string
 	uids         map[string]types.UID
 	seen         map[string]bool
+	// running are the replacements seen launched (a provider ID): one
+	// that fails after that halts drift; one whose launch failed (the
+	// cloud had no capacity) only rolls the command back, as Karpenter
+	// does, and drift tries again.
+	running map[string]bool
 	// launched is set (under Queue.mu) once Execute created every
 	// replacement: before that, Process must not look at the item, or a
 	// command without its replacements yet would look finished.
@@ -218,7 +223,7 @@ func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, e
 		byName[in.Nodes[i].Name] = &in.Nodes[i]
 	}
 	now := q.opts.Clock.Now()
-	it := &item{cmd: cmd, seen: map[string]bool{}, uids: map[string]types.UID{}, started: now, deadline: now.Add(q.opts.ReplacementTimeout)}
+	it := &item{cmd: cmd, seen: map[string]bool{}, uids: map[string]types.UID{}, running: map[string]bool{}, started: now, deadline: now.Add(q.opts.ReplacementTimeout)}
 	for _, name := range cmd.Candidates {
 		n, ok := byName[name]
 		if !ok || n.NodeClaim == nil {
@@ -273,7 +278,7 @@ func (q *Queue) process(ctx context.Context, it *item) {
 		switch {
 		case apierrors.IsNotFound(err):
 			if it.seen[name] || now.Sub(it.started) > unseenGrace {
-				q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it initialized", name), true)
+				q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it %s", name, failedStage(it.running[name])), it.running[name])
 				return
 			}
 			waiting = append(waiting, name+" (not created yet)")
@@ -282,12 +287,15 @@ func (q *Queue) process(ctx context.Context, it *item) {
 			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", "nodeclaim", name)
 			return
 		case it.uids[name] != "" && nc.UID != it.uids[name]:
-			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it initialized (a new NodeClaim has its name)", name), true)
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it %s (a new NodeClaim has its name)", name, failedStage(it.running[name])), it.running[name])
 			return
 		}
 		it.seen[name] = true
+		if nc.Status.ProviderID != "" {
+			it.running[name] = true
+		}
 		if nc.DeletionTimestamp != nil {
-			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s is being deleted before it initialized%s", name, lastCondition(nc)), true)
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s is being deleted before it %s%s", name, failedStage(it.running[name]), lastCondition(nc)), it.running[name])
 			return
 		}
 		if !nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
@@ -301,6 +309,15 @@ func (q *Queue) process(ctx context.Context, it *item) {
 	if !now.Before(it.deadline) {
 		q.rollBack(ctx, it, fmt.Sprintf("replacements did not initialize within %s: %s", q.opts.ReplacementTimeout, strings.Join(waiting, "; ")), true)
 	}
+}
+
+// failedStage names what a failed replacement never did: launch (the
+// cloud refused it), or initialise once running.
+func failedStage(running bool) string {
+	if running {
+		return "initialized"
+	}
+	return "launched"
 }
 
 // lastCondition says where a replacement stands, for messages.

@@ -168,6 +168,15 @@ func (u *unit) initialize(name string) {
 	}
 }
 
+// launch gives the NodeClaim a provider ID, as its launch would.
+func (u *unit) launch(name string) {
+	nc := u.getClaim(name)
+	nc.Status.ProviderID = "fake:///" + name
+	if err := u.kube.Status().Update(u.ctx, nc); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
 func replacement() *scheduling.NewNodeClaim {
 	return &scheduling.NewNodeClaim{NodePool: pool, Price: 0.1, InstanceTypes: []*scheduling.InstanceType{{Name: "c-2x", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
 }
@@ -220,9 +229,10 @@ func TestExecute(t *testing.T) {
 			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
 		},
 		{
-			name: "a drift replacement deleted before it initialises halts drift for the pool",
+			name: "a drift replacement deleted once running, before it initialises, halts drift for the pool",
 			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement()}},
 			steps: func(u *unit) {
+				u.launch(u.prov.created[0])
 				u.ctrl.queue.Process(u.ctx)
 				if err := u.kube.Delete(u.ctx, u.getClaim(u.prov.created[0])); err != nil {
 					u.t.Fatal(err)
@@ -231,6 +241,21 @@ func TestExecute(t *testing.T) {
 			},
 			wantDriftHalted: true,
 			wantEvents:      []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked, events.DriftHalted},
+		},
+		{
+			// Issue 34 (chaos rounds with drift): a replacement the cloud
+			// had no capacity for halted drift for an hour; Karpenter rolls
+			// the command back and drift tries again.
+			name: "a drift replacement whose launch failed rolls back without halting drift",
+			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement()}},
+			steps: func(u *unit) {
+				u.ctrl.queue.Process(u.ctx)
+				if err := u.kube.Delete(u.ctx, u.getClaim(u.prov.created[0])); err != nil {
+					u.t.Fatal(err)
+				}
+				u.ctrl.queue.Process(u.ctx)
+			},
+			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
