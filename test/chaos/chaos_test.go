@@ -103,6 +103,7 @@ func runRounds(t *testing.T, cloud cloudHarness) {
 		}
 	}
 	w := newWorld(t, cloud)
+	w.big = os.Getenv("CHAOS_SIZE") == "big"
 	defer w.teardown() // before the replicas stop (cleanups)
 	for _, s := range seeds {
 		if !w.round(t, s) {
@@ -154,8 +155,11 @@ type world struct {
 	// ghostAtLeast raises the replicas' ghost-instance rate.
 	planted      plantedbug.Bug
 	ghostAtLeast float64
-	cancel       context.CancelFunc
-	log          func(string, ...any)
+	// big rounds (CHAOS_SIZE=big, make chaos-soak) scale the workload to
+	// 100-120 pods over dozens of nodes and raise the cloud's fault rates.
+	big    bool
+	cancel context.CancelFunc
+	log    func(string, ...any)
 }
 
 func newWorld(t *testing.T, cloud cloudHarness) *world {
@@ -350,6 +354,11 @@ func (w *world) startReplica(r *rand.Rand) string {
 	w.started++
 	f := faultsFor(r, w.roundSeed*100+uint64(w.started))
 	f.Ghost = max(f.Ghost, w.ghostAtLeast)
+	if w.big {
+		// Every big round meets dozens of failed calls, ghosts included.
+		f.Throttle, f.ServerError = max(f.Throttle, 0.1), max(f.ServerError, 0.1)
+		f.Capacity, f.Ghost = max(f.Capacity, 0.05), max(f.Ghost, 0.2)
+	}
 	name := fmt.Sprintf("replica-%d", w.started)
 	cloudArgs, env, desc := w.cloud.replica(w.t, w, f)
 	bin := binary.Path(w.t)
@@ -414,11 +423,15 @@ func (s *schedule) String() string {
 		s.Cloud, s.Seed, s.Up, s.Down, strings.Join(fs, ", "), strings.Join(s.ReplicaFaults, " | "))
 }
 
-func plan(seed uint64) (*schedule, *rand.Rand) {
+func plan(seed uint64, big bool) (*schedule, *rand.Rand) {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "chaos-%d", seed)
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	s := &schedule{Seed: seed, Up: int32(4 + r.IntN(5)), Down: int32(1 + r.IntN(2))}
+	if big {
+		// The same draws, scaled: 100-120 pods, down to 10-20.
+		s.Up, s.Down = 100+(s.Up-4)*5, 10*s.Down
+	}
 	phases := []string{"launch", "registration", "drain", "consolidation"}
 	// One or two kills of the leader, sometimes an API server restart.
 	for _, i := range r.Perm(len(phases))[:1+r.IntN(2)] {
@@ -450,7 +463,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	var problems []string
 	w.log = t.Logf
 	w.roundSeed = seed
-	s, r := plan(seed)
+	s, r := plan(seed, w.big)
 	s.Cloud = w.cloud.name()
 	start := time.Now()
 	defer func() {
@@ -467,14 +480,25 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	}
 	ctx := t.Context()
 
+	wait := 3 * time.Minute
+	if w.big {
+		wait = 12 * time.Minute
+	}
 	w.scale(t, s.Up)
 	w.injectAt(t, r, s, "launch", "registration")
-	test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
+	test.Eventually(t, wait, func(ctx context.Context) error {
 		return w.webRunning(ctx, s.Up)
 	})
 
 	w.scale(t, s.Down)
 	w.injectAt(t, r, s, "drain", "consolidation")
+	// Drift in the same round: every node launched so far drifts, and
+	// those running web pods are replaced (each replace waits for its
+	// replacement to initialise: the observer judges it).
+	drifted := w.driftNodes(t)
+	if err := test.Poll(ctx, wait, w.webOffDrifted(drifted)); err != nil {
+		problems = append(problems, fmt.Sprintf("drifted nodes not replaced in %s: %v", wait, err))
+	}
 	// Settled, and still settled a while later (consolidation had its
 	// chance to act again).
 	for range 2 {
@@ -676,5 +700,57 @@ func (w *world) teardown() {
 		nodes.Items[i].Finalizers = nil
 		_ = c.Patch(ctx, &nodes.Items[i], patch)
 		_ = c.Delete(ctx, &nodes.Items[i])
+	}
+}
+
+// driftNodes changes the NodePool's template (a label), so every node
+// launched before drifts and joiner replaces those running pods. It
+// returns the nodes that drift.
+func (w *world) driftNodes(t *testing.T) map[string]bool {
+	ctx := t.Context()
+	var nodes corev1.NodeList
+	if err := w.env.Client.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: w.nodePool.Name}); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	for _, n := range nodes.Items {
+		before[n.Name] = true
+	}
+	np := &v1.NodePool{}
+	if err := w.env.Client.Get(ctx, client.ObjectKeyFromObject(w.nodePool), np); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(np.DeepCopy())
+	if np.Spec.Template.ObjectMeta.Labels == nil {
+		np.Spec.Template.ObjectMeta.Labels = map[string]string{}
+	}
+	np.Spec.Template.ObjectMeta.Labels["chaos.joiner.dev/generation"] = strconv.FormatUint(w.roundSeed, 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := w.env.Client.Patch(ctx, np, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.log("NodePool %s's template changed: its %d nodes drift", np.Name, len(before))
+	return before
+}
+
+// webOffDrifted is nil once no web pod runs on a node of drifted, apart
+// from the node of the do-not-disrupt pod (which no drift may take).
+func (w *world) webOffDrifted(drifted map[string]bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := w.env.Client.List(ctx, &pods, client.InNamespace(w.ns)); err != nil {
+			return err
+		}
+		held := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Labels["app"] == "dnd" {
+				held[p.Spec.NodeName] = true
+			}
+		}
+		for _, p := range pods.Items {
+			if p.Labels["app"] == "web" && drifted[p.Spec.NodeName] && !held[p.Spec.NodeName] {
+				return fmt.Errorf("web pod %s still on drifted node %s", p.Name, p.Spec.NodeName)
+			}
+		}
+		return nil
 	}
 }
