@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
@@ -26,6 +27,9 @@ type AWSInputs struct {
 	// check then judges by aws-auth alone and says so).
 	AccessEntries        []string
 	AccessEntriesUnknown string
+	// AuthMode is the cluster's EKS authenticationMode ("" when unknown:
+	// aws-auth and access entries both count).
+	AuthMode ekstypes.AuthenticationMode
 	// Subnets are the subnets in the NodeClasses' status.
 	Subnets []ec2types.Subnet
 	// Instances are the live instances tagged
@@ -46,7 +50,7 @@ func checkNodeRole(in *Inputs) []Finding {
 		if arn == "" {
 			continue
 		}
-		why := bootstrap.Authorize(in.AWSAuth, arn, in.AWS.AccessEntries)
+		why := bootstrap.AuthorizeMode(in.AWS.AuthMode, in.AWSAuth, arn, in.AWS.AccessEntries)
 		if why == "" {
 			continue
 		}
@@ -55,10 +59,22 @@ func checkNodeRole(in *Inputs) []Finding {
 		}
 		out = append(out, Finding{Check: "node-role", Severity: Error, Object: objectName("EC2NodeClass", "", nc.Name),
 			Message: why,
-			Fix: fmt.Sprintf("map %s in kube-system/aws-auth mapRoles with username %s and groups system:bootstrappers, system:nodes, or create an EKS access entry of type EC2_LINUX for it",
-				arn, bootstrap.NodeUsername)})
+			Fix:     nodeRoleFix(in.AWS.AuthMode, arn)})
 	}
 	return out
+}
+
+// nodeRoleFix is how to map arn under the cluster's authentication mode.
+func nodeRoleFix(mode ekstypes.AuthenticationMode, arn string) string {
+	mapIt := fmt.Sprintf("map %s in kube-system/aws-auth mapRoles with username %s and groups system:bootstrappers, system:nodes", arn, bootstrap.NodeUsername)
+	entry := fmt.Sprintf("create an EKS access entry of type EC2_LINUX for it (aws eks create-access-entry --principal-arn %s --type EC2_LINUX)", arn)
+	switch mode {
+	case ekstypes.AuthenticationModeApi:
+		return entry + "; the cluster's authenticationMode is API, so aws-auth is not read"
+	case ekstypes.AuthenticationModeConfigMap:
+		return mapIt + "; the cluster's authenticationMode is CONFIG_MAP, so access entries are not read"
+	}
+	return mapIt + ", or " + entry
 }
 
 // checkClusterName: seed 004, two controllers with the same clusterName

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -195,6 +196,12 @@ func TestCheckNodeRole(t *testing.T) {
 			wants: []want{{Error, "ec2nodeclass/default", "is not in the mapRoles", "EC2_LINUX"}}},
 		{name: "access entries unreadable", in: Inputs{AWS: &AWSInputs{AccessEntriesUnknown: "AccessDenied"}},
 			wants: []want{{Error, "ec2nodeclass/default", "EKS access entries could not be read: AccessDenied", "aws-auth"}}},
+		{name: "authenticationMode API ignores aws-auth", in: Inputs{AWSAuth: awsAuth(mapped), AWS: &AWSInputs{AuthMode: ekstypes.AuthenticationModeApi}},
+			wants: []want{{Error, "ec2nodeclass/default", "authenticationMode is API, so EKS does not read kube-system/aws-auth", "aws eks create-access-entry --principal-arn " + arn + " --type EC2_LINUX"}}},
+		{name: "authenticationMode API with an access entry", in: Inputs{AWS: &AWSInputs{AuthMode: ekstypes.AuthenticationModeApi, AccessEntries: []string{arn}}}},
+		{name: "authenticationMode CONFIG_MAP ignores access entries", in: Inputs{AWS: &AWSInputs{AuthMode: ekstypes.AuthenticationModeConfigMap, AccessEntries: []string{arn}}},
+			wants: []want{{Error, "ec2nodeclass/default", "there is no kube-system/aws-auth ConfigMap", "authenticationMode is CONFIG_MAP, so access entries are not read"}}},
+		{name: "API_AND_CONFIG_MAP: either maps", in: Inputs{AWS: &AWSInputs{AuthMode: ekstypes.AuthenticationModeApiAndConfigMap, AccessEntries: []string{arn}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,9 +41,7 @@ type (
 		GetRole(context.Context, *iam.GetRoleInput, ...func(*iam.Options)) (*iam.GetRoleOutput, error)
 		GetInstanceProfile(context.Context, *iam.GetInstanceProfileInput, ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
 	}
-	EKSAPI interface {
-		ListAccessEntries(context.Context, *eks.ListAccessEntriesInput, ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error)
-	}
+	EKSAPI = awsprovider.EKSAccessAPI
 )
 
 // AWSClients are the AWS account to read.
@@ -150,20 +148,14 @@ func gatherAWS(ctx context.Context, o Options, in *Inputs) (*AWSInputs, error) {
 	}
 	if o.AWS.EKS == nil {
 		a.AccessEntriesUnknown = "no EKS client"
-	} else {
-		p := eks.NewListAccessEntriesPaginator(o.AWS.EKS, &eks.ListAccessEntriesInput{ClusterName: aws.String(o.ClusterName)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				a.AccessEntries, a.AccessEntriesUnknown = nil, "ListAccessEntries for cluster "+o.ClusterName+" failed"
-				var apiErr smithy.APIError
-				if errors.As(err, &apiErr) {
-					a.AccessEntriesUnknown += ": " + apiErr.ErrorCode()
-				}
-				break
-			}
-			a.AccessEntries = append(a.AccessEntries, page.AccessEntries...)
+	} else if access, err := awsprovider.ReadClusterAccess(ctx, o.AWS.EKS, o.ClusterName); err != nil {
+		a.AccessEntriesUnknown = err.Error()
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) {
+			a.AccessEntriesUnknown = "EKS answered " + apiErr.ErrorCode() + " for cluster " + o.ClusterName
 		}
+	} else {
+		a.AuthMode, a.AccessEntries = access.Mode, access.Entries
 	}
 	var ids []string
 	for _, nc := range in.NodeClasses {

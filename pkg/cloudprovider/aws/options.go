@@ -51,6 +51,9 @@ type Options struct {
 	IAM     IAMAPI
 	SSM     SSMAPI
 	Pricing PricingAPI // nil: the built-in price table only
+	// EKS reads the cluster's authenticationMode and access entries to
+	// name an unmapped node role; nil judges by aws-auth alone.
+	EKS EKSAccessAPI
 	// Client reads EC2NodeClasses and NodeClaims.
 	Client client.Client
 	// Recorder, when set, publishes the provider's events (a namesake

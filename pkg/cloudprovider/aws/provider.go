@@ -42,6 +42,7 @@ type Provider struct {
 	opts      Options
 	ec2       EC2API
 	iam       IAMAPI
+	eks       EKSAccessAPI
 	ssm       SSMAPI
 	kube      client.Client
 	clock     clock.WithTicker
@@ -72,6 +73,7 @@ func New(opts Options) (*Provider, error) {
 		opts:  opts,
 		ec2:   opts.EC2,
 		iam:   opts.IAM,
+		eks:   opts.EKS,
 		ssm:   opts.SSM,
 		kube:  opts.Client,
 		clock: opts.Clock,

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
@@ -60,19 +63,66 @@ func NodeRoleARN(ctx context.Context, c RoleAPI, nc *awsv1.EC2NodeClass) (string
 	return "", errors.New("neither spec.role nor spec.instanceProfile is set")
 }
 
+// EKSAccessAPI are the EKS calls that read how a cluster maps IAM roles
+// besides kube-system/aws-auth.
+type EKSAccessAPI interface {
+	DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
+	ListAccessEntries(context.Context, *eks.ListAccessEntriesInput, ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error)
+}
+
+// ClusterAccess is how an EKS cluster maps IAM roles besides aws-auth.
+type ClusterAccess struct {
+	// Mode is the cluster's authenticationMode ("" when EKS names none:
+	// aws-auth and access entries both count).
+	Mode ekstypes.AuthenticationMode
+	// Entries are the principal ARNs of its access entries.
+	Entries []string
+}
+
+// ReadClusterAccess reads cluster's authenticationMode (DescribeCluster)
+// and its access entries (ListAccessEntries). The controller and `joiner
+// doctor` both read them here.
+func ReadClusterAccess(ctx context.Context, api EKSAccessAPI, cluster string) (ClusterAccess, error) {
+	var a ClusterAccess
+	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(cluster)})
+	if err != nil {
+		return a, fmt.Errorf("describing EKS cluster %s: %w", cluster, err)
+	}
+	if out.Cluster != nil && out.Cluster.AccessConfig != nil {
+		a.Mode = out.Cluster.AccessConfig.AuthenticationMode
+	}
+	if a.Mode == ekstypes.AuthenticationModeConfigMap {
+		return a, nil
+	}
+	pages := eks.NewListAccessEntriesPaginator(api, &eks.ListAccessEntriesInput{ClusterName: aws.String(cluster)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return ClusterAccess{}, fmt.Errorf("listing access entries of EKS cluster %s: %w", cluster, err)
+		}
+		a.Entries = append(a.Entries, page.AccessEntries...)
+	}
+	return a, nil
+}
+
 // WhyNotRegistered implements cloudprovider.RegistrationDiagnoser (seed
 // 001): a node role that kube-system/aws-auth does not map is refused by
 // the API server, so the Node never registers. It judges with
 // bootstrap.Authorize, as `joiner doctor` and the emulated machines do.
-// Without aws-auth (a cluster that maps nodes with EKS access entries
-// only) or without an API reader it knows no cause.
+// It also reads the cluster's EKS authenticationMode and access entries
+// (ReadClusterAccess). Without aws-auth and without access entries it
+// could read (no EKS client, or EKS refused) it knows no cause.
 func (p *Provider) WhyNotRegistered(ctx context.Context, nc *v1.NodeClaim) (string, error) {
 	if p.opts.APIReader == nil || nc.Spec.NodeClassRef == nil || nc.Spec.NodeClassRef.Kind != "EC2NodeClass" {
 		return "", nil
 	}
 	cm, err := p.awsAuth(ctx)
-	if err != nil || cm == nil {
+	if err != nil {
 		return "", err
+	}
+	access, known := p.clusterAccess(ctx)
+	if cm == nil && !known {
+		return "", nil
 	}
 	class := &awsv1.EC2NodeClass{}
 	if err := p.kube.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, class); err != nil {
@@ -82,12 +132,57 @@ func (p *Provider) WhyNotRegistered(ctx context.Context, nc *v1.NodeClaim) (stri
 	if err != nil {
 		return "", err
 	}
-	why := bootstrap.Authorize(cm, arn, nil)
+	why := bootstrap.AuthorizeMode(access.Mode, cm, arn, access.Entries)
 	if why == "" {
 		return "", nil
 	}
-	return fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in %s/%s (mapped: %s): %s. Map it in mapRoles with username %s and groups system:bootstrappers, system:nodes (or give it an EKS access entry of type EC2_LINUX); joiner launches again as soon as aws-auth changes",
-		arn, class.Name, bootstrap.AWSAuthNamespace, bootstrap.AWSAuthName, mappedRoles(cm), why, bootstrap.NodeUsername), nil
+	return unmappedRole(p.opts.ClusterName, class.Name, arn, cm, access, known, why), nil
+}
+
+// unmappedRole is the cause WhyNotRegistered names: where the role was
+// looked for, what is mapped there, why the API server refuses the kubelet
+// and the fix for the cluster's authentication mode.
+func unmappedRole(cluster, class, arn string, cm *corev1.ConfigMap, access ClusterAccess, known bool, why string) string {
+	entries := "none"
+	if len(access.Entries) > 0 {
+		entries = strings.Join(access.Entries, ", ")
+	}
+	createEntry := fmt.Sprintf("aws eks create-access-entry --cluster-name %s --principal-arn %s --type EC2_LINUX", cluster, arn)
+	mapIt := fmt.Sprintf("Map it in mapRoles with username %s and groups system:bootstrappers, system:nodes", bootstrap.NodeUsername)
+	switch {
+	case !known:
+		return fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in %s/%s (mapped: %s): %s. %s (or give it an EKS access entry of type EC2_LINUX); joiner launches again as soon as aws-auth changes",
+			arn, class, bootstrap.AWSAuthNamespace, bootstrap.AWSAuthName, mappedRoles(cm), why, mapIt)
+	case access.Mode == ekstypes.AuthenticationModeApi:
+		return fmt.Sprintf("node role %s of EC2NodeClass %s has no EKS access entry in cluster %s (authenticationMode API; entries: %s): %s. Create one: %s",
+			arn, class, cluster, entries, why, createEntry)
+	case access.Mode == ekstypes.AuthenticationModeConfigMap:
+		return fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in %s/%s (mapped: %s; cluster %s's authenticationMode CONFIG_MAP ignores access entries): %s. %s; joiner launches again as soon as aws-auth changes",
+			arn, class, bootstrap.AWSAuthNamespace, bootstrap.AWSAuthName, mappedRoles(cm), cluster, why, mapIt)
+	}
+	return fmt.Sprintf("node role %s of EC2NodeClass %s is mapped neither in %s/%s (mapped: %s) nor by an EKS access entry of cluster %s (entries: %s): %s. %s, or create an access entry: %s",
+		arn, class, bootstrap.AWSAuthNamespace, bootstrap.AWSAuthName, mappedRoles(cm), cluster, entries, why, mapIt, createEntry)
+}
+
+// clusterAccess is ReadClusterAccess reused for awsAuthTTL; known is false
+// without an EKS client or when EKS refused (then aws-auth judges alone).
+func (p *Provider) clusterAccess(ctx context.Context) (ClusterAccess, bool) {
+	const key = "cluster-access"
+	if p.eks == nil {
+		return ClusterAccess{}, false
+	}
+	if v, ok := p.cache.Get(key); ok {
+		a, known := v.(ClusterAccess)
+		return a, known
+	}
+	a, err := ReadClusterAccess(ctx, p.eks, p.opts.ClusterName)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reading the cluster's EKS access entries", "error", err.Error())
+		p.cache.Set(key, false, awsAuthTTL)
+		return ClusterAccess{}, false
+	}
+	p.cache.Set(key, a, awsAuthTTL)
+	return a, true
 }
 
 // awsAuth reads kube-system/aws-auth (nil when absent), reused for
@@ -127,6 +222,9 @@ func (p *Provider) nodeRoleARN(ctx context.Context, nc *awsv1.EC2NodeClass) (str
 
 // mappedRoles lists the role ARNs aws-auth maps, "none" when it maps none.
 func mappedRoles(cm *corev1.ConfigMap) string {
+	if cm == nil {
+		return "none: the ConfigMap does not exist"
+	}
 	var roles []bootstrap.RoleMapping
 	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &roles); err != nil || len(roles) == 0 {
 		return "none"

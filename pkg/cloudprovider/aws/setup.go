@@ -132,7 +132,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		}
 	})
 	p, err := New(Options{
-		EC2: ec2.NewFromConfig(*cfg), IAM: iam.NewFromConfig(*cfg), SSM: ssm.NewFromConfig(*cfg), Pricing: pricingClient,
+		EC2: ec2.NewFromConfig(*cfg), IAM: iam.NewFromConfig(*cfg), SSM: ssm.NewFromConfig(*cfg), Pricing: pricingClient, EKS: eks.NewFromConfig(*cfg),
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Region: cfg.Region,
 		ClusterName: opts.ClusterName, ClusterID: opts.ClusterID,
 		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: opts.ClusterCIDR,

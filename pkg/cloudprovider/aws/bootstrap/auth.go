@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,23 @@ func authorize(ctx context.Context, kube client.Reader, roleARN string, accessEn
 		return "", fmt.Errorf("reading %s/%s: %w", AWSAuthNamespace, AWSAuthName, err)
 	}
 	return Authorize(cm, roleARN, accessEntries), nil
+}
+
+// AuthorizeMode is Authorize for a cluster whose EKS authenticationMode is
+// mode: API reads only access entries (aws-auth is ignored), CONFIG_MAP
+// only aws-auth, API_AND_CONFIG_MAP (or "" when unknown) both.
+func AuthorizeMode(mode ekstypes.AuthenticationMode, cm *corev1.ConfigMap, roleARN string, accessEntries []string) string {
+	switch mode {
+	case ekstypes.AuthenticationModeApi:
+		want := roleARNWithoutPath(roleARN)
+		if slices.Contains(accessEntries, roleARN) || slices.Contains(accessEntries, want) {
+			return ""
+		}
+		return fmt.Sprintf("the cluster's authenticationMode is API, so EKS does not read %s/%s, and the node role %s has no EKS access entry, so the API server rejects the kubelet as Unauthorized", AWSAuthNamespace, AWSAuthName, want)
+	case ekstypes.AuthenticationModeConfigMap:
+		return Authorize(cm, roleARN, nil)
+	}
+	return Authorize(cm, roleARN, accessEntries)
 }
 
 // Authorize says why a kubelet using roleARN cannot register its Node

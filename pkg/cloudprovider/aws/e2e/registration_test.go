@@ -1,20 +1,27 @@
 package e2e
 
 import (
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/explain"
@@ -175,4 +182,85 @@ func (r *recorded) has(reason, name, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestWhyNotRegisteredReadsAccessEntries is seed 001 on a cluster that maps
+// nodes with EKS access entries: the provider reads the cluster's
+// authenticationMode and access entries (served by the local EC2's front;
+// moto has none) beside aws-auth, and names a role mapped by neither; under
+// authenticationMode API an aws-auth mapping does not count, as on EKS.
+func TestWhyNotRegisteredReadsAccessEntries(t *testing.T) {
+	env := test.Env(t)
+	nc := nodeClass(t)
+	env.Create(t, nc)
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "claim")}, Spec: v1.NodeClaimSpec{NodeClassRef: ref(nc)}}
+	cfg := local.server.Config()
+	cfg.HTTPClient = &http.Client{Transport: localec2.NewFront(nil, localec2.FrontOptions{})}
+	eksAPI := eks.NewFromConfig(cfg)
+	role, err := iam.NewFromConfig(cfg).GetRole(t.Context(), &iam.GetRoleInput{RoleName: aws.String(local.cluster.RoleName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(role.Role.Arn)
+	why := func() string {
+		t.Helper()
+		opts := providerOptions(t, "")
+		opts.APIReader, opts.EKS = env.Client, eksAPI
+		p, err := awsprovider.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.WhyNotRegistered(t.Context(), claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	says := func(step, got string, wants ...string) {
+		t.Helper()
+		if len(wants) == 0 && got != "" {
+			t.Errorf("%s: cause %q, want none", step, got)
+		}
+		for _, want := range wants {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: cause %q does not say %q", step, got, want)
+			}
+		}
+	}
+	entry := func(create bool) {
+		t.Helper()
+		var err error
+		if create {
+			_, err = eksAPI.CreateAccessEntry(t.Context(), &eks.CreateAccessEntryInput{ClusterName: aws.String(clusterName), PrincipalArn: aws.String(arn), Type: aws.String("EC2_LINUX")})
+		} else {
+			_, err = eksAPI.DeleteAccessEntry(t.Context(), &eks.DeleteAccessEntryInput{ClusterName: aws.String(clusterName), PrincipalArn: aws.String(arn)})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-auth"}}); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+
+	says("no aws-auth, no access entry", why(),
+		"node role "+arn+" of EC2NodeClass "+nc.Name+" is mapped neither in kube-system/aws-auth (mapped: none: the ConfigMap does not exist) nor by an EKS access entry of cluster "+clusterName+" (entries: none)",
+		"aws eks create-access-entry --cluster-name "+clusterName+" --principal-arn "+arn+" --type EC2_LINUX")
+	entry(true)
+	says("an EC2_LINUX access entry", why())
+
+	if _, err := eksAPI.UpdateClusterConfig(t.Context(), &eks.UpdateClusterConfigInput{Name: aws.String(clusterName),
+		AccessConfig: &ekstypes.UpdateAccessConfigRequest{AuthenticationMode: ekstypes.AuthenticationModeApi}}); err != nil {
+		t.Fatal(err)
+	}
+	entry(false)
+	env.Create(t, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-auth"},
+		Data:       map[string]string{"mapRoles": "- rolearn: " + arn + "\n  username: system:node:{{EC2PrivateDNSName}}\n  groups: [system:bootstrappers, system:nodes]\n"},
+	})
+	says("authenticationMode API, mapped in aws-auth only", why(),
+		"node role "+arn+" of EC2NodeClass "+nc.Name+" has no EKS access entry in cluster "+clusterName+" (authenticationMode API; entries: none)",
+		"so EKS does not read kube-system/aws-auth")
+	entry(true)
+	says("authenticationMode API with the access entry", why())
 }

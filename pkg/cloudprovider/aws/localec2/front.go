@@ -29,7 +29,10 @@ import (
 //     filters by membership, as EC2 does (front_instancetypes.go);
 //   - spot prices: moto prices every spot offering at $0.00001; the front
 //     answers prices derived from the on-demand price snapshot it is given
-//     (front_spotprices.go; imitated, see the README).
+//     (front_spotprices.go; imitated, see the README);
+//   - EKS access entries and the cluster's authenticationMode, which moto
+//     lacks ("Not yet implemented"): the front keeps them per cluster
+//     (front_eks.go; imitated, see the README).
 //
 // Every other request goes to Next untouched.
 type Front struct {
@@ -37,6 +40,8 @@ type Front struct {
 	// SpotPrice is the spot price of an instance type in a zone; nil, or
 	// false for a type, leaves moto's answer for it.
 	SpotPrice func(instanceType, zone string) (float64, bool)
+
+	eksState eksState
 }
 
 // FrontOptions configure NewFront.
@@ -61,6 +66,9 @@ func NewFront(next http.RoundTripper, opts FrontOptions) *Front {
 
 // RoundTrip implements http.RoundTripper.
 func (f *Front) RoundTrip(req *http.Request) (*http.Response, error) {
+	if resp, err := f.eks(req); resp != nil || err != nil {
+		return resp, err
+	}
 	if req.Body == nil || req.Method != http.MethodPost {
 		return f.Next.RoundTrip(req)
 	}
