@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
 
 // TestSharedScenarioInvariants solves every shared scenario and checks the
@@ -31,6 +32,39 @@ func TestSharedScenarioInvariants(t *testing.T) {
 			}
 			if a, b := planText(plan), planText(again); a != b {
 				t.Errorf("two solves of the same snapshot differ")
+			}
+		})
+	}
+}
+
+// TestSharedScenarioCost keeps the plans' cost on the short shared
+// scenarios within a ceiling over their LP+anti lower bound, the figure the
+// benchmark reports: a change that makes the local search weaker fails
+// here, not only in a benchmark table nobody reruns.
+func TestSharedScenarioCost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ceiling float64 // × LP+anti
+	}{
+		{name: "diverse-100", ceiling: 1.065},
+		{name: "diverse-1000", ceiling: 1.077},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := loadShared(t, tc.name)
+			bound, err := lowerbound.Compute(snap, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := scheduling.Solve(snap, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cost, err := lowerbound.PlanCost(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := cost / bound.LPAnti; r > tc.ceiling {
+				t.Errorf("plan costs %.2f $/h, %.4f× the LP+anti bound %.2f; want at most %.3f×", cost, r, bound.LPAnti, tc.ceiling)
 			}
 		})
 	}

@@ -108,6 +108,7 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 	sv.placeAll()
 	sv.improve()
 	sv.rebalance()
+	sv.swap()
 	return sv, nil
 }
 
@@ -169,9 +170,14 @@ type solver struct {
 	scratch             resVec
 	optScratch          []option // finalize's launch options, reused node to node
 	strategy            strategy
-	balanceFrom         int    // first tier placed in balancing order
-	receiverStart       int    // rebalance's window over the nodes
-	sum                 resVec // rebalance's scratch sum
+	balanceFrom         int // first tier placed in balancing order
+	receiverStart       int // rebalance's window over the nodes
+	swapStart           int // swap's window over the nodes
+	// swap's scratch: a donor's pods and classes before a step, their order
+	swapPods  []*corev1.Pod
+	swapCls   []*podClass
+	swapOrder []int
+	sum       resVec // rebalance's scratch sum
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
