@@ -393,7 +393,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	if o.StatusPage != nil {
 		opts := *o.StatusPage
 		opts.Clock = o.Clock
-		opts.Source = liveStatus(model, prov.Provisioner)
+		opts.Source = liveStatus(model, prov.Provisioner, o.Scheduling.ListPrices)
 		page, err := statuspage.NewServer(opts)
 		if err != nil {
 			return nil, fmt.Errorf("building status page: %w", err)
@@ -443,8 +443,9 @@ func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
 }
 
 // liveStatus draws the status page from what the provisioner would plan on
-// now and the verdicts of its last pass.
-func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner) statuspage.Source {
+// now and the verdicts of its last pass, pricing nodes as the solver does
+// (list prices alone under PRICE_MODEL=List).
+func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner, listPrices bool) statuspage.Source {
 	return func(ctx context.Context) (statuspage.Input, error) {
 		snap, err := model.Build(ctx)
 		if err != nil {
@@ -455,7 +456,7 @@ func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner) statuspag
 			Snapshot:      snap.Cluster,
 			InstanceTypes: snap.InstanceTypes,
 			Skipped:       snap.Skipped,
-			Plan:          &scheduling.Plan{Unschedulable: p.Unschedulable()},
+			Plan:          &scheduling.Plan{Unschedulable: p.Unschedulable(), ListPrices: listPrices},
 		}, nil
 	}
 }

@@ -140,3 +140,22 @@ func whatIf(snap *scheduling.Snapshot) *scheduling.Plan {
 	}}
 	return plan
 }
+
+// burstable is one ready node of a burstable type whose pod requests all
+// its CPU, above the type's baseline.
+func burstable() *scheduling.Snapshot {
+	it := instanceType("t4g.small", "2", "2Gi", map[string]float64{"on-demand": 0.0168})
+	it.Burst = &scheduling.Burst{BaselineMilliCPU: 400, SurplusPerVCPUHour: 0.05}
+	it.VolumePrice = 0.002
+	return &scheduling.Snapshot{
+		Now:           now,
+		NodePools:     []*scheduling.NodePool{{Name: "default"}},
+		InstanceTypes: map[string][]*scheduling.InstanceType{"default": {it}},
+		Nodes: []*scheduling.ExistingNode{{
+			Name: "burst-1", NodeClaim: "burst-1", NodePool: "default", Initialized: true,
+			Labels:      nodeLabels("default", "t4g.small", "on-demand"),
+			Allocatable: resources("2", "2Gi"),
+			Pods:        []*corev1.Pod{pod("shop", "cpu-hog", "burst-1", "2", "512Mi")},
+		}},
+	}
+}

@@ -197,7 +197,7 @@ func Build(in Input) View {
 		arriving[e.Node] = append(arriving[e.Node], e.Pods...)
 	}
 	for _, en := range snap.Nodes {
-		n := existingNode(en, prices, arriving[en.Name])
+		n := existingNode(en, prices, arriving[en.Name], plan.ListPrices)
 		v.Nodes = append(v.Nodes, n)
 		v.Summary.Nodes++
 		v.Summary.PodsRunning += n.Pods
@@ -257,8 +257,9 @@ func SampleOf(in Input) Sample {
 }
 
 // existingNode is the row of a node the snapshot holds; arriving are the
-// pods a plan places on it.
-func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.InstanceType, arriving []*corev1.Pod) Node {
+// pods a plan places on it. Its price is what it costs with the pods bound
+// to it, by the solver's price model (list prices alone with listPrices).
+func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.InstanceType, arriving []*corev1.Pod, listPrices bool) Node {
 	n := Node{
 		Name:         en.Name,
 		NodePool:     en.NodePool,
@@ -273,7 +274,6 @@ func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.I
 	case en.Initialized:
 		n.Status = StatusReady
 	}
-	n.Price, n.Priced = offeringPrice(prices, en.NodePool, n.InstanceType, n.Zone, n.CapacityType)
 	var bound, incoming []*corev1.Pod
 	for _, p := range en.Pods {
 		if p.Spec.NodeName != "" {
@@ -282,6 +282,7 @@ func existingNode(en *scheduling.ExistingNode, prices map[string][]*scheduling.I
 		}
 		incoming = append(incoming, p)
 	}
+	n.Price, n.Priced = nodePrice(prices, en.NodePool, n.InstanceType, n.Zone, n.CapacityType, bound, listPrices)
 	incoming = append(incoming, arriving...)
 	n.Pods = len(bound)
 	for _, p := range incoming {
@@ -382,11 +383,12 @@ func nominee(en *scheduling.ExistingNode) string {
 	return "node/" + en.Name
 }
 
-// offeringPrice is the price of the offering a node runs on: from its
-// NodePool's instance types, or any NodePool's for a node joiner does not
-// manage. False when the node's offering is unknown (not launched yet, or
-// no NodePool lists it).
-func offeringPrice(prices map[string][]*scheduling.InstanceType, nodePool, typ, zone, capacityType string) (float64, bool) {
+// nodePrice is what a node costs per hour carrying pods
+// (scheduling.ExistingNodePrice, as the solver and consolidation price it):
+// its offering from its NodePool's instance types, or any NodePool's for a
+// node joiner does not manage. False when the node's offering is unknown
+// (not launched yet, or no NodePool lists it).
+func nodePrice(prices map[string][]*scheduling.InstanceType, nodePool, typ, zone, capacityType string, pods []*corev1.Pod, listPrices bool) (float64, bool) {
 	if typ == "" {
 		return 0, false
 	}
@@ -395,8 +397,8 @@ func offeringPrice(prices map[string][]*scheduling.InstanceType, nodePool, typ, 
 		pools = slices.Sorted(maps.Keys(prices))
 	}
 	for _, pool := range pools {
-		if p, ok := scheduling.OfferingPrice(prices[pool], typ, zone, capacityType); ok {
-			return p, true
+		if p, ok := scheduling.ExistingNodePrice(prices[pool], typ, zone, capacityType, pods, listPrices); ok {
+			return p.Total(), true
 		}
 	}
 	return 0, false

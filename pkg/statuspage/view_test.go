@@ -82,6 +82,25 @@ func TestBuild(t *testing.T) {
 			lastLabel: "after the plan",
 		},
 		{
+			name: "a burstable node costs its credits and volumes, unless list prices are asked for",
+			in:   func() Input { return Input{Snapshot: burstable()} },
+			nodes: []nodeWant{
+				// 0.0168 listed + (2 − 0.4) vCPU × $0.05 of surplus credits + $0.002 of volume.
+				{name: "burst-1", status: StatusReady, price: 0.0168 + 0.08 + 0.002, priced: true, pods: 1, cpuBound: 100, memBound: 25, instanceType: "t4g.small", capacity: "on-demand"},
+			},
+			summary: Summary{Nodes: 1, PodsRunning: 1, CostPerHour: 0.0988, PlannedCostPerHour: 0.0988},
+			costs:   []float64{0.0988},
+		},
+		{
+			name: "list prices: the offering's price alone",
+			in:   func() Input { return Input{Snapshot: burstable(), Plan: &scheduling.Plan{ListPrices: true}} },
+			nodes: []nodeWant{
+				{name: "burst-1", status: StatusReady, price: 0.0168, priced: true, pods: 1, cpuBound: 100, memBound: 25, instanceType: "t4g.small", capacity: "on-demand"},
+			},
+			summary: Summary{Nodes: 1, PodsRunning: 1, CostPerHour: 0.0168, PlannedCostPerHour: 0.0168},
+			costs:   []float64{0.0168},
+		},
+		{
 			name:    "empty input",
 			in:      func() Input { return Input{} },
 			summary: Summary{},
