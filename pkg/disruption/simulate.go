@@ -161,6 +161,7 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 	s.solves++
 	opts := s.in.Options.Scheduling
 	opts.RequirePreferences = requirePreferences && !opts.IgnorePreferences
+	opts.NoExchanges = true
 	plan, err := s.solve(&snap, opts)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)
