@@ -3,6 +3,7 @@ package localec2
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,8 +27,20 @@ import (
 // Launches use the room up; terminations do not give it back (EC2's
 // capacity moves for reasons of its own, and a test sets what it needs).
 type InstanceCapacity struct {
-	mu   sync.Mutex
-	left map[string]int
+	mu        sync.Mutex
+	left      map[string]int
+	decisions []FleetDecision
+}
+
+// FleetDecision is how the local EC2 answered one CreateFleet it held to
+// its room: what was asked (TotalTargetCapacity and MinTargetCapacity),
+// the instance type that launched and how many (Launched 0: refused with
+// InsufficientInstanceCapacity, or the launch behind it failed). A test
+// reads them to tell one all-or-nothing fleet from several small ones.
+type FleetDecision struct {
+	Total, Min   int
+	InstanceType string
+	Launched     int
 }
 
 // NewInstanceCapacity limits each named type to left[type] more instances.
@@ -47,6 +60,13 @@ func (c *InstanceCapacity) Left(typ string) int {
 		return n
 	}
 	return -1
+}
+
+// Decisions are the CreateFleet answers so far, oldest first.
+func (c *InstanceCapacity) Decisions() []FleetDecision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.decisions)
 }
 
 // fleetOverride is one override of a CreateFleet request.
@@ -85,34 +105,42 @@ func minTargetCapacity(form url.Values) int {
 // admit decides a CreateFleet against the room left. It returns the form
 // to forward (narrowed to the chosen override and the count that fits),
 // or ok false when nothing can launch; what it admits is taken from the
-// room at once (commit gives it back if the launch fails).
-func (c *InstanceCapacity) admit(form url.Values) (forward url.Values, typ string, count int, ok bool) {
+// room at once (giveBack returns it if the launch fails). decision is the
+// index of the answer among Decisions.
+func (c *InstanceCapacity) admit(form url.Values) (forward url.Values, decision int, ok bool) {
 	total, _ := strconv.Atoi(form.Get("TargetCapacitySpecification.TotalTargetCapacity"))
-	need := max(minTargetCapacity(form), 1)
+	minimum := minTargetCapacity(form)
+	need := max(minimum, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	decision = len(c.decisions)
 	for _, o := range fleetOverrides(form) {
 		left, limited := c.left[o.instanceType]
 		if limited && left < need {
 			continue
 		}
-		count = total
+		count := total
 		if limited {
 			count = min(total, left)
 			c.left[o.instanceType] = left - count
 		}
-		return narrowFleet(form, o, count), o.instanceType, count, true
+		c.decisions = append(c.decisions, FleetDecision{Total: total, Min: minimum, InstanceType: o.instanceType, Launched: count})
+		return narrowFleet(form, o, count), decision, true
 	}
-	return nil, "", 0, false
+	c.decisions = append(c.decisions, FleetDecision{Total: total, Min: minimum})
+	return nil, decision, false
 }
 
-// giveBack returns room admit took for a launch that did not happen.
-func (c *InstanceCapacity) giveBack(typ string, count int) {
+// giveBack returns the room decision took, for a launch that did not
+// happen.
+func (c *InstanceCapacity) giveBack(decision int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if left, ok := c.left[typ]; ok {
-		c.left[typ] = left + count
+	d := &c.decisions[decision]
+	if left, ok := c.left[d.InstanceType]; ok {
+		c.left[d.InstanceType] = left + d.Launched
 	}
+	d.Launched = 0
 }
 
 // narrowFleet is form with only override o (as config 1, override 1) and

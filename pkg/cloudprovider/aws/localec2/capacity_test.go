@@ -3,6 +3,7 @@ package localec2
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,5 +107,10 @@ func TestInstantFleetMinTargetCapacity(t *testing.T) {
 		if got := inj.Capacity.Left("m5.xlarge"); got != tc.wantRoomAfter {
 			t.Errorf("%s: room for %d more m5.xlarge, want %d", tc.name, got, tc.wantRoomAfter)
 		}
+	}
+	// Each fleet is one decision, as asked and as answered.
+	want := []FleetDecision{{Total: 6, Min: 6}, {Total: 4, Min: 4, InstanceType: "m5.xlarge", Launched: 4}, {Total: 1}}
+	if got := inj.Capacity.Decisions(); !slices.Equal(got, want) {
+		t.Errorf("fleet decisions %+v, want %+v", got, want)
 	}
 }

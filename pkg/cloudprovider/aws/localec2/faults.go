@@ -177,9 +177,9 @@ func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, req.Context().Err()
 		}
 	}
-	admittedType, admitted := "", 0
+	decision := -1
 	if action == "CreateFleet" && f.Capacity != nil {
-		forward, typ, n, ok := f.Capacity.admit(form)
+		forward, d, ok := f.Capacity.admit(form)
 		if !ok {
 			f.mu.Lock()
 			f.injected[action+":"+string(FaultCapacity)]++
@@ -190,13 +190,11 @@ func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
 		body := forward.Encode()
 		req.Body = io.NopCloser(strings.NewReader(body))
 		req.ContentLength = int64(len(body))
-		admittedType, admitted = typ, n
+		decision = d
 	}
 	resp, err := f.Next.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		if f.Capacity != nil && admitted > 0 {
-			f.Capacity.giveBack(admittedType, admitted)
-		}
+	if (err != nil || resp.StatusCode != http.StatusOK) && decision >= 0 {
+		f.Capacity.giveBack(decision)
 	}
 	if err != nil {
 		return nil, err
