@@ -197,11 +197,14 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the nodeclaim creator: %w", err)
 	}
+	// Provisioning and disruption act only once the bookings held before a
+	// restart are held again.
+	booked := bookedState{Cluster: cluster, bookings: bookings}
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
 		Model:             model,
 		NodeClaims:        creator,
-		State:             cluster,
+		State:             booked,
 		Recorder:          recorder,
 		Clock:             o.Clock,
 		Solve:             o.Solve,
@@ -308,7 +311,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	disrupt, err := disruption.NewController(disruption.Options{
 		Client:             mgr.GetClient(),
 		CloudProvider:      o.CloudProvider,
-		State:              cluster,
+		State:              booked,
 		Model:              model,
 		NodeClaims:         creator,
 		Recorder:           recorder,
@@ -491,4 +494,17 @@ func Register(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// bookedState is the cluster state whose Synced also waits for the
+// ProvisioningRequest bookings that existed before a restart to be held
+// again (provisioningrequest.Bookings.Synced): planning or consolidating
+// before that could hand a booked node's room to other pods.
+type bookedState struct {
+	*state.Cluster
+	bookings *provisioningrequest.Bookings
+}
+
+func (s bookedState) Synced(ctx context.Context) bool {
+	return s.Cluster.Synced(ctx) && s.bookings.Synced()
 }

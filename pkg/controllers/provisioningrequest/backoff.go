@@ -4,10 +4,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // backoff is each request's retry delay after attempts that failed:
@@ -50,37 +47,4 @@ func (b *backoff) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.failures, key)
 	delete(b.next, key)
-}
-
-// placements are the pods each request's plan put on existing capacity,
-// by node name.
-type placements struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]map[string][]*corev1.Pod
-}
-
-func newPlacements() *placements {
-	return &placements{m: map[types.NamespacedName]map[string][]*corev1.Pod{}}
-}
-
-func (p *placements) set(key types.NamespacedName, existing []scheduling.ExistingPlacement) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	byNode := map[string][]*corev1.Pod{}
-	for _, e := range existing {
-		byNode[e.Node] = append(byNode[e.Node], e.Pods...)
-	}
-	p.m[key] = byNode
-}
-
-func (p *placements) get(key types.NamespacedName) map[string][]*corev1.Pod {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.m[key]
-}
-
-func (p *placements) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.m, key)
 }

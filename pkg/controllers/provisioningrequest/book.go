@@ -66,7 +66,9 @@ func (c *Controller) book(ctx context.Context, pr *autoscalingv1.ProvisioningReq
 	for _, nc := range byName {
 		live = append(live, nc)
 	}
-	c.hold(pr, live, bound)
+	if err := c.hold(ctx, pr, live, bound); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: max(expires.Sub(c.opts.Clock.Now()), time.Second)}, nil
 }
 

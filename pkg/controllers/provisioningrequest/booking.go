@@ -23,6 +23,12 @@ type Bookings struct {
 	// byNode indexes every held request's placeholders by node or
 	// NodeClaim name.
 	byNode map[string][]*corev1.Pod
+	// listed is set once the requests that existed at start are known;
+	// unrestored are those of them not reconciled yet, and reconciled the
+	// requests reconciled since start (see Synced).
+	listed     bool
+	unrestored map[types.NamespacedName]bool
+	reconciled map[types.NamespacedName]bool
 }
 
 type booking struct {
@@ -32,7 +38,8 @@ type booking struct {
 
 // NewBookings returns an empty set of bookings.
 func NewBookings() *Bookings {
-	return &Bookings{held: map[types.NamespacedName]booking{}, live: map[types.NamespacedName]bool{}, byNode: map[string][]*corev1.Pod{}}
+	return &Bookings{held: map[types.NamespacedName]booking{}, live: map[types.NamespacedName]bool{}, byNode: map[string][]*corev1.Pod{},
+		unrestored: map[types.NamespacedName]bool{}, reconciled: map[types.NamespacedName]bool{}}
 }
 
 // Consumes implements provisioning.Bookings: a pod annotated with a
@@ -50,6 +57,41 @@ func (b *Bookings) Consumes(pod *corev1.Pod) bool {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: name}
 	_, ok := b.held[key]
 	return ok || b.live[key]
+}
+
+// Synced reports whether every ProvisioningRequest that existed when
+// joiner started has been reconciled once, so the bookings held before a
+// restart are held again: a provisioning pass before that would give a
+// booked node's room to other pods, or plan a request's pods one by one,
+// and consolidation could take a booked node away.
+func (b *Bookings) Synced() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.listed && len(b.unrestored) == 0
+}
+
+// restoring records the requests that exist at start (those already
+// reconciled since start are done).
+func (b *Bookings) restoring(requests []types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range requests {
+		if !b.reconciled[r] {
+			b.unrestored[r] = true
+		}
+	}
+	b.listed = true
+	b.reconciled = nil
+}
+
+// restored records that request was reconciled (or is gone).
+func (b *Bookings) restored(request types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.unrestored, request)
+	if !b.listed {
+		b.reconciled[request] = true
+	}
 }
 
 // serve marks request as served (live) or not.

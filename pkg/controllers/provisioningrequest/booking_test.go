@@ -66,3 +66,39 @@ func TestBackoffDoubles(t *testing.T) {
 		t.Errorf("wait after forget %s, want 0", w)
 	}
 }
+
+// Bookings are synced once every request that existed at start was
+// reconciled, whether it was reconciled before or after the list.
+func TestBookingsSynced(t *testing.T) {
+	a := types.NamespacedName{Namespace: "ml", Name: "a"}
+	b := types.NamespacedName{Namespace: "ml", Name: "b"}
+	for _, tc := range []struct {
+		name   string
+		steps  func(*Bookings)
+		synced bool
+	}{
+		{name: "nothing listed yet", steps: func(*Bookings) {}, synced: false},
+		{name: "no requests at start", steps: func(bk *Bookings) { bk.restoring(nil) }, synced: true},
+		{name: "one of two reconciled", steps: func(bk *Bookings) { bk.restoring([]types.NamespacedName{a, b}); bk.restored(a) }, synced: false},
+		{name: "both reconciled after the list", steps: func(bk *Bookings) {
+			bk.restoring([]types.NamespacedName{a, b})
+			bk.restored(b)
+			bk.restored(a)
+		}, synced: true},
+		{name: "one reconciled before the list", steps: func(bk *Bookings) {
+			bk.restored(a)
+			bk.restoring([]types.NamespacedName{a, b})
+			bk.restored(b)
+		}, synced: true},
+		{name: "reconciled before the list, the other not yet", steps: func(bk *Bookings) {
+			bk.restored(a)
+			bk.restoring([]types.NamespacedName{a, b})
+		}, synced: false},
+	} {
+		bk := NewBookings()
+		tc.steps(bk)
+		if got := bk.Synced(); got != tc.synced {
+			t.Errorf("%s: Synced = %v, want %v", tc.name, got, tc.synced)
+		}
+	}
+}

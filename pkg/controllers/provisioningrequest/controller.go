@@ -117,10 +117,6 @@ type Controller struct {
 	opts Options
 	// retry is each request's back-off after failed attempts.
 	retry *backoff
-	// existing are the placements on existing capacity each request's plan
-	// booked (the plan is not kept anywhere else; a restart forgets them
-	// and the request keeps only the bookings of its own NodeClaims).
-	existing *placements
 }
 
 // NewController validates opts and returns a Controller.
@@ -137,7 +133,7 @@ func NewController(opts Options) (*Controller, error) {
 	if opts.RetryBase <= 0 {
 		opts.RetryBase = DefaultRetryBase
 	}
-	return &Controller{opts: opts, retry: newBackoff(opts.RetryBase, maxRetry), existing: newPlacements()}, nil
+	return &Controller{opts: opts, retry: newBackoff(opts.RetryBase, maxRetry)}, nil
 }
 
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests,verbs=get;list;watch;update;patch
@@ -163,7 +159,36 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioningrequest: %w", err)
 	}
+	if err := mgr.Add(manager.RunnableFunc(c.listAtStart)); err != nil {
+		return fmt.Errorf("registering provisioningrequest: %w", err)
+	}
 	return nil
+}
+
+// listAtStart tells the bookings which requests exist as joiner starts
+// (as leader), so Bookings.Synced waits for each to be reconciled once and
+// its booking held again. Without the CRD there is nothing to restore.
+func (c *Controller) listAtStart(ctx context.Context) error {
+	for {
+		var list autoscalingv1.ProvisioningRequestList
+		err := c.opts.APIReader.List(ctx, &list)
+		if err == nil || meta.IsNoMatchError(err) {
+			keys := make([]types.NamespacedName, 0, len(list.Items))
+			for i := range list.Items {
+				if gang.Served(list.Items[i].Spec.ProvisioningClassName) {
+					keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
+				}
+			}
+			c.opts.Bookings.restoring(keys)
+			return nil
+		}
+		log.FromContext(ctx).Error(err, "listing provisioningrequests to restore their bookings")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.opts.Clock.After(time.Second):
+		}
+	}
 }
 
 // requestOf parses a namespace/name annotation value.
@@ -180,6 +205,9 @@ func requestOf(v string) []reconcile.Request {
 // create, launch, or roll back and retry), then hold the booking until its
 // pods came or it expired. Its status is patched once.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Once reconciled, whatever the outcome, the request's booking is
+	// what this process holds for it.
+	defer c.opts.Bookings.restored(req.NamespacedName)
 	pr := &autoscalingv1.ProvisioningRequest{}
 	if err := c.opts.APIReader.Get(ctx, req.NamespacedName, pr); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -228,7 +256,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (c *Controller) forget(key types.NamespacedName) {
 	c.opts.Bookings.release(key)
 	c.opts.Bookings.serve(key, false)
-	c.existing.forget(key)
 	c.retry.forget(key)
 }
 

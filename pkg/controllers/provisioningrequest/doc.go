@@ -28,6 +28,12 @@
 // NodeClaim of the request that goes away before its pods came marks the
 // request CapacityRevoked.
 //
+// A booking lives in the API server, not in joiner's memory: the request's
+// status names its NodeClaims and the pods it placed on existing capacity,
+// and each reconcile holds the booking again from them. After a start,
+// Bookings.Synced is false until every request that existed has been
+// reconciled once; provisioning and disruption wait for it.
+//
 // Requests of other classes are left alone. The package never launches an
 // instance itself except through the cloud's GroupLauncher, and never
 // binds a pod.

@@ -93,7 +93,9 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 		c.notProvisioned(ctx, pr, ReasonCapacityIsNotFound, why, outcomeCapacityNotFound)
 		return reconcile.Result{RequeueAfter: c.retry.failed(key, now)}, nil
 	}
-	c.existing.set(key, plan.Plan.Existing)
+	if err := setExisting(pr, plan.Plan.Existing); err != nil {
+		return reconcile.Result{}, fmt.Errorf("booking provisioningrequest %s: %w", key, err)
+	}
 	if check || len(plan.Plan.NewNodeClaims) == 0 {
 		c.provisioned(ctx, pr, ReasonCapacityIsFound, fmt.Sprintf("all %d pods fit the existing capacity; it is booked for them for %s", len(pods), c.opts.BookingTTL))
 		return c.book(ctx, pr, nil)
@@ -116,6 +118,7 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 		}
 	})
 	if err != nil {
+		delete(pr.Status.ProvisioningClassDetails, detailExistingNodes)
 		c.notProvisioned(ctx, pr, ReasonLaunchRolledBack, fmt.Sprintf("creating the request's %d NodeClaims: %v", len(plan.Plan.NewNodeClaims), err), outcomeRolledBack)
 		return reconcile.Result{RequeueAfter: c.retry.failed(key, now)}, nil
 	}
@@ -124,7 +127,9 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 		names[i] = nc.Name
 	}
 	setDetail(pr, detailNodeClaims, strings.Join(names, ","))
-	c.hold(pr, created, nil)
+	if err := c.hold(ctx, pr, created, nil); err != nil {
+		return reconcile.Result{}, err
+	}
 	log.FromContext(ctx).Info("created nodeclaims for provisioningrequest", "nodeclaims", len(created), "pods", len(pods), "group-launch", canGroup)
 	if canGroup {
 		return c.launchGroup(ctx, pr, group, created)
@@ -165,7 +170,9 @@ func (c *Controller) launching(ctx context.Context, pr *autoscalingv1.Provisioni
 			oldest = nc.CreationTimestamp.Time
 		}
 	}
-	c.hold(pr, live, nil)
+	if err := c.hold(ctx, pr, live, nil); err != nil {
+		return reconcile.Result{}, err
+	}
 	if len(held) > 0 {
 		if group, ok := c.opts.CloudProvider.(cloudprovider.GroupLauncher); ok {
 			return c.launchGroup(ctx, pr, group, held)
@@ -225,6 +232,7 @@ func (c *Controller) rollBack(ctx context.Context, pr *autoscalingv1.Provisionin
 	key := client.ObjectKeyFromObject(pr)
 	err := c.deleteAll(ctx, claims)
 	delete(pr.Status.ProvisioningClassDetails, detailNodeClaims)
+	delete(pr.Status.ProvisioningClassDetails, detailExistingNodes)
 	c.endBooking(key, pr)
 	c.notProvisioned(ctx, pr, ReasonLaunchRolledBack, why, outcomeRolledBack)
 	return reconcile.Result{RequeueAfter: c.retry.failed(key, c.opts.Clock.Now())}, err
@@ -315,9 +323,14 @@ func setDetail(pr *autoscalingv1.ProvisioningRequest, k, v string) {
 }
 
 // hold books the request's capacity: its NodeClaims' requests (less what
-// its bound pods already use there) and its placements on existing nodes.
-func (c *Controller) hold(pr *autoscalingv1.ProvisioningRequest, claims []*v1.NodeClaim, bound []*corev1.Pod) {
+// its bound pods already use there) and its placements on existing nodes
+// (as its status records them, so a restarted joiner holds the same).
+func (c *Controller) hold(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, claims []*v1.NodeClaim, bound []*corev1.Pod) error {
 	key := client.ObjectKeyFromObject(pr)
+	existing, err := c.existingPlacements(ctx, pr)
+	if err != nil {
+		return err
+	}
 	byNode := map[string][]*corev1.Pod{}
 	usedOn := map[string]corev1.ResourceList{}
 	boundOn := map[string]int{}
@@ -351,19 +364,19 @@ func (c *Controller) hold(pr *autoscalingv1.ProvisioningRequest, claims []*v1.No
 			byNode[nc.Name] = []*corev1.Pod{placeholder(pr, nc.Name, left)}
 		}
 	}
-	for node, pods := range c.existing.get(key) {
+	for node, pods := range existing {
 		if n := boundOn[node]; n < len(pods) {
 			byNode[node] = append(byNode[node], pods[n:]...)
 		}
 	}
 	c.opts.Bookings.hold(key, pr.Spec.ProvisioningClassName, byNode)
 	metrics.ProvisioningRequestsBooked.WithLabelValues(pr.Spec.ProvisioningClassName).Set(float64(c.opts.Bookings.count(pr.Spec.ProvisioningClassName)))
+	return nil
 }
 
 // endBooking releases the request's booking.
 func (c *Controller) endBooking(key types.NamespacedName, pr *autoscalingv1.ProvisioningRequest) {
 	c.opts.Bookings.release(key)
-	c.existing.forget(key)
 	metrics.ProvisioningRequestsBooked.WithLabelValues(pr.Spec.ProvisioningClassName).Set(float64(c.opts.Bookings.count(pr.Spec.ProvisioningClassName)))
 }
 
