@@ -179,9 +179,10 @@ chaos-planted: controlplane
 kueue:
 	bash hack/kueue.sh
 
-## e2e-kueue: Kueue drives joiner's ProvisioningRequests on the local control plane: a 6-pod GPU Job admitted only
-## once joiner launched its 6 nodes, an unmeetable one never admitted and leaving no instance (test/kueue, build tag
-## kueue). Not part of `make test`: a fresh Kueue build takes several minutes.
+## e2e-kueue: Kueue drives joiner's ProvisioningRequests on the local control plane, joiner on the AWS provider against
+## the local EC2: a 6-pod GPU Job admitted only once joiner launched its 6 nodes in one all-or-nothing fleet, the same
+## Job with room for 4 never admitted and leaving no instance (test/kueue, build tag kueue). Not part of `make test`:
+## a fresh Kueue build takes about 3 minutes (then cached); the test itself about 1.5.
 e2e-kueue: controlplane kueue
 	$(GO) test -tags kueue ./test/kueue -v -count=1 -timeout 20m
 

@@ -5,23 +5,12 @@ package kueue_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"crypto/tls"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,14 +21,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
-	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
+	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -77,43 +64,39 @@ func TestMain(m *testing.M) {
 
 // TestKueueAdmitsGangOnlyWhenProvisioned: a Job of 6 pods, each needing a
 // g4dn.xlarge (one GPU) of its own, queued in Kueue behind a
-// ProvisioningRequest admission check (best-effort-atomic-scale-up). Kueue
-// asks joiner; joiner launches the 6 nodes in one group; Kueue admits the
-// Job only then, and its 6 pods run on those nodes. A second Job of 6 on a
-// type the cloud has no capacity for is never admitted, leaves no
-// NodeClaim and no instance, and its request says why.
+// ProvisioningRequest admission check (best-effort-atomic-scale-up),
+// with joiner on the AWS provider against the local EC2. The local EC2
+// has room for 10 g4dn.xlarge. Kueue asks joiner; joiner launches the 6
+// instances in one instant fleet with MinTargetCapacity 6; Kueue admits
+// the Job only then, and its 6 pods run on those nodes (and no other
+// fleet is launched for them). Once the Job is done its nodes are removed,
+// and the same Job again, when only 4 g4dn.xlarge can be had, is never
+// admitted: EC2 refuses the fleet whole, no instance runs, and the request
+// (and, through Kueue, the Workload) says why.
 func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 	env := test.Env(t)
-	ctx := t.Context()
 	ns := env.Namespace(t)
-	cluster := test.Name(t, "c")
-	if len(cluster) > 40 {
-		cluster = strings.TrimLeft(cluster[len(cluster)-40:], "-")
-	}
-	store := filepath.Join(t.TempDir(), "instances.json")
+	cloud := startLocalEC2(t, map[string]int{gpuType: 10})
 
-	nodeClass := &simv1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc")}, Spec: simv1alpha1.SimNodeClassSpec{
-		LaunchDelay: metav1.Duration{Duration: 500 * time.Millisecond}, RegistrationDelay: metav1.Duration{Duration: 500 * time.Millisecond},
-		// The cloud has no g5.xlarge at all: the second Job's gang cannot be had.
-		Faults: &simv1alpha1.Faults{InsufficientCapacity: []simv1alpha1.InsufficientCapacityFault{{InstanceType: "g5.xlarge"}}},
-	}}
+	nodeClass := cloud.nodeClass(t)
 	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "np")}, Spec: v1.NodePoolSpec{
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			NodeClassRef: &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass.Name},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
-			ExpireAfter:  v1.MustParseNillableDuration("720h"),
+			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nodeClass.Name},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+				{Key: v1.LabelAWSInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"g4dn", "m5"}},
+			},
+			ExpireAfter: v1.MustParseNillableDuration("720h"),
 		}},
 		Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
 	}}
 	env.Create(t, nodeClass, nodePool)
-	test.StartJoiner(t, joinerBin.Path(t), "joiner", []string{"controller",
-		"--kubeconfig=" + env.ControlPlane.KubeconfigPath(), "--cluster-name=" + cluster, "--sim-store=" + store,
-		"--metrics-port=0", "--health-probe-port=0", "--leader-election-name=" + cluster}, nil)
+	startJoiner(t, cloud)
 	startKueue(t)
 	queue := applyQueues(t, ns)
 
-	// The gang that can be had.
-	job := gpuJob(ns, "train", queue, nodePool.Name, "g4dn.xlarge")
+	// The gang that can be had: one fleet of 6, all or nothing.
+	job := gpuJob(ns, "train", queue, nodePool.Name, gpuType)
 	env.Create(t, job)
 	pr := waitRequest(t, ns, "train")
 	provisioned := waitCondition(t, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, 3*time.Minute)
@@ -121,24 +104,58 @@ func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 	if len(claims) != 6 {
 		t.Fatalf("%d NodeClaims for the request, want 6", len(claims))
 	}
+	fleets := cloud.proxy.Capacity.Decisions()
+	t.Logf("fleets for the gang of 6: %+v", fleets)
+	if want := (localec2.FleetDecision{Total: 6, Min: 6, InstanceType: gpuType, Launched: 6}); len(fleets) != 1 || fleets[0] != want {
+		t.Errorf("CreateFleet calls %+v, want exactly one: %+v", fleets, want)
+	}
 	admitted := waitWorkloadAdmitted(t, ns, "train")
 	if admitted.Before(provisioned.LastTransitionTime.Time) {
 		t.Errorf("the Job was admitted at %s, before its request was provisioned at %s", admitted, provisioned.LastTransitionTime)
 	}
-	waitRunning(t, ns, "train", 6, 3*time.Minute)
+	// kwok completes a Job's pods as soon as they run.
+	waitRan(t, ns, "train", 6, 3*time.Minute)
 	onRequestNodes(t, ns, "train", claims)
+	if n := cloud.running(t); n != 6 {
+		t.Errorf("%d instances running, want the gang's 6", n)
+	}
+	if fleets := cloud.proxy.Capacity.Decisions(); len(fleets) != 1 {
+		t.Errorf("CreateFleet calls %+v once the Job ran, want only the gang's one: its pods must not be provisioned one by one", fleets)
+	}
+	if left := cloud.proxy.Capacity.Left(gpuType); left != 4 {
+		t.Fatalf("room for %d more %s after the first gang, want 4", left, gpuType)
+	}
 
-	// The gang that cannot: nothing is launched, nothing is admitted.
-	env.Create(t, gpuJob(ns, "starved", queue, nodePool.Name, "g5.xlarge"))
+	// The Job is done; its nodes go (as consolidation would take them).
+	for i := range claims {
+		if err := env.Client.Delete(t.Context(), &claims[i]); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	test.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		if n := cloud.running(t); n != 0 {
+			return fmt.Errorf("%d instances still running", n)
+		}
+		return nil
+	})
+
+	// The same Job when only 4 can be had: EC2 refuses the fleet whole,
+	// nothing is launched, nothing is admitted.
+	env.Create(t, gpuJob(ns, "starved", queue, nodePool.Name, gpuType))
 	starved := waitRequest(t, ns, "starved")
 	c := waitCondition(t, starved, autoscalingv1.Provisioned, metav1.ConditionFalse, 2*time.Minute)
 	t.Logf("unmeetable request: %s: %s", c.Reason, c.Message)
-	if !strings.Contains(c.Message, "g5.xlarge") && !strings.Contains(c.Message, "InsufficientInstanceCapacity") {
-		t.Errorf("Provisioned=False message %q does not say the cloud had no capacity", c.Message)
+	if !strings.Contains(c.Message, "InsufficientInstanceCapacity") {
+		t.Errorf("Provisioned=False message %q does not say EC2 had no capacity for the gang", c.Message)
 	}
-	test.Consistently(t, 20*time.Second, func(ctx context.Context) error {
-		if n := len(requestClaims(t, starved)); n > 0 {
-			return fmt.Errorf("%d NodeClaims of the unmeetable request", n)
+	test.Consistently(t, 30*time.Second, func(ctx context.Context) error {
+		for _, nc := range requestClaims(t, starved) {
+			if nc.Status.ProviderID != "" {
+				return fmt.Errorf("NodeClaim %s of the unmeetable request holds instance %s", nc.Name, nc.Status.ProviderID)
+			}
+		}
+		if n := cloud.running(t); n != 0 {
+			return fmt.Errorf("%d instances running, want none", n)
 		}
 		var j batchv1.Job
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "starved"}, &j); err != nil {
@@ -149,10 +166,25 @@ func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 		}
 		return nil
 	})
-	if n := countInstances(t, store, cluster); n != 6 {
-		t.Errorf("%d instances running, want only the first gang's 6", n)
+	refused := cloud.proxy.Capacity.Decisions()[1:]
+	t.Logf("fleets for the gang of 6 with room for 4: %+v", refused)
+	if len(refused) == 0 {
+		t.Error("no CreateFleet for the second gang: the refusal was not EC2's")
 	}
-	_ = ctx
+	for _, d := range refused {
+		if d.Launched != 0 || d.Min != 6 {
+			t.Errorf("CreateFleet %+v for the second gang, want MinTargetCapacity 6 and nothing launched", d)
+		}
+	}
+	if msg := workloadCheckMessage(t, ns, "starved"); !strings.Contains(msg, "InsufficientInstanceCapacity") {
+		t.Errorf("Kueue's admission check on the starved workload says %q; want joiner's reason passed on", msg)
+	}
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		if n := len(requestClaims(t, starved)); n > 0 {
+			return fmt.Errorf("%d NodeClaims of the unmeetable request left", n)
+		}
+		return nil
+	})
 }
 
 // gpuJob is a Job of 6 pods, each asking one GPU on typ, queued in queue.
@@ -340,7 +372,34 @@ func waitWorkloadAdmitted(t *testing.T, ns, job string) time.Time {
 	return at
 }
 
-func waitRunning(t *testing.T, ns, app string, n int, timeout time.Duration) {
+// workloadCheckMessage is the message of the Job's Workload's admission
+// check (Kueue copies the request's Provisioned message there).
+func workloadCheckMessage(t *testing.T, ns, job string) string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+	list.SetKind("WorkloadList")
+	if err := test.Env(t).Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, wl := range list.Items {
+		if !strings.HasPrefix(wl.GetName(), "job-"+job+"-") {
+			continue
+		}
+		checks, _, _ := unstructured.NestedSlice(wl.Object, "status", "admissionChecks")
+		var msgs []string
+		for _, c := range checks {
+			m, _ := c.(map[string]any)
+			msg, _ := m["message"].(string)
+			msgs = append(msgs, msg)
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return ""
+}
+
+// waitRan waits until n pods of app run or ran to completion.
+func waitRan(t *testing.T, ns, app string, n int, timeout time.Duration) {
 	t.Helper()
 	test.Eventually(t, timeout, func(ctx context.Context) error {
 		var pods corev1.PodList
@@ -348,13 +407,33 @@ func waitRunning(t *testing.T, ns, app string, n int, timeout time.Duration) {
 			return err
 		}
 		running := 0
+		var states []string
 		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning {
+			if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded {
 				running++
 			}
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Status != corev1.ConditionTrue && c.Message != "" {
+					why = c.Message
+				}
+			}
+			states = append(states, fmt.Sprintf("%s %s on %q %s", p.Name, p.Status.Phase, p.Spec.NodeName, why))
 		}
 		if running != n {
-			return fmt.Errorf("%d of %d pods of %s running", running, n, app)
+			var nodes corev1.NodeList
+			if err := test.Env(t).Client.List(ctx, &nodes); err != nil {
+				return err
+			}
+			var ready []string
+			for _, node := range nodes.Items {
+				for _, c := range node.Status.Conditions {
+					if c.Type == corev1.NodeReady {
+						ready = append(ready, fmt.Sprintf("%s Ready=%s gpu=%s taints=%v", node.Name, c.Status, node.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI), node.Spec.Taints))
+					}
+				}
+			}
+			return fmt.Errorf("%d of %d pods of %s ran: %v; nodes: %v", running, n, app, states, ready)
 		}
 		return nil
 	})
@@ -377,155 +456,4 @@ func onRequestNodes(t *testing.T, ns, app string, claims []v1.NodeClaim) {
 			t.Errorf("pod %s on %s (annotations %v): want a node launched for the request, and Kueue's consume annotation", p.Name, p.Spec.NodeName, p.Annotations)
 		}
 	}
-}
-
-func countInstances(t *testing.T, store, cluster string) int {
-	t.Helper()
-	st, err := sim.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sim.New(sim.Options{Client: test.Env(t).Client, Store: st, ClusterName: cluster,
-		Catalog: func(*simv1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) { return nil, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.List(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(out)
-}
-
-// startKueue runs Kueue's manager with its webhooks on a loopback port
-// (a serving certificate for 127.0.0.1 signed by a CA made here), and
-// registers the webhooks of the Job integration and of Kueue's own kinds
-// with kube-apiserver by URL.
-func startKueue(t *testing.T) {
-	t.Helper()
-	dir := t.TempDir()
-	caPEM := writeCerts(t, dir)
-	port := freePort(t)
-	probe := freePort(t)
-	cfg := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-namespace: kueue-system
-health: {healthProbeBindAddress: "127.0.0.1:%d"}
-metrics: {bindAddress: "0"}
-webhook: {port: %d, host: 127.0.0.1, certDir: %q}
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-manageJobsWithoutQueueName: false
-integrations: {frameworks: ["batch/job"]}
-`, probe, port, dir)
-	cfgPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := test.Env(t)
-	_ = env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}})
-	test.StartJoiner(t, filepath.Join(kueueDir(), "kueue"), "kueue",
-		[]string{"--config=" + cfgPath, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"},
-		[]string{"KUBECONFIG=" + env.ControlPlane.KubeconfigPath()})
-	registerWebhooks(t, port, caPEM)
-	test.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kueue readyz: %s", resp.Status)
-		}
-		return nil
-	})
-}
-
-// registerWebhooks installs Kueue's webhook configurations, keeping only
-// the Job integration's and Kueue's own kinds' webhooks (the other
-// integrations' paths are not served with only batch/job enabled), with
-// each webhook's service replaced by its loopback URL.
-func registerWebhooks(t *testing.T, port int, caPEM []byte) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(kueueDir(), "webhooks.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cfg := range decodeAll(t, b) {
-		hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
-		var kept []any
-		for _, h := range hooks {
-			m := h.(map[string]any)
-			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
-			if !strings.Contains(path, "kueue-x-k8s-io") && !strings.Contains(path, "batch-v1-job") {
-				continue
-			}
-			m["clientConfig"] = map[string]any{"url": fmt.Sprintf("https://127.0.0.1:%d%s", port, path), "caBundle": caPEM}
-			kept = append(kept, m)
-		}
-		if err := unstructured.SetNestedSlice(cfg.Object, kept, "webhooks"); err != nil {
-			t.Fatal(err)
-		}
-		cfg.SetName(test.Name(t, "kueue-"+strings.ToLower(cfg.GetKind())))
-		raw, err := yaml.Marshal(cfg.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			t.Fatal(err)
-		}
-		env := test.Env(t)
-		if err := env.Client.Create(t.Context(), obj); err != nil {
-			t.Fatalf("registering %s: %v", cfg.GetKind(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
-}
-
-// writeCerts writes tls.crt and tls.key for 127.0.0.1 into dir and
-// returns the CA's PEM.
-func writeCerts(t *testing.T, dir string) []byte {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kueue-e2e-ca"}, IsCA: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	for name, b := range map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")); err != nil {
-		t.Fatal(err)
-	}
-	return caPEM
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
