@@ -203,7 +203,11 @@ func groupFleetError(errs []ec2types.CreateFleetError, launched, want int) error
 	}
 	slices.Sort(msgs)
 	msgs = slices.Compact(msgs)
-	err := fmt.Errorf("CreateFleet with MinTargetCapacity %d launched %d instances (terminated): %s", want, launched, strings.Join(msgs, "; "))
+	what := "nothing"
+	if launched > 0 {
+		what = fmt.Sprintf("only %d instances, terminated", launched)
+	}
+	err := fmt.Errorf("CreateFleet with MinTargetCapacity %d launched %s: %s", want, what, strings.Join(msgs, "; "))
 	if ice || other == "" {
 		return cloudprovider.NewInsufficientCapacityError(err)
 	}
