@@ -115,7 +115,7 @@ func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 	}
 	// kwok completes a Job's pods as soon as they run.
 	waitRan(t, ns, "train", 6, 3*time.Minute)
-	onRequestNodes(t, ns, "train", claims)
+	onRequestNodes(t, ns, "train", pr)
 	if n := cloud.running(t); n != 6 {
 		t.Errorf("%d instances running, want the gang's 6", n)
 	}
@@ -439,12 +439,13 @@ func waitRan(t *testing.T, ns, app string, n int, timeout time.Duration) {
 	})
 }
 
-// onRequestNodes checks every pod of app runs on a node of claims and
-// consumes the request.
-func onRequestNodes(t *testing.T, ns, app string, claims []v1.NodeClaim) {
+// onRequestNodes checks every pod of app ran on a node launched for pr
+// and consumes the request.
+func onRequestNodes(t *testing.T, ns, app string, pr *autoscalingv1.ProvisioningRequest) {
 	t.Helper()
 	nodes := map[string]bool{}
-	for _, nc := range claims {
+	// Read now: a NodeClaim names its Node once the Node registered.
+	for _, nc := range requestClaims(t, pr) {
 		nodes[nc.Status.NodeName] = true
 	}
 	var pods corev1.PodList
