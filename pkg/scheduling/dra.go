@@ -247,7 +247,7 @@ func (sv *solver) addDevices(v resVec, published map[string]int64) {
 
 // podVec is the pod's footprint with its device requests, when planned.
 func (sv *solver) podVec(p *corev1.Pod) resVec {
-	v := sv.ri.vec(podRequests(p))
+	v := sv.ri.requestVec(p)
 	if !sv.planDevices() {
 		return v
 	}

@@ -136,6 +136,20 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 	return l
 }
 
+// requestVec is podRequests(p) as a vector. A pod of one container with no
+// init containers, overhead or pod-level resources (most pods) asks
+// exactly its container's requests, read without building a list:
+// consolidation's simulations read every bound pod of the cluster each
+// time, and building the lists was a tenth of their CPU.
+func (ri *resourceIndex) requestVec(p *corev1.Pod) resVec {
+	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+		return ri.vec(podRequests(p))
+	}
+	v := ri.vec(p.Spec.Containers[0].Resources.Requests)
+	v[resPods] = 1
+	return v
+}
+
 // allocatable returns Capacity minus overhead as a vector (floored at 0).
 func (ri *resourceIndex) allocatable(it *InstanceType) resVec {
 	v := ri.vec(it.Capacity)
