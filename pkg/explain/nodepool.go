@@ -143,7 +143,13 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 		v.InstanceTypes = compatibleTypes(pool, s.Scheduling.InstanceTypes[name], v.Backoffs)
 	}
 	v.InstanceTypeSource = s.InstanceTypeSource
-	v.Events = s.eventsAbout(s.Now, ref{"NodePool", "", name})
+	// The node class's events too: what it says (a namesake cluster, an
+	// unready subnet) is why the pool's nodes fail.
+	objs := []ref{{"NodePool", "", name}}
+	if v.NodeClass.Name != "" {
+		objs = append(objs, ref{v.NodeClass.Kind, "", v.NodeClass.Name})
+	}
+	v.Events = s.eventsAbout(s.Now, objs...)
 	v.Summary = poolSummary(v)
 	return v, nil
 }

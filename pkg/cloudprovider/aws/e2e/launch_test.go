@@ -264,7 +264,7 @@ func TestIdentityKeepsNamesakesApart(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorded{}
 	opts := providerOptions(t, "cluster-a")
-	opts.Recorder = rec
+	opts.Recorder = tee{rec, apiRecorder(t)}
 	a, err := awsprovider.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -295,6 +295,8 @@ func TestIdentityKeepsNamesakesApart(t *testing.T) {
 	if !rec.has(events.ClusterNamesake, nc.Name, "cluster-b") {
 		t.Errorf("no %s event on EC2NodeClass %s naming cluster-b: %+v", events.ClusterNamesake, nc.Name, rec.events)
 	}
+	// explain of a NodePool of that class shows the controller's event.
+	explainShowsNamesake(t, nodePool(nc), nc)
 	// The namesake's instance exists: not found would tell garbage
 	// collection it is gone; it is only not this cluster's.
 	if _, err := a.Get(ctx, theirs.Status.ProviderID); !cloudprovider.IsNodeClaimNotOwned(err) || cloudprovider.IsNodeClaimNotFoundError(err) {

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -263,4 +267,68 @@ func TestWhyNotRegisteredReadsAccessEntries(t *testing.T) {
 		"so EKS does not read kube-system/aws-auth")
 	entry(true)
 	says("authenticationMode API with the access entry", why())
+}
+
+// tee publishes to every recorder.
+type tee []events.Recorder
+
+func (t tee) Publish(es ...events.Event) {
+	for _, r := range t {
+		r.Publish(es...)
+	}
+}
+
+// apiRecorder writes events to the test's API server as the controller's
+// recorder does, until t ends.
+func apiRecorder(t *testing.T) events.Recorder {
+	t.Helper()
+	w, err := events.NewWriter(test.Env(t).Config, test.Scheme(), "joiner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = w.Start(t.Context()) }()
+	return events.NewRecorder(w, nil)
+}
+
+// explainShowsNamesake is seed 004 compared: `joiner explain nodepool` of
+// a NodePool using nc shows the ClusterNamesake event the controller wrote
+// on nc, word for word.
+func explainShowsNamesake(t *testing.T, np *v1.NodePool, nc *awsv1.EC2NodeClass) {
+	t.Helper()
+	var note string
+	var objs []runtime.Object
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		list := &eventsv1.EventList{}
+		if err := test.Env(t).Client.List(ctx, list); err != nil {
+			return err
+		}
+		objs = []runtime.Object{np, nc}
+		note = ""
+		for i := range list.Items {
+			e := &list.Items[i]
+			objs = append(objs, e)
+			if e.Reason == events.ClusterNamesake && e.Regarding.Name == nc.Name {
+				note = e.Note
+			}
+		}
+		if note == "" {
+			return fmt.Errorf("no %s event about EC2NodeClass %s in the API", events.ClusterNamesake, nc.Name)
+		}
+		return nil
+	})
+	snap, err := explain.FromObjects(objs, explain.SnapshotOptions{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict, err := explain.NodePool(snap, np.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := explain.Write(&out, verdict); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), events.ClusterNamesake+": "+note) {
+		t.Errorf("explain nodepool %s does not show the controller's %s event %q:\n%s", np.Name, events.ClusterNamesake, note, out.String())
+	}
 }

@@ -1,24 +1,31 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/explain"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
@@ -65,6 +72,14 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 		// say.
 		reason   string
 		mentions []string
+		// diagnosed: the NodeClaim's class is an EC2NodeClass whose
+		// instance profile holds the unmapped role, and the AWS provider
+		// diagnoses registration (the controller names the cause before
+		// the TTL).
+		diagnosed bool
+		// explained: `joiner explain` of the NodeClaim, its events left
+		// out, names the same cause as the controller's event.
+		explained string
 	}{
 		{
 			name: "000 amd64 image on a Graviton type never registers",
@@ -87,13 +102,26 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			mentions: []string{"node IAM role (not the controller's role) is mapped in the aws-auth ConfigMap", "system:nodes"},
 		},
 		{
+			name: "001 node role missing from aws-auth is named by the controller before the TTL",
+			plan: func(t *testing.T, nc *v1.NodeClaim) launch {
+				return launch{family: awsv1.AMIFamilyAL2, arch: "x86_64", instanceType: "t3.medium", profile: local.unmappedProfile,
+					userData: joinerUserData(t, awsv1.AMIFamilyAL2, nc)}
+			},
+			outcome:   "is not in the mapRoles of kube-system/aws-auth",
+			reason:    events.RegistrationBlocked,
+			diagnosed: true,
+			mentions:  []string{":role/ControllerRole-" + clusterName + " of EC2NodeClass ", "is not mapped in kube-system/aws-auth (mapped: " + local.mappedRoleARN + ")"},
+			explained: "is not mapped in kube-system/aws-auth (mapped: " + local.mappedRoleARN + ")",
+		},
+		{
 			name: "002 custom userData that drops the taints registers without them",
 			plan: func(t *testing.T, nc *v1.NodeClaim) launch {
 				return launch{family: awsv1.AMIFamilyAL2, arch: "x86_64", instanceType: "t3.medium", profile: local.mappedProfile,
 					userData: []byte(seed002UserData)}
 			},
-			reason:   events.UnregisteredTaintMissing,
-			mentions: []string{"registered without the karpenter.sh/unregistered:NoExecute taint", "without '=' or inner quotes"},
+			reason:    events.UnregisteredTaintMissing,
+			mentions:  []string{"registered without the karpenter.sh/unregistered:NoExecute taint", "without '=' or inner quotes"},
+			explained: "registered without the karpenter.sh/unregistered:NoExecute taint",
 		},
 		{
 			name: "002 custom userData also loses the startup taint",
@@ -101,8 +129,9 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 				return launch{family: awsv1.AMIFamilyAL2, arch: "x86_64", instanceType: "t3.medium", profile: local.mappedProfile,
 					userData: []byte(seed002UserData)}
 			},
-			reason:   events.StartupTaintsMissing,
-			mentions: []string{startupTaint, "userData"},
+			reason:    events.StartupTaintsMissing,
+			mentions:  []string{startupTaint, "userData"},
+			explained: startupTaint,
 		},
 	}
 	for _, tc := range cases {
@@ -118,8 +147,13 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			// machine is not deleted as a registration timeout before its
 			// own event.
 			registrationTTL := 4 * time.Second
-			if tc.outcome == "" {
+			if tc.outcome == "" || tc.diagnosed {
 				registrationTTL = within
+			}
+			classRef := &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+			if tc.diagnosed {
+				classRef.Name = unmappedClass(t)
+				cloud.diagnoser = awsDiagnoser(t)
 			}
 			recorder, err := events.ForManager(mgr, nil)
 			if err != nil {
@@ -143,7 +177,7 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 			nc := &v1.NodeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "nc"), Labels: map[string]string{v1.LabelNodePool: "seeds", kwokLabel: "true"}},
 				Spec: v1.NodeClaimSpec{
-					NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+					NodeClassRef: classRef,
 					Requirements: []v1.NodeSelectorRequirementWithMinValues{
 						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
 					},
@@ -160,6 +194,9 @@ func TestSeedFailuresAreDiagnosed(t *testing.T) {
 				if !strings.Contains(note, m) {
 					t.Errorf("%s event %q does not mention %q", tc.reason, note, m)
 				}
+			}
+			if tc.explained != "" {
+				explainAgrees(t, nc.Name, tc.explained)
 			}
 			if tc.outcome != "" {
 				outcomes := nodes.Outcomes()
@@ -223,4 +260,85 @@ func cleanupNodes(kube client.Client, name string) {
 	nc.Finalizers = nil
 	_ = kube.Update(ctx, nc)
 	_ = kube.Delete(ctx, nc)
+}
+
+// unmappedClass creates an EC2NodeClass whose instance profile holds the
+// role nobody mapped in aws-auth, and returns its name.
+func unmappedClass(t *testing.T) string {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "unmapped")},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{localec2.TagDiscovery: clusterName}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{localec2.TagDiscovery: clusterName}}},
+			InstanceProfile:            ptr.To(local.unmappedProfile),
+		},
+	}
+	test.Env(t).Create(t, nc)
+	return nc.Name
+}
+
+// awsDiagnoser is the AWS provider, for its registration diagnosis only:
+// it reads kube-system/aws-auth and the node class's role as the
+// controller does.
+func awsDiagnoser(t *testing.T) cloudprovider.RegistrationDiagnoser {
+	t.Helper()
+	env := test.Env(t)
+	p, err := awsprovider.New(awsprovider.Options{
+		EC2: local.ec2, IAM: local.iam, SSM: ssm.NewFromConfig(local.cfg),
+		Client: env.Client, APIReader: env.Client, Region: local.cfg.Region, ClusterName: clusterName,
+		ClusterEndpoint: endpoint, CABundle: "Q0E=", ClusterCIDR: localec2.DefaultServiceCIDR, KubernetesVersion: "1.36",
+		SSMParameterRoot: localec2.DefaultParameterRoot, UserData: awsprovider.GenerateUserData,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// explainAgrees runs `joiner explain nodeclaim` on the NodeClaim as the
+// API holds it now (with its Node and every event), and checks that its
+// verdict, the events section left out, names the cause the controller's
+// event names.
+func explainAgrees(t *testing.T, name, cause string) {
+	t.Helper()
+	ctx := t.Context()
+	kube := test.Env(t).Client
+	nc := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	objs := []runtime.Object{nc}
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err == nil {
+			objs = append(objs, node)
+		}
+	}
+	list := &eventsv1.EventList{}
+	if err := kube.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		objs = append(objs, &list.Items[i])
+	}
+	snap, err := explain.FromObjects(objs, explain.SnapshotOptions{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict, err := explain.NodeClaim(snap, name, explain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict.Events = nil
+	var out bytes.Buffer
+	if err := explain.Write(&out, verdict); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), cause) {
+		t.Errorf("explain's verdict does not name the controller's cause %q:\n%s", cause, out.String())
+	} else if testing.Verbose() {
+		t.Logf("explain:\n%s", out.String())
+	}
 }

@@ -161,6 +161,17 @@ type launcher struct {
 	mu        sync.Mutex
 	plans     map[string]func(nc *v1.NodeClaim) launch
 	instances map[string]*v1.NodeClaim
+	// diagnoser, when set, names why a NodeClaim's Node cannot register
+	// (the AWS provider's own diagnosis, for seed 001).
+	diagnoser cloudprovider.RegistrationDiagnoser
+}
+
+// WhyNotRegistered asks the diagnoser, when there is one.
+func (l *launcher) WhyNotRegistered(ctx context.Context, nc *v1.NodeClaim) (string, error) {
+	if l.diagnoser == nil {
+		return "", nil
+	}
+	return l.diagnoser.WhyNotRegistered(ctx, nc)
 }
 
 func newLauncher() *launcher {
