@@ -61,6 +61,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			VMMemoryOverheadPercent: settings.VMMemoryOverheadPercent,
 			ReservedENIs:            settings.ReservedENIs,
 			IsolatedVPC:             settings.IsolatedVPC,
+			IgnoreReservedCapacity:  !settings.FeatureGates.ReservedCapacity,
 			NodeClassRefresh:        min(settings.AMIRefreshInterval, settings.SubnetRefreshInterval),
 			Clock:                   clk,
 			Recorder:                recorder,

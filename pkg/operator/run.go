@@ -102,6 +102,8 @@ func SolverOptions(settings *options.Options) scheduling.Options {
 		// IGNORE_DRA_REQUESTS=false: the live model reads the DRA objects
 		// and the solver plans devices.
 		PlanDynamicResources: !settings.IgnoreDRARequests,
+		// The ReservedCapacity gate off: reserved offerings are not planned.
+		IgnoreReservedCapacity: !settings.FeatureGates.ReservedCapacity,
 	}
 }
 

@@ -130,6 +130,8 @@ const (
 	LabelAWSCapacityReservationID            = AWSLabelDomain + "/capacity-reservation-id"
 	LabelAWSCapacityReservationType          = AWSLabelDomain + "/capacity-reservation-type"
 	LabelAWSCapacityReservationInterruptible = AWSLabelDomain + "/capacity-reservation-interruptible"
+	LabelAWSPlacementGroupID                 = AWSLabelDomain + "/placement-group-id"
+	LabelAWSPlacementGroupPartition          = AWSLabelDomain + "/placement-group-partition"
 	LabelAWSTopologyZoneID                   = AWSTopologyLabelDomain + "/zone-id"
 )
 
@@ -301,6 +303,8 @@ var AWSWellKnownLabels = sets.New(
 	LabelAWSCapacityReservationID,
 	LabelAWSCapacityReservationType,
 	LabelAWSCapacityReservationInterruptible,
+	LabelAWSPlacementGroupID,
+	LabelAWSPlacementGroupPartition,
 	LabelAWSTopologyZoneID,
 )
 

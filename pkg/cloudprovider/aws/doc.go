@@ -22,6 +22,10 @@
 //   - launch.go, launchtemplates.go, fleet.go: Create, through launch
 //     templates shared by identical configurations and CreateFleet (type
 //     instant), with concurrent identical requests batched into one call.
+//   - reservations.go, placementgroup.go: capacityReservationSelectorTerms
+//     (status.capacityReservations, reserved offerings and their room left,
+//     CapacityReservationsReady) and placementGroupSelector
+//     (PlacementGroupReady), and where launch templates place instances.
 //   - unavailable.go: the ICE cache (offerings) and exhausted subnets.
 //   - instances.go, batcher.go: Get, List and Delete (DescribeInstances and
 //     TerminateInstances batched across callers), which act only on instances

@@ -19,6 +19,8 @@ const maxFleetBatch = 1000
 // fleetInstance is one instance a fleet launched.
 type fleetInstance struct {
 	ID, InstanceType, SubnetID, Lifecycle, LaunchTemplate string
+	// PlacementGroupID is the placement group it launched into.
+	PlacementGroupID string
 }
 
 // fleetResult is what one launch request gets back: its instance, or the

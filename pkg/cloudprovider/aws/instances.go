@@ -260,6 +260,9 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
 	} else if !found {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
 	}
+	if r := aws.ToString(inst.CapacityReservationId); r != "" {
+		p.reserved.terminated(r)
+	}
 	return nil
 }
 
@@ -280,6 +283,7 @@ func (p *Provider) hydrate(ctx context.Context, inst *ec2types.Instance) *v1.Nod
 	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		labels[v1.LabelCapacityType] = v1.CapacityTypeSpot
 	}
+	placementLabels(labels, inst)
 	if arch := kubeArch(string(inst.Architecture)); arch != "" {
 		labels[v1.LabelArch] = arch
 	}

@@ -155,7 +155,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	}
 	p.prices.ensureLoaded(ctx)
 	key := cacheKey(cat.gen, p.prices.generation(), nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings,
-		nc.Spec.InstanceStorePolicy, nc.Status.Subnets, nc.Status.AMIs)
+		nc.Spec.InstanceStorePolicy, nc.Status.Subnets, nc.Status.AMIs, nc.Status.CapacityReservations, p.opts.IgnoreReservedCapacity)
 	p.types.mu.Lock()
 	base, ok := p.types.computed[key]
 	p.types.mu.Unlock()
@@ -230,6 +230,7 @@ func (p *Provider) computeInstanceTypes(cat *catalog, nc *awsv1.EC2NodeClass) []
 				}
 			}
 		}
+		offerings = append(offerings, p.reservedOfferings(name, zones, nc)...)
 		if len(offerings) == 0 {
 			continue
 		}
@@ -310,13 +311,21 @@ func (p *Provider) withAvailability(base []*scheduling.InstanceType, nc *awsv1.E
 				continue
 			}
 			ice := p.ice.isUnavailable(o.CapacityType, it.Name, o.Zone)
-			o.Available = usable[o.Zone] && !ice
+			full := false
+			if o.ReservationID != "" {
+				o.ReservationCapacity = p.reserved.available(o.ReservationID)
+				full = o.ReservationCapacity == 0
+			}
+			o.Available = usable[o.Zone] && !ice && !full
 			// Say why, so a pod that fits nowhere is told the cause.
 			switch {
 			case !usable[o.Zone]:
 				o.Unavailable = scheduling.UnavailableSubnetExhausted
 			case ice:
 				o.Unavailable = scheduling.UnavailableInsufficientCapacity
+			case full:
+				o.Unavailable = scheduling.UnavailableInsufficientCapacity
+				o.UnavailableDetail = fmt.Sprintf("capacity reservation %s has no instance left", o.ReservationID)
 			}
 		}
 		out[i] = &c

@@ -38,6 +38,7 @@ const (
 	ReasonLaunchTemplateFailed              = "LaunchTemplateCreationFailed"
 	ReasonUserDataFailed                    = "UserDataGenerationFailed"
 	ReasonFleetFailed                       = "CreateFleetFailed"
+	ReasonPlacementFailed                   = "PlacementGroupResolutionFailed"
 )
 
 // Create implements cloudprovider.CloudProvider.
@@ -145,11 +146,21 @@ func withoutExotic(cands []offering.Candidate, nodeClaim *v1.NodeClaim) []offeri
 	return out
 }
 
-// chooseCapacityType keeps spot candidates when there are any (they are
-// cheaper and the NodeClaim allows them), else on-demand, as Karpenter
-// prefers spot over on-demand; spot offerings pricier than the cheapest
-// on-demand one are dropped.
+// chooseCapacityType keeps the capacity reservations' candidates when the
+// NodeClaim may use any (they are paid for already), else spot candidates
+// when there are any (they are cheaper and the NodeClaim allows them),
+// else on-demand, as Karpenter orders them; spot offerings pricier than
+// the cheapest on-demand one are dropped.
 func chooseCapacityType(cands []offering.Candidate) []offering.Candidate {
+	var reserved []offering.Candidate
+	for _, c := range cands {
+		if c.Offering.CapacityType == v1.CapacityTypeReserved && c.Offering.ReservationID != "" {
+			reserved = append(reserved, c)
+		}
+	}
+	if len(reserved) > 0 {
+		return reserved
+	}
 	cheapestOD := -1.0
 	for _, c := range cands {
 		if c.Offering.CapacityType == v1.CapacityTypeOnDemand && (cheapestOD < 0 || c.Offering.Price < cheapestOD) {
@@ -181,8 +192,10 @@ type templateGroup struct {
 	// efa is the number of EFA interfaces attached: every one the type
 	// supports when the NodeClaim requests vpc.amazonaws.com/efa, as
 	// Karpenter does, else none.
-	efa   int32
-	types []*scheduling.InstanceType
+	efa int32
+	// reservation is the capacity reservation the group's launches target.
+	reservation string
+	types       []*scheduling.InstanceType
 }
 
 // launch builds launch templates and one CreateFleet request for the
@@ -193,11 +206,18 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 	// NodeClaim's order (Karpenter switches to the prioritized strategies).
 	prioritized := nodeClaim.Annotations[v1alpha1.AnnotationPriceOverlayApplied] == "true"
 	// Cheapest first; at most maxFleetTypes types.
+	// A reserved candidate launches into its own reservation, so it is
+	// keyed by type and reservation.
 	var typeOrder []string
 	byType := map[string]*scheduling.InstanceType{}
 	zonesOf := map[string][]string{}
+	reservationOf := map[string]string{}
 	for _, c := range cands {
 		name := c.InstanceType.Name
+		if c.Offering.ReservationID != "" {
+			name += "@" + c.Offering.ReservationID
+			reservationOf[name] = c.Offering.ReservationID
+		}
 		if _, ok := byType[name]; !ok {
 			if len(typeOrder) == maxFleetTypes {
 				continue
@@ -228,10 +248,10 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 			q := it.Capacity[ResourceEFA]
 			efa = int32(q.Value())
 		}
-		key := fmt.Sprintf("%s/%d/%d", ami, maxPods, efa)
+		key := fmt.Sprintf("%s/%d/%d/%s", ami, maxPods, efa, reservationOf[name])
 		g, ok := groups[key]
 		if !ok {
-			g = &templateGroup{ami: ami, maxPods: maxPods, efa: efa}
+			g = &templateGroup{ami: ami, maxPods: maxPods, efa: efa, reservation: reservationOf[name]}
 			groups[key] = g
 			groupOrder = append(groupOrder, key)
 		}
@@ -243,12 +263,14 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 	}
 	tags := p.resourceTags(nc, nodeClaim)
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	templateReservation := map[string]string{}
 	for _, key := range groupOrder {
 		g := groups[key]
 		lt, err := p.ensureTemplate(ctx, nodeClaim, nc, g, tags)
 		if err != nil {
 			return nil, offering.Candidate{}, err
 		}
+		templateReservation[lt] = g.reservation
 		cfg := ec2types.FleetLaunchTemplateConfigRequest{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")},
 		}
@@ -258,9 +280,13 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 		}
 		var ovs []ov
 		for _, it := range g.types {
-			for _, zone := range zonesOf[it.Name] {
+			key := it.Name
+			if g.reservation != "" {
+				key += "@" + g.reservation
+			}
+			for _, zone := range zonesOf[key] {
 				if s, ok := bestSubnet[zone]; ok {
-					ovs = append(ovs, ov{it.Name, s})
+					ovs = append(ovs, ov{key, s})
 				}
 			}
 		}
@@ -268,7 +294,7 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 		slices.SortStableFunc(ovs, func(a, b ov) int { return cmp.Compare(b.s.AvailableIPs, a.s.AvailableIPs) })
 		for _, o := range ovs {
 			ovr := ec2types.FleetLaunchTemplateOverridesRequest{
-				InstanceType: ec2types.InstanceType(o.typ), SubnetId: aws.String(o.s.ID),
+				InstanceType: ec2types.InstanceType(byType[o.typ].Name), SubnetId: aws.String(o.s.ID),
 			}
 			if prioritized {
 				// Lower is tried first: the NodeClaim's (overlaid) order.
@@ -283,12 +309,18 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 	if len(configs) == 0 {
 		return nil, offering.Candidate{}, p.noCandidates(nodeClaim, nc, nil)
 	}
+	// EC2 knows reserved instances as on-demand ones launched into a
+	// reservation (the launch template's target).
+	fleetCapacityType := ec2types.DefaultTargetCapacityType(capacityType)
+	if capacityType == v1.CapacityTypeReserved {
+		fleetCapacityType = ec2types.DefaultTargetCapacityTypeOnDemand
+	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			DefaultTargetCapacityType: fleetCapacityType,
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(tags)},
@@ -325,12 +357,19 @@ func (p *Provider) launch(ctx context.Context, nodeClaim *v1.NodeClaim, nc *awsv
 			zone = s.Zone
 		}
 	}
+	reservation := templateReservation[inst.LaunchTemplate]
+	if reservation != "" {
+		p.reserved.launched(reservation)
+	}
+	if pg, err := p.placementGroup(ctx, nc); err == nil && pg != nil {
+		inst.PlacementGroupID = pg.ID
+	}
 	for _, c := range cands {
-		if c.InstanceType.Name == inst.InstanceType && (zone == "" || c.Offering.Zone == zone) {
+		if c.InstanceType.Name == inst.InstanceType && (zone == "" || c.Offering.Zone == zone) && c.Offering.ReservationID == reservation {
 			return inst, c, nil
 		}
 	}
-	return inst, offering.Candidate{InstanceType: byType[inst.InstanceType], Offering: scheduling.Offering{Zone: zone, CapacityType: capacityType}}, nil
+	return inst, offering.Candidate{InstanceType: byType[inst.InstanceType], Offering: scheduling.Offering{Zone: zone, CapacityType: capacityType, ReservationID: reservation}}, nil
 }
 
 // fleetErrors turns a fleet that launched nothing into the typed error:
@@ -459,6 +498,9 @@ func (p *Provider) ensureTemplate(ctx context.Context, nodeClaim *v1.NodeClaim, 
 		EFAInterfaces:  g.efa,
 		Tags:           tags,
 	}
+	if err := p.placeTemplate(ctx, spec, nc, g.reservation); err != nil {
+		return "", cloudprovider.NewCreateError(err, ReasonPlacementFailed, err.Error())
+	}
 	name, err := p.templates.ensure(ctx, spec, nc)
 	if err != nil {
 		return "", cloudprovider.NewCreateError(err, cmp.Or(errorCode(err), ReasonLaunchTemplateFailed), err.Error())
@@ -498,6 +540,10 @@ func (p *Provider) hydrateLaunch(nodeClaim *v1.NodeClaim, nc *awsv1.EC2NodeClass
 	}
 	if inst.Lifecycle == "spot" {
 		labels[v1.LabelCapacityType] = v1.CapacityTypeSpot
+	}
+	reservationLabels(labels, nc, c.Offering.ReservationID)
+	if inst.PlacementGroupID != "" {
+		labels[v1.LabelAWSPlacementGroupID] = inst.PlacementGroupID
 	}
 	out := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{

@@ -55,7 +55,18 @@ type templateSpec struct {
 	// EFAInterfaces, when positive, attaches that many EFA interfaces, one
 	// per network card.
 	EFAInterfaces int32
-	Tags          map[string]string
+	// CapacityReservation is the reservation launches target;
+	// CapacityBlock says it is a capacity block (market type
+	// capacity-block).
+	CapacityReservation string `json:",omitempty"`
+	CapacityBlock       bool   `json:",omitempty"`
+	// NoOpenReservations keeps untargeted launches out of open
+	// reservations (preference none), so the reservations a node class
+	// selects are used only by the launches that count them.
+	NoOpenReservations bool `json:",omitempty"`
+	// PlacementGroup is the placement group instances launch into.
+	PlacementGroup string `json:",omitempty"`
+	Tags           map[string]string
 }
 
 func (s *templateSpec) name() string {
@@ -109,6 +120,22 @@ func (t *launchTemplates) create(ctx context.Context, name string, spec *templat
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(spec.Tags)},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(spec.Tags)},
 		},
+	}
+	switch {
+	case spec.CapacityReservation != "":
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(spec.CapacityReservation)},
+		}
+		if spec.CapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case spec.NoOpenReservations:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
+	}
+	if spec.PlacementGroup != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupName: aws.String(spec.PlacementGroup)}
 	}
 	switch {
 	case spec.EFAInterfaces > 0:

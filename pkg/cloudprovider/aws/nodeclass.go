@@ -171,6 +171,8 @@ func (p *Provider) resolveStatus(ctx context.Context, nc *awsv1.EC2NodeClass) er
 		conds.SetTrue(awsv1.ConditionTypeInstanceProfileReady)
 	}
 
+	p.resolvePlacement(ctx, nc, conds, fail)
+
 	switch err := validate(nc); {
 	case err != nil:
 		conds.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonTagValidationFailed, err.Error())

@@ -85,6 +85,10 @@ type Options struct {
 	ReservedENIs int
 	// IsolatedVPC skips the Pricing API (no route to it).
 	IsolatedVPC bool
+	// IgnoreReservedCapacity is Karpenter's ReservedCapacity feature gate
+	// turned off: capacity reservations are not resolved, offered or
+	// launched into.
+	IgnoreReservedCapacity bool
 
 	// UserData generates launch template userData.
 	UserData UserDataFunc

@@ -54,6 +54,7 @@ type Provider struct {
 	fleet     *fleetBatcher
 	templates *launchTemplates
 	instances *instanceIndex
+	reserved  *reservationAvailability
 
 	describeBatch  *idBatcher[ec2types.Instance]
 	terminateBatch *idBatcher[struct{}]
@@ -86,6 +87,7 @@ func New(opts Options) (*Provider, error) {
 	p.fleet = newFleetBatcher(opts.EC2, opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax)
 	p.templates = newLaunchTemplates(p)
 	p.instances = newInstanceIndex()
+	p.reserved = newReservationAvailability()
 	p.describeBatch = newIDBatcher("describe_instances", opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.describeInstances)
 	p.terminateBatch = newIDBatcher("terminate_instances", opts.InstanceBatchIdle, opts.InstanceBatchMax, 500, p.terminateInstances)
 	return p, nil

@@ -44,6 +44,8 @@ type SetupOptions struct {
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
 	IsolatedVPC             bool
+	// IgnoreReservedCapacity: the ReservedCapacity gate is off.
+	IgnoreReservedCapacity bool
 	// NodeClassRefresh is how often node classes are resolved again (0:
 	// DefaultNodeClassRefresh).
 	NodeClassRefresh time.Duration
@@ -138,7 +140,8 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		ClusterEndpoint: opts.ClusterEndpoint, CABundle: opts.CABundle, ClusterCIDR: opts.ClusterCIDR,
 		KubernetesVersion: opts.KubernetesVersion, SSMParameterRoot: opts.SSMParameterRoot,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, IsolatedVPC: opts.IsolatedVPC,
-		UserData: opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh, Recorder: opts.Recorder,
+		IgnoreReservedCapacity: opts.IgnoreReservedCapacity,
+		UserData:               opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh, Recorder: opts.Recorder,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)

@@ -14,9 +14,10 @@ const (
 	// FeatureNodeRepair replaces nodes whose health conditions stay bad
 	// (Karpenter: alpha, off by default).
 	FeatureNodeRepair featuregate.Feature = "NodeRepair"
-	// FeatureReservedCapacity is on in Karpenter's chart by default. joiner
-	// always plans reserved offerings its cloud reports, so the gate is
-	// accepted with either value and changes nothing.
+	// FeatureReservedCapacity lets the AWS provider resolve an
+	// EC2NodeClass's capacityReservationSelectorTerms and offer their
+	// reserved capacity, and the solver plan it (Karpenter: beta, on by
+	// default). Off, reservations are neither offered nor planned.
 	FeatureReservedCapacity featuregate.Feature = "ReservedCapacity"
 	// FeatureStaticCapacity runs static NodePools (spec.replicas)
 	// (Karpenter: alpha, off by default).
@@ -48,6 +49,8 @@ type FeatureGates struct {
 	// the gate.
 	StaticCapacity bool
 	NodeOverlay    bool
+	// ReservedCapacity plans and launches into capacity reservations.
+	ReservedCapacity bool
 }
 
 // parseFeatureGates reads Karpenter's "A=true,B=false" syntax; an unknown
@@ -70,7 +73,7 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 	}
 	if s != "" {
 		if err := g.Set(s); err != nil {
-			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s and %s, and accepts %s)",
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s, %s and %s)",
 				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureReservedCapacity)
 		}
 	}
@@ -84,6 +87,7 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		NodeRepair:              g.Enabled(FeatureNodeRepair),
 		StaticCapacity:          g.Enabled(FeatureStaticCapacity),
 		NodeOverlay:             g.Enabled(FeatureNodeOverlay),
+		ReservedCapacity:        g.Enabled(FeatureReservedCapacity),
 	}, nil
 }
 

@@ -213,7 +213,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.str(&o.PreferencePolicy, "preference-policy", "PREFERENCE_POLICY", PreferencePolicyRespect, "Respect: preferred affinities and ScheduleAnyway spreads are honoured, relaxed one at a time when they cannot be; Ignore: they are dropped before simulating")
 	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
 	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default; false plans nodes whose devices meet the claims (docs/dra.md)")
-	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay (each =true|false, all false by default; ReservedCapacity accepted; CapacityBuffer only as false), comma separated")
+	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay (each =true|false, false by default), ReservedCapacity (true by default; capacity reservations of EC2NodeClasses); CapacityBuffer only as false, comma separated")
 	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler configuration whose default topology spread constraints Karpenter simulates; joiner does not yet, so only empty is accepted")
 	// Karpenter's AWS settings.
 	r.aws().str(&o.ClusterName, "cluster-name", "CLUSTER_NAME", "joiner", "Cluster identity stamped on every instance joiner launches (with the cluster's kube-system UID); garbage collection only touches instances carrying it")
@@ -259,6 +259,8 @@ func Default() *Options {
 	o := &Options{}
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
 	o.AddFlags(fs)
+	// The gates' defaults (ReservedCapacity is on), as Validate parses them.
+	o.FeatureGates, _ = parseFeatureGates(o.FeatureGatesFlag)
 	return o
 }
 

@@ -49,8 +49,6 @@ type EC2NodeClassList struct {
 // Fields joiner does not implement yet are refused here rather than
 // accepted and ignored; docs/migrating.md lists them.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.capacityReservationSelectorTerms) || size(self.capacityReservationSelectorTerms) == 0",message="spec.capacityReservationSelectorTerms: joiner does not support capacity reservations yet; remove the field (instances launch as on-demand or spot)"
-// +kubebuilder:validation:XValidation:rule="!has(self.placementGroupSelector)",message="spec.placementGroupSelector: joiner does not support placement groups yet; remove the field"
 // +kubebuilder:validation:XValidation:rule="!has(self.networkInterfaces) || size(self.networkInterfaces) == 0",message="spec.networkInterfaces: joiner does not support custom network interface layouts (EFA) yet; remove the field"
 // +kubebuilder:validation:XValidation:rule="!has(self.ipPrefixCount)",message="spec.ipPrefixCount: joiner does not support IPv4 prefix delegation yet; remove the field"
 // +kubebuilder:validation:XValidation:rule="!has(self.connectionTracking)",message="spec.connectionTracking: joiner does not support connection tracking timeouts yet; remove the field"

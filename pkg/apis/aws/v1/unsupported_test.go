@@ -17,8 +17,6 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 		field string
 		value any
 	}{
-		{"capacityReservationSelectorTerms", []any{map[string]any{"id": "cr-0123456789abcdef0"}}},
-		{"placementGroupSelector", map[string]any{"name": "training"}},
 		{"networkInterfaces", []any{map[string]any{"networkCardIndex": int64(0), "deviceIndex": int64(0), "interfaceType": "interface"}}},
 		{"ipPrefixCount", int64(2)},
 		{"connectionTracking", map[string]any{"udpTimeout": int64(45)}},
@@ -36,6 +34,42 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 				}
 			}
 			t.Fatalf("CEL errors = %v, want one containing %q", errs, want)
+		})
+	}
+}
+
+// TestPlacementFieldsAccepted: capacity reservation selector terms and the
+// placement group selector are implemented, so a well-formed spec with
+// them is admitted; a malformed term is still refused naming the field.
+func TestPlacementFieldsAccepted(t *testing.T) {
+	v := ec2NodeClassCEL(t)
+	for _, tc := range []struct {
+		name, field string
+		value       any
+		wantErr     string
+	}{
+		{"reservation by id", "capacityReservationSelectorTerms", []any{map[string]any{"id": "cr-0123456789abcdef0"}}, ""},
+		{"reservations by tags and owner", "capacityReservationSelectorTerms", []any{map[string]any{"tags": map[string]any{"team": "ml"}, "ownerID": "123456789012"}}, ""},
+		{"owner without tags", "capacityReservationSelectorTerms", []any{map[string]any{"ownerID": "123456789012"}}, "spec.capacityReservationSelectorTerms[]"},
+		{"group by name", "placementGroupSelector", map[string]any{"name": "training"}, ""},
+		{"group by name and id", "placementGroupSelector", map[string]any{"name": "training", "id": "pg-0123456789abcdef0"}, "spec.placementGroupSelector: set exactly one of name or id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := specWith("al2023@latest", nil)
+			spec[tc.field] = tc.value
+			errs := celErrors(v, spec)
+			if tc.wantErr == "" {
+				if len(errs) != 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if strings.Contains(e.Error(), tc.wantErr) {
+					return
+				}
+			}
+			t.Fatalf("CEL errors = %v, want one containing %q", errs, tc.wantErr)
 		})
 	}
 }

@@ -99,8 +99,8 @@ type templatePlacement struct {
 }
 
 type placedInstance struct {
-	reservation, group string
-	partition          int
+	reservation, group, groupID string
+	partition                   int
 }
 
 // NewPlacementFront returns a front over next (nil: http.DefaultTransport)
@@ -622,7 +622,7 @@ func (f *PlacementFront) place(id string, tp templatePlacement, instanceType, zo
 		g = f.groupByID(tp.groupID)
 	}
 	if g != nil {
-		p.group = g.name
+		p.group, p.groupID = g.name, g.id
 		if g.strategy == "partition" {
 			p.partition = tp.partition
 			if p.partition == 0 {
@@ -674,7 +674,7 @@ func (f *PlacementFront) annotate(req *http.Request, resp *http.Response) (*http
 		if p.group != "" {
 			if j := strings.Index(s[i:], "<placement><groupName/>"); j >= 0 {
 				at := i + j
-				repl := "<placement><groupName>" + html.EscapeString(p.group) + "</groupName>"
+				repl := "<placement><groupName>" + html.EscapeString(p.group) + "</groupName><groupId>" + p.groupID + "</groupId>"
 				if p.partition > 0 {
 					repl += fmt.Sprintf("<partitionNumber>%d</partitionNumber>", p.partition)
 				}

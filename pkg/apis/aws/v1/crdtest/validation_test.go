@@ -623,20 +623,6 @@ func TestEC2NodeClassRejected(t *testing.T) {
 		},
 		// Fields joiner does not support yet: refused naming the field.
 		{
-			name: "refused: capacity reservations",
-			mutate: func(s *awsv1.EC2NodeClassSpec) {
-				s.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{
-					{ID: "cr-0a"}, {Tags: map[string]string{"a": "b"}, OwnerID: "123456789012"}, {InstanceMatchCriteria: "open"},
-				}
-			},
-			want: []string{"spec.capacityReservationSelectorTerms: joiner does not support"},
-		},
-		{
-			name:   "refused: placement group",
-			mutate: func(s *awsv1.EC2NodeClassSpec) { s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: "pg-0a"} },
-			want:   []string{"spec.placementGroupSelector: joiner does not support"},
-		},
-		{
 			name:   "refused: ipPrefixCount",
 			mutate: func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = ptr.To[int32](0) },
 			want:   []string{"spec.ipPrefixCount: joiner does not support"},
@@ -741,6 +727,15 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 				s.Role, s.InstanceProfile = "", ptr.To("profile")
 				s.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: "subnet-0a"}, {CIDR: "10.0.32.0/19", Tags: map[string]string{"a": "b"}}}
 				s.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0a"}, {Name: "nodes"}}
+			},
+		},
+		{
+			name: "capacity reservations and a placement group",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{
+					{ID: "cr-0a"}, {Tags: map[string]string{"a": "b"}, OwnerID: "123456789012"}, {InstanceMatchCriteria: "open"},
+				}
+				s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: "pg-0a"}
 			},
 		},
 		{
