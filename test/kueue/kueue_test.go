@@ -69,7 +69,9 @@ func TestMain(m *testing.M) {
 // has room for 10 g4dn.xlarge. Kueue asks joiner; joiner launches the 6
 // instances in one instant fleet with MinTargetCapacity 6; Kueue admits
 // the Job only then, and its 6 pods run on those nodes (and no other
-// fleet is launched for them). Once the Job is done its nodes are removed,
+// fleet is launched for them). The same Job behind a check-capacity
+// admission check fits those nodes and is admitted without a launch.
+// Once the Jobs are done the nodes are removed,
 // and the same Job again, when only 4 g4dn.xlarge can be had, is never
 // admitted: EC2 refuses the fleet whole, no instance runs, and the request
 // (and, through Kueue, the Workload) says why.
@@ -93,7 +95,7 @@ func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 	env.Create(t, nodeClass, nodePool)
 	startJoiner(t, cloud)
 	startKueue(t)
-	queue := applyQueues(t, ns)
+	queue := applyQueues(t, ns, autoscalingv1.ClassBestEffortAtomicScaleUp)
 
 	// The gang that can be had: one fleet of 6, all or nothing.
 	job := gpuJob(ns, "train", queue, nodePool.Name, gpuType)
@@ -126,7 +128,24 @@ func TestKueueAdmitsGangOnlyWhenProvisioned(t *testing.T) {
 		t.Fatalf("room for %d more %s after the first gang, want 4", left, gpuType)
 	}
 
-	// The Job is done; its nodes go (as consolidation would take them).
+	// The same Job behind a check-capacity admission check: it fits the
+	// gang's 6 nodes, empty now, so Kueue admits it without a launch.
+	checkQueue := applyQueues(t, ns, autoscalingv1.ClassCheckCapacity)
+	env.Create(t, gpuJob(ns, "check", checkQueue, nodePool.Name, gpuType))
+	check := waitRequest(t, ns, "check")
+	found := waitCondition(t, check, autoscalingv1.Provisioned, metav1.ConditionTrue, "fit the existing capacity", time.Minute)
+	t.Logf("check-capacity answered within %s of the request (API timestamps count seconds): %s", found.LastTransitionTime.Sub(check.CreationTimestamp.Time)+time.Second, found.Message)
+	waitWorkloadAdmitted(t, ns, "check")
+	waitRan(t, ns, "check", 6, 2*time.Minute)
+	onRequestNodes(t, ns, "check", pr)
+	if fleets := cloud.proxy.Capacity.Decisions(); len(fleets) != 1 {
+		t.Errorf("CreateFleet calls %+v after the check-capacity Job, want only the gang's one", fleets)
+	}
+	if n := len(requestClaims(t, check)); n != 0 {
+		t.Errorf("%d NodeClaims for the check-capacity request, want none", n)
+	}
+
+	// The Jobs are done; the nodes go (as consolidation would take them).
 	for i := range claims {
 		if err := env.Client.Delete(t.Context(), &claims[i]); client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
@@ -212,9 +231,9 @@ func gpuJob(ns, name, queue, nodePool, typ string) *batchv1.Job {
 }
 
 // applyQueues creates the ResourceFlavor, the ProvisioningRequest
-// admission check and its config, a ClusterQueue and a LocalQueue in ns,
+// admission check and its config (requests of class), a ClusterQueue and a LocalQueue in ns,
 // and returns the LocalQueue's name.
-func applyQueues(t *testing.T, ns string) string {
+func applyQueues(t *testing.T, ns, class string) string {
 	t.Helper()
 	name := test.Name(t, "q")
 	docs := fmt.Sprintf(`
@@ -226,7 +245,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ProvisioningRequestConfig
 metadata: {name: %[1]s}
 spec:
-  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  provisioningClassName: %[3]s
   managedResources: [nvidia.com/gpu]
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -257,7 +276,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: %[1]s, namespace: %[2]s}
 spec: {clusterQueue: %[1]s}
-`, name, ns)
+`, name, ns, class)
 	for _, obj := range decodeAll(t, []byte(docs)) {
 		test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 			return client.IgnoreAlreadyExists(test.Env(t).Client.Create(ctx, obj.DeepCopy()))
