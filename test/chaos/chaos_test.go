@@ -103,7 +103,6 @@ func runRounds(t *testing.T, cloud cloudHarness) {
 		}
 	}
 	w := newWorld(t, cloud)
-	w.big = os.Getenv("CHAOS_SIZE") == "big"
 	defer w.teardown() // before the replicas stop (cleanups)
 	for _, s := range seeds {
 		if !w.round(t, s) {
@@ -164,7 +163,14 @@ type world struct {
 
 func newWorld(t *testing.T, cloud cloudHarness) *world {
 	env := test.Env(t)
-	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", log: t.Logf}
+	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", log: t.Logf, big: os.Getenv("CHAOS_SIZE") == "big"}
+	// One node at a time keeps a small round's disruptions in view; a big
+	// round takes Karpenter's default budget, or its hundred drifted nodes
+	// would take an hour.
+	budget := "1"
+	if w.big {
+		budget = "10%"
+	}
 	cloud.start(t, w)
 	var ref *v1.NodeClassReference
 	w.nodeClass, ref = cloud.nodeClass(t, w)
@@ -181,7 +187,7 @@ func newWorld(t *testing.T, cloud cloudHarness) *world {
 			Disruption: v1.Disruption{
 				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 				ConsolidateAfter:    v1.MustParseNillableDuration("2s"),
-				Budgets:             []v1.Budget{{Nodes: "1"}},
+				Budgets:             []v1.Budget{{Nodes: budget}},
 			},
 		},
 	}
