@@ -23,15 +23,7 @@ func (sv *solver) rebalance() {
 		return
 	}
 	budget := rebalanceChecksPerPod * (len(sv.snap.Pods) + 1)
-	donors := make([]*nodeState, 0, len(sv.newNodes))
-	for _, n := range sv.newNodes {
-		if len(n.pods) > 0 {
-			donors = append(donors, n)
-		}
-	}
-	sort.SliceStable(donors, func(i, j int) bool {
-		return donors[i].pool.price(donors[i].natural, donors[i].requests) > donors[j].pool.price(donors[j].natural, donors[j].requests)
-	})
+	donors := sv.dearestFirst()
 	for pass := 0; pass < rebalancePasses; pass++ {
 		gained := false
 		for _, d := range donors {
@@ -49,6 +41,39 @@ func (sv *solver) rebalance() {
 			return
 		}
 	}
+}
+
+// dearestFirst lists the planned nodes that carry pods, dearest first:
+// the donors of rebalance and swap.
+func (sv *solver) dearestFirst() []*nodeState {
+	nodes := make([]*nodeState, 0, len(sv.newNodes))
+	for _, n := range sv.newNodes {
+		if len(n.pods) > 0 && n.natural >= 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	sort.SliceStable(nodes, func(i, j int) bool {
+		return nodes[i].pool.price(nodes[i].natural, nodes[i].requests) > nodes[j].pool.price(nodes[j].natural, nodes[j].requests)
+	})
+	return nodes
+}
+
+// binding is the resource planned node n's type is sized by, the one its
+// requests use the largest share of (-1 when none), that share and the
+// share of the emptiest resource.
+func (n *nodeState) binding() (bind int, fullest, emptiest float64) {
+	alloc := n.pool.effAlloc[n.natural]
+	bind, fullest, emptiest = -1, -1, 2
+	for r := range n.requests {
+		if alloc[r] > 0 {
+			s := float64(n.requests[r]) / float64(alloc[r])
+			if s > fullest {
+				bind, fullest = r, s
+			}
+			emptiest = min(emptiest, s)
+		}
+	}
+	return bind, fullest, emptiest
 }
 
 // rebalanceChecksPerPod bounds rebalance's fit checks (newNodeFit calls);
@@ -79,15 +104,7 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 	price := p.price(d.natural, d.requests)
 	// The resource the node's type is sized by: the one its requests use
 	// the largest share of.
-	alloc := p.effAlloc[d.natural]
-	bind, share := -1, -1.0
-	for r := range d.requests {
-		if alloc[r] > 0 {
-			if s := float64(d.requests[r]) / float64(alloc[r]); s > share {
-				bind, share = r, s
-			}
-		}
-	}
+	bind, _, _ := d.binding()
 	if bind < 0 {
 		return 0
 	}

@@ -27,15 +27,7 @@ func (sv *solver) swap() {
 		return
 	}
 	budget := swapChecksPerPod * (len(sv.snap.Pods) + 1)
-	nodes := make([]*nodeState, 0, len(sv.newNodes))
-	for _, n := range sv.newNodes {
-		if len(n.pods) > 0 && n.natural >= 0 {
-			nodes = append(nodes, n)
-		}
-	}
-	sort.SliceStable(nodes, func(i, j int) bool {
-		return nodes[i].pool.price(nodes[i].natural, nodes[i].requests) > nodes[j].pool.price(nodes[j].natural, nodes[j].requests)
-	})
+	nodes := sv.dearestFirst()
 	for _, d := range nodes {
 		for budget > 0 && len(d.pods) > 0 {
 			before := d.pool.price(d.natural, d.requests)
@@ -118,17 +110,7 @@ type exchange struct {
 func (sv *solver) swapStep(d *nodeState, nodes []*nodeState, budget int, mayGrow bool) int {
 	p := d.pool
 	price := p.price(d.natural, d.requests)
-	alloc := p.effAlloc[d.natural]
-	bind, share, least := -1, -1.0, 2.0
-	for r := range d.requests {
-		if alloc[r] > 0 {
-			s := float64(d.requests[r]) / float64(alloc[r])
-			if s > share {
-				bind, share = r, s
-			}
-			least = min(least, s)
-		}
-	}
+	bind, share, least := d.binding()
 	// A node whose resources are all about as full gains nothing from
 	// trading one for another.
 	if bind < 0 || share-least < swapImbalance {
