@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,7 @@ func claimPod(name string, count int64, types []string, nodes ...string) (*corev
 // publishes, devices in use on existing nodes counted, and a reason that
 // names the device when nothing publishes it.
 func TestDevicePlanning(t *testing.T) {
-	its := append(catalog(), gpuType("g.1x", 1, 1), gpuType("g.4x", 4, 4), gpuType("v.4x", 4, 5))
+	its := append(catalog(), gpuType("g.1x", 1, 0.5), gpuType("g.4x", 4, 4), gpuType("v.4x", 4, 5))
 	published := map[string]map[string]int64{"g.1x": {testDriver: 1}, "g.4x": {testDriver: 4}, "v.4x": {testDriver: 4}}
 	anyTwo := []string{"g.4x", "v.4x"}
 	gpuNode := func(name string, bound ...*corev1.Pod) *scheduling.ExistingNode {
@@ -97,6 +98,13 @@ func TestDevicePlanning(t *testing.T) {
 	mk := func(name string, count int64, types []string, nodes ...string) podReqs {
 		p, r := claimPod(name, count, types, nodes...)
 		return podReqs{p, r}
+	}
+	// mkOther claims from another template (other selectors).
+	mkOther := func(name string, count int64, types []string) podReqs {
+		pr := mk(name, count, types)
+		pr.pod.Spec.ResourceClaims[0].ResourceClaimTemplateName = ptr.To("other")
+		pr.reqs[0].Template = "other"
+		return pr
 	}
 	tests := []struct {
 		name      string
@@ -117,6 +125,8 @@ func TestDevicePlanning(t *testing.T) {
 			pending: []podReqs{mk("p", 2, anyTwo, "gpu-1")}, onNode: 1},
 		{name: "devices in use are not free", nodes: []string{"gpu-1"}, bound: []podReqs{mk("b", 3, anyTwo, "gpu-1")},
 			pending: []podReqs{mk("p", 2, anyTwo, "gpu-1")}, wantNew: []string{"g.4x"}},
+		{name: "pods asking for other devices get their own types", pending: []podReqs{mk("p", 2, anyTwo), mkOther("q", 1, []string{"g.1x", "v.4x"})},
+			wantNew: []string{"g.4x", "g.1x"}},
 		{name: "no type publishes the devices", pending: []podReqs{mk("p", 8, nil)}, wantWhy: scheduling.DevicesNowhere, unplanned: 1},
 	}
 	for _, tc := range tests {
@@ -150,9 +160,20 @@ func TestDevicePlanning(t *testing.T) {
 			var got []string
 			for _, nc := range plan.NewNodeClaims {
 				got = append(got, nc.InstanceTypes[0].Name)
+				need := int64(0)
+				for _, p := range nc.Pods {
+					for _, r := range dev.Pods[scheduling.PodKey(p)] {
+						need += r.Count
+						for _, it := range nc.InstanceTypes {
+							if !slices.Contains(r.InstanceTypes, it.Name) {
+								t.Errorf("pod %s may launch on %s, whose devices do not meet its claim (%v)", p.Name, it.Name, r.InstanceTypes)
+							}
+						}
+					}
+				}
 				for _, it := range nc.InstanceTypes {
-					if published[it.Name][testDriver] < 2 {
-						t.Errorf("launch option %s publishes too few devices", it.Name)
+					if published[it.Name][testDriver] < need {
+						t.Errorf("launch option %s publishes %d devices, the pods need %d", it.Name, published[it.Name][testDriver], need)
 					}
 				}
 				for name := range nc.Requests {

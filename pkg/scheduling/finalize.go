@@ -93,6 +93,10 @@ type candKey struct {
 	reqs  int
 	zones uint64
 	cts   uint32
+	// types is the node's type set when device claims narrowed it below
+	// what its requirements allow ("" otherwise): two nodes with the same
+	// requirements then differ in the GPUs their pods need.
+	types string
 }
 
 // launchSet is a kept set of options rendered once for every node that
@@ -116,6 +120,9 @@ type launchSet struct {
 // for pools without capacity reservations.
 func (sv *solver) candidates(p *poolT, n *nodeState) []option {
 	k := candKey{reqs: n.reqs.id, zones: n.zones, cts: n.cts}
+	if sv.planDevices() {
+		k.types = n.types.key()
+	}
 	if c, ok := p.candMemo[k]; ok {
 		return c
 	}

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"sort"
@@ -401,6 +402,15 @@ func (b bitset) and(o bitset) bitset {
 		out[i] = b[i] & o[i]
 	}
 	return out
+}
+
+// key is the set as a string, for map keys.
+func (b bitset) key() string {
+	buf := make([]byte, 0, 8*len(b))
+	for _, w := range b {
+		buf = binary.LittleEndian.AppendUint64(buf, w)
+	}
+	return string(buf)
 }
 
 func (b bitset) empty() bool {
