@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllerview"
 	"github.com/joiner-dev/joiner/pkg/explain"
 	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 type explainOptions struct {
@@ -40,6 +42,9 @@ type explainOptions struct {
 	instanceTypes     string
 	registrationTTL   time.Duration
 	initializationTTL time.Duration
+	// ignoreDRA is IGNORE_DRA_REQUESTS: false plans resource claims, so
+	// a pod waiting for devices is told which.
+	ignoreDRA bool
 }
 
 // explainNow is explain's clock; tests may fix it.
@@ -93,6 +98,7 @@ kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	f.StringVar(&o.instanceTypes, "instance-types", "", "instance-type catalog JSON; default: the controller's own (its view ConfigMap), else the built-in catalog shaped by each NodePool's node class")
 	f.DurationVar(&o.registrationTTL, "registration-ttl", 0, "REGISTRATION_TTL; default: the controller's (its view ConfigMap), else 15m")
+	f.BoolVar(&o.ignoreDRA, "ignore-dra-requests", true, "IGNORE_DRA_REQUESTS as the controller runs with: false plans pods' Dynamic Resource Allocation claims from the cluster's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, and names the device a pod waits for")
 	f.DurationVar(&o.initializationTTL, "initialization-ttl", 0, "INITIALIZATION_TTL; default: the controller's (its view ConfigMap), else 15m")
 	return cmd
 }
@@ -107,7 +113,7 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	default:
 		return fmt.Errorf("explain: want pod, node, nodeclaim or nodepool, got %q", kind)
 	}
-	sopts := explain.SnapshotOptions{Now: explainNow()}
+	sopts := explain.SnapshotOptions{Now: explainNow(), Devices: !o.ignoreDRA}
 	if o.instanceTypes != "" {
 		var err error
 		if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
@@ -145,7 +151,7 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 		if err != nil {
 			return fmt.Errorf("connecting to the cluster: %w", err)
 		}
-		objs, err := listCluster(ctx, c)
+		objs, err := listCluster(ctx, c, !o.ignoreDRA)
 		if err != nil {
 			return err
 		}
@@ -162,7 +168,13 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 		if i := strings.IndexByte(name, '/'); i >= 0 {
 			ns, n = name[:i], name[i+1:]
 		}
-		verdict, err = explain.Pod(snap, ns, n, solve, opts)
+		s := solve
+		if !o.ignoreDRA {
+			s = func(snap *scheduling.Snapshot) (*scheduling.Plan, error) {
+				return scheduling.Solve(snap, scheduling.Options{PlanDynamicResources: true})
+			}
+		}
+		verdict, err = explain.Pod(snap, ns, n, s, opts)
 	case "node", "nodes", "no":
 		verdict, err = explain.Node(snap, name, opts)
 	case "nodeclaim", "nodeclaims":
@@ -203,9 +215,13 @@ func explainLists() []client.ObjectList {
 
 // listCluster lists every kind explain reads. A kind whose API the cluster
 // does not serve (a node class CRD of the other provider) is skipped.
-func listCluster(ctx context.Context, c client.Client) ([]runtime.Object, error) {
+func listCluster(ctx context.Context, c client.Client, devices bool) ([]runtime.Object, error) {
 	var objs []runtime.Object
-	for _, list := range explainLists() {
+	lists := explainLists()
+	if devices {
+		lists = append(lists, &resourcev1.DeviceClassList{}, &resourcev1.ResourceClaimList{}, &resourcev1.ResourceClaimTemplateList{}, &resourcev1.ResourceSliceList{})
+	}
+	for _, list := range lists {
 		if err := c.List(ctx, list); err != nil {
 			if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue

@@ -43,6 +43,9 @@ type simulateOptions struct {
 	minSavings float64
 	spotToSpot bool
 	listPrices bool
+	// ignoreDRA is IGNORE_DRA_REQUESTS: false plans the dump's resource
+	// claims against its DeviceClasses and ResourceSlices.
+	ignoreDRA bool
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -95,18 +98,26 @@ the latter can replay several rounds (--rounds).`,
 	f.Float64Var(&o.minSavings, "min-savings", disruption.DefaultMinSavingsFraction, "with --disruption: least share of the candidates' price a replacement must save")
 	f.BoolVar(&o.spotToSpot, "spot-to-spot", false, "with --disruption: allow spot-to-spot consolidation (the SpotToSpotConsolidation feature gate)")
 	f.BoolVar(&o.listPrices, "list-prices", false, "price nodes at their offerings' list prices alone, as Karpenter does (PRICE_MODEL=List), instead of what the bill says (surplus CPU credits of burstable types and EBS volumes added)")
+	f.BoolVar(&o.ignoreDRA, "ignore-dra-requests", true, "leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default (IGNORE_DRA_REQUESTS); false plans nodes whose devices meet the claims, from the input's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices")
 	f.StringSliceVar(&o.families, "instance-families", nil, "limit the built-in catalog to these families (e.g. m5,c6g); known: "+strings.Join(catalog.Families(), ","))
 	return cmd
 }
 
-// solver is solve, or the solver at list prices with --list-prices.
+// solver is solve, or the solver with --list-prices or
+// --ignore-dra-requests=false.
 func (o *simulateOptions) solver() simulate.Solver {
-	if !o.listPrices {
+	if !o.listPrices && o.ignoreDRA {
 		return solve
 	}
+	opts := o.schedulingOptions()
 	return func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
-		return scheduling.Solve(s, scheduling.Options{ListPrices: true})
+		return scheduling.Solve(s, opts)
 	}
+}
+
+// schedulingOptions are the solver settings the flags give.
+func (o *simulateOptions) schedulingOptions() scheduling.Options {
+	return scheduling.Options{ListPrices: o.listPrices, PlanDynamicResources: !o.ignoreDRA}
 }
 
 func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
@@ -192,6 +203,7 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 		InstanceTypes: its,
 		Catalog:       catalog.Options{Zones: o.zones, Families: o.families},
 		Now:           simulateNow(),
+		Devices:       !o.ignoreDRA,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
-	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 )
 
@@ -26,7 +25,7 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 	if o.rounds < 0 {
 		return fmt.Errorf("--rounds: want 0 (until no command) or more, got %d", o.rounds)
 	}
-	dopts := disruption.Options{SpotToSpot: o.spotToSpot, MinSavingsFraction: o.minSavings, Scheduling: scheduling.Options{ListPrices: o.listPrices}}
+	dopts := disruption.Options{SpotToSpot: o.spotToSpot, MinSavingsFraction: o.minSavings, Scheduling: o.schedulingOptions()}
 	if o.minSavings == 0 {
 		dopts.MinSavingsFraction = -1 // any strictly cheaper replacement
 	}
@@ -51,7 +50,7 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 		if err != nil {
 			return err
 		}
-		sopts := scenario.SnapshotOptions{Now: now, Catalog: catalog.Options{Zones: o.zones, Families: o.families}}
+		sopts := scenario.SnapshotOptions{Now: now, Catalog: catalog.Options{Zones: o.zones, Families: o.families}, Devices: !o.ignoreDRA}
 		if o.instanceTypes != "" {
 			if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
 				return err

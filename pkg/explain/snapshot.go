@@ -81,6 +81,10 @@ type SnapshotOptions struct {
 	InstanceTypes []*scheduling.InstanceType
 	// Catalog narrows the built-in catalog.
 	Catalog catalog.Options
+	// Devices plans pods' Dynamic Resource Allocation claims from the
+	// input's DeviceClasses, ResourceClaims, templates and ResourceSlices
+	// (IGNORE_DRA_REQUESTS=false).
+	Devices bool
 }
 
 // conditioned is a node class with status conditions.
@@ -156,7 +160,7 @@ func Read(source string, data []byte, opts SnapshotOptions) (*Snapshot, error) {
 			return nil, fmt.Errorf("%s: document %d: %w", source, doc, err)
 		}
 	}
-	sopts := scenario.SnapshotOptions{Now: opts.Now, InstanceTypes: opts.InstanceTypes, Catalog: opts.Catalog}
+	sopts := scenario.SnapshotOptions{Now: opts.Now, InstanceTypes: opts.InstanceTypes, Catalog: opts.Catalog, Devices: opts.Devices}
 	s.InstanceTypeSource = s.pickView(&sopts)
 	in, notes, err := m.DisruptionInput(sopts, disruption.Options{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -24,6 +25,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-dev/joiner/pkg/dra"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -54,6 +56,8 @@ type Manifests struct {
 	// of a class joiner serves is a gang, planned alone (Gangs).
 	requests     []sourced[*autoscalingv1.ProvisioningRequest]
 	podTemplates map[string]*corev1.PodTemplate
+	// dra holds the Dynamic Resource Allocation objects (resource.k8s.io/v1).
+	dra dra.Objects
 	// Ignored lists the objects of kinds joiner does not read, as
 	// "Kind namespace/name" in input order.
 	Ignored []string
@@ -242,6 +246,8 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return fmt.Errorf("metadata.name: must be set")
 		}
 		m.nodes = append(m.nodes, sourced[*corev1.Node]{where, n})
+	case "resource.k8s.io/DeviceClass", "resource.k8s.io/ResourceClaim", "resource.k8s.io/ResourceClaimTemplate", "resource.k8s.io/ResourceSlice":
+		return m.addDRA(apiVersion, kind, js)
 	case "/Namespace":
 		ns := &corev1.Namespace{}
 		if err := decodeStrict(js, ns); err != nil {
@@ -447,4 +453,46 @@ func decodeNodeClass(kind string, js []byte) (nodeClass, error) {
 		}
 	}
 	return nc, nil
+}
+
+// addDRA reads a resource.k8s.io/v1 object; earlier versions (v1beta1,
+// v1beta2) have other shapes and are refused with the fix.
+func (m *Manifests) addDRA(apiVersion, kind string, js []byte) error {
+	if apiVersion != resourcev1.SchemeGroupVersion.String() {
+		return fmt.Errorf("apiVersion %s: joiner reads %s %s objects only (Kubernetes 1.34 and later); dump them with kubectl get %s.%s",
+			apiVersion, resourcev1.SchemeGroupVersion, kind, strings.ToLower(kind)+"s", resourcev1.SchemeGroupVersion.Version+"."+resourcev1.GroupName)
+	}
+	switch kind {
+	case "DeviceClass":
+		var o resourcev1.DeviceClass
+		if err := decodeStrict(js, &o); err != nil {
+			return err
+		}
+		m.dra.DeviceClasses = append(m.dra.DeviceClasses, o)
+	case "ResourceClaim":
+		var o resourcev1.ResourceClaim
+		if err := decodeStrict(js, &o); err != nil {
+			return err
+		}
+		if o.Namespace == "" {
+			o.Namespace = metav1.NamespaceDefault
+		}
+		m.dra.Claims = append(m.dra.Claims, o)
+	case "ResourceClaimTemplate":
+		var o resourcev1.ResourceClaimTemplate
+		if err := decodeStrict(js, &o); err != nil {
+			return err
+		}
+		if o.Namespace == "" {
+			o.Namespace = metav1.NamespaceDefault
+		}
+		m.dra.Templates = append(m.dra.Templates, o)
+	case "ResourceSlice":
+		var o resourcev1.ResourceSlice
+		if err := decodeStrict(js, &o); err != nil {
+			return err
+		}
+		m.dra.Slices = append(m.dra.Slices, o)
+	}
+	return nil
 }

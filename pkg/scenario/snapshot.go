@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/dra"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -42,6 +44,11 @@ type SnapshotOptions struct {
 	Catalog catalog.Options
 	// Now is the snapshot's clock.
 	Now time.Time
+	// Devices plans the pods' Dynamic Resource Allocation claims
+	// (IGNORE_DRA_REQUESTS=false): the snapshot gets the Devices view of
+	// the manifests' DeviceClasses, ResourceClaims, templates and
+	// ResourceSlices.
+	Devices bool
 }
 
 // Snapshot builds the solver's input. Workloads (Deployments, ReplicaSets,
@@ -147,6 +154,9 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 	snap.NodePools = slices.DeleteFunc(snap.NodePools, func(np *scheduling.NodePool) bool {
 		return slices.ContainsFunc(m.apiNodePools, func(api *v1.NodePool) bool { return api.Name == np.Name && api.IsStatic() })
 	})
+	if opts.Devices {
+		snap.Devices = dra.View(context.Background(), snap, m.dra, nodeTypes(snap))
+	}
 	return snap, nil
 }
 
@@ -414,6 +424,26 @@ func (m *Manifests) BoundElsewhere() []string {
 	for _, p := range m.pods {
 		if p.obj.Spec.NodeName != "" && !nodes[p.obj.Spec.NodeName] && !pods.IsTerminal(p.obj) {
 			out = append(out, podKey(p.obj))
+		}
+	}
+	return out
+}
+
+// nodeTypes are, for each existing node that names its instance type, the
+// types of that name the snapshot offers: what a node whose slices are not
+// in the manifests publishes.
+func nodeTypes(snap *scheduling.Snapshot) map[string][]*scheduling.InstanceType {
+	out := map[string][]*scheduling.InstanceType{}
+	for _, n := range snap.Nodes {
+		name := n.Labels[corev1.LabelInstanceTypeStable]
+		if name == "" {
+			continue
+		}
+		for _, its := range snap.InstanceTypes {
+			if i := slices.IndexFunc(its, func(it *scheduling.InstanceType) bool { return it.Name == name }); i >= 0 {
+				out[n.Name] = []*scheduling.InstanceType{its[i]}
+				break
+			}
 		}
 	}
 	return out

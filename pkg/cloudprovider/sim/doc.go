@@ -23,7 +23,12 @@
 //     sim:///<zone>/<instance-id>, the karpenter.sh/unregistered:NoExecute
 //     taint and the NodeClaim's taints and startup taints. kwok, run by the
 //     control-plane harness, keeps those Nodes Ready and runs their pods.
-//     When an instance is terminated its Node is deleted.
+//     When an instance is terminated its Node is deleted. Each machine also
+//     runs a DRA device driver (devices.go): once its Node registers, the
+//     machine's GPUs (pkg/dra's table for its instance type) are published
+//     in ResourceSlices that kube-scheduler's DRA plugin allocates from;
+//     what is imitated is the driver's node-side work (preparing devices
+//     for containers), which kwok does not call.
 //
 // The SimNodeClass fault switches are applied at launch, as user data is:
 // neverRegister, dropStartupTaints, unregisteredTaintMissing and
