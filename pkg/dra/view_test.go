@@ -69,8 +69,11 @@ func TestView(t *testing.T) {
 	}
 	snap := &scheduling.Snapshot{
 		InstanceTypes: map[string][]*scheduling.InstanceType{"default": its},
-		Pods:          []*corev1.Pod{claimingPod("two", "two"), claimingPod("a10g", "two-a10g"), claimingPod("all", "all"), claimingPod("bad", "missing-class"), claimingPod("gone", "nope")},
-		Nodes:         []*scheduling.ExistingNode{{Name: "node-1"}, {Name: "m5-node"}},
+		Pods: []*corev1.Pod{claimingPod("two", "two"), claimingPod("a10g", "two-a10g"), claimingPod("all", "all"), claimingPod("bad", "missing-class"), claimingPod("gone", "nope"),
+			// A pod sharing the allocated claim goes where its devices are.
+			{ObjectMeta: metav1.ObjectMeta{Name: "sharer", Namespace: "default"},
+				Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("orphan")}}}}},
+		Nodes: []*scheduling.ExistingNode{{Name: "node-1"}, {Name: "m5-node"}},
 	}
 	v := dra.View(context.Background(), snap, objs, nil)
 	if got := v.InstanceTypes["g4dn.12xlarge"]["gpu.nvidia.com"]; got != 4 {
@@ -93,6 +96,9 @@ func TestView(t *testing.T) {
 		{pod: "all", unsupported: true},
 		{pod: "bad", unsupported: true},
 		{pod: "gone", unsupported: true},
+	}
+	if rs := v.Pods["default/sharer"]; len(rs) != 1 || rs[0].Count != 0 || !slices.Equal(rs[0].Nodes, []string{"node-1"}) || len(rs[0].InstanceTypes) != 0 {
+		t.Errorf("the allocated claim's sharer: requests %+v, want only node-1, no devices counted again", rs)
 	}
 	for _, tc := range tests {
 		t.Run(tc.pod, func(t *testing.T) {
