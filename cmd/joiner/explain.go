@@ -43,8 +43,9 @@ type explainOptions struct {
 	registrationTTL   time.Duration
 	initializationTTL time.Duration
 	// ignoreDRA is IGNORE_DRA_REQUESTS: false plans resource claims, so
-	// a pod waiting for devices is told which.
-	ignoreDRA bool
+	// a pod waiting for devices is told which. Unless given (ignoreDRASet),
+	// the controller view's setting is used.
+	ignoreDRA, ignoreDRASet bool
 }
 
 // explainNow is explain's clock; tests may fix it.
@@ -87,6 +88,7 @@ kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
   kubectl get configmaps -A -l joiner.dev/controller-view -o yaml >> dump.yaml   # the controller's instance types and TTLs`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ignoreDRASet = cmd.Flags().Changed("ignore-dra-requests")
 			return runExplain(cmd.Context(), o, args[0], args[1], cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
@@ -98,7 +100,7 @@ kubectl-joiner on the PATH, it is also "kubectl joiner explain ...".`,
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	f.StringVar(&o.instanceTypes, "instance-types", "", "instance-type catalog JSON; default: the controller's own (its view ConfigMap), else the built-in catalog shaped by each NodePool's node class")
 	f.DurationVar(&o.registrationTTL, "registration-ttl", 0, "REGISTRATION_TTL; default: the controller's (its view ConfigMap), else 15m")
-	f.BoolVar(&o.ignoreDRA, "ignore-dra-requests", true, "IGNORE_DRA_REQUESTS as the controller runs with: false plans pods' Dynamic Resource Allocation claims from the cluster's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, and names the device a pod waits for")
+	f.BoolVar(&o.ignoreDRA, "ignore-dra-requests", true, "IGNORE_DRA_REQUESTS: false plans pods' Dynamic Resource Allocation claims from the cluster's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, and names the device a pod waits for; default: the controller's (its view ConfigMap), else true")
 	f.DurationVar(&o.initializationTTL, "initialization-ttl", 0, "INITIALIZATION_TTL; default: the controller's (its view ConfigMap), else 15m")
 	return cmd
 }
@@ -113,7 +115,9 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	default:
 		return fmt.Errorf("explain: want pod, node, nodeclaim or nodepool, got %q", kind)
 	}
-	sopts := explain.SnapshotOptions{Now: explainNow(), Devices: !o.ignoreDRA}
+	// The DRA objects are always read: whether the solver plans them is
+	// decided once the controller view is known.
+	sopts := explain.SnapshotOptions{Now: explainNow(), Devices: true}
 	if o.instanceTypes != "" {
 		var err error
 		if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
@@ -151,7 +155,7 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 		if err != nil {
 			return fmt.Errorf("connecting to the cluster: %w", err)
 		}
-		objs, err := listCluster(ctx, c, !o.ignoreDRA)
+		objs, err := listCluster(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -169,7 +173,11 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 			ns, n = name[:i], name[i+1:]
 		}
 		s := solve
-		if !o.ignoreDRA {
+		planDRA := snap.View != nil && snap.View.PlanDynamicResources
+		if o.ignoreDRASet {
+			planDRA = !o.ignoreDRA
+		}
+		if planDRA {
 			s = func(snap *scheduling.Snapshot) (*scheduling.Plan, error) {
 				return scheduling.Solve(snap, scheduling.Options{PlanDynamicResources: true})
 			}
@@ -215,15 +223,19 @@ func explainLists() []client.ObjectList {
 
 // listCluster lists every kind explain reads. A kind whose API the cluster
 // does not serve (a node class CRD of the other provider) is skipped.
-func listCluster(ctx context.Context, c client.Client, devices bool) ([]runtime.Object, error) {
+func listCluster(ctx context.Context, c client.Client) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	lists := explainLists()
-	if devices {
-		lists = append(lists, &resourcev1.DeviceClassList{}, &resourcev1.ResourceClaimList{}, &resourcev1.ResourceClaimTemplateList{}, &resourcev1.ResourceSliceList{})
+	// The DRA objects only matter under IGNORE_DRA_REQUESTS=false: a user
+	// who may not read them still gets every other verdict.
+	dra := map[client.ObjectList]bool{}
+	for _, l := range []client.ObjectList{&resourcev1.DeviceClassList{}, &resourcev1.ResourceClaimList{}, &resourcev1.ResourceClaimTemplateList{}, &resourcev1.ResourceSliceList{}} {
+		dra[l] = true
+		lists = append(lists, l)
 	}
 	for _, list := range lists {
 		if err := c.List(ctx, list); err != nil {
-			if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) || (dra[list] && apierrors.IsForbidden(err)) {
 				continue
 			}
 			return nil, fmt.Errorf("listing %T: %w", list, err)

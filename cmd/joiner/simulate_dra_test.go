@@ -6,6 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/controllerview"
 )
 
 // TestSimulateDRA: a dump's DeviceClasses and ResourceClaimTemplates are
@@ -86,9 +92,11 @@ func TestSimulateDRA(t *testing.T) {
 	}
 }
 
-// TestExplainNamesTheDevice: with --ignore-dra-requests=false, explain
-// tells a pod whose claim asks for 8 GPUs on a family that has at most 4
-// which claim, request, DeviceClass and count it waits for.
+// TestExplainNamesTheDevice: explain tells a pod whose claim asks for 8
+// GPUs on a family that has at most 4 which claim, request, DeviceClass
+// and count it waits for, when the controller plans claims: as its view
+// ConfigMap says, or as --ignore-dra-requests=false says; otherwise the
+// pod is told IGNORE_DRA_REQUESTS keeps it waiting.
 func TestExplainNamesTheDevice(t *testing.T) {
 	dump, err := os.ReadFile("testdata/dra-gpus.yaml")
 	if err != nil {
@@ -115,17 +123,50 @@ spec:
       requests:
       - {name: gpu, exactly: {deviceClassName: nvidia, count: 8}}
 `
-	cmd := newRootCommand()
-	var out strings.Builder
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetIn(strings.NewReader(input))
-	cmd.SetArgs([]string{"explain", "-f", "-", "pod", "ml/big", "--ignore-dra-requests=false"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("explain: %v\n%s", err, out.String())
+	c, err := catalog.Default(catalog.Options{Zones: []string{"us-east-1a"}, Families: []string{"g4dn", "g5"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := `claim "gpus" request "gpu" (8 of DeviceClass "nvidia", driver gpu.nvidia.com)`
-	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "[Devices]") {
-		t.Fatalf("explain does not name the device (%s):\n%s", want, out.String())
+	view := func(plan bool) string {
+		data, err := controllerview.Encode(controllerview.View{ClusterName: "c", PlanDynamicResources: plan,
+			NodePools: map[string]controllerview.NodePoolTypes{"gpu": {InstanceTypes: c.InstanceTypes()}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: controllerview.Name("c"), Labels: map[string]string{controllerview.LabelView: "true"}},
+			BinaryData: data}
+		js, err := json.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "\n---\n" + string(js) + "\n"
+	}
+	const device = `claim "gpus" request "gpu" (8 of DeviceClass "nvidia", driver gpu.nvidia.com)`
+	for _, tc := range []struct {
+		name  string
+		input string
+		args  []string
+		want  string
+	}{
+		{name: "the flag", input: input, args: []string{"--ignore-dra-requests=false"}, want: device},
+		{name: "the controller's view", input: input + view(true), want: device},
+		{name: "the flag over the view", input: input + view(true), args: []string{"--ignore-dra-requests=true"}, want: "IGNORE_DRA_REQUESTS=true"},
+		{name: "neither", input: input + view(false), want: "IGNORE_DRA_REQUESTS=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newRootCommand()
+			var out strings.Builder
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetIn(strings.NewReader(tc.input))
+			cmd.SetArgs(append([]string{"explain", "-f", "-", "pod", "ml/big"}, tc.args...))
+			if err := cmd.Execute(); err != nil {
+				t.Fatalf("explain: %v\n%s", err, out.String())
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("explain does not say %q:\n%s", tc.want, out.String())
+			}
+		})
 	}
 }

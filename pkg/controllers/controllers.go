@@ -387,6 +387,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), InstanceTypes: o.CloudProvider, Clock: o.Clock,
 			Namespace: o.Namespace, ClusterName: o.ClusterName,
 			RegistrationTTL: lc.RegistrationTTL(), InitializationTTL: lc.InitializationTTL(),
+			PlanDynamicResources: o.Scheduling.PlanDynamicResources,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building the controller view: %w", err)

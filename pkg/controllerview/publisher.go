@@ -46,6 +46,8 @@ type PublisherOptions struct {
 	ClusterName string
 	// RegistrationTTL and InitializationTTL are published as they are.
 	RegistrationTTL, InitializationTTL time.Duration
+	// PlanDynamicResources is published as it is (IGNORE_DRA_REQUESTS=false).
+	PlanDynamicResources bool
 	// Interval between two reads (0: DefaultInterval).
 	Interval time.Duration
 }
@@ -110,10 +112,11 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	}
 	now := p.opts.Clock.Now()
 	v := View{
-		ClusterName:       p.opts.ClusterName,
-		RegistrationTTL:   metav1.Duration{Duration: p.opts.RegistrationTTL},
-		InitializationTTL: metav1.Duration{Duration: p.opts.InitializationTTL},
-		NodePools:         map[string]NodePoolTypes{},
+		ClusterName:          p.opts.ClusterName,
+		RegistrationTTL:      metav1.Duration{Duration: p.opts.RegistrationTTL},
+		InitializationTTL:    metav1.Duration{Duration: p.opts.InitializationTTL},
+		PlanDynamicResources: p.opts.PlanDynamicResources,
+		NodePools:            map[string]NodePoolTypes{},
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]

@@ -47,6 +47,9 @@ type View struct {
 	// settings.
 	RegistrationTTL   metav1.Duration `json:"registrationTTL"`
 	InitializationTTL metav1.Duration `json:"initializationTTL"`
+	// PlanDynamicResources is IGNORE_DRA_REQUESTS=false: the provisioner
+	// plans pods' resource claims, so explain plans them too.
+	PlanDynamicResources bool `json:"planDynamicResources,omitempty"`
 	// NodePools are each NodePool's instance types as GetInstanceTypes
 	// returned them.
 	NodePools map[string]NodePoolTypes `json:"nodePools"`
