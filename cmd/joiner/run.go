@@ -197,6 +197,7 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 	nodeClass, nodeClassRef := demoSimNodeClass()
 	provider := "the simulated cloud"
 	var interrupt func(ctx context.Context, nc *v1.NodeClaim) (string, error)
+	var capacityTypes []string
 	if o.localEC2 {
 		local, err := startLocalAWS(ctx, s, runDir, &settings, cp.Client(), cp.Config().Host)
 		if err != nil {
@@ -212,6 +213,7 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 		go func() { defer close(machinesDone); local.run(machinesCtx, logger) }()
 		defer func() { stopMachines(); <-machinesDone }()
 		nodeClass, nodeClassRef = local.nodeClass(settings.ClusterName)
+		capacityTypes = localAWSCapacityTypes
 		interrupt = func(ctx context.Context, nc *v1.NodeClaim) (string, error) {
 			return local.interrupt(ctx, settings.InterruptionQueue, nc)
 		}
@@ -242,15 +244,16 @@ func runDemo(ctx context.Context, o *runOptions) (err error) {
 	}
 
 	d := &demo{
-		story:        s,
-		client:       cp.Client(),
-		replicas:     o.replicas,
-		nodeClass:    nodeClass,
-		nodeClassRef: nodeClassRef,
-		interrupt:    interrupt,
-		faultPool:    o.faultNodeClass,
-		timeout:      o.timeout,
-		operatorDone: operatorDone,
+		story:         s,
+		client:        cp.Client(),
+		replicas:      o.replicas,
+		nodeClass:     nodeClass,
+		nodeClassRef:  nodeClassRef,
+		interrupt:     interrupt,
+		capacityTypes: capacityTypes,
+		faultPool:     o.faultNodeClass,
+		timeout:       o.timeout,
+		operatorDone:  operatorDone,
 	}
 	if err := d.run(ctx); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/go-logr/logr"
@@ -40,7 +41,22 @@ type localAWS struct {
 	front   *localec2.FrontProxy
 	cluster *localec2.Cluster
 	nodes   *bootstrap.Nodes
+	// reservation and placementGroup are the demo node class's capacity
+	// reservation and placement group, which the front holds.
+	reservation, placementGroup string
 }
+
+// The demo's capacity reservation: two m5.large in the first subnet's zone,
+// tagged for discovery, so its NodePool (which takes reserved capacity)
+// fills them first.
+const (
+	localReservationType  = "m5.large"
+	localReservationCount = 2
+)
+
+// localAWSCapacityTypes are the AWS demo NodePool's: the reservation first,
+// then spot and on-demand.
+var localAWSCapacityTypes = []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}
 
 // startLocalAWS starts and seeds the local EC2 and points the settings and
 // the process's AWS SDK configuration at it (AWS_ENDPOINT_URL, AWS_REGION
@@ -63,6 +79,8 @@ func startLocalAWS(ctx context.Context, s *story, runDir string, settings *optio
 	s.sayf("local EC2 (moto_server behind joiner's EC2 front) at %s: VPC %s, %d subnets and security group %s tagged %s=%s, node role %s mapped in kube-system/aws-auth, interruption queue %s (log: %s)",
 		front.Endpoint, l.cluster.VPCID, len(l.cluster.Subnets), l.cluster.SecurityGroupID, localec2.TagDiscovery, settings.ClusterName,
 		l.cluster.RoleName, settings.InterruptionQueue, srv.LogPath())
+	s.sayf("capacity reservation %s (%d %s in %s, targeted) and partition placement group %s, both selected by EC2NodeClass/%s",
+		l.reservation, localReservationCount, localReservationType, l.cluster.Subnets[0].Zone, l.placementGroup, demoNodeClass)
 	s.sayf("to use it from another shell (the aws CLI, joiner doctor --cloud-provider=aws, joiner controller):\n%s", localAWSEnv(front.Endpoint, settings))
 	return l, nil
 }
@@ -95,6 +113,9 @@ func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube cli
 	if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(settings.InterruptionQueue)}); err != nil {
 		return fmt.Errorf("creating interruption queue %s: %w", settings.InterruptionQueue, err)
 	}
+	if err := l.seedPlacement(ctx, ec2.NewFromConfig(cfg), settings.ClusterName); err != nil {
+		return err
+	}
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL": l.front.Endpoint, "AWS_REGION": localec2.Region,
 		"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
@@ -117,6 +138,29 @@ func (l *localAWS) seed(ctx context.Context, settings *options.Options, kube cli
 	return err
 }
 
+// seedPlacement creates the demo's capacity reservation and placement
+// group through the front, as a user would with the aws CLI.
+func (l *localAWS) seedPlacement(ctx context.Context, api *ec2.Client, cluster string) error {
+	res, err := api.CreateCapacityReservation(ctx, &ec2.CreateCapacityReservationInput{
+		InstanceType: aws.String(localReservationType), InstancePlatform: ec2types.CapacityReservationInstancePlatformLinuxUnix,
+		AvailabilityZone: aws.String(l.cluster.Subnets[0].Zone), InstanceCount: aws.Int32(localReservationCount),
+		InstanceMatchCriteria: ec2types.InstanceMatchCriteriaTargeted,
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeCapacityReservation,
+			Tags: []ec2types.Tag{{Key: aws.String(localec2.TagDiscovery), Value: aws.String(cluster)}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the demo's capacity reservation: %w", err)
+	}
+	l.reservation = aws.ToString(res.CapacityReservation.CapacityReservationId)
+	l.placementGroup = cluster + "-nodes"
+	if _, err := api.CreatePlacementGroup(ctx, &ec2.CreatePlacementGroupInput{
+		GroupName: aws.String(l.placementGroup), Strategy: ec2types.PlacementStrategyPartition, PartitionCount: aws.Int32(2),
+	}); err != nil {
+		return fmt.Errorf("creating the demo's placement group: %w", err)
+	}
+	return nil
+}
+
 // run plays the machines until ctx ends.
 func (l *localAWS) run(ctx context.Context, logger logr.Logger) {
 	_ = l.nodes.Start(log.IntoContext(ctx, logger.WithName("local-ec2")))
@@ -126,15 +170,24 @@ func (l *localAWS) stop() error {
 	return errors.Join(l.front.Close(), l.server.Stop())
 }
 
-// interrupt sends an EC2 Spot Instance Interruption Warning for nc's
-// instance to the interruption queue, as EventBridge would.
+// interrupt sends what EventBridge would for nc's instance to the
+// interruption queue: an EC2 Spot Instance Interruption Warning for a spot
+// instance, else an AWS Health scheduled change (an instance retirement).
 func (l *localAWS) interrupt(ctx context.Context, queue string, nc *v1.NodeClaim) (string, error) {
 	id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
-	body, err := json.Marshal(map[string]any{
+	event := map[string]any{
 		"version": "0", "id": string(nc.UID), "source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
 		"time": time.Now().UTC().Format(time.RFC3339), "region": localec2.Region, "resources": []string{"arn:aws:ec2:" + localec2.Region + ":instance/" + id},
-		"detail": map[string]string{"instance-id": id, "instance-action": "terminate"},
-	})
+		"detail": map[string]any{"instance-id": id, "instance-action": "terminate"},
+	}
+	what := "an EC2 Spot Instance Interruption Warning (instance " + id + ")"
+	if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeSpot {
+		event["source"], event["detail-type"] = "aws.health", "AWS Health Event"
+		event["detail"] = map[string]any{"service": "EC2", "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED", "eventTypeCategory": "scheduledChange",
+			"affectedEntities": []map[string]string{{"entityValue": id}}}
+		what = "an AWS Health scheduled change (instance " + id + " retirement)"
+	}
+	body, err := json.Marshal(event)
 	if err != nil {
 		return "", err
 	}
@@ -146,7 +199,7 @@ func (l *localAWS) interrupt(ctx context.Context, queue string, nc *v1.NodeClaim
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(string(body))}); err != nil {
 		return "", fmt.Errorf("sending the interruption warning: %w", err)
 	}
-	return "an EC2 Spot Instance Interruption Warning (instance " + id + ")", nil
+	return what, nil
 }
 
 // nodeClass is the demo's EC2NodeClass: AL2023 by alias, the seeded
@@ -156,10 +209,12 @@ func (l *localAWS) nodeClass(cluster string) (client.Object, *v1.NodeClassRefere
 	nc := &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: demoNodeClass},
 		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: discovery}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: discovery}},
-			Role:                       l.cluster.RoleName,
+			AMISelectorTerms:                 []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:              []awsv1.SubnetSelectorTerm{{Tags: discovery}},
+			SecurityGroupSelectorTerms:       []awsv1.SecurityGroupSelectorTerm{{Tags: discovery}},
+			CapacityReservationSelectorTerms: []awsv1.CapacityReservationSelectorTerm{{Tags: discovery}},
+			PlacementGroupSelector:           &awsv1.PlacementGroupSelector{Name: l.placementGroup},
+			Role:                             l.cluster.RoleName,
 		},
 	}
 	return nc, &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: demoNodeClass}

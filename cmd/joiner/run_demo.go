@@ -45,6 +45,9 @@ type demo struct {
 	// interrupt, when set, sends an interruption warning for the
 	// NodeClaim's instance; the demo then watches it being replaced.
 	interrupt func(ctx context.Context, nc *v1.NodeClaim) (string, error)
+	// capacityTypes are the NodePool's capacity types (nil: spot and
+	// on-demand).
+	capacityTypes []string
 	// faultPool also applies demoFaultObjects.
 	faultPool    bool
 	timeout      time.Duration
@@ -52,7 +55,7 @@ type demo struct {
 }
 
 func (d *demo) run(ctx context.Context) error {
-	objs := demoObjects(d.replicas, d.nodeClass, d.nodeClassRef)
+	objs := demoObjects(d.replicas, d.nodeClass, d.nodeClassRef, d.capacityTypes...)
 	if d.faultPool {
 		objs = append(demoFaultObjects(), objs...)
 	}
@@ -126,7 +129,14 @@ func (d *demo) interruptOne(ctx context.Context) error {
 	if len(claims.Items) == 0 {
 		return fmt.Errorf("no nodeclaim to interrupt")
 	}
+	// A spot node if there is one: the warning EC2 sends spot instances.
 	victim := &claims.Items[0]
+	for i := range claims.Items {
+		if claims.Items[i].Labels[v1.LabelCapacityType] == v1.CapacityTypeSpot {
+			victim = &claims.Items[i]
+			break
+		}
+	}
 	what, err := d.interrupt(ctx, victim)
 	if err != nil {
 		return err
@@ -188,8 +198,12 @@ func demoFaultObjects() []client.Object {
 	return []client.Object{nodeClass, nodePool}
 }
 
-// demoObjects are the example node class, NodePool and Deployment.
-func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeClassReference) []client.Object {
+// demoObjects are the example node class, NodePool and Deployment; the
+// NodePool takes capacityTypes (none given: spot and on-demand).
+func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeClassReference, capacityTypes ...string) []client.Object {
+	if len(capacityTypes) == 0 {
+		capacityTypes = []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}
+	}
 	nodePool := &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: demoNodePool},
 		Spec: v1.NodePoolSpec{
@@ -198,7 +212,7 @@ func demoObjects(replicas int32, nodeClass client.Object, nodeClassRef *v1.NodeC
 					NodeClassRef: nodeClassRef,
 					Requirements: []v1.NodeSelectorRequirementWithMinValues{
 						{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}},
-						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
+						{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: capacityTypes},
 					},
 					ExpireAfter: v1.MustParseNillableDuration("720h"),
 				},

@@ -18,7 +18,9 @@
 // give launches the ClientToken idempotency moto lacks. Front (and
 // FrontProxy) answers as EC2 where moto's answers differ: subnets that run
 // out of addresses, launch template pages, the architecture filter, and spot
-// prices derived from the on-demand price snapshot.
+// prices derived from the on-demand price snapshot. PlacementFront (in
+// front of it in FrontProxy) serves what moto lacks entirely: capacity
+// reservations and placement groups, and holds launches to them.
 //
 // The package never decides anything about nodes; it only stands up the
 // cloud the provider talks to. Tests and `joiner run --local-ec2` use it.

@@ -8,23 +8,27 @@ import (
 // FrontProxy is the Front on a loopback port: a process pointed at it
 // (AWS_ENDPOINT_URL) meets EC2's behaviour where moto's differs, without
 // any change to its own code. Behind the front a FaultInjector with no
-// faults gives launches EC2's ClientToken idempotency.
+// faults gives launches EC2's ClientToken idempotency; before it the
+// PlacementFront serves capacity reservations and placement groups.
 type FrontProxy struct {
 	// Endpoint is the proxy's base URL.
 	Endpoint string
 	*Front
-	srv *http.Server
+	// Placement holds the reservations and placement groups.
+	Placement *PlacementFront
+	srv       *http.Server
 }
 
 // StartFrontProxy listens on a free loopback port and forwards to target
 // (the local EC2's Endpoint) through a Front. The caller must Close it.
 func StartFrontProxy(target string, opts FrontOptions) (*FrontProxy, error) {
 	front := NewFront(NewFaultInjector(nil, nil), opts)
-	endpoint, srv, err := serveLoopback(target, front)
+	placement := NewPlacementFront(front)
+	endpoint, srv, err := serveLoopback(target, placement)
 	if err != nil {
 		return nil, fmt.Errorf("starting the local EC2's front: %w", err)
 	}
-	return &FrontProxy{Endpoint: endpoint, Front: front, srv: srv}, nil
+	return &FrontProxy{Endpoint: endpoint, Front: front, Placement: placement, srv: srv}, nil
 }
 
 // Close stops the proxy.
