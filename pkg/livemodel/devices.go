@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-dev/joiner/pkg/dra"
@@ -33,6 +34,9 @@ func (b *Builder) devices(ctx context.Context, snap *scheduling.Snapshot, nodes 
 		obj  client.ObjectList
 	}{{"deviceclasses", &classes}, {"resourceclaims", &claims}, {"resourceclaimtemplates", &templates}, {"resourceslices", &slices}} {
 		if err := b.opts.Client.List(ctx, l.obj); err != nil {
+			if meta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("listing %s: IGNORE_DRA_REQUESTS=false needs the resource.k8s.io/v1 API (Kubernetes 1.34 or later); upgrade the cluster or set it to true: %w", l.what, err)
+			}
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
