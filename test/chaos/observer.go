@@ -369,11 +369,29 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 			o.judgeEviction(pod)
 		case "DeletionByPodGC", "DeletionByTaintManager":
 			if o.hasPDB(pod) {
-				o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained",
-					pod.Name, c.Reason, c.Message)
+				o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained (node %s: %s)",
+					pod.Name, c.Reason, c.Message, pod.Spec.NodeName, o.nodeTaints(pod.Spec.NodeName))
 			}
 		}
 	}
+}
+
+// nodeTaints describes a node's taints as the observer's cache last saw
+// them, for a violation's message.
+func (o *Observer) nodeTaints(name string) string {
+	obj, ok, err := o.nodes.GetByKey(name)
+	if err != nil || !ok {
+		return "gone from the observer's cache"
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return "unknown"
+	}
+	var ts []string
+	for _, t := range n.Spec.Taints {
+		ts = append(ts, t.Key+":"+string(t.Effect))
+	}
+	return "taints [" + strings.Join(ts, ", ") + "]"
 }
 
 func hasDisruptionTarget(pod *corev1.Pod) bool {
