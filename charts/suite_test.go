@@ -42,7 +42,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		defer os.RemoveAll(helmHome)
+		defer func() {
+			if err := os.RemoveAll(helmHome); err != nil {
+				fmt.Fprintln(os.Stderr, "removing helm's home:", err)
+			}
+		}()
 		// No CRDs up front: the install must bring its own.
 		return test.Run(m, controlplane.Options{Scheduler: true, ControllerManager: true, Kwok: true})
 	}()

@@ -76,7 +76,9 @@ func (s *story) printf(format string, args ...any) {
 	if !s.start.IsZero() {
 		prefix = fmt.Sprintf("[%6.1fs] ", time.Since(s.start).Seconds())
 	}
-	fmt.Fprintf(s.out, prefix+format+"\n", args...)
+	// The story is a demo's narration on the terminal: a line that cannot
+	// be written is lost and joiner goes on with the demo.
+	_, _ = fmt.Fprintf(s.out, prefix+format+"\n", args...)
 }
 
 // watch observes the cluster until ctx ends.

@@ -141,11 +141,10 @@ func rootFS(binary []byte, mtime time.Time) ([]byte, error) {
 		return nil, err
 	}
 	type entry struct {
-		mode     int64
-		uid      int
-		body     []byte
-		isDir    bool
-		typeflag byte
+		mode  int64
+		uid   int
+		body  []byte
+		isDir bool
 	}
 	files := map[string]entry{
 		"etc/":           {mode: 0o755, isDir: true},

@@ -67,7 +67,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, "removing", tmp+":", err)
+		}
+	}()
 	var images []v1.Image
 	for _, arch := range strings.Split(*archs, ",") {
 		binary := filepath.Join(tmp, "joiner-"+arch)

@@ -419,10 +419,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 // statusControllers publish the status condition metrics of NodeClaims,
 // NodePools, Nodes and the cloud provider's node classes.
 func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
-	kinds := []client.Object{&v1.NodeClaim{}, &v1.NodePool{}, &corev1.Node{}}
-	for _, nc := range o.CloudProvider.GetSupportedNodeClasses() {
-		kinds = append(kinds, nc)
-	}
+	kinds := append([]client.Object{&v1.NodeClaim{}, &v1.NodePool{}, &corev1.Node{}}, o.CloudProvider.GetSupportedNodeClasses()...)
 	var out []Controller
 	for _, obj := range kinds {
 		gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())

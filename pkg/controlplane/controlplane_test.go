@@ -22,7 +22,11 @@ func TestStartFailureShowsLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop after a failed Start: %v", err)
+		}
+	}()
 
 	err = cp.Start(context.Background())
 	if err == nil {

@@ -32,7 +32,10 @@ func startProcess(name, bin string, args []string, env []string, logPath string)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s log: %w", name, err)
 	}
-	fmt.Fprintf(logFile, "### %s %s\n", bin, strings.Join(args, " "))
+	if _, err := fmt.Fprintf(logFile, "### %s %s\n", bin, strings.Join(args, " ")); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("writing %s log: %w", name, err)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout = logFile

@@ -33,7 +33,7 @@ type printer struct{ strings.Builder }
 
 func (p *printer) line(indent string, format string, args ...any) {
 	p.WriteString(indent)
-	fmt.Fprintf(p, format, args...)
+	fmt.Fprintf(&p.Builder, format, args...)
 	p.WriteByte('\n')
 }
 

@@ -75,7 +75,7 @@ type podTimes struct {
 	// judged is set once the provisioner gave any verdict, a placement or
 	// "fits nowhere".
 	judged          bool
-	bound, running  bool
+	bound           bool
 	dynamicResource bool
 }
 

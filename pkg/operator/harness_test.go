@@ -43,7 +43,11 @@ func TestMain(m *testing.M) {
 	}
 	joinerBin.Dir = dir
 	code := func() int {
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintln(os.Stderr, "removing the joiner binary's directory:", err)
+			}
+		}()
 		return test.Run(m, controlPlaneOptions())
 	}()
 	os.Exit(code)

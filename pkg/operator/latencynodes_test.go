@@ -96,10 +96,10 @@ func (nt *nodeTimes) observe(node *corev1.Node, at time.Time) {
 	}
 	unregistered, blocking := false, false
 	for _, taint := range node.Spec.Taints {
-		switch {
-		case taint.Key == v1.TaintKeyUnregistered:
+		switch taint.Key {
+		case v1.TaintKeyUnregistered:
 			unregistered = true
-		case taint.Key == corev1.TaintNodeNotReady:
+		case corev1.TaintNodeNotReady:
 			mark(stepNotReadySeen)
 		}
 		if taint.Effect != corev1.TaintEffectPreferNoSchedule {

@@ -53,7 +53,7 @@ func (sv *solver) placeAll() {
 		failed = next
 	}
 	for _, pp := range failed {
-		sv.failed = append(sv.failed, podFailure{pod: pp.pod, class: pp.class})
+		sv.failed = append(sv.failed, podFailure(pp))
 	}
 }
 

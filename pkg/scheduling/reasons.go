@@ -280,15 +280,15 @@ func (sv *solver) topologyReason(c *podClass) Reason {
 	cb := c.base
 	a := sv.newAttempt(c)
 	for _, g := range c.own {
-		switch {
-		case g.key == corev1.LabelHostname:
+		switch g.key {
+		case corev1.LabelHostname:
 			if g.kind == kindAffinity && g.total > 0 {
 				return Topology{Cause: TopologyNoNodeWithMatch, Constraint: g.kind.String(), Key: g.key}
 			}
 			if g.kind == kindAffinity && !g.selects(cb.ns, cb.labels) {
 				return Topology{Cause: TopologyNoMatchingPods, Constraint: g.kind.String(), Key: g.key}
 			}
-		case g.key == corev1.LabelTopologyZone:
+		case corev1.LabelTopologyZone:
 			m := 0
 			if g.kind == kindSpread {
 				m = sv.spreadMin(g)

@@ -48,7 +48,7 @@ func (r *Report) WriteText(out io.Writer, opts TextOptions) error {
 	return w.Flush()
 }
 
-func (r *Report) writeSummary(w io.Writer) {
+func (r *Report) writeSummary(w *bufio.Writer) {
 	s := r.Summary
 	fmt.Fprintf(w, "Plan: %s, %s/hour; %s scheduled", plural(s.Nodes, "new node"), dollars(s.CostPerHour), plural(s.PodsScheduled, "pod"))
 	if s.PodsOnExistingNodes > 0 {
@@ -79,7 +79,7 @@ type group struct {
 	cost               float64
 }
 
-func (r *Report) writeNewNodes(w io.Writer, opts TextOptions) {
+func (r *Report) writeNewNodes(w *bufio.Writer, opts TextOptions) {
 	if len(r.Nodes) == 0 {
 		return
 	}
@@ -151,7 +151,7 @@ func (r *Report) poolOrder(byPool map[string]map[string]*group) []string {
 	return pools
 }
 
-func (r *Report) writeExisting(w io.Writer, opts TextOptions) {
+func (r *Report) writeExisting(w *bufio.Writer, opts TextOptions) {
 	if len(r.Existing) == 0 {
 		return
 	}
@@ -161,7 +161,7 @@ func (r *Report) writeExisting(w io.Writer, opts TextOptions) {
 	}
 }
 
-func (r *Report) writeUnschedulable(w io.Writer, opts TextOptions) {
+func (r *Report) writeUnschedulable(w *bufio.Writer, opts TextOptions) {
 	if len(r.Unschedulable) == 0 {
 		return
 	}

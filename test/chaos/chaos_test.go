@@ -51,7 +51,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := test.Run(m, controlPlaneOptions())
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "removing the joiner binaries' directory:", err)
+	}
 	os.Exit(code)
 }
 
@@ -431,7 +433,7 @@ func (s *schedule) String() string {
 
 func plan(seed uint64, big bool) (*schedule, *rand.Rand) {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "chaos-%d", seed)
+	_, _ = fmt.Fprintf(h, "chaos-%d", seed) // a hash never fails to write
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	s := &schedule{Seed: seed, Up: int32(4 + r.IntN(5)), Down: int32(1 + r.IntN(2))}
 	if big {

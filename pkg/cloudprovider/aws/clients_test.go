@@ -41,7 +41,9 @@ func TestInstrumentCountsRequestsAndAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := "http://" + l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	dead := localec2.Config(refused, cfg.Region)
 	dead.Retryer = func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {

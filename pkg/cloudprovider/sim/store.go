@@ -353,7 +353,10 @@ func (s *Store) write(st *StoreState) error {
 	if err != nil {
 		return fmt.Errorf("writing instance store: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	// After a successful rename the temporary file is gone and Remove's
+	// not-found error says nothing; before it, a leftover file is harmless
+	// (the next write makes a new one).
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if err := json.NewEncoder(tmp).Encode(st); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing instance store: %w", err)

@@ -456,7 +456,7 @@ func wroteNominatedNodeName(pod *corev1.Pod) bool {
 		var fields struct {
 			Status map[string]json.RawMessage `json:"f:status"`
 		}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			continue
 		}
 		if _, ok := fields.Status["f:nominatedNodeName"]; ok {

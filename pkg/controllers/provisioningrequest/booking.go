@@ -145,14 +145,6 @@ func (b *Bookings) count(class string) int {
 	return n
 }
 
-// holds reports whether request's booking is in force.
-func (b *Bookings) holds(request types.NamespacedName) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	_, ok := b.held[request]
-	return ok
-}
-
 // reindex rebuilds byNode from held (few requests: a full rebuild is
 // cheaper to get right than incremental upkeep). Callers hold mu.
 func (b *Bookings) reindex() {

@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // Group is the API group of Karpenter's kwok provider.
@@ -16,12 +17,14 @@ var (
 	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's kinds.
-	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds KWOKNodeClass and KWOKNodeClassList to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&KWOKNodeClass{}, &KWOKNodeClassList{})
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &KWOKNodeClass{}, &KWOKNodeClassList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
 }

@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // Group is the API group of the simulated cloud's kinds.
@@ -13,14 +14,16 @@ var (
 	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's kinds.
-	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds SimNodeClass and SimNodeClassList to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&SimNodeClass{}, &SimNodeClassList{})
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &SimNodeClass{}, &SimNodeClassList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
 }
 
 // Kind returns the GroupKind for a kind of this group, e.g. Kind("SimNodeClass").

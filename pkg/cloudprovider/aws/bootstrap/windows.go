@@ -76,8 +76,8 @@ func powershellWords(s string) ([]string, error) {
 	inWord := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '\'':
+		switch c {
+		case '\'':
 			inWord = true
 			for i++; ; i++ {
 				if i >= len(s) {
@@ -93,7 +93,7 @@ func powershellWords(s string) ([]string, error) {
 				}
 				cur.WriteByte(s[i])
 			}
-		case c == '"':
+		case '"':
 			inWord = true
 			for i++; ; i++ {
 				if i >= len(s) {
@@ -104,7 +104,7 @@ func powershellWords(s string) ([]string, error) {
 				}
 				cur.WriteByte(s[i])
 			}
-		case c == ' ' || c == '\t' || c == '\r':
+		case ' ', '\t', '\r':
 			if inWord {
 				words = append(words, cur.String())
 				cur.Reset()

@@ -23,7 +23,7 @@ func TestInstantFleetMinTargetCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	inj := NewFaultInjector(nil, nil)
 	inj.Capacity = NewInstanceCapacity(map[string]int{"m5.xlarge": 4})
 	cfg := srv.Config()

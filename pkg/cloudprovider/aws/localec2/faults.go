@@ -283,17 +283,16 @@ func serveLoopback(target string, rt http.RoundTripper) (string, *http.Server, e
 	if err != nil {
 		return "", nil, err
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = rt
-	// Request signatures cover the Host header: keep the caller's.
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		host := r.Host
-		director(r)
-		r.Host = host
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			// Request signatures cover the Host header: keep the caller's.
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: rt,
+		// A caller giving up (a killed process) is not the proxy's error.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	// A caller giving up (a killed process) is not the proxy's error.
-	rp.ErrorLog = log.New(io.Discard, "", 0)
 	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), srv, nil

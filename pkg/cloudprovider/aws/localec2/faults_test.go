@@ -21,7 +21,7 @@ func TestFaultProxyAnswersLikeEC2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	direct := ec2.NewFromConfig(srv.Config())
 	running := func() int {
 		out, err := direct.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-state-name"), Values: []string{"running"}}}})
@@ -59,7 +59,7 @@ func TestFaultProxyAnswersLikeEC2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.Close()
+			defer func() { _ = p.Close() }() // closing the proxy's listener reports nothing actionable
 			p.Choose = func(action string) Fault {
 				if action == "RunInstances" && first {
 					first = false

@@ -18,7 +18,7 @@ func TestStartSeedStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	cfg := srv.Config()
 	cl, err := Seed(ctx, cfg, SeedOptions{ClusterName: "alpha", KubernetesVersions: []string{"1.36"}})
 	if err != nil {

@@ -117,7 +117,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		nc.Status.Conditions = evaluated.Status.Conditions
 		if err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
 			return reconcile.Result{}, fmt.Errorf("recording %s on nodeclaim %s: %w", v1.ConditionTypeConsolidatable, nc.Name, client.IgnoreNotFound(err))
 		}

@@ -54,7 +54,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	sqsClient = sqs.NewFromConfig(srv.Config())
 	motoEndpoint = srv.Endpoint
 	return test.Run(m, controlplane.Options{CRDDirectories: []string{test.RepoPath("pkg/apis/crds")}, Scheme: scheme()})
