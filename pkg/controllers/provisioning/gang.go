@@ -13,16 +13,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
-// Gang is a set of pods planned as one unit, all placed or none: the plan
-// and the live model it was made on, to create its NodeClaims from.
-type Gang struct {
-	Plan  *scheduling.Plan
-	model *livemodel.Snapshot
-}
-
-// Placed reports whether the plan placed every pod.
-func (g *Gang) Placed() bool { return len(g.Plan.Unschedulable) == 0 }
-
 // PlanGang plans pods as one unit on the live model a batch would see now
 // (existing nodes and in-flight NodeClaims with their pods and bookings,
 // NodePools with their instance types and back-offs), leaving the batch's
@@ -30,7 +20,7 @@ func (g *Gang) Placed() bool { return len(g.Plan.Unschedulable) == 0 }
 // existingOnly the NodePools are left out too, so the plan says whether the
 // pods fit the capacity that exists (check-capacity). It runs between
 // batches, never during one, so two plans never count the same room.
-func (p *Provisioner) PlanGang(ctx context.Context, pods []*corev1.Pod, existingOnly bool) (*Gang, error) {
+func (p *Provisioner) PlanGang(ctx context.Context, pods []*corev1.Pod, existingOnly bool) (*livemodel.Gang, error) {
 	p.passMu.Lock()
 	defer p.passMu.Unlock()
 	v, err := p.opts.Model.Build(ctx)
@@ -46,17 +36,17 @@ func (p *Provisioner) PlanGang(ctx context.Context, pods []*corev1.Pod, existing
 	if err != nil {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(pods), err)
 	}
-	return &Gang{Plan: plan, model: v}, nil
+	return &livemodel.Gang{Plan: plan, Snapshot: v}, nil
 }
 
 // CreateGang creates the NodeClaims g's plan launches, each changed by
 // mutate first (labels and annotations tying it to its request), and
 // returns them. It creates all or none: when one fails, those created are
 // deleted before the error is returned.
-func (p *Provisioner) CreateGang(ctx context.Context, g *Gang, mutate func(*v1.NodeClaim)) ([]*v1.NodeClaim, error) {
+func (p *Provisioner) CreateGang(ctx context.Context, g *livemodel.Gang, mutate func(*v1.NodeClaim)) ([]*v1.NodeClaim, error) {
 	p.passMu.Lock()
 	defer p.passMu.Unlock()
-	claims, err := p.claimsFor(g.model, g.Plan.NewNodeClaims)
+	claims, err := p.claimsFor(g.Snapshot, g.Plan.NewNodeClaims)
 	if err != nil {
 		return nil, err
 	}

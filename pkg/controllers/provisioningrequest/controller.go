@@ -21,9 +21,9 @@ import (
 	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/gang"
+	"github.com/joiner-dev/joiner/pkg/livemodel"
 )
 
 // Defaults, as Cluster Autoscaler's.
@@ -61,8 +61,8 @@ const detailNodeClaims = "nodeClaims"
 // as one unit, and create the planned NodeClaims all or none
 // (provisioning.Provisioner).
 type Planner interface {
-	PlanGang(ctx context.Context, pods []*corev1.Pod, existingOnly bool) (*provisioning.Gang, error)
-	CreateGang(ctx context.Context, g *provisioning.Gang, mutate func(*v1.NodeClaim)) ([]*v1.NodeClaim, error)
+	PlanGang(ctx context.Context, pods []*corev1.Pod, existingOnly bool) (*livemodel.Gang, error)
+	CreateGang(ctx context.Context, g *livemodel.Gang, mutate func(*v1.NodeClaim)) ([]*v1.NodeClaim, error)
 }
 
 // Options configure the controller.
