@@ -339,12 +339,11 @@ func (c *Controller) updatePods(pods []*corev1.Pod, nodes []*state.StateNode) {
 
 // owner is Karpenter's owner label: the API path of the pod's controller.
 func owner(p *corev1.Pod) string {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			return fmt.Sprintf("%s/namespaces/%s/%ss/%s", o.APIVersion, p.Namespace, strings.ToLower(o.Kind), o.Name)
-		}
+	o := pods.ControllerOf(p)
+	if o == nil {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("%s/namespaces/%s/%ss/%s", o.APIVersion, p.Namespace, strings.ToLower(o.Kind), o.Name)
 }
 
 func (c *Controller) updateNodePools(pools []v1.NodePool) {
