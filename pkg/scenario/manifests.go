@@ -39,10 +39,13 @@ type Manifests struct {
 	pods         []sourced[*corev1.Pod]
 	workloads    []sourced[workload]
 	daemonSets   []sourced[*appsv1.DaemonSet]
-	nodes        []sourced[*corev1.Node]
-	csiNodes     []*storagev1.CSINode
-	volumes      scheduling.VolumeState
-	namespaces   []sourced[*corev1.Namespace]
+	// limitRanges by namespace: the defaults the API server gives the
+	// pods a workload or DaemonSet would create.
+	limitRanges map[string][]corev1.LimitRange
+	nodes       []sourced[*corev1.Node]
+	csiNodes    []*storagev1.CSINode
+	volumes     scheduling.VolumeState
+	namespaces  []sourced[*corev1.Namespace]
 	// The objects only disruption reads: NodePools as the API has them
 	// (their disruption spec), NodeClaims and PodDisruptionBudgets.
 	apiNodePools []*v1.NodePool
@@ -237,6 +240,18 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return err
 		}
 		m.daemonSets = append(m.daemonSets, sourced[*appsv1.DaemonSet]{where, ds})
+	case "/LimitRange":
+		lr := &corev1.LimitRange{}
+		if err := decodeStrict(js, lr); err != nil {
+			return err
+		}
+		if lr.Namespace == "" {
+			lr.Namespace = metav1.NamespaceDefault
+		}
+		if m.limitRanges == nil {
+			m.limitRanges = map[string][]corev1.LimitRange{}
+		}
+		m.limitRanges[lr.Namespace] = append(m.limitRanges[lr.Namespace], *lr)
 	case "/Node":
 		n := &corev1.Node{}
 		if err := decodeStrict(js, n); err != nil {

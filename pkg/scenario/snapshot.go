@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -102,18 +101,24 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 			owner.Kind == "Deployment" && deployments[w.obj.meta.Namespace+"/"+owner.Name] {
 			continue
 		}
-		pods, err := expand(&w.obj, live, seenPods)
+		made, err := expand(&w.obj, live, seenPods)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.where, err)
 		}
-		for _, p := range pods {
+		for _, p := range made {
+			pods.AdmitResources(p, m.limitRanges[p.Namespace])
 			seenPods[podKey(p)] = w.where
 		}
-		snap.Pods = append(snap.Pods, pods...)
+		snap.Pods = append(snap.Pods, made...)
 	}
 
 	for _, ds := range m.daemonSets {
-		snap.DaemonSets = append(snap.DaemonSets, daemonPod(ds.obj))
+		daemonSet := ds.obj
+		if daemonSet.Namespace == "" {
+			daemonSet = daemonSet.DeepCopy()
+			daemonSet.Namespace = metav1.NamespaceDefault
+		}
+		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(daemonSet, m.limitRanges[daemonSet.Namespace]))
 	}
 
 	inUse := map[string]corev1.ResourceList{}
@@ -265,15 +270,6 @@ func podFromTemplate(kind string, owner *metav1.ObjectMeta, t *corev1.PodTemplat
 	}
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner.Name, UID: owner.UID, Controller: &isController}}
 	return p
-}
-
-// daemonPod is the pod a DaemonSet runs on every node it selects.
-func daemonPod(ds *appsv1.DaemonSet) *corev1.Pod {
-	meta := ds.ObjectMeta
-	if meta.Namespace == "" {
-		meta.Namespace = metav1.NamespaceDefault
-	}
-	return podFromTemplate("DaemonSet", &meta, &ds.Spec.Template, ds.Name)
 }
 
 // addResources adds rl to sums[key].

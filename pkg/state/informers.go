@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
@@ -78,13 +79,13 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 	// Pods, the most numerous, are read from the informer's indexer: the
 	// model keeps the cache's own *Pod, not even a struct copy (1.2 KiB a
 	// pod, 13 MB at 10,000 pods).
-	pods, err := podIndexer(context.Background(), mgr.GetCache())
+	podCache, err := podIndexer(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("state.pod").For(&corev1.Pod{}).WithOptions(opts(20)).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			obj, exists, err := pods.GetByKey(req.String())
+			obj, exists, err := podCache.GetByKey(req.String())
 			if err != nil {
 				return reconcile.Result{}, fmt.Errorf("getting pod %s: %w", req.NamespacedName, err)
 			}
@@ -141,7 +142,7 @@ func (c *Cluster) Register(mgr manager.Manager) error {
 			if err := kube.List(ctx, limitRanges, client.InNamespace(ds.Namespace)); err != nil {
 				return reconcile.Result{}, fmt.Errorf("listing limitranges of %s: %w", ds.Namespace, err)
 			}
-			c.UpdateDaemonSetPod(req.NamespacedName, DaemonSetPod(ds, limitRanges.Items))
+			c.UpdateDaemonSetPod(req.NamespacedName, pods.DaemonSetPod(ds, limitRanges.Items))
 			return reconcile.Result{}, nil
 		})); err != nil {
 		return fmt.Errorf("registering state.daemonset: %w", err)

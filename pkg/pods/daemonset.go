@@ -1,4 +1,4 @@
-package state
+package pods
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +17,10 @@ import (
 // requests (a namespace-wide default of 2 cpu) would count as asking for
 // nothing, and the node planned for it and a workload pod would be too
 // small to hold both.
+//
+// It is the one builder of a DaemonSet's pod: the cluster state builds it
+// from the DaemonSets it watches, the offline scenario adapter from the
+// DaemonSets of its input, so both count the same overhead.
 func DaemonSetPod(ds *appsv1.DaemonSet, limitRanges []corev1.LimitRange) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(),
@@ -25,16 +29,25 @@ func DaemonSetPod(ds *appsv1.DaemonSet, limitRanges []corev1.LimitRange) *corev1
 	p.Namespace = ds.Namespace
 	p.Name = ds.Name
 	p.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
+		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kindDaemonSet, Name: ds.Name, UID: ds.UID,
 		Controller: ptr.To(true),
 	}}
+	AdmitResources(p, limitRanges)
+	return p
+}
+
+// AdmitResources gives a pod its controller has just created the resources
+// the API server stores for it: every container's missing requests and
+// limits from the namespace's Container LimitRanges, then requests from
+// limits. The offline scenario adapter, which makes the pods of its
+// workloads from their templates, admits them so.
+func AdmitResources(p *corev1.Pod, limitRanges []corev1.LimitRange) {
 	for i := range p.Spec.InitContainers {
 		admitResources(&p.Spec.InitContainers[i].Resources, limitRanges)
 	}
 	for i := range p.Spec.Containers {
 		admitResources(&p.Spec.Containers[i].Resources, limitRanges)
 	}
-	return p
 }
 
 // admitResources applies the LimitRanges' Container defaults to what a
