@@ -231,7 +231,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 				en.Allocatable = minAllocatable(its)
 			}
 			if sn.Node == nil && !sn.MarkedForDeletion {
-				en.Pods = append(en.Pods, daemonPodsFor(daemons, en.Labels, en.Taints)...)
+				en.Pods = append(en.Pods, scheduling.DaemonPodsFor(daemons, en.Labels, en.Taints)...)
 			}
 			v.InUse.Add(en.NodePool, claimCapacity(sn, its))
 		} else if en.NodePool != "" {

@@ -1,9 +1,12 @@
-package livemodel
+package scheduling_test
 
 import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 func TestDaemonPodsFor(t *testing.T) {
@@ -31,10 +34,13 @@ func TestDaemonPodsFor(t *testing.T) {
 		{"untainted arm64", map[string]string{"kubernetes.io/arch": "arm64"}, nil, []string{"plain", "tolerant", "arm"}},
 		{"tainted", map[string]string{"kubernetes.io/arch": "amd64"}, []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}, []string{"tolerant"}},
 		{"prefer-no-schedule taint takes every daemon", nil, []corev1.Taint{{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}}, []string{"plain", "tolerant"}},
+		{"no-execute taint", nil, []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoExecute}}, []string{"tolerant"}},
+		// Karpenter removes it at registration, before daemon pods land.
+		{"unregistered taint keeps no daemon off", nil, []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}, []string{"plain", "tolerant"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := names(daemonPodsFor(daemons, tt.labels, tt.taints))
+			got := names(scheduling.DaemonPodsFor(daemons, tt.labels, tt.taints))
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
