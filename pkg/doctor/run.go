@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 )
 
 // RunOptions are `joiner doctor`'s settings.
@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
-	clusterID, err := sim.ClusterID(ctx, kube)
+	clusterID, err := identity.ClusterID(ctx, kube)
 	if err != nil {
 		return Report{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -150,7 +151,7 @@ func launchOrphan(t *testing.T, s *scenario, c client.Client) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterID, err := sim.ClusterID(t.Context(), c)
+	clusterID, err := identity.ClusterID(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

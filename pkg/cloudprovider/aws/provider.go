@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/joiner-dev/joiner/pkg/events"
-	"github.com/joiner-dev/joiner/pkg/metrics"
 	"maps"
-	"sync"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -16,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 )
 
 // ProviderName is the provider's name and the scheme of its provider IDs
@@ -59,8 +57,7 @@ type Provider struct {
 	describeBatch  *idBatcher[ec2types.Instance]
 	terminateBatch *idBatcher[struct{}]
 
-	namesakesMu sync.Mutex
-	namesakes   map[string]bool
+	namesakes identity.Namesakes
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -168,19 +165,9 @@ func (p *Provider) reportNamesake(ctx context.Context, tags map[string]string, i
 	if p.opts.ClusterID == "" || other == "" || other == p.opts.ClusterID || tags[awsv1.TagEKSClusterName] != p.opts.ClusterName {
 		return
 	}
-	p.namesakesMu.Lock()
-	defer p.namesakesMu.Unlock()
-	if p.namesakes[other] {
-		return
+	if p.namesakes.Report(ctx, p.opts.ClusterName, p.opts.ClusterID, other, instanceID) {
+		p.publishNamesake(ctx, tags, other, instanceID)
 	}
-	if p.namesakes == nil {
-		p.namesakes = map[string]bool{}
-	}
-	p.namesakes[other] = true
-	metrics.ClusterNamesakes.Set(float64(len(p.namesakes)))
-	log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct cluster names or tooling that trusts eks:eks-cluster-name (Karpenter, IAM conditions, cost reports) will mix them up",
-		"clusterName", p.opts.ClusterName, "clusterID", p.opts.ClusterID, "otherClusterID", other, "instance", instanceID)
-	p.publishNamesake(ctx, tags, other, instanceID)
 }
 
 // publishNamesake says it (seed 004) where users look: a Warning event on

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/userdata"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 	"github.com/joiner-dev/joiner/pkg/events"
 )
 
@@ -97,7 +97,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if opts.ClusterID == "" {
-		id, err := sim.ClusterID(ctx, mgr.GetAPIReader())
+		id, err := identity.ClusterID(ctx, mgr.GetAPIReader())
 		if err != nil {
 			return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)
 		}

@@ -2,15 +2,8 @@ package sim
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/joiner-dev/joiner/pkg/metrics"
+	clusteridentity "github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 	"github.com/joiner-dev/joiner/pkg/plantedbug"
 )
 
@@ -60,38 +53,10 @@ func (c identity) tag(tags map[string]string) {
 	}
 }
 
-// ClusterID returns the identity of the cluster r reads from: the UID of
-// its kube-system namespace, which every cluster has and no two share.
-func ClusterID(ctx context.Context, r client.Reader) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", fmt.Errorf("reading the kube-system namespace to identify the cluster: %w", err)
-	}
-	return string(ns.UID), nil
-}
-
-// namesakeReporter logs, once per foreign cluster id, that another cluster
-// uses this cluster's name. The instances are never touched; the log line
-// is what tells the operator to rename one of the clusters.
-type namesakeReporter struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (r *namesakeReporter) report(ctx context.Context, self identity, insts []*Instance) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// reportNamesakes reports each instance that carries this cluster's name
+// but another cluster's id (identity.Namesakes logs each cluster once).
+func (c identity) reportNamesakes(ctx context.Context, n *clusteridentity.Namesakes, insts []*Instance) {
 	for _, inst := range insts {
-		other := inst.Tags[TagClusterID]
-		if r.seen[other] {
-			continue
-		}
-		if r.seen == nil {
-			r.seen = map[string]bool{}
-		}
-		r.seen[other] = true
-		metrics.ClusterNamesakes.Set(float64(len(r.seen)))
-		log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct --cluster-name values or tooling that trusts the name (IAM conditions, cost reports, older controllers) will mix them up",
-			"cluster-name", self.name, "cluster-id", self.id, "other-cluster-id", other, "instance", inst.ID)
+		n.Report(ctx, c.name, c.id, inst.Tags[TagClusterID], inst.ID)
 	}
 }

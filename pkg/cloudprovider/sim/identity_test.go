@@ -1,13 +1,6 @@
 package sim
 
-import (
-	"context"
-	"testing"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/joiner-dev/joiner/pkg/metrics"
-)
+import "testing"
 
 func TestIdentityOwnership(t *testing.T) {
 	inst := func(tags map[string]string) *Instance { return &Instance{ID: "i-1", Tags: tags} }
@@ -47,23 +40,5 @@ func TestIdentityTagsRoundTrip(t *testing.T) {
 		if !self.owns(&Instance{Tags: tags}) {
 			t.Errorf("%+v does not own an instance it tagged: %v", self, tags)
 		}
-	}
-}
-
-// Each other cluster using this name is counted once in
-// joiner_cluster_namesakes, however many of its instances are seen.
-func TestNamesakesAreCounted(t *testing.T) {
-	self := identity{name: "c", id: "u1"}
-	foreign := func(id, cluster string) *Instance {
-		return &Instance{ID: "i-" + id, Tags: map[string]string{TagCluster: "c", TagClusterID: cluster}}
-	}
-	r := &namesakeReporter{}
-	r.report(context.Background(), self, []*Instance{foreign("a", "u2"), foreign("b", "u2")})
-	if got := testutil.ToFloat64(metrics.ClusterNamesakes); got != 1 {
-		t.Fatalf("joiner_cluster_namesakes = %g after one other cluster, want 1", got)
-	}
-	r.report(context.Background(), self, []*Instance{foreign("c", "u3"), foreign("a", "u2")})
-	if got := testutil.ToFloat64(metrics.ClusterNamesakes); got != 2 {
-		t.Fatalf("joiner_cluster_namesakes = %g after two other clusters, want 2", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	clusteridentity "github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/offering"
 	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -141,7 +142,7 @@ func ValidateClusterName(name string) error {
 type Provider struct {
 	opts        Options
 	identity    identity
-	namesakes   namesakeReporter
+	namesakes   clusteridentity.Namesakes
 	unavailable *unavailableOfferings
 	filtered    filteredCatalogs
 	// dice is nil unless CallFaults are enabled.
@@ -610,7 +611,7 @@ func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 		}
 		return nil
 	})
-	p.namesakes.report(ctx, p.identity, namesakes)
+	p.identity.reportNamesakes(ctx, &p.namesakes, namesakes)
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}

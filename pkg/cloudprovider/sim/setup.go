@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	clusteridentity "github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 )
 
 // DefaultStorePath is where the simulated cloud keeps its instances when no
@@ -60,7 +62,7 @@ func Build(mgr manager.Manager, opts SetupOptions) (*Cloud, error) {
 	}
 	if opts.ClusterID == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		id, err := ClusterID(ctx, mgr.GetAPIReader())
+		id, err := clusteridentity.ClusterID(ctx, mgr.GetAPIReader())
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("setting up the simulated cloud: %w", err)

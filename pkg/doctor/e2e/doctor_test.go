@@ -30,7 +30,7 @@ import (
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
-	"github.com/joiner-dev/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/identity"
 	"github.com/joiner-dev/joiner/pkg/controlplane"
 	"github.com/joiner-dev/joiner/pkg/doctor"
 	"github.com/joiner-dev/joiner/pkg/test"
@@ -60,7 +60,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	local.server, local.cluster = srv, cl
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -81,7 +81,7 @@ func TestDoctorFindsEachSeededProblem(t *testing.T) {
 	// (moto has none), as `joiner run --local-ec2` hands it out.
 	cfg.HTTPClient = &http.Client{Transport: localec2.NewFront(nil, localec2.FrontOptions{})}
 	e := ec2.NewFromConfig(cfg)
-	clusterID, err := sim.ClusterID(ctx, env.Client)
+	clusterID, err := identity.ClusterID(ctx, env.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
