@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -47,7 +47,7 @@ func checkCommand(tb testing.TB, in *disruption.Input, d *disruption.Decision) {
 		perPool[n.NodePool]++
 		price += n.Price
 		for _, p := range n.Pods {
-			if p.DeletionTimestamp == nil && !moved[p.Namespace+"/"+p.Name] && !isDaemon(p.OwnerReferences) {
+			if p.DeletionTimestamp == nil && !moved[p.Namespace+"/"+p.Name] && !pods.IsOwnedByDaemonSet(p) {
 				tb.Errorf("pod %s/%s of %q loses its place", p.Namespace, p.Name, name)
 			}
 		}
@@ -89,15 +89,6 @@ func checkCommand(tb testing.TB, in *disruption.Input, d *disruption.Decision) {
 	if cmd.SavingsPerHour <= 0 && cmd.Method != disruption.MethodDrift {
 		tb.Errorf("%s saves %.4f $/h", cmd.Method, cmd.SavingsPerHour)
 	}
-}
-
-func isDaemon(refs []metav1.OwnerReference) bool {
-	for _, r := range refs {
-		if r.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // offeringAllowed reports whether a replacement's requirements admit an
