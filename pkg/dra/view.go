@@ -238,11 +238,11 @@ func (b *builder) request(r resourcev1.DeviceRequest) scheduling.DeviceRequest {
 	}
 	out.DeviceClass = e.DeviceClassName
 	out.Count = 1
-	switch {
-	case e.AllocationMode == resourcev1.DeviceAllocationModeAll:
+	switch e.AllocationMode {
+	case resourcev1.DeviceAllocationModeAll:
 		out.Unsupported = "allocationMode All is not planned: the count depends on the node; ask for an exact count"
 		return out
-	case e.AllocationMode == resourcev1.DeviceAllocationModeExactCount || e.AllocationMode == "":
+	case resourcev1.DeviceAllocationModeExactCount, "":
 		if e.Count > 0 {
 			out.Count = e.Count
 		}

@@ -24,7 +24,7 @@ func TestFront(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // Stop kills moto_server and always returns nil
 	onDemand := map[string]float64{"m5.large": 0.096, "c1.xlarge": 0.52, "t2.nano": 0.0058}
 	cfg := srv.Config()
 	cfg.HTTPClient = &http.Client{Transport: NewFront(NewFaultInjector(nil, nil), FrontOptions{OnDemandPrices: onDemand})}
