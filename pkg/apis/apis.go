@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/kwok/v1alpha1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
@@ -33,6 +34,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	kwokv1alpha1.AddToScheme,
 	v1alpha1.AddToScheme,
 	autoscalingv1.AddToScheme,
+	autoscalingv1beta1.AddToScheme,
 )
 
 // AddToScheme registers every joiner API group.

@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	capacitybufferctrl "github.com/joiner-dev/joiner/pkg/controllers/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/controllers/disruption"
 	nodehealth "github.com/joiner-dev/joiner/pkg/controllers/node/health"
 	nodetermination "github.com/joiner-dev/joiner/pkg/controllers/node/termination"
@@ -105,6 +107,10 @@ type Options struct {
 	// controller reads (the NodeOverlay feature gate); off, overlays only
 	// get an event naming the gate.
 	NodeOverlay bool
+	// CapacityBuffer plans CapacityBuffers' virtual pods (the
+	// CapacityBuffer feature gate); off, buffers only get an event naming
+	// the gate.
+	CapacityBuffer bool
 	// SpotToSpotConsolidation lets consolidation replace spot with cheaper
 	// spot (the SpotToSpotConsolidation feature gate).
 	SpotToSpotConsolidation bool
@@ -185,10 +191,13 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	// Capacity held for ProvisioningRequests: the provisioner counts it,
 	// the provisioningrequest controller keeps it.
 	bookings := provisioningrequest.NewBookings()
+	// CapacityBuffers' virtual pods: the capacitybuffer controller keeps
+	// them, every snapshot plans them.
+	buffers := &capacitybuffer.Store{}
 	// One live model and one NodeClaim creator, shared by provisioning,
 	// disruption and the status page: what consolidation simulates on is
 	// what the provisioner plans on.
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings,
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings, Buffers: buffers,
 		Devices: o.Scheduling.PlanDynamicResources})
 	if err != nil {
 		return nil, fmt.Errorf("building the live model: %w", err)
@@ -210,9 +219,16 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 		Solve:             o.Solve,
 		BatchIdleDuration: o.BatchIdleDuration,
 		BatchMaxDuration:  o.BatchMaxDuration,
+		Buffers:           &capacitybufferctrl.Reporter{Client: mgr.GetClient(), Clock: o.Clock},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
+	}
+	bufferCtrl, err := capacitybufferctrl.NewController(capacitybufferctrl.Options{
+		Client: mgr.GetClient(), Store: buffers, Trigger: prov.Provisioner, Recorder: recorder, Clock: o.Clock, Enabled: o.CapacityBuffer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building capacitybuffer: %w", err)
 	}
 	provReqs, err := provisioningrequest.NewController(provisioningrequest.Options{
 		Client:        mgr.GetClient(),
@@ -360,6 +376,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 		disrupt,
 		staticPools,
 		overlayCtrl,
+		bufferCtrl,
 	}
 	statusCtrls, err := statusControllers(mgr, o)
 	if err != nil {

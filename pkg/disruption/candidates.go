@@ -59,8 +59,11 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 		for _, p := range n.Pods {
 			if pods.IsReschedulable(p) {
 				c.pods = append(c.pods, p)
-				c.cost += evictionCost(p)
-				if pods.IsOwnerless(p) && pods.IsEvictable(p, in.Now) {
+				if !pods.IsVirtual(p) {
+					// Room moves for free: no process is evicted.
+					c.cost += evictionCost(p)
+				}
+				if pods.IsOwnerless(p) && !pods.IsVirtual(p) && pods.IsEvictable(p, in.Now) {
 					v.Ownerless = append(v.Ownerless, podKey(p))
 				}
 			}
@@ -132,7 +135,7 @@ func podBlock(n *Node, pdbs *pdbIndex, now time.Time) string {
 		}
 	}
 	for _, p := range n.Pods {
-		if !pods.IsEvictable(p, now) {
+		if !pods.IsEvictable(p, now) || pods.IsVirtual(p) {
 			continue
 		}
 		if keys := pdbs.blocking(p); len(keys) > 0 {

@@ -22,6 +22,10 @@ func newEngine(in *Input) (*engine, error) {
 	if in == nil || in.Cluster == nil {
 		return nil, errors.New("disruption input has no cluster snapshot")
 	}
+	in, err := withBuffers(in)
+	if err != nil {
+		return nil, err
+	}
 	e := &engine{in: in, allowed: AllowedDisruptions(in), sim: newSimulator(in)}
 	e.verdicts, e.cands = classify(in)
 	return e, nil

@@ -239,7 +239,12 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 	if r.reason != "" {
 		return nil, r.reason
 	}
-	cmd := &Command{Method: method, Reason: reason, Moves: r.moves, PodsMoved: len(r.moves)}
+	cmd := &Command{Method: method, Reason: reason, Moves: r.moves}
+	for _, m := range r.moves {
+		if !pods.IsVirtual(m.Pod) {
+			cmd.PodsMoved++
+		}
+	}
 	for _, c := range r.cands {
 		cmd.Candidates = append(cmd.Candidates, c.node.Name)
 	}

@@ -107,6 +107,17 @@ type Options struct {
 	// Devices reads the cluster's DRA objects into the snapshot's Devices
 	// view (IGNORE_DRA_REQUESTS=false).
 	Devices bool
+	// Buffers, when set, are the CapacityBuffers' virtual pods
+	// (capacitybuffer.Store): pending pods of the lowest priority in every
+	// snapshot, so the provisioner launches room for them and
+	// consolidation keeps it.
+	Buffers VirtualPods
+}
+
+// VirtualPods are pods that exist only in joiner's plans
+// (capacitybuffer.Store).
+type VirtualPods interface {
+	Pods() []*corev1.Pod
 }
 
 func (o *Options) validate() error {
@@ -255,6 +266,9 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		v.Cluster.Pods = append(v.Cluster.Pods, pod)
+	}
+	if b.opts.Buffers != nil {
+		v.Cluster.Pods = append(v.Cluster.Pods, b.opts.Buffers.Pods()...)
 	}
 
 	for name, np := range v.NodePools {

@@ -67,6 +67,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		LifecycleWorkers:           settings.ScaledWorkers(lifecycle.DefaultMaxConcurrentReconciles, 5000),
 		NodeRepair:                 settings.FeatureGates.NodeRepair,
 		StaticCapacity:             settings.FeatureGates.StaticCapacity,
+		CapacityBuffer:             settings.FeatureGates.CapacityBuffer,
 		NodeOverlay:                settings.FeatureGates.NodeOverlay,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,

@@ -6,6 +6,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
@@ -133,4 +134,12 @@ func IsProvisionable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// IsVirtual reports whether p is a CapacityBuffer's virtual pod: a chunk of
+// spare capacity that exists only in joiner's plans. It is placed after
+// every real pod, takes room that consolidation keeps, and is never
+// nominated, evicted or told anything (pkg/capacitybuffer builds them).
+func IsVirtual(p *corev1.Pod) bool {
+	return p.Annotations[autoscalingv1beta1.AnnotationVirtualPod] == "true"
 }

@@ -168,6 +168,9 @@ func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
 		b.Write(j)
 	}
 	writeClaimsKey(b, p)
+	if pods.IsVirtual(p) {
+		b.WriteString("|virtual")
+	}
 	for _, hp := range podHostPorts(p) {
 		b.WriteString("|port:")
 		b.WriteString(hp.String())
@@ -308,8 +311,17 @@ func (sv *solver) describeClass(cb *classBase, p *corev1.Pod) error {
 			}
 		}
 	}
+	// A CapacityBuffer's virtual pods have the lowest priority: they are
+	// placed after every real pod, in the same tiers among themselves, so
+	// they take only the room real pods leave and never the reverse.
+	if pods.IsVirtual(p) {
+		cb.tier += virtualTiers
+	}
 	return nil
 }
+
+// virtualTiers shifts virtual pods' tiers past every real pod's (0-4).
+const virtualTiers = 5
 
 // variant returns the class's relaxation step i, building it on demand;
 // nil when nothing is left to relax.

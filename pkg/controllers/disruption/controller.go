@@ -18,6 +18,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -299,7 +300,8 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 const memoTTL = 5 * time.Minute
 
 // memoKey identifies what a decision looks at: the state's generation,
-// the NodePools' and PDBs' versions, and the commands in flight.
+// the NodePools' and PDBs' versions, the CapacityBuffers' virtual pods
+// and the commands in flight.
 func memoKey(generation uint64, in *disruption.Input, inFlight int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", generation, inFlight)
@@ -313,6 +315,12 @@ func memoKey(generation uint64, in *disruption.Input, inFlight int) string {
 	}
 	for _, pdb := range in.PDBs {
 		fmt.Fprintf(&b, "/%s/%s@%s", pdb.Namespace, pdb.Name, pdb.ResourceVersion)
+	}
+	// CapacityBuffers change what must stay without any state change.
+	for _, p := range in.Cluster.Pods {
+		if pods.IsVirtual(p) {
+			fmt.Fprintf(&b, "/v:%s", p.UID)
+		}
 	}
 	return b.String()
 }

@@ -16,10 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodeclaims"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -89,6 +91,17 @@ type Options struct {
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
+
+	// Buffers, when set, is told after every pass how the plan placed
+	// each CapacityBuffer's virtual pods (the buffers' Provisioning
+	// condition).
+	Buffers BufferReporter
+}
+
+// BufferReporter takes each pass's outcome for the CapacityBuffers whose
+// virtual pods it planned (the capacitybuffer controller's status writer).
+type BufferReporter interface {
+	Report(ctx context.Context, outcomes map[types.NamespacedName]*capacitybuffer.Outcome)
 }
 
 func (o *Options) validate() error {
@@ -225,13 +238,17 @@ func (p *Provisioner) waitForSync(ctx context.Context) error {
 
 // Result is what one provisioning pass did.
 type Result struct {
-	// Pending is how many provisionable pods the pass saw.
+	// Pending is how many provisionable pods the pass saw (CapacityBuffers'
+	// virtual pods not counted).
 	Pending int
 	// Created are the NodeClaims created (or found already created under the
 	// same deterministic name).
 	Created []*v1.NodeClaim
-	// Unschedulable are the pods that fit nowhere, with why.
+	// Unschedulable are the pods that fit nowhere, with why (virtual pods
+	// are in Buffers instead).
 	Unschedulable []scheduling.PodError
+	// Buffers is where the plan put each CapacityBuffer's virtual pods.
+	Buffers map[types.NamespacedName]*capacitybuffer.Outcome
 }
 
 // Provision runs one pass: snapshot, solve, create NodeClaims, report.
@@ -245,20 +262,23 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshotting cluster: %w", err)
 	}
-	metrics.PodsPending.Set(float64(len(v.Cluster.Pods)))
-	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(v.Cluster.Pods)))
-	for _, pod := range v.Cluster.Pods {
+	// Virtual pods are planned like the others but are no pod of the
+	// cluster: metrics, warnings and events are the real pods' alone.
+	real := slices.DeleteFunc(slices.Clone(v.Cluster.Pods), pods.IsVirtual)
+	metrics.PodsPending.Set(float64(len(real)))
+	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(real)))
+	for _, pod := range real {
 		metrics.PodDecisions.Seen(pod, p.opts.Clock.Now())
 	}
-	res := &Result{Pending: len(v.Cluster.Pods)}
+	res := &Result{Pending: len(real)}
 	if len(v.Cluster.Pods) == 0 {
 		publishUnschedulable(nil)
 		p.setUnschedulable(nil)
 		p.forgetExcept(nil)
 		return res, nil
 	}
-	logger.V(1).Info("found provisionable pods", "count", len(v.Cluster.Pods))
-	p.warn(v.Cluster.Pods)
+	logger.V(1).Info("found provisionable pods", "count", len(real), "virtual", len(v.Cluster.Pods)-len(real))
+	p.warn(real)
 
 	start := p.opts.Clock.Now()
 	// Wall time, as the simulation's own cost: a test's fake clock must not
@@ -285,7 +305,15 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		}
 	}
 	seen := p.nominate(v, plan, claims, created)
-	res.Unschedulable = append(res.Unschedulable, plan.Unschedulable...)
+	for _, pe := range plan.Unschedulable {
+		if !pods.IsVirtual(pe.Pod) {
+			res.Unschedulable = append(res.Unschedulable, pe)
+		}
+	}
+	res.Buffers = capacitybuffer.Outcomes(plan, func(pe scheduling.PodError) string { return describeReasons(pe, v.Skipped) })
+	if p.opts.Buffers != nil {
+		p.opts.Buffers.Report(ctx, res.Buffers)
+	}
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
 		metrics.PodDecisions.Unschedulable(pe.Pod, p.opts.Clock.Now())
@@ -297,7 +325,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	}
 	p.reportIncompatibleNodePools(v, res.Unschedulable)
 	publishUnschedulable(res.Unschedulable)
-	p.retry.wake(p.opts.Clock, earliestRetry(res.Unschedulable), func() { p.Trigger(backoffTrigger) })
+	p.retry.wake(p.opts.Clock, earliestRetry(plan.Unschedulable), func() { p.Trigger(backoffTrigger) })
 	p.setUnschedulable(res.Unschedulable)
 	p.forgetExcept(seen)
 	return res, err
@@ -322,6 +350,8 @@ func (p *Provisioner) claimsFor(v *livemodel.Snapshot, planned []*scheduling.New
 // nominate records every placed pod in the cluster state against the
 // NodeClaim that will run it, so the next batch does not plan it again,
 // and tells the pod with a Nominated event. It returns the pods it saw.
+// CapacityBuffers' virtual pods are never nominated: the room they take
+// is planned again in every pass.
 func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, claims []nodeclaims.Planned, created []*v1.NodeClaim) map[types.UID]bool {
 	seen := map[types.UID]bool{}
 	for i, c := range claims {
@@ -329,6 +359,9 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 			continue
 		}
 		for _, pod := range c.Planned.Pods {
+			if pods.IsVirtual(pod) {
+				continue
+			}
 			seen[pod.UID] = true
 			p.opts.State.Nominate(pod, created[i].Name)
 			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
@@ -342,6 +375,9 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 	for _, placement := range plan.Existing {
 		target := nodes[placement.Node]
 		for _, pod := range placement.Pods {
+			if pods.IsVirtual(pod) {
+				continue
+			}
 			seen[pod.UID] = true
 			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
 			if target != nil && target.NodeClaim != "" {

@@ -27,8 +27,7 @@ const (
 	// default).
 	FeatureNodeOverlay featuregate.Feature = "NodeOverlay"
 	// FeatureCapacityBuffer plans autoscaling.x-k8s.io CapacityBuffers'
-	// virtual pods (Karpenter: alpha, off by default); joiner does not
-	// implement it yet, so only false is accepted.
+	// virtual pods (Karpenter: alpha, off by default).
 	FeatureCapacityBuffer featuregate.Feature = "CapacityBuffer"
 )
 
@@ -38,17 +37,18 @@ const (
 // without the feature would be worse than saying so. NodeClassCEL belongs
 // to AWS_FEATURE_GATES, and is accepted here too for charts that put it in
 // FEATURE_GATES.
-var notImplemented = []featuregate.Feature{FeatureCapacityBuffer, FeatureNodeClassCEL}
+var notImplemented = []featuregate.Feature{FeatureNodeClassCEL}
 
 // FeatureGates are the parsed --feature-gates / FEATURE_GATES.
 type FeatureGates struct {
 	SpotToSpotConsolidation bool
 	NodeRepair              bool
-	// StaticCapacity and NodeOverlay enable Karpenter's alpha APIs of the
-	// same names; off, their objects are left alone with an event naming
-	// the gate.
+	// StaticCapacity, NodeOverlay and CapacityBuffer enable Karpenter's
+	// alpha APIs of the same names; off, their objects are left alone with
+	// an event naming the gate.
 	StaticCapacity bool
 	NodeOverlay    bool
+	CapacityBuffer bool
 	// ReservedCapacity plans and launches into capacity reservations.
 	ReservedCapacity bool
 }
@@ -64,6 +64,7 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		FeatureReservedCapacity:        {Default: true, PreRelease: featuregate.Beta},
 		FeatureStaticCapacity:          {Default: false, PreRelease: featuregate.Alpha},
 		FeatureNodeOverlay:             {Default: false, PreRelease: featuregate.Alpha},
+		FeatureCapacityBuffer:          {Default: false, PreRelease: featuregate.Alpha},
 	}
 	for _, f := range notImplemented {
 		specs[f] = featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}
@@ -73,8 +74,8 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 	}
 	if s != "" {
 		if err := g.Set(s); err != nil {
-			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s, %s and %s)",
-				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureReservedCapacity)
+			return FeatureGates{}, fmt.Errorf("feature-gates %q: %w (joiner implements %s, %s, %s, %s, %s and %s)",
+				s, err, FeatureSpotToSpotConsolidation, FeatureNodeRepair, FeatureStaticCapacity, FeatureNodeOverlay, FeatureCapacityBuffer, FeatureReservedCapacity)
 		}
 	}
 	for _, f := range notImplemented {
@@ -88,6 +89,7 @@ func parseFeatureGates(s string) (FeatureGates, error) {
 		StaticCapacity:          g.Enabled(FeatureStaticCapacity),
 		NodeOverlay:             g.Enabled(FeatureNodeOverlay),
 		ReservedCapacity:        g.Enabled(FeatureReservedCapacity),
+		CapacityBuffer:          g.Enabled(FeatureCapacityBuffer),
 	}, nil
 }
 

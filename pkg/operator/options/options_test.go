@@ -43,8 +43,10 @@ func TestOptions(t *testing.T) {
 				return o.FeatureGates.NodeOverlay && o.FeatureGates.StaticCapacity && !o.FeatureGates.NodeRepair
 			}},
 		{name: "karpenter's alpha API gates off by default", args: nil,
-			check: func(o *Options) bool { return !o.FeatureGates.NodeOverlay && !o.FeatureGates.StaticCapacity }},
-		{name: "CapacityBuffer is not implemented yet", args: []string{"--feature-gates=CapacityBuffer=true"}, wantErr: "joiner does not implement Karpenter's CapacityBuffer yet"},
+			check: func(o *Options) bool {
+				return !o.FeatureGates.NodeOverlay && !o.FeatureGates.StaticCapacity && !o.FeatureGates.CapacityBuffer
+			}},
+		{name: "CapacityBuffer", args: []string{"--feature-gates=CapacityBuffer=true"}, check: func(o *Options) bool { return o.FeatureGates.CapacityBuffer }},
 		{name: "karpenter gate joiner lacks, enabled", args: []string{"--feature-gates=NodeClassCEL=true"}, wantErr: "joiner does not implement Karpenter's NodeClassCEL yet"},
 		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
 		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},

@@ -1,0 +1,65 @@
+package capacitybuffer
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
+)
+
+// Reporter writes each buffer's Provisioning condition from a provisioning
+// pass's plan (provisioning.BufferReporter): True (FitsExistingCapacity)
+// when every chunk fits capacity that exists, False while some need new
+// NodeClaims (RequiresNewCapacity) or fit nowhere (Unschedulable, with the
+// solver's reason). It patches only a condition that changed.
+type Reporter struct {
+	Client client.Client
+	Clock  clock.Clock
+}
+
+// Report implements provisioning.BufferReporter. A failed patch is logged:
+// the next pass reports again.
+func (r *Reporter) Report(ctx context.Context, outcomes map[types.NamespacedName]*capacitybuffer.Outcome) {
+	for key, o := range outcomes {
+		if err := r.report(ctx, key, o); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "reporting capacitybuffer provisioning", "capacitybuffer", key.String())
+		}
+	}
+}
+
+func (r *Reporter) report(ctx context.Context, key types.NamespacedName, o *capacitybuffer.Outcome) error {
+	cb := &autoscalingv1beta1.CapacityBuffer{}
+	if err := r.Client.Get(ctx, key, cb); err != nil {
+		return err
+	}
+	if !apimeta.IsStatusConditionTrue(cb.Status.Conditions, autoscalingv1beta1.ConditionReadyForProvisioning) {
+		return nil
+	}
+	total := o.Existing + o.New + o.Failed
+	status, reason, msg := metav1.ConditionTrue, ReasonFitsExistingCapacity, fmt.Sprintf("all %d chunk(s) fit existing capacity", total)
+	switch {
+	case o.Failed > 0:
+		status, reason = metav1.ConditionFalse, ReasonUnschedulable
+		msg = fmt.Sprintf("%d/%d chunk(s) fit no node and no NodePool: %s", o.Failed, total, o.Why)
+	case o.New > 0:
+		status, reason = metav1.ConditionFalse, ReasonRequiresNewCapacity
+		msg = fmt.Sprintf("%d/%d chunk(s) need new capacity; joiner is launching it", o.New, total)
+	}
+	stored := cb.DeepCopy()
+	if !setCondition(&cb.Status.Conditions, cb.Generation, r.Clock, autoscalingv1beta1.ConditionProvisioning, status, reason, msg) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, cb, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching capacitybuffer status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// bufferFor is a CapacityBuffer of replicas chunks shaped like the pods
+// of the Deployment named app.
+func (s *scenario) bufferFor(app string, replicas int32) *autoscalingv1beta1.CapacityBuffer {
+	return &autoscalingv1beta1.CapacityBuffer{
+		ObjectMeta: metav1.ObjectMeta{Name: app + "-buffer", Namespace: s.ns},
+		Spec: autoscalingv1beta1.CapacityBufferSpec{
+			ScalableRef: &autoscalingv1beta1.ScalableRef{APIGroup: appsv1.GroupName, Kind: autoscalingv1beta1.KindDeployment, Name: app},
+			Replicas:    ptr.To(replicas),
+		},
+	}
+}
+
+// freeChunks is how many pods of (cpu, memory) the scenario's ready,
+// undisrupted nodes have room for, from their allocatable and the
+// requests of the pods bound to them.
+func (s *scenario) freeChunks(ctx context.Context, cpu, memory resource.Quantity) (int64, int, error) {
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	var pods corev1.PodList
+	if err := s.env.Client.List(ctx, &pods); err != nil {
+		return 0, 0, err
+	}
+	used := map[string][2]int64{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		u := used[p.Spec.NodeName]
+		for _, c := range p.Spec.Containers {
+			u[0] += c.Resources.Requests.Cpu().MilliValue()
+			u[1] += c.Resources.Requests.Memory().Value()
+		}
+		used[p.Spec.NodeName] = u
+	}
+	var chunks int64
+	usable := 0
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil || !nodeReady(&n) || tainted(&n, v1.TaintKeyDisrupted) {
+			continue
+		}
+		usable++
+		u := used[n.Name]
+		c := (n.Status.Allocatable.Cpu().MilliValue() - u[0]) / cpu.MilliValue()
+		m := (n.Status.Allocatable.Memory().Value() - u[1]) / memory.Value()
+		chunks += max(min(c, m), 0)
+	}
+	return chunks, usable, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func tainted(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCapacityBufferKeepsRoom: with the CapacityBuffer gate on and
+// consolidation of empty and underutilized nodes after 0 s, a buffer of
+// 2 × (2 cpu, 4 Gi) shaped like a Deployment's pods keeps a node with that
+// room after the Deployment is scaled to zero, and reports
+// Provisioning=True (FitsExistingCapacity). Deleting the buffer lets
+// consolidation take the nodes: it was the buffer that kept them.
+func TestCapacityBufferKeepsRoom(t *testing.T) {
+	s := newScenario(t)
+	s.nodePool.Spec.Disruption = v1.Disruption{
+		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+	}
+	s.apply()
+	s.joiner("--feature-gates=CapacityBuffer=true", "--disruption-poll-interval=1s", "--disruption-validation-period=1s")
+	cpu, memory := resource.MustParse("2"), resource.MustParse("4Gi")
+	d := s.deployment("app", 2, cpu.String(), memory.String(), nil)
+	cb := s.bufferFor("app", 2)
+	s.env.Create(t, cb)
+	s.waitRunning("app", 2, 120*time.Second)
+
+	// The buffer's room exists beside the Deployment's pods.
+	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
+		got := &autoscalingv1beta1.CapacityBuffer{}
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(cb), got); err != nil {
+			return err
+		}
+		if got.Status.Replicas == nil || *got.Status.Replicas != 2 {
+			return fmt.Errorf("status.replicas %v, want 2", got.Status.Replicas)
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, autoscalingv1beta1.ConditionProvisioning)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "FitsExistingCapacity" {
+			return fmt.Errorf("Provisioning %+v, want True/FitsExistingCapacity", c)
+		}
+		free, _, err := s.freeChunks(ctx, cpu, memory)
+		if err != nil {
+			return err
+		}
+		if free < 2 {
+			return fmt.Errorf("room for %d chunk(s) beside the running pods, want 2", free)
+		}
+		return nil
+	})
+
+	// Scaled to zero: consolidation runs every second, and once the
+	// NodeClaims stop changing the room is still there.
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		got := &appsv1.Deployment{}
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			return err
+		}
+		got.Spec.Replicas = ptr.To[int32](0)
+		return s.env.Client.Update(ctx, got)
+	})
+	s.waitRunning("app", 0, 60*time.Second)
+	s.settle(20 * time.Second)
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		free, usable, err := s.freeChunks(ctx, cpu, memory)
+		if err != nil {
+			return err
+		}
+		if free < 2 {
+			return fmt.Errorf("after scaling to zero, room for %d chunk(s) on %d node(s), want 2", free, usable)
+		}
+		t.Logf("after scaling to zero: room for %d chunk(s) on %d node(s)", free, usable)
+		return nil
+	})
+
+	// Without the buffer the same nodes are empty and go.
+	if err := s.env.Client.Delete(t.Context(), cb); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) > 0 {
+			return fmt.Errorf("%d NodeClaim(s) left after the buffer was deleted", len(claims))
+		}
+		return nil
+	})
+}
+
+// settle waits until the scenario's NodeClaims have not changed for
+// quiet (no launch or deletion in flight), at most two minutes.
+func (s *scenario) settle(quiet time.Duration) {
+	s.t.Helper()
+	last, since := "", time.Now()
+	test.Eventually(s.t, 2*time.Minute, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, nc := range claims {
+			names = append(names, fmt.Sprintf("%s/%t", nc.Name, nc.DeletionTimestamp != nil))
+		}
+		now := strings.Join(names, ",")
+		if now != last {
+			last, since = now, time.Now()
+		}
+		if time.Since(since) < quiet {
+			return fmt.Errorf("NodeClaims changed %.0fs ago: %s", time.Since(since).Seconds(), now)
+		}
+		return nil
+	})
+}
+
+// TestCapacityBufferGateOff: without the CapacityBuffer gate joiner
+// starts, a buffer gets an event naming the gate, and nothing is launched
+// for it.
+func TestCapacityBufferGateOff(t *testing.T) {
+	s := newScenario(t)
+	s.apply()
+	s.joiner()
+	tmpl := &corev1.PodTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "chunk", Namespace: s.ns},
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{v1.LabelNodePool: s.nodePool.Name},
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			}}},
+		}},
+	}
+	cb := &autoscalingv1beta1.CapacityBuffer{
+		ObjectMeta: metav1.ObjectMeta{Name: "off", Namespace: s.ns},
+		Spec: autoscalingv1beta1.CapacityBufferSpec{
+			PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: tmpl.Name},
+			Replicas:       ptr.To[int32](1),
+		},
+	}
+	s.env.Create(t, tmpl, cb)
+	test.Eventually(t, 60*time.Second, func(ctx context.Context) error {
+		var list corev1.EventList
+		if err := s.env.Client.List(ctx, &list, client.InNamespace(s.ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == cb.Name && e.Reason == events.FeatureGateDisabled && strings.Contains(e.Message, "CapacityBuffer=true") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event naming CapacityBuffer on %s yet", events.FeatureGateDisabled, cb.Name)
+	})
+	claims, err := s.nodeClaims(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) > 0 {
+		t.Fatalf("%d NodeClaim(s) launched for a buffer with the gate off", len(claims))
+	}
+}
