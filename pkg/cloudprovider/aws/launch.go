@@ -498,6 +498,11 @@ func (p *Provider) ensureTemplate(ctx context.Context, nodeClaim *v1.NodeClaim, 
 		EFAInterfaces:  g.efa,
 		Tags:           tags,
 	}
+	if ct := nc.Spec.ConnectionTracking; ct != nil {
+		spec.ConnectionTracking = &ec2types.ConnectionTrackingSpecificationRequest{
+			TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+		}
+	}
 	if err := p.placeTemplate(ctx, spec, nc, g.reservation); err != nil {
 		return "", cloudprovider.NewCreateError(err, ReasonPlacementFailed, err.Error())
 	}

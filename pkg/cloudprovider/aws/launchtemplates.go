@@ -66,7 +66,10 @@ type templateSpec struct {
 	NoOpenReservations bool `json:",omitempty"`
 	// PlacementGroup is the placement group instances launch into.
 	PlacementGroup string `json:",omitempty"`
-	Tags           map[string]string
+	// ConnectionTracking is the primary interface's connection tracking
+	// idle timeouts (spec.connectionTracking).
+	ConnectionTracking *ec2types.ConnectionTrackingSpecificationRequest `json:",omitempty"`
+	Tags               map[string]string
 }
 
 func (s *templateSpec) name() string {
@@ -140,12 +143,16 @@ func (t *launchTemplates) create(ctx context.Context, name string, spec *templat
 	switch {
 	case spec.EFAInterfaces > 0:
 		data.NetworkInterfaces = efaInterfaces(spec)
-	case spec.PublicIP != nil:
+	case spec.PublicIP != nil || spec.ConnectionTracking != nil:
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: spec.PublicIP, Groups: spec.SecurityGroups,
 		}}
 	default:
 		data.SecurityGroupIds = spec.SecurityGroups
+	}
+	if len(data.NetworkInterfaces) > 0 {
+		// The primary interface carries the connection tracking timeouts.
+		data.NetworkInterfaces[0].ConnectionTrackingSpecification = spec.ConnectionTracking
 	}
 	out, err := t.p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),

@@ -51,7 +51,6 @@ type EC2NodeClassList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.networkInterfaces) || size(self.networkInterfaces) == 0",message="spec.networkInterfaces: joiner does not support custom network interface layouts (EFA) yet; remove the field"
 // +kubebuilder:validation:XValidation:rule="!has(self.ipPrefixCount)",message="spec.ipPrefixCount: joiner does not support IPv4 prefix delegation yet; remove the field"
-// +kubebuilder:validation:XValidation:rule="!has(self.connectionTracking)",message="spec.connectionTracking: joiner does not support connection tracking timeouts yet; remove the field"
 // +kubebuilder:validation:XValidation:rule="!has(self.cpuOptions)",message="spec.cpuOptions: joiner does not support CPU options (nested virtualization) yet; remove the field"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances are launched into.

@@ -19,7 +19,6 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 	}{
 		{"networkInterfaces", []any{map[string]any{"networkCardIndex": int64(0), "deviceIndex": int64(0), "interfaceType": "interface"}}},
 		{"ipPrefixCount", int64(2)},
-		{"connectionTracking", map[string]any{"udpTimeout": int64(45)}},
 		{"cpuOptions", map[string]any{"nestedVirtualization": "enabled"}},
 	}
 	for _, tc := range cases {
@@ -52,6 +51,8 @@ func TestPlacementFieldsAccepted(t *testing.T) {
 		{"reservations by tags and owner", "capacityReservationSelectorTerms", []any{map[string]any{"tags": map[string]any{"team": "ml"}, "ownerID": "123456789012"}}, ""},
 		{"owner without tags", "capacityReservationSelectorTerms", []any{map[string]any{"ownerID": "123456789012"}}, "spec.capacityReservationSelectorTerms[]"},
 		{"group by name", "placementGroupSelector", map[string]any{"name": "training"}, ""},
+		{"connection tracking", "connectionTracking", map[string]any{"udpTimeout": int64(45)}, ""},
+		{"connection tracking without a timeout", "connectionTracking", map[string]any{}, "spec.connectionTracking: set at least one of"},
 		{"group by name and id", "placementGroupSelector", map[string]any{"name": "training", "id": "pg-0123456789abcdef0"}, "spec.placementGroupSelector: set exactly one of name or id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

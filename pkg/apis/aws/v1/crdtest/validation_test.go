@@ -651,22 +651,6 @@ func TestEC2NodeClassRejected(t *testing.T) {
 			want: []string{"spec.networkInterfaces: joiner does not support"},
 		},
 		{
-			name: "refused: connection tracking at its bounds",
-			mutate: func(s *awsv1.EC2NodeClassSpec) {
-				s.ConnectionTracking = &awsv1.ConnectionTracking{
-					TCPEstablishedTimeout: ptr.To[int32](432000), UDPStreamTimeout: ptr.To[int32](60), UDPTimeout: ptr.To[int32](30),
-				}
-			},
-			want: []string{"spec.connectionTracking: joiner does not support"},
-		},
-		{
-			name: "refused: one connection tracking timeout",
-			mutate: func(s *awsv1.EC2NodeClassSpec) {
-				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](60)}
-			},
-			want: []string{"spec.connectionTracking: joiner does not support"},
-		},
-		{
 			name: "refused: nested virtualization",
 			mutate: func(s *awsv1.EC2NodeClassSpec) {
 				s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To(awsv1.NestedVirtualizationEnabled)}
@@ -736,6 +720,20 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 					{ID: "cr-0a"}, {Tags: map[string]string{"a": "b"}, OwnerID: "123456789012"}, {InstanceMatchCriteria: "open"},
 				}
 				s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: "pg-0a"}
+			},
+		},
+		{
+			name: "connection tracking at its bounds",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{
+					TCPEstablishedTimeout: ptr.To[int32](432000), UDPStreamTimeout: ptr.To[int32](60), UDPTimeout: ptr.To[int32](30),
+				}
+			},
+		},
+		{
+			name: "one connection tracking timeout",
+			mutate: func(s *awsv1.EC2NodeClassSpec) {
+				s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](60)}
 			},
 		},
 		{
