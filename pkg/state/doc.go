@@ -11,6 +11,12 @@
 // NodeClaim it creates (NodeClaimCreated) so the next batch sees it before
 // the informer does; the model is the only record of in-flight capacity.
 //
+// One file per concern: cluster.go holds the model (Nodes, NodeClaims,
+// pods and the reads that join them), nomination.go the provisioner's
+// nominations and their ends, deletion.go the marks of nodes about to go,
+// daemonsets.go the DaemonSets' pods, volumelimits.go the CSI attach
+// limits, nodepool.go each NodePool's usage, synced.go the sync check.
+//
 // What it decides: nothing. It answers questions about what is, and it
 // knows whether it has seen everything the API server has (Synced);
 // consumers must not act on a state that is not synced.

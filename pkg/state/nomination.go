@@ -10,6 +10,148 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
+// DefaultNominationTTL is the nomination window when Options leaves it
+// unset: Karpenter's window for its default 10 s batch (NominationWindow).
+// A nomination holds while its NodeClaim has not initialised, then for the
+// window after the plan or the initialisation, whichever is later. It
+// usually ends sooner: when the pod binds, or when the node planned for it
+// initialised and kube-scheduler still rejected the pod (see
+// Cluster.Nominate).
+const DefaultNominationTTL = 20 * time.Second
+
+// NominationWindow is Karpenter's nomination window for a batch of at most
+// batchMaxDuration: max(2 × batchMaxDuration, 10 s). Within it (counted
+// from the plan or from the NodeClaim's initialisation, whichever is
+// later) a pod planned onto an in-flight NodeClaim is not planned again;
+// past it the next batch reconsiders the pod (and, if the NodeClaim still
+// has room, places it there again).
+func NominationWindow(batchMaxDuration time.Duration) time.Duration {
+	return max(2*batchMaxDuration, 10*time.Second)
+}
+
+type nomination struct {
+	nodeClaim string
+	// pod is the latest version of the pod the model saw.
+	pod *corev1.Pod
+	// until is the end of the window: the plan's time plus the TTL, moved
+	// to the NodeClaim's initialisation plus the TTL when that is later.
+	until time.Time
+	// planned is when the provisioner nominated the pod.
+	planned time.Time
+	// initialized is set once the NodeClaim's node initialised, with the
+	// pod's PodScheduled condition at that moment: a rejection by
+	// kube-scheduler after it (a changed condition) means the node did not
+	// take the pod.
+	initialized bool
+	scheduled   corev1.PodCondition
+	// rejectedSeen is when the model last saw kube-scheduler reject the
+	// pod anew (a changed PodScheduled=False condition). The pod's watch
+	// and the NodeClaim's lag apart: a rejection made after the node
+	// initialised can reach the model before the initialisation does.
+	rejectedSeen time.Time
+}
+
+// Nominate records that the provisioner placed pod on the in-flight
+// NodeClaim nodeClaimName. Until the nomination expires, the pod counts
+// against that NodeClaim in StateNode.
+// A nomination expires one window (Options.NominationTTL) after the plan
+// or after the NodeClaim's initialisation, whichever is later: while the
+// NodeClaim launches and registers, which can take minutes in a large
+// scale-up, kube-scheduler cannot place the pod anywhere joiner planned,
+// and planning it again would only move it between in-flight NodeClaims
+// (and its status.nominatedNodeName between their Nodes, displacing the
+// pods planned there). A NodeClaim that fails or goes away ends its
+// nominations at once, so a pod never waits on capacity that will not come;
+// one that never initialises holds them at most MaxNominationHold.
+// NominatedPods and HoldsNomination report it, so a consumer can leave it out
+// of the pods it places. Binding or deleting the pod ends the nomination;
+// so do, early and reported by TakeEnded, the NodeClaim failing or going
+// away, and kube-scheduler rejecting the pod after the NodeClaim's node
+// initialised (others took the room: waiting out the window would only
+// delay the pod).
+//
+// The model keeps pod's fields without a deep copy, so the caller must
+// not change them afterwards: the provisioner passes the informer cache's
+// pods, which nobody changes, and in a scale-up thousands of pods are
+// nominated at once (a deep copy is about 4 KiB each). Only the Pod struct
+// is copied, so the model does not keep alive the list the caller's pod
+// may sit in.
+func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	kept := *pod
+	now := c.opts.Clock.Now()
+	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, planned: now, until: now.Add(c.opts.NominationTTL)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, bound := c.podNode[key]; bound {
+		return
+	}
+	c.nominations[key] = n
+	if e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]; ok && e.nodeClaim != nil {
+		c.nodeClaimChangedLocked(e.nodeClaim)
+	}
+	c.changedLocked()
+}
+
+// HoldsNomination reports whether pod's nomination keeps it out of a
+// provisioning pass: it is live, and its NodeClaim is in the model (not an
+// unconfirmed NodeClaimCreated record past its TTL), not marked for
+// deletion, and neither it nor its Node is being deleted. until is when
+// the nomination stops being live if nothing else happens. The provisioner
+// plans and triggers by this one test, so a pod it leaves out of passes is
+// never also left without a batch.
+func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool) {
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nominations[pod]
+	if !ok || !n.live(now) {
+		return "", time.Time{}, false
+	}
+	key, ok := c.nodeClaimKeys[n.nodeClaim]
+	if !ok {
+		return "", time.Time{}, false
+	}
+	e, ok := c.entries[key]
+	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.goingAwayLocked(key, e) {
+		return "", time.Time{}, false
+	}
+	return n.nodeClaim, n.liveUntil(), true
+}
+
+// PodsNominatedTo returns the pending pods last nominated to the NodeClaim
+// nodeClaimName, sorted, including nominations that have expired: a pod
+// keeps its last nomination until it binds, goes away or is nominated
+// elsewhere, so the NodeClaim's failure can still be told to the pods that
+// waited for it.
+func (c *Cluster) PodsNominatedTo(nodeClaimName string) []types.NamespacedName {
+	c.mu.RLock()
+	var out []types.NamespacedName
+	for key, n := range c.nominations {
+		if n.nodeClaim == nodeClaimName {
+			out = append(out, key)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// nominatedLocked gathers the live nominations of e's NodeClaim, by
+// NodeClaim name, for stateNodeLocked.
+func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.Pod {
+	if e.nodeClaim == nil {
+		return nil
+	}
+	out := map[string][]*corev1.Pod{}
+	for _, n := range c.nominations {
+		if n.nodeClaim == e.nodeClaim.Name && n.live(now) {
+			out[n.nodeClaim] = append(out[n.nodeClaim], n.pod)
+		}
+	}
+	return out
+}
+
 // Why a nomination ended before its window.
 const (
 	// EndedNodeFilledUp: the NodeClaim's node initialised and
