@@ -25,6 +25,16 @@ func (sv *solver) buildExisting() {
 	for _, en := range nodes {
 		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.nodeAlloc(en), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
 		n.requests = make(resVec, len(sv.ri.names))
+		if z, ok := en.Labels[corev1.LabelTopologyZone]; !ok {
+			n.noZone = true
+		} else if zi, ok := sv.zoneIdx[z]; ok {
+			n.exZone = 1 << zi
+		}
+		if ct, ok := en.Labels[v1.LabelCapacityType]; !ok {
+			n.noCT = true
+		} else if ci, ok := sv.ctIdx[ct]; ok {
+			n.exCT = 1 << ci
+		}
 		for _, p := range en.Pods {
 			if pods.IsTerminal(p) {
 				continue
@@ -71,15 +81,11 @@ func (sv *solver) fitExisting(a *attempt, n *nodeState) verdict {
 	if v := sv.hostnameOK(c, n); v != fits {
 		return v
 	}
-	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok && c.base.zoneRelevant {
-		if zi, ok := sv.zoneIdx[z]; ok && a.allowed&(1<<zi) == 0 {
-			return rejectTemp
-		}
+	if c.base.zoneRelevant && n.exZone != 0 && a.allowed&n.exZone == 0 {
+		return rejectTemp
 	}
-	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok && c.base.ctRelevant {
-		if ci, ok := sv.ctIdx[ct]; ok && a.ctAllowed&(1<<ci) == 0 {
-			return rejectTemp
-		}
+	if c.base.ctRelevant && n.exCT != 0 && a.ctAllowed&n.exCT == 0 {
+		return rejectTemp
 	}
 	if v := sv.otherKeysOK(c, n); v != fits {
 		return v
@@ -104,18 +110,18 @@ func (sv *solver) existingStatic(c *podClass, n *nodeState) Reason {
 	if !labelsSatisfy(n.ex.Labels, c.reqs) {
 		return incompatible
 	}
-	if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok {
-		if zi, ok := sv.zoneIdx[z]; ok && c.zones&(1<<zi) == 0 {
+	if n.noZone {
+		if c.zones != sv.allZones {
 			return incompatible
 		}
-	} else if c.zones != sv.allZones {
+	} else if n.exZone != 0 && c.zones&n.exZone == 0 {
 		return incompatible
 	}
-	if ct, ok := n.ex.Labels[v1.LabelCapacityType]; ok {
-		if ci, ok := sv.ctIdx[ct]; ok && c.cts&(1<<ci) == 0 {
+	if n.noCT {
+		if c.cts != sv.allCTs {
 			return incompatible
 		}
-	} else if c.cts != sv.allCTs {
+	} else if n.exCT != 0 && c.cts&n.exCT == 0 {
 		return incompatible
 	}
 	return nil

@@ -17,6 +17,13 @@ type nodeState struct {
 	exTaints  []corev1.Taint
 	volumes   map[string]int // attached CSI volumes per driver
 	volClaims map[string]bool
+	// exZone and exCT are the bits of the node's zone and capacity-type
+	// labels (0 when it has none, or one the snapshot's offerings do not
+	// name), read once: classes are checked against every existing node.
+	exZone uint64
+	exCT   uint32
+	// noZone and noCT: the node has no such label at all.
+	noZone, noCT bool
 
 	// New nodes.
 	pool    *poolT

@@ -136,16 +136,34 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 	return l
 }
 
-// requestVec is podRequests(p) as a vector. A pod of one container with no
-// init containers, overhead or pod-level resources (most pods) asks
-// exactly its container's requests, read without building a list:
+// requestVec is podRequests(p) as a vector. A pod with no init
+// containers, overhead or pod-level resources (most pods) asks exactly
+// the sum of its containers' requests, read without building a list:
 // consolidation's simulations read every bound pod of the cluster each
-// time, and building the lists was a tenth of their CPU.
+// time, and building the lists was a tenth of their CPU. Several
+// containers' quantities are added before rounding, as Kubernetes adds
+// them.
 func (ri *resourceIndex) requestVec(p *corev1.Pod) resVec {
-	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+	if len(p.Spec.Containers) == 0 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
 		return ri.vec(podRequests(p))
 	}
-	v := ri.vec(p.Spec.Containers[0].Resources.Requests)
+	var v resVec
+	if len(p.Spec.Containers) == 1 {
+		v = ri.vec(p.Spec.Containers[0].Resources.Requests)
+	} else {
+		sums := make([]resource.Quantity, len(ri.names))
+		for i := range p.Spec.Containers {
+			for n, q := range p.Spec.Containers[i].Resources.Requests {
+				if at, ok := ri.pos[n]; ok {
+					sums[at].Add(q)
+				}
+			}
+		}
+		v = make(resVec, len(ri.names))
+		for i, q := range sums {
+			v[i] = quantityValue(ri.names[i], q)
+		}
+	}
 	v[resPods] = 1
 	return v
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // TestRequestVecAgreesWithPodRequests holds requestVec, its shortcut for
-// one-container pods and the long way for the rest, to Kubernetes' own
+// pods without init containers, overhead or pod-level resources
+// and the long way for the rest, to Kubernetes' own
 // arithmetic (podRequests) on every kind of pod.
 func TestRequestVecAgreesWithPodRequests(t *testing.T) {
 	rl := func(kv ...string) corev1.ResourceList {
@@ -32,6 +33,8 @@ func TestRequestVecAgreesWithPodRequests(t *testing.T) {
 		{name: "no requests", spec: corev1.PodSpec{Containers: []corev1.Container{ctr(nil)}}},
 		{name: "an extended resource and a pods request", spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1", "example.com/gpu", "2", "pods", "5"))}}},
 		{name: "two containers", spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1", "memory", "1Gi")), ctr(rl("cpu", "250m"))}}},
+		{name: "three containers whose fractions round up only once added", spec: corev1.PodSpec{Containers: []corev1.Container{
+			ctr(rl("cpu", "0.0004", "memory", "100.5")), ctr(rl("cpu", "0.0004", "memory", "0.5", "example.com/gpu", "1")), ctr(rl("pods", "3", "unknown.example.com/x", "1"))}}},
 		{name: "an init container larger than the container", spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{ctr(rl("cpu", "3"))}, Containers: []corev1.Container{ctr(rl("cpu", "1", "memory", "1Gi"))}}},
 		{name: "a sidecar", spec: corev1.PodSpec{
