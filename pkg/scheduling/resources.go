@@ -137,14 +137,15 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 }
 
 // requestVec is podRequests(p) as a vector. A pod with no init
-// containers, overhead or pod-level resources (most pods) asks exactly
+// containers, overhead or pod-level requests (most pods; an empty
+// spec.resources sets none) asks exactly
 // the sum of its containers' requests, read without building a list:
 // consolidation's simulations read every bound pod of the cluster each
 // time, and building the lists was a tenth of their CPU. Several
 // containers' quantities are added before rounding, as Kubernetes adds
 // them.
 func (ri *resourceIndex) requestVec(p *corev1.Pod) resVec {
-	if len(p.Spec.Containers) == 0 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+	if len(p.Spec.Containers) == 0 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || (p.Spec.Resources != nil && len(p.Spec.Resources.Requests) > 0) {
 		return ri.vec(podRequests(p))
 	}
 	var v resVec

@@ -41,6 +41,9 @@ func TestRequestVecAgreesWithPodRequests(t *testing.T) {
 			InitContainers: []corev1.Container{{Name: "s", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m")}}},
 			Containers:     []corev1.Container{ctr(rl("cpu", "1"))}}},
 		{name: "overhead", spec: corev1.PodSpec{Overhead: rl("cpu", "100m", "memory", "64Mi"), Containers: []corev1.Container{ctr(rl("cpu", "1"))}}},
+		{name: "empty pod-level resources", spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{}, Containers: []corev1.Container{ctr(rl("cpu", "1")), ctr(rl("memory", "1Gi"))}}},
+		{name: "pod-level limits only", spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{Limits: rl("cpu", "4")}, Containers: []corev1.Container{ctr(rl("cpu", "1"))}}},
+		{name: "pod-level requests of an unsupported resource", spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: rl("example.com/gpu", "1")}, Containers: []corev1.Container{ctr(rl("cpu", "1"))}}},
 		{name: "pod-level requests", spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "4", "memory", "8Gi")}, Containers: []corev1.Container{ctr(rl("cpu", "1"))}}},
 	}
 	ri := newResourceIndex([]corev1.ResourceList{rl("example.com/gpu", "1")})
