@@ -93,6 +93,7 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	helm.sh/helm/v4 v4.2.4 // indirect
 	k8s.io/cli-runtime v0.36.1 // indirect
+	k8s.io/kube-scheduler v0.36.3 // indirect
 	k8s.io/kubectl v0.36.1 // indirect
 	oras.land/oras-go/v2 v2.6.1 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect

@@ -107,6 +107,10 @@ type Options struct {
 	// controller reads (the NodeOverlay feature gate); off, overlays only
 	// get an event naming the gate.
 	NodeOverlay bool
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints by scheduler name (SCHEDULER_CONFIG), planned for pods
+	// without their own; nil when unset.
+	DefaultSpread map[string][]corev1.TopologySpreadConstraint
 	// CapacityBuffer plans CapacityBuffers' virtual pods (the
 	// CapacityBuffer feature gate); off, buffers only get an event naming
 	// the gate.
@@ -198,7 +202,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	// disruption and the status page: what consolidation simulates on is
 	// what the provisioner plans on.
 	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings, Buffers: buffers,
-		Devices: o.Scheduling.PlanDynamicResources})
+		Devices: o.Scheduling.PlanDynamicResources, DefaultSpread: o.DefaultSpread})
 	if err != nil {
 		return nil, fmt.Errorf("building the live model: %w", err)
 	}

@@ -139,7 +139,11 @@ func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 		return err
 	}
 	config := filepath.Join(cp.runDir, "kube-scheduler.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, schedulerConfig, cp.kubeconfigPath), 0o644); err != nil {
+	doc := fmt.Appendf(nil, schedulerConfig, cp.kubeconfigPath)
+	if cp.opts.SchedulerProfiles != "" {
+		doc = append(doc, cp.opts.SchedulerProfiles...)
+	}
+	if err := os.WriteFile(config, doc, 0o644); err != nil {
 		return fmt.Errorf("writing kube-scheduler configuration: %w", err)
 	}
 	ports, err := cp.launch(ctx, component{

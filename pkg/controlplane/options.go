@@ -31,6 +31,12 @@ type Options struct {
 	// means "*", the default set. Needs ControllerManager.
 	Controllers []string
 
+	// SchedulerProfiles, when set, is the profiles: section of
+	// kube-scheduler's KubeSchedulerConfiguration (YAML), appended to the
+	// default configuration; empty keeps kube-scheduler's one default
+	// profile.
+	SchedulerProfiles string
+
 	// Kwok runs kwok, which plays the kubelet for fake nodes: a managed Node
 	// becomes Ready (keeping the capacity it was created with), its Lease is
 	// renewed, pods bound to it run, and pods deleted on it disappear.

@@ -112,6 +112,10 @@ type Options struct {
 	// snapshot, so the provisioner launches room for them and
 	// consolidation keeps it.
 	Buffers VirtualPods
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints by scheduler name (SCHEDULER_CONFIG, schedulerconfig);
+	// nil when unset.
+	DefaultSpread map[string][]corev1.TopologySpreadConstraint
 }
 
 // VirtualPods are pods that exist only in joiner's plans
@@ -269,6 +273,19 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 	}
 	if b.opts.Buffers != nil {
 		v.Cluster.Pods = append(v.Cluster.Pods, b.opts.Buffers.Pods()...)
+	}
+	if b.opts.DefaultSpread != nil {
+		// The pending pods and the pods consolidation may move (those of
+		// joiner's nodes) are planned with the defaults.
+		movable := slices.Clone(v.Cluster.Pods)
+		for _, n := range v.Cluster.Nodes {
+			if n.NodeClaim != "" {
+				movable = append(movable, n.Pods...)
+			}
+		}
+		if v.Cluster.DefaultSpread, err = b.defaultSpread(ctx, movable); err != nil {
+			return nil, err
+		}
 	}
 
 	for name, np := range v.NodePools {

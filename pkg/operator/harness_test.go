@@ -56,8 +56,9 @@ func TestMain(m *testing.M) {
 func controlPlaneOptions() controlplane.Options {
 	opts := controlplane.Options{
 		Scheduler: true, ControllerManager: true, Kwok: true,
-		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
-		Scheme:         test.Scheme(),
+		SchedulerProfiles: schedulerProfiles,
+		CRDDirectories:    []string{test.RepoPath("pkg/apis/crds")},
+		Scheme:            test.Scheme(),
 	}
 	if os.Getenv("JOINER_BENCH_PROFILE") != "" {
 		// kube-apiserver logs at level 1 the watchers it closes for not

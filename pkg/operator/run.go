@@ -68,6 +68,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		NodeRepair:                 settings.FeatureGates.NodeRepair,
 		StaticCapacity:             settings.FeatureGates.StaticCapacity,
 		CapacityBuffer:             settings.FeatureGates.CapacityBuffer,
+		DefaultSpread:              settings.DefaultSpread,
 		NodeOverlay:                settings.FeatureGates.NodeOverlay,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,

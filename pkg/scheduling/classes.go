@@ -24,6 +24,9 @@ type classBase struct {
 	labels map[string]string
 	tols   []corev1.Toleration
 	tier   int
+	// spread are the pods' topology spread constraints as kube-scheduler
+	// applies them: their own, else the cluster defaults (DefaultSpread).
+	spread []corev1.TopologySpreadConstraint
 
 	// Node requirements: nodeSelector and volume topology are always
 	// required; terms are the OR'ed required node affinity terms (tried in
@@ -119,11 +122,12 @@ func (sv *solver) buildClasses() error {
 		}
 		req := sv.podVec(p)
 		b.Reset()
-		classKey(&b, p, req)
+		spread := sv.snap.DefaultSpread.For(p)
+		classKey(&b, p, req, spread)
 		key := b.String()
 		cb, ok := byKey[key]
 		if !ok {
-			cb = &classBase{idx: len(sv.classes), key: key, req: req, ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations}
+			cb = &classBase{idx: len(sv.classes), key: key, req: req, ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations, spread: spread}
 			sk := vecKey(req)
 			if cb.shape = shapes[sk]; cb.shape == nil {
 				cb.shape = &shapeT{}
@@ -151,7 +155,7 @@ func (sv *solver) buildClasses() error {
 	return nil
 }
 
-func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
+func classKey(b *strings.Builder, p *corev1.Pod, req resVec, spread []corev1.TopologySpreadConstraint) {
 	b.WriteString(p.Namespace)
 	b.WriteByte('|')
 	for _, x := range req {
@@ -163,8 +167,8 @@ func classKey(b *strings.Builder, p *corev1.Pod, req resVec) {
 	b.WriteByte('|')
 	writeSortedMap(b, p.Spec.NodeSelector)
 	s := &p.Spec
-	if s.Affinity != nil || len(s.Tolerations) > 0 || len(s.TopologySpreadConstraints) > 0 {
-		j, _ := json.Marshal([]any{s.Affinity, s.Tolerations, s.TopologySpreadConstraints})
+	if s.Affinity != nil || len(s.Tolerations) > 0 || len(spread) > 0 {
+		j, _ := json.Marshal([]any{s.Affinity, s.Tolerations, spread})
 		b.Write(j)
 	}
 	writeClaimsKey(b, p)

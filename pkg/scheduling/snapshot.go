@@ -41,6 +41,10 @@ type Snapshot struct {
 	// Devices is the Dynamic Resource Allocation view (pkg/dra), read when
 	// Options.PlanDynamicResources is set; nil otherwise.
 	Devices *Devices
+	// DefaultSpread, when set, is kube-scheduler's cluster-default topology
+	// spread (SCHEDULER_CONFIG): the pending pods without constraints of
+	// their own are planned with it, as kube-scheduler will bind them.
+	DefaultSpread *DefaultSpread
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool: its template

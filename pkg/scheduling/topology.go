@@ -84,7 +84,7 @@ func (sv *solver) group(g *topoGroup, sig string) *topoGroup {
 // classGroups turns the pod's spread constraints and pod (anti-)affinity
 // terms into shared groups.
 func (sv *solver) classGroups(cb *classBase, p *corev1.Pod) error {
-	for _, tsc := range p.Spec.TopologySpreadConstraints {
+	for _, tsc := range cb.spread {
 		sel, err := spreadSelector(tsc, p.Labels)
 		if err != nil {
 			return fmt.Errorf("topology spread constraint %s: %w", tsc.TopologyKey, err)

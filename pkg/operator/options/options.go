@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 )
 
 // Cloud providers joiner can run with.
@@ -106,9 +109,12 @@ type Options struct {
 	// unprovisioned (Karpenter's default); false plans nodes whose devices
 	// meet the claims (docs/dra.md).
 	IgnoreDRARequests bool
-	// SchedulerConfig must be empty: joiner does not read kube-scheduler
-	// default spread constraints.
+	// SchedulerConfig is kube-scheduler's configuration (a file path or the
+	// document: a KubeSchedulerConfiguration or Karpenter's
+	// podTopologySpread document) whose default topology spread joiner
+	// plans with; DefaultSpread is what Validate read from it.
 	SchedulerConfig string
+	DefaultSpread   map[string][]corev1.TopologySpreadConstraint
 
 	// AWS provider settings, named as Karpenter's.
 	//
@@ -214,7 +220,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
 	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default; false plans nodes whose devices meet the claims (docs/dra.md)")
 	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay, CapacityBuffer (each =true|false, false by default), ReservedCapacity (true by default; capacity reservations of EC2NodeClasses), comma separated")
-	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler configuration whose default topology spread constraints Karpenter simulates; joiner does not yet, so only empty is accepted")
+	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler's default topology spread, planned for pods without constraints of their own: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1; each profile's PodTopologySpread defaultConstraints, defaultingType List or System) or Karpenter's podTopologySpread document, inline or as a file path")
 	// Karpenter's AWS settings.
 	r.aws().str(&o.ClusterName, "cluster-name", "CLUSTER_NAME", "joiner", "Cluster identity stamped on every instance joiner launches (with the cluster's kube-system UID); garbage collection only touches instances carrying it")
 	r.aws().str(&o.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join; empty asks EKS DescribeCluster")
@@ -339,8 +345,10 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("min-values-policy %q is not one of Strict, BestEffort", o.MinValuesPolicy))
 	}
-	if o.SchedulerConfig != "" {
-		errs = append(errs, errors.New("scheduler-config: joiner does not simulate kube-scheduler default topology spread constraints yet; leave it empty and put the constraints on the workloads"))
+	if spread, err := schedulerconfig.Load(o.SchedulerConfig); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.DefaultSpread = spread
 	}
 	if o.EKSControlPlane {
 		errs = append(errs, errors.New("eks-control-plane=true: that mode is EKS's own Karpenter (Auto Mode); joiner runs in the cluster, set it to false"))
