@@ -33,6 +33,7 @@ require (
 	k8s.io/component-helpers v0.36.3
 	k8s.io/dynamic-resource-allocation v0.36.3
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kube-scheduler v0.36.3
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/controller-runtime v0.24.1
@@ -93,7 +94,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	helm.sh/helm/v4 v4.2.4 // indirect
 	k8s.io/cli-runtime v0.36.1 // indirect
-	k8s.io/kube-scheduler v0.36.3 // indirect
 	k8s.io/kubectl v0.36.1 // indirect
 	oras.land/oras-go/v2 v2.6.1 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
