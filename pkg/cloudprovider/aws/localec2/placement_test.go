@@ -25,7 +25,7 @@ func TestPlacementFrontServesReservationsAndGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }()
 	front := NewPlacementFront(nil)
 	cfg := srv.Config()
 	cfg.HTTPClient = &http.Client{Transport: front}
