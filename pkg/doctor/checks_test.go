@@ -169,6 +169,8 @@ func TestCheckUserData(t *testing.T) {
 		{name: "a NodePool's startup taint is missing", in: Inputs{NodePools: []v1.NodePool{withStartup},
 			NodeClasses: []awsv1.EC2NodeClass{nodeClass("custom", withUserData(awsv1.AMIFamilyCustom, goodAL2))}},
 			wants: []want{{Error, "ec2nodeclass/custom", "for nodepool default, the kubelet would register without taint(s) cilium.io/agent-not-ready:NoExecute", "cilium.io/agent-not-ready:NoExecute"}}},
+		{name: "AL2023 NodeConfig part merged with joiner's (CA and CIDR rendered as the launch path does)", in: Inputs{ClusterName: "c", NodeClasses: []awsv1.EC2NodeClass{
+			nodeClass("default", withUserData(awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 42\n"))}}},
 		{name: "custom userData that never runs bootstrap.sh", in: Inputs{NodeClasses: []awsv1.EC2NodeClass{nodeClass("custom", withUserData(awsv1.AMIFamilyCustom, "#!/bin/bash\necho hi\n"))}},
 			wants: []want{{Error, "ec2nodeclass/custom", "would not boot into a kubelet", "correct spec.userData"}}},
 	}

@@ -65,6 +65,11 @@ type Inputs struct {
 	ClusterName, ClusterID string
 	// ClusterEndpoint is the API server the kubelets are told.
 	ClusterEndpoint string
+	// ClusterCABundle (base64 PEM) and ClusterCIDR (the service CIDR) go
+	// into rendered user data as the launch path puts them; empty, the
+	// userdata check renders stand-ins (it judges the taints the kubelet
+	// registers, and the launch path always fills both).
+	ClusterCABundle, ClusterCIDR string
 
 	Pods              []corev1.Pod
 	Nodes             []corev1.Node

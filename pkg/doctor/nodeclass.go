@@ -46,6 +46,10 @@ func checkUserData(in *Inputs) []Finding {
 	return out
 }
 
+// standInCA is base64 of a placeholder PEM, for a render whose CA doctor
+// does not know.
+const standInCA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
+
 // userDataFinding judges nc's userData for a node of np.
 func userDataFinding(in *Inputs, nc *awsv1.EC2NodeClass, np *v1.NodePool) *Finding {
 	family := nc.AMIFamily()
@@ -54,12 +58,21 @@ func userDataFinding(in *Inputs, nc *awsv1.EC2NodeClass, np *v1.NodePool) *Findi
 	// The pre-v1 taint is never asked for: registering it is the fault
 	// (checkLegacyTaint), not the fix.
 	want = slices.DeleteFunc(want, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUninitializedLegacy })
-	clusterName, endpoint := in.ClusterName, in.ClusterEndpoint
+	clusterName, endpoint, ca, cidr := in.ClusterName, in.ClusterEndpoint, in.ClusterCABundle, in.ClusterCIDR
 	if endpoint == "" {
 		endpoint = "https://kubernetes.default.svc"
 	}
+	// AL2023's nodeadm refuses a NodeConfig without the CA or the service
+	// CIDR, which the launch path always writes: render them too, so a
+	// custom NodeConfig is judged as the node would read it.
+	if ca == "" {
+		ca = standInCA
+	}
+	if cidr == "" {
+		cidr = "10.100.0.0/16"
+	}
 	raw, err := userdata.Render(userdata.Options{AMIFamily: family, ClusterName: clusterName, ClusterEndpoint: endpoint,
-		Taints: want, Kubelet: nc.Spec.Kubelet, CustomUserData: nc.Spec.UserData})
+		CABundle: ca, ClusterCIDR: cidr, Taints: want, Kubelet: nc.Spec.Kubelet, CustomUserData: nc.Spec.UserData})
 	if err != nil {
 		return &Finding{Check: "userdata", Severity: Error, Message: fmt.Sprintf("joiner cannot merge spec.userData: %v", err),
 			Fix: "correct spec.userData to the format of amiFamily " + family}
