@@ -44,20 +44,7 @@ func TestWhyNotRegisteredNamesTheUnmappedRole(t *testing.T) {
 	nc := nodeClass(t)
 	env.Create(t, nc)
 	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "claim")}, Spec: v1.NodeClaimSpec{NodeClassRef: ref(nc)}}
-	why := func() string {
-		t.Helper()
-		opts := providerOptions(t, "")
-		opts.APIReader = env.Client
-		p, err := awsprovider.New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.WhyNotRegistered(t.Context(), claim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	why := func() string { return whyNotRegistered(t, claim, nil) }
 	if got := why(); got != "" {
 		t.Fatalf("without aws-auth: %q, want no cause (access entries may map the role)", got)
 	}
@@ -206,20 +193,7 @@ func TestWhyNotRegisteredReadsAccessEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := aws.ToString(role.Role.Arn)
-	why := func() string {
-		t.Helper()
-		opts := providerOptions(t, "")
-		opts.APIReader, opts.EKS = env.Client, eksAPI
-		p, err := awsprovider.New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.WhyNotRegistered(t.Context(), claim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	why := func() string { return whyNotRegistered(t, claim, eksAPI) }
 	says := func(step, got string, wants ...string) {
 		t.Helper()
 		if len(wants) == 0 && got != "" {
@@ -331,4 +305,22 @@ func explainShowsNamesake(t *testing.T, np *v1.NodePool, nc *awsv1.EC2NodeClass)
 	if !strings.Contains(out.String(), events.ClusterNamesake+": "+note) {
 		t.Errorf("explain nodepool %s does not show the controller's %s event %q:\n%s", np.Name, events.ClusterNamesake, note, out.String())
 	}
+}
+
+// whyNotRegistered is a fresh provider's diagnosis of claim (no cached
+// aws-auth or access entries), reading aws-auth from the test's API server
+// and, when eksAPI is set, the cluster's access entries.
+func whyNotRegistered(t *testing.T, claim *v1.NodeClaim, eksAPI awsprovider.EKSAccessAPI) string {
+	t.Helper()
+	opts := providerOptions(t, "")
+	opts.APIReader, opts.EKS = test.Env(t).Client, eksAPI
+	p, err := awsprovider.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.WhyNotRegistered(t.Context(), claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -118,21 +118,12 @@ var launches = map[string]bool{"CreateFleet": true, "RunInstances": true}
 
 // RoundTrip implements http.RoundTripper.
 func (f *FaultInjector) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Method != http.MethodPost {
-		return f.Next.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	action := form.Get("Action")
-	if action == "" || form.Get("Version") != ec2APIVersion {
+	form, ok := ec2Form(req)
+	if !ok {
 		// Not EC2 (SSM speaks JSON; IAM's Query errors have another shape).
 		return f.Next.RoundTrip(req)
 	}
+	action := form.Get("Action")
 	token := ""
 	if launches[action] {
 		token = form.Get("ClientToken")

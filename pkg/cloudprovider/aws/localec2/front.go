@@ -69,17 +69,8 @@ func (f *Front) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp, err := f.eks(req); resp != nil || err != nil {
 		return resp, err
 	}
-	if req.Body == nil || req.Method != http.MethodPost {
-		return f.Next.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	if form.Get("Version") != ec2APIVersion {
+	form, ok := ec2Form(req)
+	if !ok {
 		return f.Next.RoundTrip(req)
 	}
 	switch form.Get("Action") {
@@ -115,6 +106,23 @@ func (f *Front) forward(req *http.Request, form url.Values) (*http.Response, []b
 		return nil, nil, err
 	}
 	return resp, b, nil
+}
+
+// forwardSet sends form to Next and decodes the answer's set (see
+// readItems) into into, returning the answer's nextToken. An answer that is
+// not 200 OK comes back as refused, for the caller to hand on as it is.
+func (f *Front) forwardSet(req *http.Request, form url.Values, set string, into any) (refused *http.Response, nextToken string, err error) {
+	resp, b, err := f.forward(req, form)
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return passThrough(resp, b), "", nil
+	}
+	if err := readItems(b, set, into); err != nil {
+		return nil, "", err
+	}
+	return nil, nextTokenOf(b), nil
 }
 
 // passThrough is resp with body b put back.

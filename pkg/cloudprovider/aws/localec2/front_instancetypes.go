@@ -31,21 +31,15 @@ func (f *Front) describeInstanceTypes(req *http.Request, form url.Values) (*http
 	if archs == nil {
 		return f.Next.RoundTrip(req)
 	}
-	resp, b, err := f.forward(req, renumber(form, "Filter", keep))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return passThrough(resp, b), nil
-	}
 	var set struct {
 		Items []struct {
 			Inner string   `xml:",innerxml"`
 			Archs []string `xml:"processorInfo>supportedArchitectures>item"`
 		} `xml:"item"`
 	}
-	if err := readItems(b, "instanceTypeSet", &set); err != nil {
-		return nil, err
+	refused, next, err := f.forwardSet(req, renumber(form, "Filter", keep), "instanceTypeSet", &set)
+	if refused != nil || err != nil {
+		return refused, err
 	}
 	var items []string
 	for _, it := range set.Items {
@@ -53,5 +47,5 @@ func (f *Front) describeInstanceTypes(req *http.Request, form url.Values) (*http
 			items = append(items, it.Inner)
 		}
 	}
-	return xmlResponse(req, http.StatusOK, itemsAnswer("DescribeInstanceTypes", "instanceTypeSet", items, nextTokenOf(b))), nil
+	return xmlResponse(req, http.StatusOK, itemsAnswer("DescribeInstanceTypes", "instanceTypeSet", items, next)), nil
 }

@@ -41,18 +41,11 @@ func (f *Front) describeLaunchTemplates(req *http.Request, form url.Values) (*ht
 	}
 	all.Del("NextToken")
 	all.Set("MaxResults", "1000000")
-	resp, b, err := f.forward(req, all)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return passThrough(resp, b), nil
-	}
 	var set struct {
 		Items []rawItem `xml:"item"`
 	}
-	if err := readItems(b, "launchTemplates", &set); err != nil {
-		return nil, err
+	if refused, _, err := f.forwardSet(req, all, "launchTemplates", &set); refused != nil || err != nil {
+		return refused, err
 	}
 	items := make([]string, 0, len(set.Items))
 	for _, it := range set.Items {

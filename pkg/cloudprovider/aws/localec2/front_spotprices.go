@@ -46,13 +46,6 @@ func (f *Front) describeSpotPriceHistory(req *http.Request, form url.Values) (*h
 	if f.SpotPrice == nil {
 		return f.Next.RoundTrip(req)
 	}
-	resp, b, err := f.forward(req, form)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return passThrough(resp, b), nil
-	}
 	var set struct {
 		Items []struct {
 			Inner string `xml:",innerxml"`
@@ -60,8 +53,9 @@ func (f *Front) describeSpotPriceHistory(req *http.Request, form url.Values) (*h
 			Zone  string `xml:"availabilityZone"`
 		} `xml:"item"`
 	}
-	if err := readItems(b, "spotPriceHistorySet", &set); err != nil {
-		return nil, err
+	refused, next, err := f.forwardSet(req, form, "spotPriceHistorySet", &set)
+	if refused != nil || err != nil {
+		return refused, err
 	}
 	var items []string
 	for _, it := range set.Items {
@@ -71,5 +65,5 @@ func (f *Front) describeSpotPriceHistory(req *http.Request, form url.Values) (*h
 		}
 		items = append(items, spotPriceElement.ReplaceAllString(it.Inner, fmt.Sprintf("<spotPrice>%.6f</spotPrice>", price)))
 	}
-	return xmlResponse(req, http.StatusOK, itemsAnswer("DescribeSpotPriceHistory", "spotPriceHistorySet", items, nextTokenOf(b))), nil
+	return xmlResponse(req, http.StatusOK, itemsAnswer("DescribeSpotPriceHistory", "spotPriceHistorySet", items, next)), nil
 }

@@ -1,12 +1,9 @@
 package localec2
 
 import (
-	"bytes"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 )
@@ -51,17 +48,8 @@ func (f *StatusFront) SetHealth(id string, h InstanceHealth) {
 // an instance the front knows is answered for every instance it names
 // (the unknown ones running and ok); anything else goes to Next.
 func (f *StatusFront) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Method != http.MethodPost {
-		return f.Next.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	if form.Get("Action") != "DescribeInstanceStatus" || form.Get("Version") != ec2APIVersion {
+	form, ok := ec2Form(req)
+	if !ok || form.Get("Action") != "DescribeInstanceStatus" {
 		return f.Next.RoundTrip(req)
 	}
 	var ids []string
