@@ -4,12 +4,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // spec.connectionTracking reaches EC2: the launch template of an instance
@@ -27,24 +24,9 @@ func TestConnectionTrackingOnThePrimaryInterface(t *testing.T) {
 	}
 	defer func() { _ = p.Delete(ctx, got) }()
 	inst := describeInstance(t, got.Status.ProviderID)
-	e := ec2.NewFromConfig(local.server.Config())
-	lts, err := e.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + v1.LabelAWSEC2NodeClass), Values: []string{nc.Name}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, lt := range lts.LaunchTemplates {
-		ver, err := e.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt.LaunchTemplateId})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := ver.LaunchTemplateVersions[0].LaunchTemplateData
-		if aws.ToString(data.ImageId) != aws.ToString(inst.ImageId) {
-			continue
-		}
+	for _, data := range launchTemplatesOf(t, nc.Name, aws.ToString(inst.ImageId)) {
 		if len(data.NetworkInterfaces) != 1 {
-			t.Fatalf("launch template %s has interfaces %+v, want the primary one", aws.ToString(lt.LaunchTemplateName), data.NetworkInterfaces)
+			t.Fatalf("the launch template has interfaces %+v, want the primary one", data.NetworkInterfaces)
 		}
 		ni := data.NetworkInterfaces[0]
 		ct := ni.ConnectionTrackingSpecification

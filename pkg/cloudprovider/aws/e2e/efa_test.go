@@ -5,11 +5,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 )
 
@@ -20,7 +18,6 @@ func TestEFAInterfacesAttached(t *testing.T) {
 	ctx := context.Background()
 	p := newProvider(t, "cluster-a")
 	nc := readyNodeClass(t, p, nodeClass(t))
-	e := ec2.NewFromConfig(local.server.Config())
 	for _, tc := range []struct {
 		name string
 		efa  int64
@@ -43,23 +40,9 @@ func TestEFAInterfacesAttached(t *testing.T) {
 				t.Errorf("capacity %s = %v, want 4", awsprovider.ResourceEFA, q.String())
 			}
 			inst := describeInstance(t, got.Status.ProviderID)
-			lts, err := e.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-				{Name: aws.String("tag:" + v1.LabelAWSEC2NodeClass), Values: []string{nc.Name}},
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var efas []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecification
 			found := false
-			for _, lt := range lts.LaunchTemplates {
-				ver, err := e.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt.LaunchTemplateId})
-				if err != nil {
-					t.Fatal(err)
-				}
-				data := ver.LaunchTemplateVersions[0].LaunchTemplateData
-				if aws.ToString(data.ImageId) != aws.ToString(inst.ImageId) {
-					continue
-				}
+			for _, data := range launchTemplatesOf(t, nc.Name, aws.ToString(inst.ImageId)) {
 				var these []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecification
 				for _, ni := range data.NetworkInterfaces {
 					if aws.ToString(ni.InterfaceType) == "efa" {

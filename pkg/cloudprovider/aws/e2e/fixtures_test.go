@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -107,4 +108,29 @@ func waitTerminated(t *testing.T, id string) {
 		}
 		return nil
 	})
+}
+
+// launchTemplatesOf is what EC2 stored for node class nodeClass's launch
+// templates that boot image (read from the local EC2 itself).
+func launchTemplatesOf(t *testing.T, nodeClass, image string) []*ec2types.ResponseLaunchTemplateData {
+	t.Helper()
+	ctx := t.Context()
+	e := ec2.NewFromConfig(local.server.Config())
+	lts, err := e.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + v1.LabelAWSEC2NodeClass), Values: []string{nodeClass}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*ec2types.ResponseLaunchTemplateData
+	for _, lt := range lts.LaunchTemplates {
+		ver, err := e.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt.LaunchTemplateId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data := ver.LaunchTemplateVersions[0].LaunchTemplateData; aws.ToString(data.ImageId) == image {
+			out = append(out, data)
+		}
+	}
+	return out
 }
