@@ -24,17 +24,18 @@ func TestConnectionTrackingOnThePrimaryInterface(t *testing.T) {
 	}
 	defer func() { _ = p.Delete(ctx, got) }()
 	inst := describeInstance(t, got.Status.ProviderID)
-	for _, data := range launchTemplatesOf(t, nc.Name, aws.ToString(inst.ImageId)) {
-		if len(data.NetworkInterfaces) != 1 {
-			t.Fatalf("the launch template has interfaces %+v, want the primary one", data.NetworkInterfaces)
-		}
-		ni := data.NetworkInterfaces[0]
-		ct := ni.ConnectionTrackingSpecification
-		if aws.ToInt32(ni.DeviceIndex) != 0 || len(ni.Groups) != 1 || ni.Groups[0] != local.cluster.SecurityGroupID || ct == nil ||
-			aws.ToInt32(ct.TcpEstablishedTimeout) != 120 || aws.ToInt32(ct.UdpTimeout) != 45 || ct.UdpStreamTimeout != nil {
-			t.Errorf("primary interface %+v (tracking %+v), want device 0, the node class's group, tcp 120 s and udp 45 s", ni, ct)
-		}
-		return
+	templates := launchTemplatesOf(t, nc.Name, aws.ToString(inst.ImageId))
+	if len(templates) == 0 {
+		t.Fatalf("no launch template of node class %s launched image %s", nc.Name, aws.ToString(inst.ImageId))
 	}
-	t.Fatalf("no launch template of node class %s launched image %s", nc.Name, aws.ToString(inst.ImageId))
+	data := templates[0]
+	if len(data.NetworkInterfaces) != 1 {
+		t.Fatalf("the launch template has interfaces %+v, want the primary one", data.NetworkInterfaces)
+	}
+	ni := data.NetworkInterfaces[0]
+	ct := ni.ConnectionTrackingSpecification
+	if aws.ToInt32(ni.DeviceIndex) != 0 || len(ni.Groups) != 1 || ni.Groups[0] != local.cluster.SecurityGroupID || ct == nil ||
+		aws.ToInt32(ct.TcpEstablishedTimeout) != 120 || aws.ToInt32(ct.UdpTimeout) != 45 || ct.UdpStreamTimeout != nil {
+		t.Errorf("primary interface %+v (tracking %+v), want device 0, the node class's group, tcp 120 s and udp 45 s", ni, ct)
+	}
 }
