@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -21,10 +22,10 @@ import (
 // selectors from, for the pods to plan that declare no constraints: the
 // Services of their namespaces and their controllers' selectors. A
 // controller that is gone contributes nothing, as in kube-scheduler.
-func (b *Builder) defaultSpread(ctx context.Context, pods []*corev1.Pod) (*scheduling.DefaultSpread, error) {
+func (b *Builder) defaultSpread(ctx context.Context, pending []*corev1.Pod) (*scheduling.DefaultSpread, error) {
 	d := &scheduling.DefaultSpread{Constraints: b.opts.DefaultSpread, Owners: map[types.UID]scheduling.OwnerSelector{}}
 	namespaces := map[string]bool{}
-	for _, p := range pods {
+	for _, p := range pending {
 		if len(p.Spec.TopologySpreadConstraints) > 0 {
 			continue
 		}
@@ -38,7 +39,7 @@ func (b *Builder) defaultSpread(ctx context.Context, pods []*corev1.Pod) (*sched
 				d.Services = append(d.Services, &svcs.Items[i])
 			}
 		}
-		owner := metav1.GetControllerOfNoCopy(p)
+		owner := pods.ControllerOf(p)
 		if owner == nil {
 			continue
 		}

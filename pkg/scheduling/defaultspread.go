@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/joiner-dev/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -83,7 +84,7 @@ func (d *DefaultSpread) selector(p *corev1.Pod) *metav1.LabelSelector {
 		}
 	}
 	var exprs []metav1.LabelSelectorRequirement
-	if owner := metav1.GetControllerOfNoCopy(p); owner != nil {
+	if owner := pods.ControllerOf(p); owner != nil {
 		if o, ok := d.Owners[owner.UID]; ok {
 			maps.Copy(matchLabels, o.MatchLabels)
 			if o.Selector != nil {

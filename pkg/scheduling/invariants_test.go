@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	resourcehelper "k8s.io/component-helpers/resource"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -245,16 +244,16 @@ func planViolations(s *scheduling.Snapshot, plan *scheduling.Plan) []error {
 	return errs
 }
 
-func sumRequests(pods []*corev1.Pod) corev1.ResourceList {
+func sumRequests(ps []*corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, p := range pods {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+	for _, p := range ps {
+		for name, q := range podclass.Requests(p) {
 			x := out[name]
 			x.Add(q)
 			out[name] = x
 		}
 	}
-	out[corev1.ResourcePods] = *resource.NewQuantity(int64(len(pods)), resource.DecimalSI)
+	out[corev1.ResourcePods] = *resource.NewQuantity(int64(len(ps)), resource.DecimalSI)
 	return out
 }
 

@@ -1,8 +1,8 @@
 package scheduling
 
 import (
+	"github.com/joiner-dev/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Burst describes a burstable instance type launched in unlimited credit
@@ -82,10 +82,10 @@ func ExistingNodePrice(its []*InstanceType, typ, zone, capacityType string, pods
 // PodsMilliCPU is the CPU the pods request, in millicores (init
 // containers, sidecars and pod overhead counted as the scheduler counts
 // them).
-func PodsMilliCPU(pods []*corev1.Pod) int64 {
+func PodsMilliCPU(ps []*corev1.Pod) int64 {
 	var total int64
-	for _, p := range pods {
-		if q, ok := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[corev1.ResourceCPU]; ok {
+	for _, p := range ps {
+		if q, ok := pods.Requests(p)[corev1.ResourceCPU]; ok {
 			total += q.MilliValue()
 		}
 	}
