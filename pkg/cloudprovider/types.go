@@ -102,3 +102,28 @@ func WhyNotRegistered(ctx context.Context, cp CloudProvider, nodeClaim *v1.NodeC
 	}
 	return d.WhyNotRegistered(ctx, nodeClaim)
 }
+
+// AccessReader is a capability a CloudProvider may add beside
+// RegistrationDiagnoser: a digest of how the cloud maps node identities
+// into the cluster outside the cluster's own objects (the AWS provider:
+// EKS's authenticationMode and access entries, which kube-system/aws-auth
+// does not show). A change of it may end a registration back-off, as a
+// change of aws-auth does.
+type AccessReader interface {
+	// AccessDigest returns the digest, "" when the provider cannot read it
+	// (then nothing is compared).
+	AccessDigest(ctx context.Context) (string, error)
+}
+
+// AccessDigest asks cp (or the provider it wraps) for its AccessReader's
+// digest; "" when cp has none.
+func AccessDigest(ctx context.Context, cp CloudProvider) (string, error) {
+	if i, ok := cp.(*instrumented); ok {
+		cp = i.next
+	}
+	r, ok := cp.(AccessReader)
+	if !ok {
+		return "", nil
+	}
+	return r.AccessDigest(ctx)
+}

@@ -398,6 +398,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	}
 	authReset, err := awsauth.NewController(awsauth.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: o.Clock, Trigger: prov.Provisioner.Trigger,
+		Access: func(ctx context.Context) (string, error) { return cloudprovider.AccessDigest(ctx, o.CloudProvider) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the aws-auth back-off reset: %w", err)

@@ -2,8 +2,11 @@ package aws
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +34,10 @@ const (
 	awsAuthTTL = 2 * time.Second
 )
 
-var _ cloudprovider.RegistrationDiagnoser = (*Provider)(nil)
+var (
+	_ cloudprovider.RegistrationDiagnoser = (*Provider)(nil)
+	_ cloudprovider.AccessReader          = (*Provider)(nil)
+)
 
 // RoleAPI reads a node role's ARN.
 type RoleAPI interface {
@@ -162,6 +168,22 @@ func unmappedRole(cluster, class, arn string, cm *corev1.ConfigMap, access Clust
 	}
 	return fmt.Sprintf("node role %s of EC2NodeClass %s is mapped neither in %s/%s (mapped: %s) nor by an EKS access entry of cluster %s (entries: %s): %s. %s, or create an access entry: %s",
 		arn, class, bootstrap.AWSAuthNamespace, bootstrap.AWSAuthName, mappedRoles(cm), cluster, entries, why, mapIt, createEntry)
+}
+
+// AccessDigest implements cloudprovider.AccessReader: the cluster's
+// authenticationMode and its access entries' principals, in order, hashed;
+// "" when they cannot be read (no EKS client, or EKS refused). An access
+// entry created for an unmapped node role (seed 001 on a cluster in API
+// mode) changes it.
+func (p *Provider) AccessDigest(ctx context.Context) (string, error) {
+	a, known := p.clusterAccess(ctx)
+	if !known {
+		return "", nil
+	}
+	entries := slices.Clone(a.Entries)
+	slices.Sort(entries)
+	sum := sha256.Sum256([]byte(string(a.Mode) + "\n" + strings.Join(entries, "\n")))
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 // clusterAccess is ReadClusterAccess reused for awsAuthTTL; known is false

@@ -24,6 +24,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-dev/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
@@ -224,8 +225,14 @@ func TestWhyNotRegisteredReadsAccessEntries(t *testing.T) {
 	says("no aws-auth, no access entry", why(),
 		"node role "+arn+" of EC2NodeClass "+nc.Name+" is mapped neither in kube-system/aws-auth (mapped: none: the ConfigMap does not exist) nor by an EKS access entry of cluster "+clusterName+" (entries: none)",
 		"aws eks create-access-entry --cluster-name "+clusterName+" --principal-arn "+arn+" --type EC2_LINUX")
+	before := accessDigest(t, eksAPI)
 	entry(true)
 	says("an EC2_LINUX access entry", why())
+	// The access digest the back-off reset compares changes with the
+	// entry (a registration back-off then ends at once, as with aws-auth).
+	if after := accessDigest(t, eksAPI); before == "" || after == before {
+		t.Errorf("access digest %q before the access entry, %q after: want two different digests", before, after)
+	}
 
 	if _, err := eksAPI.UpdateClusterConfig(t.Context(), &eks.UpdateClusterConfigInput{Name: aws.String(clusterName),
 		AccessConfig: &ekstypes.UpdateAccessConfigRequest{AuthenticationMode: ekstypes.AuthenticationModeApi}}); err != nil {
@@ -310,6 +317,22 @@ func explainShowsNamesake(t *testing.T, np *v1.NodePool, nc *awsv1.EC2NodeClass)
 // whyNotRegistered is a fresh provider's diagnosis of claim (no cached
 // aws-auth or access entries), reading aws-auth from the test's API server
 // and, when eksAPI is set, the cluster's access entries.
+// accessDigest is a fresh provider's AccessDigest (nothing cached).
+func accessDigest(t *testing.T, eksAPI awsprovider.EKSAccessAPI) string {
+	t.Helper()
+	opts := providerOptions(t, "")
+	opts.APIReader, opts.EKS = test.Env(t).Client, eksAPI
+	p, err := awsprovider.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cloudprovider.AccessDigest(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func whyNotRegistered(t *testing.T, claim *v1.NodeClaim, eksAPI awsprovider.EKSAccessAPI) string {
 	t.Helper()
 	opts := providerOptions(t, "")

@@ -8,6 +8,10 @@
 // It decides only that: a change of aws-auth's content (not its first
 // sighting, nor a resync that changes nothing) resets registration
 // back-offs; initialisation back-offs stay, aws-auth cannot cause them.
+// Clusters that map node roles with EKS access entries instead are read
+// through the provider's access digest (Options.Access), with the same
+// rule, but only while some NodePool has a registration back-off: EKS is
+// an AWS API with rate limits, aws-auth a cached read of the API server.
 //
 // Its one permission is a read of that ConfigMap alone; `make generate`
 // writes it to config/rbac/awsauth/role.yaml, a Role in kube-system, which
@@ -61,6 +65,10 @@ type Options struct {
 	Trigger func(types.UID)
 	// Interval between two reads (0: DefaultInterval).
 	Interval time.Duration
+	// Access returns the digest of how the cloud maps node roles besides
+	// aws-auth (cloudprovider.AccessDigest: EKS access entries), "" when
+	// unknown; nil when the cloud has none.
+	Access func(ctx context.Context) (string, error)
 }
 
 // Controller polls aws-auth and resets the back-offs on a change.
@@ -69,6 +77,9 @@ type Controller struct {
 	// seen is the content hash last read ("" before the first read, "-"
 	// while the ConfigMap is absent).
 	seen string
+	// accessSeen is the access digest last read while a registration
+	// back-off waited ("" when none waited or the digest was unknown).
+	accessSeen string
 }
 
 // NewController validates opts.
@@ -122,10 +133,48 @@ func (c *Controller) Poll(ctx context.Context) error {
 	}
 	before := c.seen
 	c.seen = now
-	if before == "" || before == now {
+	if before != "" && before != now {
+		return c.reset(ctx, fmt.Sprintf("%s/%s changed", Namespace, Name))
+	}
+	return c.pollAccess(ctx)
+}
+
+// pollAccess reads the access digest while a registration back-off waits
+// and resets the back-offs when it changed since the last read.
+func (c *Controller) pollAccess(ctx context.Context) error {
+	if c.opts.Access == nil {
 		return nil
 	}
-	return c.reset(ctx)
+	waiting, err := c.registrationBackoffWaits(ctx)
+	if err != nil || !waiting {
+		c.accessSeen = ""
+		return err
+	}
+	now, err := c.opts.Access(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster's access entries: %w", err)
+	}
+	before := c.accessSeen
+	c.accessSeen = now
+	if before == "" || now == "" || before == now {
+		return nil
+	}
+	return c.reset(ctx, "the cluster's EKS access entries (or authenticationMode) changed")
+}
+
+// registrationBackoffWaits reports whether some NodePool has a
+// registration back-off to end.
+func (c *Controller) registrationBackoffWaits(ctx context.Context) (bool, error) {
+	var pools v1.NodePoolList
+	if err := c.opts.Client.List(ctx, &pools); err != nil {
+		return false, fmt.Errorf("listing nodepools: %w", err)
+	}
+	for i := range pools.Items {
+		if r, err := launchhealth.Get(&pools.Items[i]); err == nil && r.ResetRegistration() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func contentHash(cm *corev1.ConfigMap) string {
@@ -134,8 +183,9 @@ func contentHash(cm *corev1.ConfigMap) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// reset ends the registration back-offs of every NodePool that has one.
-func (c *Controller) reset(ctx context.Context) error {
+// reset ends the registration back-offs of every NodePool that has one;
+// cause says what changed.
+func (c *Controller) reset(ctx context.Context, cause string) error {
 	var pools v1.NodePoolList
 	if err := c.opts.Client.List(ctx, &pools); err != nil {
 		return fmt.Errorf("listing nodepools: %w", err)
@@ -155,11 +205,11 @@ func (c *Controller) reset(ctx context.Context) error {
 		if np != nil {
 			reset = true
 			c.opts.Recorder.Publish(events.Normal(np, events.LaunchBackoffReset, "Launch",
-				"%s/%s changed: the registration back-off of NodePool %s ends, and the next provisioning batch launches again.", Namespace, Name, np.Name))
+				"%s: the registration back-off of NodePool %s ends, and the next provisioning batch launches again.", cause, np.Name))
 		}
 	}
 	if reset {
-		c.opts.Trigger(types.UID("aws-auth-changed"))
+		c.opts.Trigger(types.UID("node-role-mapping-changed"))
 	}
 	return errors.Join(errs...)
 }

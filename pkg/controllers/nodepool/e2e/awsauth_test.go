@@ -131,3 +131,74 @@ func TestAWSAuthChangeEndsRegistrationBackoff(t *testing.T) {
 		t.Errorf("an unchanged aws-auth reset again (err %v, triggered %v)", err, triggered)
 	}
 }
+
+// TestAccessEntryChangeEndsRegistrationBackoff: on a cluster that maps
+// node roles with EKS access entries (authenticationMode API), creating
+// the missing entry ends a NodePool's registration back-off as an aws-auth
+// change does. The digest is read only while a back-off waits, and its
+// first reading resets nothing. (The AWS provider's digest itself, from
+// EKS through the local EC2's front, is tested in
+// cloudprovider/aws/e2e: TestWhyNotRegisteredReadsAccessEntries.)
+func TestAccessEntryChangeEndsRegistrationBackoff(t *testing.T) {
+	env := test.Env(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Second)
+	var triggered []types.UID
+	rec := &recorded{}
+	digest, reads := "entries: none", 0
+	c, err := awsauth.NewController(awsauth.Options{
+		Client: env.Client, APIReader: env.Client, Recorder: rec, Clock: clocktesting.NewFakeClock(now),
+		Trigger: func(uid types.UID) { triggered = append(triggered, uid) },
+		Access:  func(context.Context) (string, error) { reads++; return digest, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No NodePool waits: EKS is not asked.
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 {
+		t.Errorf("access read %d times with no registration back-off, want 0", reads)
+	}
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: test.Name(t, "np")},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "unmapped"},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+		}}},
+	}
+	launchhealth.Set(np, launchhealth.Record{Backoffs: []launchhealth.Backoff{
+		{Scope: launchhealth.Scope{NodeClass: "unmapped"}, NodePoolHash: np.Hash(), Failures: 2, Phase: launchhealth.PhaseRegistration, Reason: "NodeNotFound",
+			Wait: metav1.Duration{Duration: time.Hour}, RetryAfter: metav1.NewTime(now.Add(time.Hour))},
+	}})
+	env.Create(t, np)
+	// The first reading while it waits only learns the digest.
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 1 || len(triggered) != 0 {
+		t.Fatalf("first reading: %d reads, triggered %v; want 1 read, nothing reset", reads, triggered)
+	}
+	digest = "entries: the node role"
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodePool{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(np), got); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := launchhealth.Get(got); err != nil || len(r.Backoffs) != 0 {
+		t.Errorf("back-offs after the access entry: %+v (err %v), want none", r.Backoffs, err)
+	}
+	if len(triggered) != 1 {
+		t.Errorf("provisioner triggered %d times, want once", len(triggered))
+	}
+	found := false
+	for _, e := range rec.events {
+		found = found || (e.Reason == events.LaunchBackoffReset && strings.Contains(e.Message, "EKS access entries") && strings.Contains(e.Message, np.Name))
+	}
+	if !found {
+		t.Errorf("no %s event naming the access entries: %+v", events.LaunchBackoffReset, rec.events)
+	}
+}
