@@ -23,8 +23,9 @@ import (
 // focused is the selection `make test` runs: fast specs of upstream's
 // regression suite that cover NodePool validation, the NodePool hash, the
 // DaemonSet overhead with LimitRange defaults, provisioning from a
-// standalone NodeClaim on the KWOKNodeClass, termination, and drift onto a
-// NodePool whose new taint the pods only prefer not to meet.
+// standalone NodeClaim on the KWOKNodeClass, termination, drift onto a
+// NodePool whose new taint the pods only prefer not to meet, and a
+// CapacityBuffer following its PodTemplate.
 var focused = []string{
 	`^Integration Validation NodePool `,
 	`^Integration CRD Hash `,
@@ -32,6 +33,7 @@ var focused = []string{
 	`^NodeClaim StandaloneNodeClaim should create a standard NodeClaim$`,
 	`^Termination should terminate the node and the instance on deletion$`,
 	`^Drift NodePool Drift Taints$`,
+	`^CapacityBuffer PodTemplateRef Provisioning should update buffer status when PodTemplate is updated$`,
 }
 
 // TestConformanceFocused runs the focused selection of upstream's
@@ -117,9 +119,8 @@ func envOr(key, def string) string {
 
 // featureGates are those upstream's own end-to-end runs enable (its
 // Makefile's HELM_OPTS: nodeRepair, staticCapacity, capacityBuffer), so
-// their specs meet the behaviour they test. CapacityBuffer is left out
-// while joiner refuses to enable it (not implemented): its specs then fail.
-const featureGates = "NodeRepair=true,StaticCapacity=true"
+// their specs meet the behaviour they test.
+const featureGates = "NodeRepair=true,StaticCapacity=true,CapacityBuffer=true"
 
 // harness is one control plane with joiner running on the simulated cloud.
 type harness struct {
