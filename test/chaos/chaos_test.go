@@ -58,11 +58,19 @@ func TestMain(m *testing.M) {
 }
 
 func controlPlaneOptions() controlplane.Options {
-	return controlplane.Options{
+	opts := controlplane.Options{
 		Scheduler: true, ControllerManager: true, Kwok: true,
 		CRDDirectories: []string{test.RepoPath("pkg/apis/crds")},
 		Scheme:         test.Scheme(),
 	}
+	// CHAOS_CP_RUNDIR keeps the control plane's directory and logs, with
+	// kube-controller-manager verbose enough that its taint-eviction
+	// controller names the taints it acts on (see the README).
+	if dir := os.Getenv("CHAOS_CP_RUNDIR"); dir != "" {
+		opts.RunDir = dir
+		opts.ExtraArgs = map[string][]string{"kube-controller-manager": {"-v=4"}}
+	}
+	return opts
 }
 
 // TestChaos runs seeded rounds on the simulated cloud. CHAOS_ROUNDS
@@ -235,6 +243,7 @@ func newWorld(t *testing.T, cloud cloudHarness) *world {
 func (w *world) startNamesake(t *testing.T, nodeClass client.Object, ready func(*test.Environment), args func(*test.Environment) []string, env []string) *test.Environment {
 	opts := controlPlaneOptions()
 	opts.Scheduler, opts.ControllerManager, opts.Kwok = false, false, false
+	opts.RunDir = "" // its own temporary directory, never the kept one
 	b := test.Start(t, opts)
 	np := w.nodePool.DeepCopy()
 	for _, o := range []client.Object{nodeClass, np} {
@@ -518,6 +527,9 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	}
 	if v := w.observer.Violations(); len(v) > 0 {
 		problems = append(problems, fmt.Sprintf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  ")))
+	}
+	if n := w.observer.Notes(); len(n) > 0 {
+		t.Logf("observer noted (no promise of joiner's broken):\n  %s", strings.Join(n, "\n  "))
 	}
 	roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
 	for _, j := range roundReplicas {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // The observer knows joiner only from the outside: the Kubernetes API
@@ -40,6 +41,7 @@ const (
 	tagNodeClaim       = "karpenter.sh/nodeclaim"
 	stateTerminated    = "terminated"
 
+	taintUnregistered      = "karpenter.sh/unregistered"
 	annotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 	labelNodePool          = "karpenter.sh/nodepool"
 )
@@ -158,6 +160,7 @@ type Observer struct {
 
 	mu         sync.Mutex
 	violations []string
+	notes      []string
 	seen       map[string]bool // violations already recorded
 	// foreign is the other cluster's live instances when Start ran.
 	foreign map[string]CloudInstance
@@ -218,6 +221,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	nodes := informers.NewSharedInformerFactory(o.kube, 0)
 	nodeInf := nodes.Core().V1().Nodes().Informer()
 	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) { o.onNodeUpdate(old.(*corev1.Node), cur.(*corev1.Node)) },
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
@@ -367,13 +371,112 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 		switch c.Reason {
 		case "EvictionByEvictionAPI":
 			o.judgeEviction(pod)
-		case "DeletionByPodGC", "DeletionByTaintManager":
+		case "DeletionByPodGC":
 			if o.hasPDB(pod) {
 				o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained (node %s: %s)",
 					pod.Name, c.Reason, c.Message, pod.Spec.NodeName, o.nodeTaints(pod.Spec.NodeName))
 			}
+		case "DeletionByTaintManager":
+			if o.hasPDB(pod) {
+				o.judgeTaintEviction(pod, c)
+			}
 		}
 	}
+}
+
+// judgeTaintEviction judges a pod under a PDB that kube-controller-manager's
+// taint-eviction controller deleted, by the taints its Node carries in the
+// API server now. That controller acts on its own informers' view: after a
+// kube-apiserver restart each of its watches comes back on its own
+// backoff, and when the Pod watch is back before the Node watch it sees
+// pods kube-scheduler bound to a new node while, for it, the node still
+// carries the karpenter.sh/unregistered:NoExecute taint it registered with
+// and that the autoscaler has since removed: it deletes them at once (no
+// toleration). That is Kubernetes' race, met by any autoscaler that
+// removes the taint as Karpenter does, and it is noted, not held against
+// joiner. A deletion for a taint the Node does carry (one the pod does not
+// tolerate, or tolerates only for a while, as unreachable) is a
+// violation; a taint joiner puts back is judged by onNodeUpdate.
+func (o *Observer) judgeTaintEviction(pod *corev1.Pod, c corev1.PodCondition) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	node, err := o.kube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s) from node %s, which the observer could not read (%v; its cache: %s)",
+			pod.Name, c.Reason, c.Message, pod.Spec.NodeName, err, o.nodeTaints(pod.Spec.NodeName))
+		return
+	}
+	if causes := evictingTaints(pod, node); len(causes) > 0 {
+		o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): node %s carries %s",
+			pod.Name, c.Reason, c.Message, node.Name, strings.Join(causes, ", "))
+		return
+	}
+	o.note("pod %s under a PDB was deleted by kube-controller-manager's taint-eviction controller (%s), but node %s carries no NoExecute taint the pod does not tolerate (taints [%s]): the controller acted on a Node its informer had not yet seen updated",
+		pod.Name, c.Message, node.Name, strings.Join(taintStrings(node.Spec.Taints), ", "))
+}
+
+// evictingTaints are node's NoExecute taints that the taint-eviction
+// controller would remove pod for: those it does not tolerate, and those
+// it tolerates only for tolerationSeconds.
+func evictingTaints(pod *corev1.Pod, node *corev1.Node) []string {
+	var out []string
+	for _, t := range node.Spec.Taints {
+		if t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		forever := false
+		for _, tol := range pod.Spec.Tolerations {
+			if tol.ToleratesTaint(klog.Background(), &t, false) && tol.TolerationSeconds == nil {
+				forever = true
+				break
+			}
+		}
+		if !forever {
+			out = append(out, t.Key+":"+string(t.Effect))
+		}
+	}
+	return out
+}
+
+// onNodeUpdate: karpenter.sh/unregistered is on a Node from its kubelet's
+// registration until the autoscaler registers it; put back on a Node that
+// no longer had it, it evicts every pod there that does not tolerate it.
+func (o *Observer) onNodeUpdate(old, cur *corev1.Node) {
+	if unregisteredPutBack(old, cur) {
+		o.violate("unregistered/"+cur.Name, "node %s got %s back after it had been removed (taints [%s])",
+			cur.Name, taintUnregistered, strings.Join(taintStrings(cur.Spec.Taints), ", "))
+	}
+}
+
+func unregisteredPutBack(old, cur *corev1.Node) bool {
+	return !hasTaintKey(old.Spec.Taints, taintUnregistered) && hasTaintKey(cur.Spec.Taints, taintUnregistered)
+}
+
+func hasTaintKey(taints []corev1.Taint, key string) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+func taintStrings(taints []corev1.Taint) []string {
+	out := make([]string, 0, len(taints))
+	for _, t := range taints {
+		out = append(out, t.Key+":"+string(t.Effect))
+	}
+	return out
+}
+
+// note records something the round met that breaks no promise of
+// joiner's but should be seen (the round's log prints the notes).
+func (o *Observer) note(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.notes = append(o.notes, time.Now().UTC().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// Notes returns what was noted so far.
+func (o *Observer) Notes() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.notes)
 }
 
 // nodeTaints describes a node's taints as the observer's cache last saw
@@ -387,11 +490,7 @@ func (o *Observer) nodeTaints(name string) string {
 	if !ok {
 		return "unknown"
 	}
-	var ts []string
-	for _, t := range n.Spec.Taints {
-		ts = append(ts, t.Key+":"+string(t.Effect))
-	}
-	return "taints [" + strings.Join(ts, ", ") + "]"
+	return "taints [" + strings.Join(taintStrings(n.Spec.Taints), ", ") + "]"
 }
 
 func hasDisruptionTarget(pod *corev1.Pod) bool {
