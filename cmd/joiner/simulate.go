@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
@@ -60,8 +61,12 @@ grouped.
 
 Input is either a scenario JSON file (--scenario) or Kubernetes YAML (-f,
 repeatable, "-" for stdin): NodePools, Pods, Deployments, ReplicaSets,
-StatefulSets, Jobs, DaemonSets, Nodes, PVCs, PVs, StorageClasses and node
-classes, as written by hand or dumped by kubectl get -o yaml. Without
+StatefulSets, Jobs, DaemonSets, Nodes, PVCs, PVs, StorageClasses, node
+classes, NodeOverlays, and CapacityBuffers (with the PodTemplates,
+workloads and ResourceQuotas they name), as written by hand or dumped by
+kubectl get -o yaml. A CapacityBuffer's chunks are planned as the
+controller plans them, after every real pod; the report says where each
+buffer's room is. Without
 --instance-types, NodePools get joiner's built-in AWS-like catalog.
 
 With --disruption, simulate is a dry run of voluntary disruption instead:
@@ -136,14 +141,14 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 	if o.cluster != "" {
 		return errors.New("--cluster: only with --disruption")
 	}
-	snap, notes, err := loadSimulation(o, stdin)
+	in, err := loadSimulation(o, stdin)
 	if err != nil {
 		return err
 	}
 	if o.output == "html" {
-		return writeHTML(o, snap, notes, stdout)
+		return writeHTML(o, in.snap, in.notes, stdout)
 	}
-	report, err := simulate.Run(snap, simulate.Options{Solve: o.solver(), LowerBound: o.lowerBound, Notes: notes})
+	report, err := simulate.Run(in.snap, simulate.Options{Solve: o.solver(), LowerBound: o.lowerBound, Notes: in.notes, Buffers: in.buffers})
 	if err != nil {
 		return err
 	}
@@ -174,30 +179,39 @@ func writeHTML(o *simulateOptions, snap *scheduling.Snapshot, notes []string, st
 	}))
 }
 
+// simulation is simulate's input: the snapshot to solve, notes for the
+// user, and the CapacityBuffers as they resolved (their virtual pods are
+// among the snapshot's pods).
+type simulation struct {
+	snap    *scheduling.Snapshot
+	notes   []string
+	buffers []capacitybuffer.Resolution
+}
+
 // loadSimulation reads the input into a Snapshot, with notes for the user.
-func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, []string, error) {
+func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 	var its []*scheduling.InstanceType
 	if o.instanceTypes != "" {
 		var err error
 		if its, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if o.scenario != "" {
 		s, err := scenario.LoadFile(o.scenario)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if its != nil {
 			for pool := range s.Snapshot.InstanceTypes {
 				s.Snapshot.InstanceTypes[pool] = its
 			}
 		}
-		return s.Snapshot, nil, nil
+		return &simulation{snap: s.Snapshot}, nil
 	}
 	m, err := readManifests(o.files, stdin)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	snap, err := m.Snapshot(scenario.SnapshotOptions{
 		InstanceTypes: its,
@@ -206,25 +220,28 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*scheduling.Snapshot, 
 		Devices:       !o.ignoreDRA,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Gangs first: reading them names the requests of classes joiner
 	// does not serve among the ignored objects.
 	notes, err := gangNotes(m, snap)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(snap.NodePools) == 0 {
 		notes = append(notes, "the input has no NodePool, so no new node can be planned")
 	}
 	notes = append(notes, m.OverlayNotes()...)
+	if len(m.Buffers()) > 0 {
+		notes = append(notes, fmt.Sprintf("planned the room of %s at the lowest priority (joiner needs --feature-gates=CapacityBuffer=true to do the same)", count(len(m.Buffers()), "CapacityBuffer")))
+	}
 	if len(m.Ignored) > 0 {
 		notes = append(notes, fmt.Sprintf("ignored %s of kinds simulate does not read: %s", count(len(m.Ignored), "object"), shortList(m.Ignored)))
 	}
 	if elsewhere := m.BoundElsewhere(); len(elsewhere) > 0 {
 		notes = append(notes, fmt.Sprintf("left out %s bound to nodes not in the input: %s", count(len(elsewhere), "pod"), shortList(elsewhere)))
 	}
-	return snap, notes, nil
+	return &simulation{snap: snap, notes: notes, buffers: m.Buffers()}, nil
 }
 
 // shortList joins the first few items of list.

@@ -1,6 +1,9 @@
 package capacitybuffer
 
 import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -50,4 +53,27 @@ func Outcomes(plan *scheduling.Plan, describe func(scheduling.PodError) string) 
 		}
 	}
 	return out
+}
+
+// Reasons of the buffer's Provisioning condition.
+const (
+	ReasonFitsExistingCapacity = "FitsExistingCapacity"
+	ReasonRequiresNewCapacity  = "RequiresNewCapacity"
+	ReasonUnschedulable        = "Unschedulable"
+)
+
+// Condition is the Provisioning condition o gives a buffer, the one
+// wording the controller writes and joiner simulate shows: True
+// (FitsExistingCapacity) when every chunk fits capacity that exists, False
+// while some need new NodeClaims (RequiresNewCapacity) or fit nowhere
+// (Unschedulable, with the solver's reason).
+func (o *Outcome) Condition() (status metav1.ConditionStatus, reason, message string) {
+	total := o.Existing + o.New + o.Failed
+	switch {
+	case o.Failed > 0:
+		return metav1.ConditionFalse, ReasonUnschedulable, fmt.Sprintf("%d/%d chunk(s) fit no node and no NodePool: %s", o.Failed, total, o.Why)
+	case o.New > 0:
+		return metav1.ConditionFalse, ReasonRequiresNewCapacity, fmt.Sprintf("%d/%d chunk(s) need new capacity; joiner is launching it", o.New, total)
+	}
+	return metav1.ConditionTrue, ReasonFitsExistingCapacity, fmt.Sprintf("all %d chunk(s) fit existing capacity", total)
 }

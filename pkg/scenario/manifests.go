@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/dra"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -59,6 +61,11 @@ type Manifests struct {
 	// of a class joiner serves is a gang, planned alone (Gangs).
 	requests     []sourced[*autoscalingv1.ProvisioningRequest]
 	podTemplates map[string]*corev1.PodTemplate
+	// CapacityBuffers, the ResourceQuotas that cap them (by namespace),
+	// and what the last Snapshot resolved them to (Buffers).
+	buffers  []sourced[*autoscalingv1beta1.CapacityBuffer]
+	quotas   map[string][]corev1.ResourceQuota
+	resolved []capacitybuffer.Resolution
 	// dra holds the Dynamic Resource Allocation objects (resource.k8s.io/v1).
 	dra dra.Objects
 	// Ignored lists the objects of kinds joiner does not read, as
@@ -189,6 +196,24 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			pr.Namespace = metav1.NamespaceDefault
 		}
 		m.requests = append(m.requests, sourced[*autoscalingv1.ProvisioningRequest]{where, pr})
+	case "autoscaling.x-k8s.io/CapacityBuffer":
+		cb, err := decodeBuffer(js)
+		if err != nil {
+			return err
+		}
+		m.buffers = append(m.buffers, sourced[*autoscalingv1beta1.CapacityBuffer]{where, cb})
+	case "/ResourceQuota":
+		q := &corev1.ResourceQuota{}
+		if err := decodeStrict(js, q); err != nil {
+			return err
+		}
+		if q.Namespace == "" {
+			q.Namespace = metav1.NamespaceDefault
+		}
+		if m.quotas == nil {
+			m.quotas = map[string][]corev1.ResourceQuota{}
+		}
+		m.quotas[q.Namespace] = append(m.quotas[q.Namespace], *q)
 	case "/PodTemplate":
 		pt := &corev1.PodTemplate{}
 		if err := decodeStrict(js, pt); err != nil {

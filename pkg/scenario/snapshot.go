@@ -112,6 +112,13 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 		snap.Pods = append(snap.Pods, made...)
 	}
 
+	// CapacityBuffers' virtual pods, after every real pod.
+	virtual, err := m.bufferPods()
+	if err != nil {
+		return nil, err
+	}
+	snap.Pods = append(snap.Pods, virtual...)
+
 	for _, ds := range m.daemonSets {
 		daemonSet := ds.obj
 		if daemonSet.Namespace == "" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -30,6 +31,10 @@ type Options struct {
 	// Notes are printed with the report (for example the input objects
 	// that were ignored).
 	Notes []string
+	// Buffers are the input's CapacityBuffers as they resolved
+	// (capacitybuffer.Resolve); their virtual pods are among the
+	// snapshot's pods, and the report says where the plan put them.
+	Buffers []capacitybuffer.Resolution
 }
 
 // Run solves the snapshot and builds the report.
@@ -53,7 +58,9 @@ func Run(s *scheduling.Snapshot, opts Options) (*Report, error) {
 			opts.Notes = append(opts.Notes, "no lower bound: "+err.Error())
 		}
 	}
-	return NewReport(s, plan, elapsed, bound, opts.Notes), nil
+	r := NewReport(s, plan, elapsed, bound, opts.Notes)
+	r.Buffers = buffers(opts.Buffers, plan)
+	return r, nil
 }
 
 // planBound is the LP lower bound for the pods the plan puts on new nodes,
@@ -75,8 +82,11 @@ type Report struct {
 	Nodes         []Node          `json:"nodes"`
 	Existing      []ExistingNode  `json:"existing"`
 	Unschedulable []Unschedulable `json:"unschedulable"`
-	Notes         []string        `json:"notes,omitempty"`
-	pools         map[string]*scheduling.NodePool
+	// Buffers are the CapacityBuffers' room: their virtual pods are
+	// listed on the nodes that hold them but are not counted as pods.
+	Buffers []Buffer `json:"buffers,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	pools   map[string]*scheduling.NodePool
 }
 
 // Summary is the plan in numbers.
@@ -198,14 +208,17 @@ func NewReport(s *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Durat
 		r.Nodes = append(r.Nodes, node)
 		r.Summary.CostPerHour += node.Price
 		r.Summary.ListCostPerHour += node.ListPrice
-		r.Summary.PodsScheduled += len(n.Pods)
+		r.Summary.PodsScheduled += len(n.Pods) - virtual(n.Pods)
 	}
 	for _, e := range plan.Existing {
 		r.Existing = append(r.Existing, ExistingNode{Node: e.Node, Pods: podNames(e.Pods)})
-		r.Summary.PodsScheduled += len(e.Pods)
-		r.Summary.PodsOnExistingNodes += len(e.Pods)
+		r.Summary.PodsScheduled += len(e.Pods) - virtual(e.Pods)
+		r.Summary.PodsOnExistingNodes += len(e.Pods) - virtual(e.Pods)
 	}
 	for _, pe := range plan.Unschedulable {
+		if _, ok := capacitybuffer.BufferOf(pe.Pod); ok {
+			continue // in its buffer's report
+		}
 		u := Unschedulable{Pod: podName(pe.Pod), Reasons: map[string]Rejection{}}
 		for pool, reason := range pe.NodePools {
 			u.Reasons[pool] = rejection(reason)

@@ -39,6 +39,7 @@ func (r *Report) WriteText(out io.Writer, opts TextOptions) error {
 	r.writeNewNodes(w, opts)
 	r.writeExisting(w, opts)
 	r.writeUnschedulable(w, opts)
+	r.writeBuffers(w)
 	if len(r.Notes) > 0 {
 		fmt.Fprintf(w, "\nNotes\n")
 		for _, n := range r.Notes {

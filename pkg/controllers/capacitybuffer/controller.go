@@ -45,18 +45,14 @@ import (
 
 // Reasons of the buffer's conditions (Karpenter's where it has one).
 const (
-	ReasonResolved               = "Resolved"
-	ReasonPodTemplateNotFound    = "PodTemplateNotFound"
-	ReasonScalableRefNotFound    = "ScalableRefNotFound"
-	ReasonUnsupportedScalableRef = "UnsupportedScalableRef"
-	ReasonUnsupportedStrategy    = "UnsupportedProvisioningStrategy"
-	ReasonQuotaExceeded          = "QuotaExceeded"
-	ReasonWithinQuotas           = "WithinQuotas"
-	ReasonFitsExistingCapacity   = "FitsExistingCapacity"
-	ReasonRequiresNewCapacity    = "RequiresNewCapacity"
-	ReasonUnschedulable          = "Unschedulable"
-	ReasonBufferEmpty            = "BufferEmpty"
-	ReasonNotReady               = "NotReadyForProvisioning"
+	ReasonResolved             = "Resolved"
+	ReasonQuotaExceeded        = "QuotaExceeded"
+	ReasonWithinQuotas         = "WithinQuotas"
+	ReasonFitsExistingCapacity = "FitsExistingCapacity"
+	ReasonRequiresNewCapacity  = "RequiresNewCapacity"
+	ReasonUnschedulable        = "Unschedulable"
+	ReasonBufferEmpty          = "BufferEmpty"
+	ReasonNotReady             = "NotReadyForProvisioning"
 )
 
 // resync re-plans every buffer this often, so room lost without a buffer
@@ -185,30 +181,25 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // resolve fills cb's status (ReadyForProvisioning, LimitedByQuotas,
-// replicas, podTemplateRef) and returns its virtual pods; none when it
-// cannot be resolved, which its ReadyForProvisioning condition says. An
-// error is one retrying may fix.
+// replicas, podTemplateRef) from capacitybuffer.Resolve and returns its
+// virtual pods; none when it cannot be resolved, which its
+// ReadyForProvisioning condition says. An error is one retrying may fix.
 func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) ([]*corev1.Pod, error) {
 	cb.Status.ProvisioningStrategy = cb.Spec.ProvisioningStrategy
-	strategy := ptr.Deref(cb.Spec.ProvisioningStrategy, autoscalingv1beta1.ProvisioningStrategyActiveCapacity)
-	if strategy != autoscalingv1beta1.ProvisioningStrategyActiveCapacity {
-		c.notReady(cb, ReasonUnsupportedStrategy, fmt.Sprintf("provisioningStrategy %q is not one joiner implements (only %s); the buffer is left to the autoscaler that does",
-			strategy, autoscalingv1beta1.ProvisioningStrategyActiveCapacity))
-		return nil, nil
-	}
-	template, workloadReplicas, reason, err := c.template(ctx, cb)
+	res, err := capacitybuffer.Resolve(ctx, cb, objects{c.opts.Client})
 	if err != nil {
 		return nil, err
 	}
-	if reason != "" {
+	if res.NotReady != "" {
+		c.notReady(cb, res.NotReady, res.Message)
 		return nil, nil
 	}
-	var quotas corev1.ResourceQuotaList
-	if err := c.opts.Client.List(ctx, &quotas, client.InNamespace(cb.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing resourcequotas of namespace %s: %w", cb.Namespace, err)
+	cb.Status.PodTemplateRef, cb.Status.PodTemplateGeneration = nil, nil
+	if pt := res.PodTemplate; pt != nil {
+		cb.Status.PodTemplateRef = &autoscalingv1beta1.LocalObjectRef{Name: pt.Name}
+		cb.Status.PodTemplateGeneration = ptr.To(pt.Generation)
 	}
-	chunk := capacitybuffer.ChunkPod(cb, template)
-	count := capacitybuffer.Chunks(&cb.Spec, chunk, workloadReplicas, quotas.Items)
+	count := res.Count
 	cb.Status.Replicas = ptr.To(count.Chunks)
 	c.set(cb, autoscalingv1beta1.ConditionReadyForProvisioning, metav1.ConditionTrue, ReasonResolved,
 		fmt.Sprintf("%d chunk(s) of the pod template resolved", count.Chunks))
@@ -219,62 +210,51 @@ func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.Capacit
 	}
 	if count.Chunks == 0 {
 		c.set(cb, autoscalingv1beta1.ConditionProvisioning, metav1.ConditionFalse, ReasonBufferEmpty, "the buffer resolves to zero chunks")
-		return nil, nil
 	}
-	return capacitybuffer.VirtualPods(cb, chunk, count.Chunks), nil
+	return res.Pods, nil
 }
 
-// template is the chunk's pod template and, for a scalableRef, the
-// workload's replicas. reason is set (with the condition) when the buffer
-// names something that does not resolve.
-func (c *Controller) template(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) (*corev1.PodTemplateSpec, *int32, string, error) {
-	if ref := cb.Spec.PodTemplateRef; ref != nil {
-		var pt corev1.PodTemplate
-		if err := c.opts.Client.Get(ctx, client.ObjectKey{Namespace: cb.Namespace, Name: ref.Name}, &pt); err != nil {
-			if apierrors.IsNotFound(err) {
-				c.notReady(cb, ReasonPodTemplateNotFound, fmt.Sprintf("PodTemplate %s/%s not found", cb.Namespace, ref.Name))
-				return nil, nil, ReasonPodTemplateNotFound, nil
-			}
-			return nil, nil, "", fmt.Errorf("getting podtemplate %s: %w", ref.Name, err)
+// objects reads what buffers name from the API server.
+type objects struct{ client client.Client }
+
+func (o objects) PodTemplate(ctx context.Context, namespace, name string) (*corev1.PodTemplate, error) {
+	pt := &corev1.PodTemplate{}
+	if err := o.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pt); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return pt, nil
+}
+
+func (o objects) Workload(ctx context.Context, kind, namespace, name string) (*corev1.PodTemplateSpec, *int32, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	switch kind {
+	case autoscalingv1beta1.KindDeployment:
+		var w appsv1.Deployment
+		if err := o.client.Get(ctx, key, &w); err != nil {
+			return nil, nil, client.IgnoreNotFound(err)
 		}
-		cb.Status.PodTemplateRef = &autoscalingv1beta1.LocalObjectRef{Name: pt.Name}
-		cb.Status.PodTemplateGeneration = ptr.To(pt.Generation)
-		return &pt.Template, nil, "", nil
-	}
-	cb.Status.PodTemplateRef, cb.Status.PodTemplateGeneration = nil, nil
-	ref := cb.Spec.ScalableRef
-	if ref == nil {
-		c.notReady(cb, ReasonScalableRefNotFound, "neither podTemplateRef nor scalableRef is set")
-		return nil, nil, ReasonScalableRefNotFound, nil
-	}
-	var obj client.Object
-	switch {
-	case ref.APIGroup == appsv1.GroupName && ref.Kind == autoscalingv1beta1.KindDeployment:
-		obj = &appsv1.Deployment{}
-	case ref.APIGroup == appsv1.GroupName && ref.Kind == autoscalingv1beta1.KindStatefulSet:
-		obj = &appsv1.StatefulSet{}
-	case ref.APIGroup == appsv1.GroupName && ref.Kind == autoscalingv1beta1.KindReplicaSet:
-		obj = &appsv1.ReplicaSet{}
-	default:
-		c.notReady(cb, ReasonUnsupportedScalableRef, fmt.Sprintf("scalableRef %s %q in group %q: joiner reads the pod template of apps Deployments, StatefulSets and ReplicaSets; use one of them or a podTemplateRef", ref.Kind, ref.Name, ref.APIGroup))
-		return nil, nil, ReasonUnsupportedScalableRef, nil
-	}
-	if err := c.opts.Client.Get(ctx, client.ObjectKey{Namespace: cb.Namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			c.notReady(cb, ReasonScalableRefNotFound, fmt.Sprintf("%s %s/%s not found", ref.Kind, cb.Namespace, ref.Name))
-			return nil, nil, ReasonScalableRefNotFound, nil
+		return &w.Spec.Template, w.Spec.Replicas, nil
+	case autoscalingv1beta1.KindStatefulSet:
+		var w appsv1.StatefulSet
+		if err := o.client.Get(ctx, key, &w); err != nil {
+			return nil, nil, client.IgnoreNotFound(err)
 		}
-		return nil, nil, "", fmt.Errorf("getting %s %s: %w", ref.Kind, ref.Name, err)
-	}
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		return &w.Spec.Template, ptr.To(ptr.Deref(w.Spec.Replicas, 1)), "", nil
-	case *appsv1.StatefulSet:
-		return &w.Spec.Template, ptr.To(ptr.Deref(w.Spec.Replicas, 1)), "", nil
+		return &w.Spec.Template, w.Spec.Replicas, nil
 	default:
-		rs := obj.(*appsv1.ReplicaSet)
-		return &rs.Spec.Template, ptr.To(ptr.Deref(rs.Spec.Replicas, 1)), "", nil
+		var w appsv1.ReplicaSet
+		if err := o.client.Get(ctx, key, &w); err != nil {
+			return nil, nil, client.IgnoreNotFound(err)
+		}
+		return &w.Spec.Template, w.Spec.Replicas, nil
 	}
+}
+
+func (o objects) ResourceQuotas(ctx context.Context, namespace string) ([]corev1.ResourceQuota, error) {
+	var quotas corev1.ResourceQuotaList
+	if err := o.client.List(ctx, &quotas, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return quotas.Items, nil
 }
 
 // notReady marks cb not ready for provisioning and plans nothing for it.

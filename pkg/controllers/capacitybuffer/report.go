@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,10 +16,9 @@ import (
 )
 
 // Reporter writes each buffer's Provisioning condition from a provisioning
-// pass's plan (provisioning.BufferReporter): True (FitsExistingCapacity)
-// when every chunk fits capacity that exists, False while some need new
-// NodeClaims (RequiresNewCapacity) or fit nowhere (Unschedulable, with the
-// solver's reason). It patches only a condition that changed.
+// pass's plan (provisioning.BufferReporter), worded by
+// capacitybuffer.Outcome.Condition. It patches only a condition that
+// changed.
 type Reporter struct {
 	Client client.Client
 	Clock  clock.Clock
@@ -44,16 +42,7 @@ func (r *Reporter) report(ctx context.Context, key types.NamespacedName, o *capa
 	if !apimeta.IsStatusConditionTrue(cb.Status.Conditions, autoscalingv1beta1.ConditionReadyForProvisioning) {
 		return nil
 	}
-	total := o.Existing + o.New + o.Failed
-	status, reason, msg := metav1.ConditionTrue, ReasonFitsExistingCapacity, fmt.Sprintf("all %d chunk(s) fit existing capacity", total)
-	switch {
-	case o.Failed > 0:
-		status, reason = metav1.ConditionFalse, ReasonUnschedulable
-		msg = fmt.Sprintf("%d/%d chunk(s) fit no node and no NodePool: %s", o.Failed, total, o.Why)
-	case o.New > 0:
-		status, reason = metav1.ConditionFalse, ReasonRequiresNewCapacity
-		msg = fmt.Sprintf("%d/%d chunk(s) need new capacity; joiner is launching it", o.New, total)
-	}
+	status, reason, msg := o.Condition()
 	stored := cb.DeepCopy()
 	if !setCondition(&cb.Status.Conditions, cb.Generation, r.Clock, autoscalingv1beta1.ConditionProvisioning, status, reason, msg) {
 		return nil
