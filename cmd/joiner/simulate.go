@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -47,6 +49,9 @@ type simulateOptions struct {
 	// ignoreDRA is IGNORE_DRA_REQUESTS: false plans the dump's resource
 	// claims against its DeviceClasses and ResourceSlices.
 	ignoreDRA bool
+	// schedulerConfig is SCHEDULER_CONFIG: kube-scheduler's default
+	// topology spread, read by schedulerconfig as the controller reads it.
+	schedulerConfig string
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -104,6 +109,7 @@ the latter can replay several rounds (--rounds).`,
 	f.BoolVar(&o.spotToSpot, "spot-to-spot", false, "with --disruption: allow spot-to-spot consolidation (the SpotToSpotConsolidation feature gate)")
 	f.BoolVar(&o.listPrices, "list-prices", false, "price nodes at their offerings' list prices alone, as Karpenter does (PRICE_MODEL=List), instead of what the bill says (surplus CPU credits of burstable types and EBS volumes added)")
 	f.BoolVar(&o.ignoreDRA, "ignore-dra-requests", true, "leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default (IGNORE_DRA_REQUESTS); false plans nodes whose devices meet the claims, from the input's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices")
+	f.StringVar(&o.schedulerConfig, "scheduler-config", os.Getenv("SCHEDULER_CONFIG"), "kube-scheduler's default topology spread, planned for pods without constraints of their own, as the controller's --scheduler-config (SCHEDULER_CONFIG, its default here): a KubeSchedulerConfiguration or Karpenter's podTopologySpread document, inline or as a file path")
 	f.StringSliceVar(&o.families, "instance-families", nil, "limit the built-in catalog to these families (e.g. m5,c6g); known: "+strings.Join(catalog.Families(), ","))
 	return cmd
 }
@@ -197,6 +203,10 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 			return nil, err
 		}
 	}
+	spread, err := schedulerconfig.Load(o.schedulerConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
 	if o.scenario != "" {
 		s, err := scenario.LoadFile(o.scenario)
 		if err != nil {
@@ -206,6 +216,9 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 			for pool := range s.Snapshot.InstanceTypes {
 				s.Snapshot.InstanceTypes[pool] = its
 			}
+		}
+		if spread != nil {
+			s.Snapshot.DefaultSpread = &scheduling.DefaultSpread{Constraints: spread}
 		}
 		return &simulation{snap: s.Snapshot}, nil
 	}
@@ -218,6 +231,7 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 		Catalog:       catalog.Options{Zones: o.zones, Families: o.families},
 		Now:           simulateNow(),
 		Devices:       !o.ignoreDRA,
+		DefaultSpread: spread,
 	})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -66,6 +67,8 @@ type Manifests struct {
 	buffers  []sourced[*autoscalingv1beta1.CapacityBuffer]
 	quotas   map[string][]corev1.ResourceQuota
 	resolved []capacitybuffer.Resolution
+	// services are read for kube-scheduler's default spread selectors.
+	services []*corev1.Service
 	// dra holds the Dynamic Resource Allocation objects (resource.k8s.io/v1).
 	dra dra.Objects
 	// Ignored lists the objects of kinds joiner does not read, as
@@ -202,6 +205,15 @@ func (m *Manifests) addObject(where, apiVersion, kind string, js []byte) error {
 			return err
 		}
 		m.buffers = append(m.buffers, sourced[*autoscalingv1beta1.CapacityBuffer]{where, cb})
+	case "/Service":
+		svc := &corev1.Service{}
+		if err := decodeStrict(js, svc); err != nil {
+			return err
+		}
+		if svc.Namespace == "" {
+			svc.Namespace = metav1.NamespaceDefault
+		}
+		m.services = append(m.services, svc)
 	case "/ResourceQuota":
 		q := &corev1.ResourceQuota{}
 		if err := decodeStrict(js, q); err != nil {
@@ -405,6 +417,11 @@ func decodeWorkload(kind string, js []byte) (workload, error) {
 	}
 	if w.meta.Namespace == "" {
 		w.meta.Namespace = metav1.NamespaceDefault
+	}
+	if w.meta.UID == "" {
+		// Its pods name it by UID (their controller reference), which
+		// kube-scheduler's default spread reads its selector by.
+		w.meta.UID = types.UID("simulated/" + kind + "/" + w.meta.Namespace + "/" + w.meta.Name)
 	}
 	w.replicas = one
 	if replicas != nil {

@@ -48,6 +48,10 @@ type SnapshotOptions struct {
 	// the manifests' DeviceClasses, ResourceClaims, templates and
 	// ResourceSlices.
 	Devices bool
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints by scheduler name (SCHEDULER_CONFIG, read by
+	// schedulerconfig); nil when unset.
+	DefaultSpread map[string][]corev1.TopologySpreadConstraint
 }
 
 // Snapshot builds the solver's input. Workloads (Deployments, ReplicaSets,
@@ -166,6 +170,7 @@ func (m *Manifests) Snapshot(opts SnapshotOptions) (*scheduling.Snapshot, error)
 	snap.NodePools = slices.DeleteFunc(snap.NodePools, func(np *scheduling.NodePool) bool {
 		return slices.ContainsFunc(m.apiNodePools, func(api *v1.NodePool) bool { return api.Name == np.Name && api.IsStatic() })
 	})
+	snap.DefaultSpread = m.defaultSpread(opts.DefaultSpread)
 	if opts.Devices {
 		snap.Devices = dra.View(context.Background(), snap, m.dra, nodeTypes(snap))
 	}
