@@ -161,9 +161,9 @@ items:
         restartPolicy: Never
         containers: [{name: c, image: i}]
 - apiVersion: v1
-  kind: Service
+  kind: ConfigMap
   metadata: {name: api, namespace: prod}
-  spec: {ports: [{port: 80}]}
+  data: {port: "80"}
 `
 
 func TestManifestsKubectlDump(t *testing.T) {
@@ -178,7 +178,7 @@ func TestManifestsKubectlDump(t *testing.T) {
 	if got := m.BoundElsewhere(); len(got) != 0 {
 		t.Errorf("bound elsewhere = %v, want none", got)
 	}
-	if want := []string{"Service prod/api"}; !slices.Equal(m.Ignored, want) {
+	if want := []string{"ConfigMap prod/api"}; !slices.Equal(m.Ignored, want) {
 		t.Errorf("ignored = %v, want %v", m.Ignored, want)
 	}
 }
