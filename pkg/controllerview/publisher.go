@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -93,7 +94,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("controllerview")
 	for {
 		if err := p.Publish(ctx); err != nil && ctx.Err() == nil {
-			logger.V(1).Info("publishing the controller view", "error", err.Error())
+			logger.V(1).Info("publishing the controller view", logging.Error, err.Error())
 		}
 		select {
 		case <-ctx.Done():

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -94,7 +95,7 @@ func NewWriterForClient(c typedeventsv1.EventsV1Interface, scheme *runtime.Schem
 func (w *Writer) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	ev, err := w.event(regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
 	if err != nil {
-		log.Log.WithName("events").Error(err, "cannot build event", "reason", reason)
+		log.Log.WithName("events").Error(err, "cannot build event", logging.Reason, reason)
 		return
 	}
 	select {
@@ -120,7 +121,7 @@ func (w *Writer) event(regarding, related runtime.Object, eventtype, reason, act
 		// As client-go's recorder: the event goes without the related
 		// object rather than not at all.
 		if relatedRef, err = reference.GetReference(w.scheme, related); err != nil {
-			log.Log.WithName("events").Error(err, "cannot reference the related object; writing the event without it", "reason", reason)
+			log.Log.WithName("events").Error(err, "cannot reference the related object; writing the event without it", logging.Reason, reason)
 		}
 	}
 	now := w.clock.Now()
@@ -161,7 +162,7 @@ func (w *Writer) Start(ctx context.Context) error {
 				case ev := <-w.queue:
 					if err := w.write(ctx, ev); err != nil && ctx.Err() == nil {
 						metrics.EventsDropped.WithLabelValues(ev.Type, ev.Reason).Inc()
-						logger.V(1).Info("event not written", "reason", ev.Reason, "regarding", ev.Regarding.Name, "error", err.Error())
+						logger.V(1).Info("event not written", logging.Reason, ev.Reason, logging.Regarding, ev.Regarding.Name, logging.Error, err.Error())
 					}
 				}
 			}

@@ -12,12 +12,14 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -346,7 +348,7 @@ func Provisionable(pod *corev1.Pod, own NominatedNodeNames) bool {
 func launchBackoffs(ctx context.Context, np *v1.NodePool, its []*scheduling.InstanceType, now time.Time) ([]scheduling.LaunchBackoff, int64) {
 	out, failures, err := launchhealth.SolverBackoffs(np, its, now)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "ignoring unreadable launch health record", "nodepool", np.Name)
+		log.FromContext(ctx).Error(err, "ignoring unreadable launch health record", logging.NodePool, klog.KObj(np))
 		return nil, 0
 	}
 	return out, failures

@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -141,7 +143,7 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 				return nil, fmt.Errorf("getting existing nodeclaim %s: %w", nc.Name, err)
 			}
 			if sameIntent(existing, pc.NodePool.Name) {
-				logger.V(1).Info("nodeclaim already exists", "nodeclaim", nc.Name)
+				logger.V(1).Info("nodeclaim already exists", logging.NodeClaim, klog.KObj(nc))
 				c.opts.State.NodeClaimCreated(existing)
 				return existing, nil
 			}
@@ -156,8 +158,8 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 			reason = "provisioning"
 		}
 		metrics.NodeClaimsCreated.WithLabelValues(reason, pc.NodePool.Name, strconv.FormatBool(pc.Planned.MinValuesRelaxed)).Inc()
-		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", pc.NodePool.Name, "reason", reason,
-			"pods", len(pc.Planned.Pods), "instance-types", summarizeInstanceTypes(pc.Planned.InstanceTypes), "requests", formatResources(pc.Planned.Requests))
+		logger.Info("created nodeclaim", logging.NodeClaim, klog.KObj(nc), logging.NodePool, klog.KObj(pc.NodePool), logging.Reason, reason,
+			logging.Pods, len(pc.Planned.Pods), logging.InstanceTypes, summarizeInstanceTypes(pc.Planned.InstanceTypes), logging.Requests, formatResources(pc.Planned.Requests))
 		return nc, nil
 	}
 	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(pc.Planned.Pods), maxNameAttempts)

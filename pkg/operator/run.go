@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/controllers"
 	"github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/operator/options"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -82,11 +83,11 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	}); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
-	logger.Info("starting joiner", "cluster-name", settings.ClusterName, "cloud-provider", settings.CloudProvider,
-		"batch-idle-duration", settings.BatchIdleDuration.String(), "batch-max-duration", settings.BatchMaxDuration.String(),
-		"registration-ttl", settings.RegistrationTTL.String(), "initialization-ttl", settings.InitializationTTL.String(), "launch-backoff-max", settings.LaunchBackoffMax.String(),
-		"feature-gates", settings.FeatureGatesFlag, "leader-election", !settings.DisableLeaderElection,
-		"leader-election-name", settings.LeaderElectionName, "preference-policy", settings.PreferencePolicy, "min-values-policy", settings.MinValuesPolicy, "price-model", settings.PriceModel)
+	logger.Info("starting joiner", logging.ClusterName, settings.ClusterName, logging.CloudProvider, settings.CloudProvider,
+		logging.BatchIdleDuration, settings.BatchIdleDuration.String(), logging.BatchMaxDuration, settings.BatchMaxDuration.String(),
+		logging.RegistrationTTL, settings.RegistrationTTL.String(), logging.InitializationTTL, settings.InitializationTTL.String(), logging.LaunchBackoffMax, settings.LaunchBackoffMax.String(),
+		logging.FeatureGates, settings.FeatureGatesFlag, logging.LeaderElection, !settings.DisableLeaderElection,
+		logging.LeaderElectionName, settings.LeaderElectionName, logging.PreferencePolicy, settings.PreferencePolicy, logging.MinValuesPolicy, settings.MinValuesPolicy, logging.PriceModel, settings.PriceModel)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"net"
 	"net/http"
 	"strings"
@@ -116,7 +117,7 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := &http.Server{Handler: s.Handler(ln.Addr()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	logger.Info("serving the status page", "url", "http://"+ln.Addr().String()+"/")
+	logger.Info("serving the status page", logging.URL, "http://"+ln.Addr().String()+"/")
 
 	s.sample(ctx)
 	for {
@@ -139,7 +140,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) sample(ctx context.Context) {
 	in, err := s.opts.Source(ctx)
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("status page could not sample the cost", "error", err.Error())
+		log.FromContext(ctx).V(1).Info("status page could not sample the cost", logging.Error, err.Error())
 		return
 	}
 	sample := SampleOf(in)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"maps"
 	"strconv"
 	"sync"
@@ -53,7 +54,7 @@ func (p *prices) ensureLoaded(ctx context.Context) {
 	}
 	p.loaded = true
 	if err := p.refresh(ctx); err != nil {
-		log.FromContext(ctx).Info("price refresh failed; using the built-in on-demand prices and no spot prices until a refresh succeeds", "error", err.Error())
+		log.FromContext(ctx).Info("price refresh failed; using the built-in on-demand prices and no spot prices until a refresh succeeds", logging.Error, err.Error())
 	}
 }
 
@@ -83,7 +84,7 @@ func (p *prices) warnStatic(ctx context.Context) {
 	if _, ok := staticOnDemandPrices[p.region]; ok || p.warned.Swap(true) {
 		return
 	}
-	log.FromContext(ctx).Info("no built-in on-demand prices for this region; using the us-east-1 table until the Pricing API answers, so launch choices may not be the cheapest here", "region", p.region, "table", staticPricesSource)
+	log.FromContext(ctx).Info("no built-in on-demand prices for this region; using the us-east-1 table until the Pricing API answers, so launch choices may not be the cheapest here", logging.Region, p.region, logging.Table, staticPricesSource)
 }
 
 func (p *prices) generation() uint64 { return p.gen.Load() }
@@ -246,7 +247,7 @@ func (r *PricingRefresher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("pricing")
 	for {
 		if err := r.p.prices.refresh(ctx); err != nil {
-			logger.Info("price refresh failed; keeping the previous prices (the built-in table until a refresh succeeds)", "error", err.Error())
+			logger.Info("price refresh failed; keeping the previous prices (the built-in table until a refresh succeeds)", logging.Error, err.Error())
 		}
 		t := r.p.clock.NewTimer(r.p.opts.PricingRefresh)
 		select {

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/bootstrap"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // How long a node role's ARN and aws-auth's content are reused: a waiting
@@ -199,7 +200,7 @@ func (p *Provider) clusterAccess(ctx context.Context) (ClusterAccess, bool) {
 	}
 	a, err := ReadClusterAccess(ctx, p.eks, p.opts.ClusterName)
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("reading the cluster's EKS access entries", "error", err.Error())
+		log.FromContext(ctx).V(1).Info("reading the cluster's EKS access entries", logging.Error, err.Error())
 		p.cache.Set(key, false, awsAuthTTL)
 		return ClusterAccess{}, false
 	}

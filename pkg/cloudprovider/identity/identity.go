@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -49,6 +50,6 @@ func (n *Namesakes) Report(ctx context.Context, clusterName, clusterID, other, i
 	n.seen[other] = true
 	metrics.ClusterNamesakes.Set(float64(len(n.seen)))
 	log.FromContext(ctx).Error(nil, "another cluster uses this cluster's name; joiner leaves its instances alone, but the two clusters must have distinct cluster names or tooling that trusts the name (Karpenter, IAM conditions, cost reports) will mix them up",
-		"cluster-name", clusterName, "cluster-id", clusterID, "other-cluster-id", other, "instance", instance)
+		logging.ClusterName, clusterName, logging.ClusterID, clusterID, logging.OtherClusterID, other, logging.Instance, instance)
 	return true
 }

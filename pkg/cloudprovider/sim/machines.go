@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"maps"
 	"slices"
 	"strings"
@@ -305,8 +307,8 @@ func (m *Machines) registerNode(ctx context.Context, inst *Instance) error {
 			return err
 		}
 	}
-	logr.FromContextOrDiscard(ctx).Info("machine registered its node", "instance", inst.ID, "node", node.Name,
-		"instance-type", inst.Type, "zone", inst.Zone, "provider-id", inst.ProviderID())
+	logr.FromContextOrDiscard(ctx).Info("machine registered its node", logging.Instance, inst.ID, logging.Node, klog.KObj(node),
+		logging.InstanceType, inst.Type, logging.Zone, inst.Zone, logging.ProviderID, inst.ProviderID())
 	return nil
 }
 
@@ -318,6 +320,6 @@ func (m *Machines) removeNode(ctx context.Context, inst *Instance) error {
 	if err := m.opts.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing node %s of terminated instance %s: %w", node.Name, inst.ID, err)
 	}
-	logr.FromContextOrDiscard(ctx).Info("machine terminated, node removed", "instance", inst.ID, "node", node.Name)
+	logr.FromContextOrDiscard(ctx).Info("machine terminated, node removed", logging.Instance, inst.ID, logging.Node, klog.KObj(node))
 	return nil
 }

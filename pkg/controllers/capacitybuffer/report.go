@@ -7,12 +7,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // Reporter writes each buffer's Provisioning condition from a provisioning
@@ -29,7 +31,7 @@ type Reporter struct {
 func (r *Reporter) Report(ctx context.Context, outcomes map[types.NamespacedName]*capacitybuffer.Outcome) {
 	for key, o := range outcomes {
 		if err := r.report(ctx, key, o); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "reporting capacitybuffer provisioning", "capacitybuffer", key.String())
+			log.FromContext(ctx).Error(err, "reporting capacitybuffer provisioning", logging.CapacityBuffer, klog.KRef(key.Namespace, key.Name))
 		}
 	}
 }

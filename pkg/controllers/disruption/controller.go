@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,6 +19,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
@@ -262,8 +264,8 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 		return nil, nil
 	}
 	c.memo.key = ""
-	logger.Info("disruption command decided", "method", cmd.Method, "reason", cmd.Reason, "decision", decision(cmd),
-		"candidates", strings.Join(cmd.Candidates, ","), "replacements", len(cmd.Replacements), "savingsPerHour", cmd.SavingsPerHour, "pods", cmd.PodsMoved)
+	logger.Info("disruption command decided", logging.Method, cmd.Method, logging.Reason, cmd.Reason, logging.Decision, decision(cmd),
+		logging.Candidates, strings.Join(cmd.Candidates, ","), logging.Replacements, len(cmd.Replacements), logging.SavingsPerHour, cmd.SavingsPerHour, logging.Pods, cmd.PodsMoved)
 
 	if cmd.Method != disruption.MethodDrift && cmd.Method != disruption.MethodStaticDrift {
 		// Karpenter waits before an emptiness or consolidation command: a
@@ -283,7 +285,7 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 		}
 		if err := c.validate(cmd, fresh); err != nil {
 			failedValidations.With(commandLabels(cmd)).Inc()
-			logger.Info("disruption command failed validation", "method", cmd.Method, "candidates", strings.Join(cmd.Candidates, ","), "error", err.Error())
+			logger.Info("disruption command failed validation", logging.Method, cmd.Method, logging.Candidates, strings.Join(cmd.Candidates, ","), logging.Error, err.Error())
 			return nil, nil
 		}
 		in = fresh
@@ -340,7 +342,7 @@ func (c *Controller) cleanUp(ctx context.Context) error {
 			continue
 		}
 		if sn.Node != nil && v1.HasDisruptedTaint(sn.Node.Spec.Taints) {
-			log.FromContext(ctx).Info("removing a disrupted taint no command accounts for", "node", sn.Node.Name)
+			log.FromContext(ctx).Info("removing a disrupted taint no command accounts for", logging.Node, klog.KObj(sn.Node))
 			if err := untaint(ctx, c.opts.Client, sn.Node.Name); err != nil {
 				errs = append(errs, err)
 			}

@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -213,7 +215,7 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 	q.mu.Lock()
 	it.launched = true
 	q.mu.Unlock()
-	log.FromContext(ctx).Info("launched replacements, waiting for them to initialize", "nodeclaims", strings.Join(it.replacements, ","), "deadline", it.deadline.UTC().Format(time.RFC3339))
+	log.FromContext(ctx).Info("launched replacements, waiting for them to initialize", logging.NodeClaims, strings.Join(it.replacements, ","), logging.Deadline, it.deadline.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -284,7 +286,7 @@ func (q *Queue) process(ctx context.Context, it *item) {
 			waiting = append(waiting, name+" (not created yet)")
 			continue
 		case err != nil:
-			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", "nodeclaim", name)
+			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", logging.NodeClaim, klog.KRef("", name))
 			return
 		case it.uids[name] != "" && nc.UID != it.uids[name]:
 			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it %s (a new NodeClaim has its name)", name, failedStage(it.running[name])), it.running[name])
@@ -348,7 +350,7 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 		c := it.candidates[i]
 		err := q.opts.Client.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.nodeClaim}}, client.Preconditions{UID: &c.nodeClaimUID})
 		if client.IgnoreNotFound(err) != nil {
-			logger.Error(err, "deleting disrupted nodeclaim", "nodeclaim", c.nodeClaim)
+			logger.Error(err, "deleting disrupted nodeclaim", logging.NodeClaim, klog.KRef("", c.nodeClaim))
 			return
 		}
 		deleted[i] = true
@@ -366,7 +368,7 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 		if c.nodeObj != nil {
 			q.opts.Recorder.Publish(events.Normal(c.nodeObj, events.DisruptionTerminating, "Disrupt", "%s", msg))
 		}
-		logger.Info("disrupting node", "node", c.node, "nodeclaim", c.nodeClaim, "nodepool", c.nodePool, "reason", it.cmd.Reason, "decision", decision(it.cmd))
+		logger.Info("disrupting node", logging.Node, klog.KRef("", c.node), logging.NodeClaim, klog.KRef("", c.nodeClaim), logging.NodePool, klog.KRef("", c.nodePool), logging.Reason, it.cmd.Reason, logging.Decision, decision(it.cmd))
 	}
 	q.mu.Lock()
 	q.remove(it)
@@ -389,7 +391,7 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 // the NodePool of a drift command.
 func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementFailed bool) {
 	logger := log.FromContext(ctx)
-	logger.Info("rolling back disruption command", "method", it.cmd.Method, "candidates", strings.Join(it.cmd.Candidates, ","), "reason", why)
+	logger.Info("rolling back disruption command", logging.Method, it.cmd.Method, logging.Candidates, strings.Join(it.cmd.Candidates, ","), logging.Reason, why)
 	queueFailures.With(commandLabels(it.cmd)).Inc()
 	var ids []string
 	for _, c := range it.candidates {
@@ -398,7 +400,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 		}
 		if c.node != "" {
 			if err := untaint(ctx, q.opts.Client, c.node); err != nil {
-				logger.Error(err, "removing disrupted taint during rollback", "node", c.node)
+				logger.Error(err, "removing disrupted taint during rollback", logging.Node, klog.KRef("", c.node))
 			}
 		}
 		about := []runtime.Object{c.claimObj}
@@ -410,7 +412,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 				"Disruption (%s) rolled back, the node keeps running: %s", decisionText(it.cmd), why))
 		}
 		if err := clearDisruptionReason(ctx, q.opts.Client, c.nodeClaim); err != nil {
-			logger.Error(err, "clearing DisruptionReason during rollback", "nodeclaim", c.nodeClaim)
+			logger.Error(err, "clearing DisruptionReason during rollback", logging.NodeClaim, klog.KRef("", c.nodeClaim))
 		}
 	}
 	q.opts.State.UnmarkForDeletion(ids...)
@@ -429,7 +431,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 		sort.Strings(names)
 		for _, p := range names {
 			if err := haltDrift(ctx, q.opts, p, why); err != nil {
-				logger.Error(err, "halting drift", "nodepool", p)
+				logger.Error(err, "halting drift", logging.NodePool, klog.KRef("", p))
 			}
 		}
 	}
@@ -446,7 +448,7 @@ func (q *Queue) deleteReplacements(ctx context.Context, it *item) {
 			opts = append(opts, client.Preconditions{UID: &uid})
 		}
 		if err := q.opts.Client.Delete(ctx, nc, opts...); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			log.FromContext(ctx).Error(err, "deleting replacement of a failed command", "nodeclaim", name)
+			log.FromContext(ctx).Error(err, "deleting replacement of a failed command", logging.NodeClaim, klog.KRef("", name))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -10,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // maxVerdictWritesPerPass bounds the NodeClaim patches one pass makes to
@@ -56,7 +58,7 @@ func (c *Controller) storeVerdicts(ctx context.Context, in *disruption.Input, de
 		rec.Since = now.UTC().Truncate(1e9)
 		writes++
 		if err := writeVerdict(ctx, c.opts.Client, nc, rec); err != nil {
-			log.FromContext(ctx).Error(err, "storing disruption verdict", "nodeclaim", nc.Name)
+			log.FromContext(ctx).Error(err, "storing disruption verdict", logging.NodeClaim, klog.KObj(nc))
 		}
 	}
 }

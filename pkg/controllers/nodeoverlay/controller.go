@@ -31,6 +31,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/overlay"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -175,7 +176,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		// Atomic: a partial set would change plans in ways no overlay
 		// alone asks for.
 		c.opts.Store.Set(nil)
-		log.FromContext(ctx).Info("nodeoverlays conflict; none is applied until resolved", "conflicts", len(conflicts))
+		log.FromContext(ctx).Info("nodeoverlays conflict; none is applied until resolved", logging.Conflicts, len(conflicts))
 	} else {
 		c.opts.Store.Set(list)
 	}

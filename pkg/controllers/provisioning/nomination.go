@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,6 +25,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -321,7 +323,7 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 			// errChangedSinceRead among them: the caller decides again.
 			return reconcile.Result{}, err
 		}
-		log.FromContext(ctx).V(1).Info("set nominated node name", "pod", klogRef(pod), "node", want, "previous", current)
+		log.FromContext(ctx).V(1).Info("set nominated node name", logging.Pod, klog.KObj(pod), logging.Node, klog.KRef("", want), logging.Previous, current)
 	}
 	if want != "" && pod.Spec.NodeName == "" {
 		return reconcile.Result{RequeueAfter: nominationRecheck}, nil
@@ -442,7 +444,7 @@ func (w *NominationWriter) adopt(ctx context.Context, pod *corev1.Pod) (bool, er
 		return false, nil
 	}
 	w.state.SetNominatedNodeName(key, current)
-	log.FromContext(ctx).V(1).Info("adopted nominated node name", "pod", klogRef(pod), "node", current)
+	log.FromContext(ctx).V(1).Info("adopted nominated node name", logging.Pod, klog.KObj(pod), logging.Node, klog.KRef("", current))
 	return true, nil
 }
 
@@ -556,5 +558,3 @@ func (w *NominationWriter) forget(pod types.NamespacedName) {
 	delete(w.foreign, pod)
 	w.mu.Unlock()
 }
-
-func klogRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -19,6 +19,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -201,7 +202,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			// time), backing off while the passes keep failing.
 			failures++
 			retry := failedPassRetry(failures)
-			logger.Error(err, "provisioning failed", "retryIn", retry.String())
+			logger.Error(err, "provisioning failed", logging.RetryIn, retry.String())
 			p.retryFailed.wake(p.opts.Clock, p.opts.Clock.Now().Add(retry), func() { p.Trigger(failedPassTrigger) })
 			continue
 		}
@@ -277,7 +278,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		p.forgetExcept(nil)
 		return res, nil
 	}
-	logger.V(1).Info("found provisionable pods", "count", len(real), "virtual", len(v.Cluster.Pods)-len(real))
+	logger.V(1).Info("found provisionable pods", logging.Count, len(real), logging.Virtual, len(v.Cluster.Pods)-len(real))
 	p.warn(real)
 
 	start := p.opts.Clock.Now()
@@ -291,7 +292,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("solving for %d pods: %w", len(v.Cluster.Pods), err)
 	}
 	if len(plan.NewNodeClaims) > 0 {
-		logger.Info("computed new nodeclaims to fit pods", "nodeclaims", len(plan.NewNodeClaims), "pods", countPods(plan.NewNodeClaims), "duration", p.opts.Clock.Since(start).String())
+		logger.Info("computed new nodeclaims to fit pods", logging.NodeClaims, len(plan.NewNodeClaims), logging.Pods, countPods(plan.NewNodeClaims), logging.Duration, p.opts.Clock.Since(start).String())
 	}
 
 	claims, err := p.claimsFor(v, plan.NewNodeClaims)

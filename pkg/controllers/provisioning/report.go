@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -78,5 +79,5 @@ func logUnschedulable(logger logr.Logger, errs []scheduling.PodError, skipped ma
 		g := groups[msg]
 		summary = append(summary, fmt.Sprintf("%d pod(s) (e.g. %s): %s", g.count, strings.Join(g.examples, ", "), msg))
 	}
-	logger.Info("could not schedule pods", "count", len(errs), "reasons", summary)
+	logger.Info("could not schedule pods", logging.Count, len(errs), logging.Reasons, summary)
 }

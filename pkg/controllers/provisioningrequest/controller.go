@@ -24,6 +24,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/gang"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // Defaults, as Cluster Autoscaler's.
@@ -218,7 +219,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !gang.Served(pr.Spec.ProvisioningClassName) {
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("provisioningrequest", req.String(), "class", pr.Spec.ProvisioningClassName))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues(logging.Class, pr.Spec.ProvisioningClassName))
 	claims, err := c.nodeClaims(ctx, pr)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -11,6 +11,7 @@ import (
 
 	autoscalingv1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1"
 	"github.com/joiner-dev/joiner/pkg/gang"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -57,7 +58,7 @@ func (c *Controller) existingPlacements(ctx context.Context, pr *autoscalingv1.P
 	}
 	var byNode map[string][]string
 	if err := json.Unmarshal([]byte(raw), &byNode); err != nil {
-		log.FromContext(ctx).Info("ignoring unreadable placements on existing nodes", "detail", detailExistingNodes, "error", err.Error())
+		log.FromContext(ctx).Info("ignoring unreadable placements on existing nodes", logging.Detail, detailExistingNodes, logging.Error, err.Error())
 		return nil, nil
 	}
 	templates, err := c.templates(ctx, pr)
@@ -66,7 +67,7 @@ func (c *Controller) existingPlacements(ctx context.Context, pr *autoscalingv1.P
 	}
 	pods, err := gang.Pods(pr, templates)
 	if err != nil {
-		log.FromContext(ctx).Info("cannot rebuild the pods booked on existing nodes", "error", err.Error())
+		log.FromContext(ctx).Info("cannot rebuild the pods booked on existing nodes", logging.Error, err.Error())
 		return nil, nil
 	}
 	byName := make(map[string]*corev1.Pod, len(pods))

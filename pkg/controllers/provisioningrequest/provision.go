@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/gang"
 	"github.com/joiner-dev/joiner/pkg/livemodel"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -130,7 +131,7 @@ func (c *Controller) provision(ctx context.Context, pr *autoscalingv1.Provisioni
 	if err := c.hold(ctx, pr, created, nil); err != nil {
 		return reconcile.Result{}, err
 	}
-	log.FromContext(ctx).Info("created nodeclaims for provisioningrequest", "nodeclaims", len(created), "pods", len(pods), "group-launch", canGroup)
+	log.FromContext(ctx).Info("created nodeclaims for provisioningrequest", logging.NodeClaims, len(created), logging.Pods, len(pods), logging.GroupLaunch, canGroup)
 	if canGroup {
 		return c.launchGroup(ctx, pr, group, created)
 	}
@@ -202,7 +203,7 @@ func (c *Controller) launchGroup(ctx context.Context, pr *autoscalingv1.Provisio
 	case cloudprovider.IsInsufficientCapacityError(err):
 		return c.rollBack(ctx, pr, held, fmt.Sprintf("the cloud could not launch all %d instances at once, so it launched none: %v", len(held), err))
 	default:
-		log.FromContext(ctx).Info("launching the request's nodeclaims one by one", "reason", err.Error())
+		log.FromContext(ctx).Info("launching the request's nodeclaims one by one", logging.Reason, err.Error())
 		c.opts.Recorder.Publish(events.Normal(pr, ReasonGroupLaunched, "Provision", "The %d NodeClaims cannot be launched in one call (%v); launching them one by one, all deleted if any fails", len(held), err))
 	}
 	return reconcile.Result{RequeueAfter: time.Second}, c.release(ctx, held)
@@ -275,14 +276,14 @@ func (c *Controller) provisioned(ctx context.Context, pr *autoscalingv1.Provisio
 	c.retry.forget(client.ObjectKeyFromObject(pr))
 	metrics.ProvisioningRequestOutcomes.WithLabelValues(pr.Spec.ProvisioningClassName, outcomeProvisioned).Inc()
 	c.opts.Recorder.Publish(events.Normal(pr, ReasonProvisioned, "Provision", "%s", message))
-	log.FromContext(ctx).Info("provisioningrequest provisioned", "reason", reason)
+	log.FromContext(ctx).Info("provisioningrequest provisioned", logging.Reason, reason)
 }
 
 func (c *Controller) notProvisioned(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, reason, message, outcome string) {
 	c.set(pr, autoscalingv1.Provisioned, metav1.ConditionFalse, reason, message)
 	metrics.ProvisioningRequestOutcomes.WithLabelValues(pr.Spec.ProvisioningClassName, outcome).Inc()
 	c.opts.Recorder.Publish(events.Warning(pr, ReasonNotProvisioned, "Provision", "%s: %s", reason, message))
-	log.FromContext(ctx).Info("provisioningrequest not provisioned", "reason", reason, "message", message)
+	log.FromContext(ctx).Info("provisioningrequest not provisioned", logging.Reason, reason, logging.Message, message)
 }
 
 func (c *Controller) fail(pr *autoscalingv1.ProvisioningRequest, reason, message string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // scaleDown deletes np's surplus NodeClaims in disruption.ScaleDownOrder.
@@ -25,8 +27,8 @@ func (c *Controller) scaleDown(ctx context.Context, np *v1.NodePool, nodes []dis
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
 	}
-	log.FromContext(ctx).Info("deprovisioning nodeclaims to satisfy replica count", "nodepool", np.Name,
-		"current", *np.Spec.Replicas+int64(surplus), "desired", *np.Spec.Replicas, "deprovision-count", surplus)
+	log.FromContext(ctx).Info("deprovisioning nodeclaims to satisfy replica count", logging.NodePool, klog.KObj(np),
+		logging.Current, *np.Spec.Replicas+int64(surplus), logging.Desired, *np.Spec.Replicas, logging.DeprovisionCount, surplus)
 	var deleted []string
 	var errs []error
 	for _, name := range order[:min(surplus, len(order))] {

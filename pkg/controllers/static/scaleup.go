@@ -3,6 +3,7 @@ package static
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -10,6 +11,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/nodepool"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -27,7 +29,7 @@ func (c *Controller) scaleUp(ctx context.Context, np *v1.NodePool, count disrupt
 		room := limit.Value() - int64(count.Active+count.Disrupting+count.Deleting)
 		if room < want {
 			want = max(room, 0)
-			log.FromContext(ctx).Info("static nodepool held back by its node limit", "nodepool", np.Name, "limit", limit.Value(), "replicas", *np.Spec.Replicas)
+			log.FromContext(ctx).Info("static nodepool held back by its node limit", logging.NodePool, klog.KObj(np), logging.Limit, limit.Value(), logging.Replicas, *np.Spec.Replicas)
 		}
 	}
 	if want == 0 {
@@ -47,8 +49,8 @@ func (c *Controller) scaleUp(ctx context.Context, np *v1.NodePool, count disrupt
 	for i := range planned {
 		planned[i] = template
 	}
-	log.FromContext(ctx).Info("provisioning nodeclaims to satisfy replica count", "nodepool", np.Name,
-		"current", count.Active+count.Disrupting, "desired", *np.Spec.Replicas, "provision-count", want)
+	log.FromContext(ctx).Info("provisioning nodeclaims to satisfy replica count", logging.NodePool, klog.KObj(np),
+		logging.Current, count.Active+count.Disrupting, logging.Desired, *np.Spec.Replicas, logging.ProvisionCount, want)
 	created, err := c.opts.Creator.CreateReplacements(ctx, map[string]*v1.NodePool{np.Name: np}, planned, ProvisionedReason)
 	n := 0
 	for _, nc := range created {

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,6 +29,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/localec2"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/nodeadm"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // EC2API is the part of the EC2 client the emulated machines call.
@@ -270,7 +272,7 @@ func (n *Nodes) Step(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("removing node %s of instance %s: %w", node.Name, id, err))
 			continue
 		}
-		logr.FromContextOrDiscard(ctx).Info("instance is gone, node removed", "instance", id, "node", node.Name)
+		logr.FromContextOrDiscard(ctx).Info("instance is gone, node removed", logging.Instance, id, logging.Node, klog.KObj(node))
 	}
 	return errors.Join(errs...)
 }
@@ -329,10 +331,10 @@ func (n *Nodes) record(ctx context.Context, o Outcome) {
 	}
 	logger := logr.FromContextOrDiscard(ctx)
 	if o.Reason != "" {
-		logger.Info("instance never joins the cluster", "instance", o.InstanceID, "reason", o.Reason)
+		logger.Info("instance never joins the cluster", logging.Instance, o.InstanceID, logging.Reason, o.Reason)
 		return
 	}
-	logger.Info("instance registered its node", "instance", o.InstanceID, "node", o.NodeName)
+	logger.Info("instance registered its node", logging.Instance, o.InstanceID, logging.Node, klog.KRef("", o.NodeName))
 }
 
 // node builds the Node inst's kubelet registers, or says why there is none.

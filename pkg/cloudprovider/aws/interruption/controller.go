@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +25,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // SQSAPI is the part of the SQS client the controller calls.
@@ -125,7 +127,7 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start polls the queue until ctx is done. A failing poll (the queue does
 // not exist yet, throttling) is logged and retried after a pause.
 func (c *Controller) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("interruption").WithValues("queue", c.opts.QueueName)
+	logger := log.FromContext(ctx).WithName("interruption").WithValues(logging.Queue, c.opts.QueueName)
 	ctx = log.IntoContext(ctx, logger)
 	wait := c.opts.WaitTime
 	if wait == 0 {
@@ -228,7 +230,7 @@ func (c *Controller) handle(ctx context.Context, url string, m sqstypes.Message,
 	msg, err := Parse(aws.ToString(m.Body))
 	if err != nil {
 		ReceivedMessages.WithLabelValues("unknown").Inc()
-		logger.Info("deleting an interruption message that does not parse", "error", err.Error(), "message-id", aws.ToString(m.MessageId))
+		logger.Info("deleting an interruption message that does not parse", logging.Error, err.Error(), logging.MessageID, aws.ToString(m.MessageId))
 		return c.delete(ctx, url, m)
 	}
 	ReceivedMessages.WithLabelValues(string(msg.Kind)).Inc()
@@ -305,7 +307,7 @@ func (c *Controller) act(ctx context.Context, msg Message, instance string, nc *
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
 	publish(ReasonTerminatingOnInterruption, "Interrupted by %s: cordoned, draining and replacing NodeClaim %s", msg.Kind, nc.Name)
-	log.FromContext(ctx).Info("deleted nodeclaim on interruption", "nodeclaim", nc.Name, "instance", instance, "provider-id", nc.Status.ProviderID, "message_type", string(msg.Kind))
+	log.FromContext(ctx).Info("deleted nodeclaim on interruption", logging.NodeClaim, klog.KObj(nc), logging.Instance, instance, logging.ProviderID, nc.Status.ProviderID, logging.MessageType, string(msg.Kind))
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -173,7 +175,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: next}, nil
 	}
 	pool := nc.Labels[v1.LabelNodePool]
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name, "nodeclaim", nc.Name, "nodepool", pool))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues(logging.NodeClaim, klog.KObj(nc), logging.NodePool, klog.KRef("", pool)))
 	total, unhealthy, err := c.poolHealth(ctx, pool)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -211,7 +213,7 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nc *v1.NodeC
 	metrics.NodeClaimsDisrupted.WithLabelValues(metrics.DisruptionReasonUnhealthy, pool, capacityType).Inc()
 	msg := fmt.Sprintf("Node %s has had %s=%s for over %s; deleting NodeClaim %s so it is replaced (node repair)", node.Name, policy.ConditionType, policy.ConditionStatus, policy.TolerationDuration, nc.Name)
 	c.opts.Recorder.Publish(events.Warning(node, events.Unhealthy, "Repair", "%s", msg), events.Warning(nc, events.Unhealthy, "Repair", "%s", msg))
-	log.FromContext(ctx).Info("repairing unhealthy node", "condition", policy.ConditionType, "status", policy.ConditionStatus)
+	log.FromContext(ctx).Info("repairing unhealthy node", logging.Condition, policy.ConditionType, logging.Status, policy.ConditionStatus)
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/plantedbug"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -128,7 +129,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name))
 
 	nodeClaims, err := c.nodeClaimsFor(ctx, node)
 	if err != nil {
@@ -199,7 +199,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, node *corev1.Node, why
 	metrics.NodesTerminated.WithLabelValues(pool).Inc()
 	metrics.NodesTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.DeletionTimestamp.Time).Seconds())
 	metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.CreationTimestamp.Time).Seconds())
-	log.FromContext(ctx).Info("deleted node", "reason", why)
+	log.FromContext(ctx).Info("deleted node", logging.Reason, why)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +22,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch
@@ -75,7 +77,7 @@ func (c *Controller) Register(mgr manager.Manager) error {
 func (c *Controller) nodeClaimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1.NodeClaimList{}
 	if err := c.opts.Client.List(ctx, list, client.MatchingLabels{v1.LabelNodePool: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "listing nodeclaims of nodepool", "nodepool", o.GetName())
+		log.FromContext(ctx).Error(err, "listing nodeclaims of nodepool", logging.NodePool, klog.KObj(o))
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -122,7 +124,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("recording %s on nodeclaim %s: %w", v1.ConditionTypeConsolidatable, nc.Name, client.IgnoreNotFound(err))
 		}
 		if nc.StatusConditions().IsTrue(v1.ConditionTypeConsolidatable) {
-			log.FromContext(ctx).V(1).Info("marked consolidatable", "nodeclaim", nc.Name)
+			log.FromContext(ctx).V(1).Info("marked consolidatable", logging.NodeClaim, klog.KObj(nc))
 		}
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil

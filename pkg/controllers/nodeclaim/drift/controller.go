@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -143,7 +145,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !c.nodeClasses.Manages(nc.Spec.NodeClassRef) || !nc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.Labels[v1.LabelNodePool]))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues(logging.NodePool, klog.KRef("", nc.Labels[v1.LabelNodePool])))
 	stored := nc.DeepCopy()
 	conds := nc.StatusConditions().WithClock(c.opts.Clock)
 	var result reconcile.Result
@@ -175,7 +177,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching drifted condition of nodeclaim %s: %w", nc.Name, err))
 	}
 	if d := nc.StatusConditions().Get(v1.ConditionTypeDrifted); d != nil {
-		log.FromContext(ctx).Info("nodeclaim drifted", "reason", d.Reason, "message", d.Message)
+		log.FromContext(ctx).Info("nodeclaim drifted", logging.Reason, d.Reason, logging.Message, d.Message)
 	}
 	return result, nil
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -123,7 +125,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	msg := fmt.Sprintf("NodeClaim %s expired: it was created %s ago and its expireAfter is %s; deleting it (its node is drained, within terminationGracePeriod %s)",
 		nc.Name, c.opts.Clock.Since(nc.CreationTimestamp.Time).Round(time.Second), *nc.Spec.ExpireAfter.Duration, gracePeriod(nc))
 	c.opts.Recorder.Publish(events.Normal(nc, events.Expired, "Delete", "%s", msg))
-	log.FromContext(ctx).Info("deleting expired nodeclaim", "nodeclaim", nc.Name, "nodepool", pool, "node", nc.Status.NodeName)
+	log.FromContext(ctx).Info("deleting expired nodeclaim", logging.NodeClaim, klog.KObj(nc), logging.NodePool, klog.KRef("", pool), logging.Node, klog.KRef("", nc.Status.NodeName))
 	return reconcile.Result{}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -238,7 +240,7 @@ func (c *Controller) heldPastCache(ctx context.Context, inst *v1.NodeClaim) (boo
 // instance is gone, and the event must still find the Node it is about.
 func (c *Controller) terminateOrphan(ctx context.Context, inst *v1.NodeClaim) error {
 	pid := inst.Status.ProviderID
-	logger := log.FromContext(ctx).WithValues("provider-id", pid, "nodeclaim", inst.Name, "nodepool", inst.Labels[v1.LabelNodePool])
+	logger := log.FromContext(ctx).WithValues(logging.ProviderID, pid, logging.NodeClaim, klog.KObj(inst), logging.NodePool, klog.KRef("", inst.Labels[v1.LabelNodePool]))
 	node, err := c.nodeFor(ctx, pid)
 	if err != nil {
 		return err
@@ -247,14 +249,14 @@ func (c *Controller) terminateOrphan(ctx context.Context, inst *v1.NodeClaim) er
 		return fmt.Errorf("terminating orphan instance %s: %w", pid, err)
 	}
 	age := c.opts.Clock.Since(inst.CreationTimestamp.Time).Round(time.Second)
-	logger.Info("terminated orphan instance", "age", age.String())
+	logger.Info("terminated orphan instance", logging.Age, age.String())
 	msg := fmt.Sprintf("Terminated instance %s: it belongs to this cluster but no NodeClaim references it (launched %s ago; nodeclaim tag %q)", pid, age, inst.Name)
 	if node != nil {
 		c.opts.Recorder.Publish(events.Warning(node, ReasonOrphanInstanceTerminated, "GarbageCollect", "%s", msg))
 		if err := c.opts.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting node %s of orphan instance %s: %w", node.Name, pid, err)
 		}
-		logger.Info("deleted node of orphan instance", "node", node.Name)
+		logger.Info("deleted node of orphan instance", logging.Node, klog.KObj(node))
 		return nil
 	}
 	if np := inst.Labels[v1.LabelNodePool]; np != "" {
@@ -291,7 +293,7 @@ func (c *Controller) deleteNodeClaimOfGoneInstance(ctx context.Context, nc *v1.N
 		// before a migration, or the cluster was restored under a new
 		// kube-system UID): deleting the NodeClaim would drain the node and
 		// leave the instance running unmanaged.
-		log.FromContext(ctx).Info("left nodeclaim alone: its instance exists but is not this cluster's", "nodeclaim", nc.Name, "provider-id", pid, "error", err.Error())
+		log.FromContext(ctx).Info("left nodeclaim alone: its instance exists but is not this cluster's", logging.NodeClaim, klog.KObj(nc), logging.ProviderID, pid, logging.Error, err.Error())
 		c.opts.Recorder.Publish(events.Warning(nc, ReasonInstanceNotOwned, "GarbageCollect",
 			"Left NodeClaim in place: its instance %s exists but is not this cluster's (%v). To adopt it, tag the instance with those tags; otherwise delete this NodeClaim and the instance by hand", pid, err))
 		return nil
@@ -305,7 +307,7 @@ func (c *Controller) deleteNodeClaimOfGoneInstance(ctx context.Context, nc *v1.N
 	if err := c.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting nodeclaim %s whose instance %s is gone: %w", nc.Name, pid, err)
 	}
-	log.FromContext(ctx).Info("deleted nodeclaim whose instance is gone", "nodeclaim", nc.Name, "provider-id", pid)
+	log.FromContext(ctx).Info("deleted nodeclaim whose instance is gone", logging.NodeClaim, klog.KObj(nc), logging.ProviderID, pid)
 	c.opts.Recorder.Publish(events.Warning(nc, ReasonInstanceGone, "GarbageCollect",
 		"Deleted NodeClaim: its instance %s no longer exists in the cloud (terminated outside joiner?); the provisioner replaces its capacity if pods need it", pid))
 	return nil

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/controllers/ownwrites"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -186,7 +188,7 @@ func (c *Controller) nodeClaimsForNode(ctx context.Context, o client.Object) []r
 	}
 	list := &v1.NodeClaimList{}
 	if err := c.opts.Client.List(ctx, list, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		log.FromContext(ctx).Error(err, "listing nodeclaims for node", "node", node.Name)
+		log.FromContext(ctx).Error(err, "listing nodeclaims for node", logging.Node, klog.KObj(node))
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -231,7 +233,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// instance whose provider ID was never recorded.
 		return reconcile.Result{}, c.releaseDeleting(ctx, nc)
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.Labels[v1.LabelNodePool]))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues(logging.NodePool, klog.KRef("", nc.Labels[v1.LabelNodePool])))
 
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		before := nc.DeepCopy()

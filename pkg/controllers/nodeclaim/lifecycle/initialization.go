@@ -13,12 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -97,7 +99,7 @@ func (c *Controller) initializeNode(ctx context.Context, nc *v1.NodeClaim, node 
 		}
 	}
 	conds.SetTrue(v1.ConditionTypeInitialized)
-	log.FromContext(ctx).Info("initialized nodeclaim", "node", node.Name)
+	log.FromContext(ctx).Info("initialized nodeclaim", logging.Node, klog.KObj(node))
 	return stepResult{}, nil
 }
 
@@ -252,7 +254,7 @@ func (c *Controller) initializationLiveness(ctx context.Context, nc *v1.NodeClai
 	c.opts.Recorder.Publish(evts...)
 	// Recorded before the deletion, as for registration (liveness).
 	c.recordFailure(ctx, nc, launchhealth.PhaseInitialization, reason, msg, c.opts.InitializationTTL)
-	log.FromContext(ctx).Info("deleting nodeclaim: initialization timeout", "reason", reason, "node", nc.Status.NodeName)
+	log.FromContext(ctx).Info("deleting nodeclaim: initialization timeout", logging.Reason, reason, logging.Node, klog.KRef("", nc.Status.NodeName))
 	if err := c.deleteNodeClaim(ctx, nc); err != nil {
 		return stepResult{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -37,7 +38,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, 
 		// Its ProvisioningRequest launches the whole group at once and
 		// removes the annotation when it has; launching it alone now would
 		// break the all-or-nothing launch.
-		log.FromContext(ctx).V(1).Info("waiting for the launch of its group", "group", group)
+		log.FromContext(ctx).V(1).Info("waiting for the launch of its group", logging.Group, group)
 		return stepResult{}, nil
 	}
 	created, err := c.opts.CloudProvider.Create(ctx, nc)
@@ -45,9 +46,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (stepResult, 
 		return c.launchFailed(ctx, nc, err)
 	}
 	metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
-	log.FromContext(ctx).Info("launched nodeclaim", "provider-id", created.Status.ProviderID,
-		"instance-type", created.Labels[v1.LabelInstanceType], "zone", created.Labels[v1.LabelTopologyZone],
-		"capacity-type", created.Labels[v1.LabelCapacityType])
+	log.FromContext(ctx).Info("launched nodeclaim", logging.ProviderID, created.Status.ProviderID,
+		logging.InstanceType, created.Labels[v1.LabelInstanceType], logging.Zone, created.Labels[v1.LabelTopologyZone],
+		logging.CapacityType, created.Labels[v1.LabelCapacityType])
 	hydrate(nc, created)
 	conds.SetTrue(v1.ConditionTypeLaunched)
 	return stepResult{}, nil
@@ -105,7 +106,7 @@ func (c *Controller) releaseDeleting(ctx context.Context, nc *v1.NodeClaim) erro
 // gone or deleting without the instance's provider ID on record.
 func (c *Controller) releaseUnrecorded(ctx context.Context, nc, created *v1.NodeClaim) error {
 	log.FromContext(ctx).Info("deleting instance launched for a nodeclaim that was deleted before recording it",
-		"provider-id", created.Status.ProviderID)
+		logging.ProviderID, created.Status.ProviderID)
 	if err := c.opts.CloudProvider.Delete(ctx, created); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 		return fmt.Errorf("deleting instance %s launched for deleted nodeclaim %s: %w", created.Status.ProviderID, nc.Name, err)
 	}
@@ -155,7 +156,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 	case cloudprovider.IsInsufficientCapacityError(err):
 		c.opts.Recorder.Publish(events.Warning(nc, events.InsufficientCapacityError, "Launch",
 			"NodeClaim %s could not be launched: %v. Deleting it so the provisioner retries with other instance types, zones or capacity types.", nc.Name, err))
-		log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", "error", err.Error())
+		log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", logging.Error, err.Error())
 		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
 			return stepResult{}, derr
 		}
@@ -165,7 +166,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 		c.opts.Recorder.Publish(events.Warning(nc, events.NodeClassNotReady, "Launch",
 			"NodeClaim %s could not be launched because its node class %s/%s is not ready: %v. Deleting it; fix the node class (kubectl describe %s %s) and the provisioner will try again.",
 			nc.Name, nc.Spec.NodeClassRef.Kind, nc.Spec.NodeClassRef.Name, err, nc.Spec.NodeClassRef.Kind, nc.Spec.NodeClassRef.Name))
-		log.FromContext(ctx).Info("deleting nodeclaim: node class not ready", "error", err.Error())
+		log.FromContext(ctx).Info("deleting nodeclaim: node class not ready", logging.Error, err.Error())
 		if derr := c.deleteNodeClaim(ctx, nc); derr != nil {
 			return stepResult{}, derr
 		}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -118,7 +119,7 @@ func (c *Controller) expire(ctx context.Context, nc *v1.NodeClaim, reason, phase
 		evts = append(evts, events.Warning(np, reason, "Delete", "%s", msg))
 	}
 	c.opts.Recorder.Publish(evts...)
-	log.FromContext(ctx).Info("deleting nodeclaim: liveness timeout", "phase", phase, "reason", reason)
+	log.FromContext(ctx).Info("deleting nodeclaim: liveness timeout", logging.Phase, phase, logging.Reason, reason)
 	if err := c.deleteNodeClaim(ctx, nc); err != nil {
 		return stepResult{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -17,6 +18,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
@@ -87,7 +89,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
-	log.FromContext(ctx).Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID)
+	log.FromContext(ctx).Info("registered nodeclaim", logging.Node, klog.KObj(node), logging.ProviderID, nc.Status.ProviderID)
 	return stepResult{}, node, nil
 }
 
@@ -107,7 +109,7 @@ func (c *Controller) holdRoom(ctx context.Context, nc *v1.NodeClaim, node *corev
 		return
 	}
 	if err := c.opts.Room.HoldRoom(ctx, nc.Name, node.Name); err != nil {
-		log.FromContext(ctx).Error(err, "holding room for planned pods", "nodeclaim", nc.Name, "node", node.Name)
+		log.FromContext(ctx).Error(err, "holding room for planned pods", logging.NodeClaim, klog.KObj(nc), logging.Node, klog.KObj(node))
 	}
 }
 
@@ -316,7 +318,7 @@ func taintString(t corev1.Taint) string {
 func (c *Controller) whyNotRegistered(ctx context.Context, nc *v1.NodeClaim) string {
 	why, err := cloudprovider.WhyNotRegistered(ctx, c.opts.CloudProvider, nc)
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("asking the cloud provider why the node has not registered", "error", err.Error())
+		log.FromContext(ctx).V(1).Info("asking the cloud provider why the node has not registered", logging.Error, err.Error())
 		return ""
 	}
 	return why

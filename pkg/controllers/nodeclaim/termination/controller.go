@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,6 +31,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -118,7 +120,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Another controller's NodeClaim (Karpenter, during a migration).
 		return reconcile.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
 
 	if err := c.recordDeadline(ctx, nc); err != nil {
 		return reconcile.Result{}, err
@@ -150,7 +151,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if cond := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
 		metrics.NodeClaimsInstanceTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(cond.LastTransitionTime.Time).Seconds())
 	}
-	log.FromContext(ctx).Info("deleted nodeclaim", "provider-id", nc.Status.ProviderID)
+	log.FromContext(ctx).Info("deleted nodeclaim", logging.ProviderID, nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
 
@@ -216,7 +217,7 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, r
 		// The instance runs but is not provably ours, so it is never
 		// terminated; termination finishes, loudly, so the user knows the
 		// instance outlives its NodeClaim and must be deleted by hand.
-		log.FromContext(ctx).Info("left instance running: it is not this cluster's", "nodeclaim", nc.Name, "provider-id", nc.Status.ProviderID, "error", err.Error())
+		log.FromContext(ctx).Info("left instance running: it is not this cluster's", logging.NodeClaim, klog.KObj(nc), logging.ProviderID, nc.Status.ProviderID, logging.Error, err.Error())
 		recorder.Publish(events.Warning(subject, events.FailedTermination, "Terminate",
 			"Did not terminate instance %s: it exists but is not this cluster's (%v); it keeps running, delete it by hand", nc.Status.ProviderID, err))
 		return true, nil

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joiner-dev/joiner/pkg/logging"
+	"k8s.io/klog/v2"
 	"maps"
 
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -92,7 +94,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.opts.Client.Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("annotating nodepool %s with its hash: %w", np.Name, err))
 	}
-	log.FromContext(ctx).V(1).Info("nodepool hash updated", "nodepool", np.Name, "hash", hash)
+	log.FromContext(ctx).V(1).Info("nodepool hash updated", logging.NodePool, klog.KObj(np), logging.Hash, hash)
 	return reconcile.Result{}, nil
 }
 

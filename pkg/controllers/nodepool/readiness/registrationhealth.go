@@ -3,6 +3,7 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -10,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/launchhealth"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -33,7 +35,7 @@ func (c *Controller) registrationHealth(ctx context.Context, np *v1.NodePool, no
 	conds := np.StatusConditions().WithClock(c.opts.Clock)
 	record, err := launchhealth.Get(np)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "replacing unreadable launch health record", "nodepool", np.Name)
+		log.FromContext(ctx).Error(err, "replacing unreadable launch health record", logging.NodePool, klog.KObj(np))
 	}
 	changed := err != nil
 	if nodeClass != nil {

@@ -1,0 +1,118 @@
+package logging_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// literalKeys reports the string literals written as keys in logr calls of
+// one file: Info(msg, k, v, ...), Error(err, msg, k, v, ...) and
+// WithValues(k, v, ...). It reads syntax, not types: a call of another
+// type's method of the same name with a string literal where a key would
+// be is reported too, and is best renamed.
+func literalKeys(fset *token.FileSet, f *ast.File) []string {
+	var found []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		first := map[string]int{"Info": 1, "Error": 2, "WithValues": 0}
+		start, ok := first[sel.Sel.Name]
+		if !ok {
+			return true
+		}
+		for i := start; i+1 < len(call.Args); i += 2 {
+			if lit, ok := call.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				key, _ := strconv.Unquote(lit.Value)
+				found = append(found, fset.Position(lit.Pos()).String()+": key "+strconv.Quote(key))
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// TestLiteralKeysFound: the check finds a literal key in each kind of log
+// call, and passes keys named by constants.
+func TestLiteralKeysFound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call string
+		want int
+	}{
+		{name: "info", call: `l.Info("launched", "nodeclaim", n)`, want: 1},
+		{name: "debug info", call: `l.V(1).Info("launched", logging.NodeClaim, n, "provider-id", p)`, want: 1},
+		{name: "error", call: `l.Error(err, "launching", "nodeclaim", n, "node", m)`, want: 2},
+		{name: "with values", call: `l.WithValues("nodePool", p)`, want: 1},
+		{name: "constants", call: `l.WithValues(logging.NodePool, p).Error(err, "launching", logging.Node, m)`, want: 0},
+		{name: "message only", call: `l.Error(err, "launching")`, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", "package x\nfunc f() { "+tc.call+" }\n", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := literalKeys(fset, f); len(got) != tc.want {
+				t.Errorf("found %v, want %d literal keys", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKeysHaveOneHome: no log call outside tests writes a key as a
+// string literal; keys.go is the one spelling of each (tests build their
+// own loggers and may use any key).
+func TestKeysHaveOneHome(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root not found from the package directory: %v", err)
+	}
+	fset := token.NewFileSet()
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, k := range literalKeys(fset, f) {
+			rel, _ := filepath.Rel(root, k)
+			t.Errorf("%s: name the key with a constant of pkg/logging (keys.go)", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Errorf("read %d Go files under %s, want the whole tree", files, root)
+	}
+}
