@@ -7,6 +7,11 @@ import (
 	"runtime/debug"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/operator"
 )
 
@@ -77,5 +82,37 @@ func TestLoggerValuesCostLittleUntilWritten(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if perWith := (after.TotalAlloc - before.TotalAlloc) / reconciles / 2; perWith > 1024 {
 		t.Errorf("WithValues allocated %d bytes, want at most 1024 when nothing is written (zap encoding them at once costs more)", perWith)
+	}
+}
+
+// TestLoggerWritesObjectsAsKarpenter: an object logged under its Kind with
+// a klog reference is written as Karpenter's lines write it, so a query
+// such as .NodeClaim.name finds it; a cluster-scoped object has no
+// namespace.
+func TestLoggerWritesObjectsAsKarpenter(t *testing.T) {
+	var out bytes.Buffer
+	root, err := operator.NewLogger("info", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p"}}
+	root.Info("launched nodeclaim", logging.NodeClaim, klog.KObj(nc), logging.Pod, klog.KRef("team-a", "web-0"))
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	for key, want := range map[string]map[string]any{
+		"NodeClaim": {"name": "default-x7k2p"},
+		"Pod":       {"name": "web-0", "namespace": "team-a"},
+	} {
+		got, _ := line[key].(map[string]any)
+		if len(got) != len(want) {
+			t.Errorf("%s = %v, want %v (line %s)", key, line[key], want, out.String())
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s.%s = %v, want %v (line %s)", key, k, got[k], v, out.String())
+			}
+		}
 	}
 }
