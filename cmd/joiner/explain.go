@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
 	simv1alpha1 "github.com/joiner-dev/joiner/pkg/apis/sim/v1alpha1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -54,7 +55,7 @@ var explainNow = time.Now
 func newExplainCommand() *cobra.Command {
 	o := &explainOptions{}
 	cmd := &cobra.Command{
-		Use:   "explain (pod [NS/]NAME | node NAME | nodeclaim NAME | nodepool NAME)",
+		Use:   "explain (pod [NS/]NAME | node NAME | nodeclaim NAME | nodepool NAME | capacitybuffer [NS/]NAME)",
 		Short: "Say why a pod is pending, where a node stands, what a NodePool has left",
 		Long: `explain reads the cluster once and prints one grouped verdict:
 
@@ -67,6 +68,10 @@ func newExplainCommand() *cobra.Command {
             initialisation check that is failing, the bootstrap taint problems
             seen at registration, and why the node is or is not being disrupted
             (the verdict the disruption controller stores on the NodeClaim).
+  capacitybuffer  [NS/]NAME: the chunks it resolved to (status.replicas) and
+            its ReadyForProvisioning, Provisioning (where its room is: on
+            existing capacity, or new capacity launching, or nowhere and why)
+            and LimitedByQuotas conditions.
   nodepool  its readiness and its node class's, limits used and left, the
             disruptions its budgets allow now, and the instance types that
             survive its requirements, less those backing off after failed
@@ -111,9 +116,9 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	}
 	kind = strings.ToLower(kind)
 	switch kind {
-	case "pod", "pods", "po", "node", "nodes", "no", "nodeclaim", "nodeclaims", "nodepool", "nodepools":
+	case "pod", "pods", "po", "node", "nodes", "no", "nodeclaim", "nodeclaims", "nodepool", "nodepools", "capacitybuffer", "capacitybuffers", "cb":
 	default:
-		return fmt.Errorf("explain: want pod, node, nodeclaim or nodepool, got %q", kind)
+		return fmt.Errorf("explain: want pod, node, nodeclaim, nodepool or capacitybuffer, got %q", kind)
 	}
 	// The DRA objects are always read: whether the solver plans them is
 	// decided once the controller view is known.
@@ -167,6 +172,12 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	var verdict any
 	var err error
 	switch kind {
+	case "capacitybuffer", "capacitybuffers", "cb":
+		ns, n := namespace, name
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			ns, n = name[:i], name[i+1:]
+		}
+		verdict, err = explain.CapacityBuffer(snap, ns, n)
 	case "pod", "pods", "po":
 		ns, n := namespace, name
 		if i := strings.IndexByte(name, '/'); i >= 0 {
@@ -217,7 +228,7 @@ func explainLists() []client.ObjectList {
 		&v1.NodePoolList{}, &v1.NodeClaimList{}, &simv1alpha1.SimNodeClassList{}, &awsv1.EC2NodeClassList{},
 		&corev1.NodeList{}, &corev1.PodList{}, &corev1.NamespaceList{}, &appsv1.DaemonSetList{},
 		&corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}, &storagev1.CSINodeList{},
-		&policyv1.PodDisruptionBudgetList{}, &eventsv1.EventList{},
+		&policyv1.PodDisruptionBudgetList{}, &eventsv1.EventList{}, &autoscalingv1beta1.CapacityBufferList{},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/pkg/apis"
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/controllerview"
@@ -45,6 +46,7 @@ type Snapshot struct {
 	NodeClasses []NodeClass
 	Events      []*eventsv1.Event
 	PDBs        []*policyv1.PodDisruptionBudget
+	Buffers     []*autoscalingv1beta1.CapacityBuffer
 	// Scheduling is the solver's input: pending pods, existing Nodes and
 	// in-flight NodeClaims, and each NodePool's instance types.
 	Scheduling *scheduling.Snapshot
@@ -251,6 +253,8 @@ func (s *Snapshot) add(js []byte) error {
 		s.Events = append(s.Events, o)
 	case *policyv1.PodDisruptionBudget:
 		s.PDBs = append(s.PDBs, o)
+	case *autoscalingv1beta1.CapacityBuffer:
+		s.Buffers = append(s.Buffers, o)
 	case *corev1.ConfigMap:
 		v, ok, err := controllerview.Decode(o)
 		if ok && err != nil {

@@ -22,6 +22,8 @@ func Write(w io.Writer, verdict any) error {
 		p.claim(v, "")
 	case *NodePoolVerdict:
 		p.pool(v)
+	case *CapacityBufferVerdict:
+		p.buffer(v)
 	default:
 		return fmt.Errorf("explain: cannot render %T", verdict)
 	}
