@@ -39,7 +39,7 @@ func TestExplainFromDump(t *testing.T) {
 				t.Errorf("nodePool %v, err %v in %s", v["nodePool"], err, out)
 			}
 		}},
-		{name: "unknown kind", kind: "deployment", target: "x", output: "text", wantErr: "want pod, node, nodeclaim or nodepool"},
+		{name: "unknown kind", kind: "deployment", target: "x", output: "text", wantErr: "want pod, node, nodeclaim, nodepool or capacitybuffer"},
 		{name: "unknown output", kind: "pod", target: "x", output: "wide", wantErr: "--output"},
 		{name: "missing object", kind: "node", target: "nope", output: "text", wantErr: `node "nope" not found`},
 	} {
