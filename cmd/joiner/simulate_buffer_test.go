@@ -7,17 +7,7 @@ import (
 	"testing"
 )
 
-const bufferPool = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: v1
+const bufferPool = onDemandPool + `apiVersion: v1
 kind: PodTemplate
 metadata: {name: chunk, namespace: default}
 template:
@@ -133,21 +123,12 @@ func TestSimulatePlansCapacityBuffers(t *testing.T) {
 			notReady: "PodTemplateNotFound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := newRootCommand()
-			var out, errOut strings.Builder
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			cmd.SetIn(strings.NewReader(tc.input))
-			cmd.SetArgs([]string{"simulate", "-f", "-", "-o", "json", "--zones", "us-east-1a"})
-			if err := cmd.Execute(); err != nil {
-				t.Fatalf("simulate: %v\n%s", err, errOut.String())
-			}
 			var r report
-			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-				t.Fatalf("decoding %s: %v", out.String(), err)
+			if err := simulateJSON(t, tc.input, &r, "--zones", "us-east-1a"); err != nil {
+				t.Fatal(err)
 			}
 			if len(r.Buffers) == 0 {
-				t.Fatalf("no buffers in the report: %s", out.String())
+				t.Fatalf("no buffers in the report: %+v", r)
 			}
 			b := r.Buffers[0]
 			if b.Buffer != "default/room" {
@@ -202,4 +183,23 @@ func TestSimulatePlansCapacityBuffers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simulateJSON runs simulate -f - -o json with the real solver on input and
+// decodes the report into v.
+func simulateJSON(t *testing.T, input string, v any, args ...string) error {
+	t.Helper()
+	cmd := newRootCommand()
+	var out, errOut strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetIn(strings.NewReader(input))
+	cmd.SetArgs(append([]string{"simulate", "-f", "-", "-o", "json"}, args...))
+	if err := cmd.Execute(); err != nil {
+		return fmt.Errorf("simulate: %w\n%s", err, errOut.String())
+	}
+	if err := json.Unmarshal([]byte(out.String()), v); err != nil {
+		return fmt.Errorf("decoding %s: %w", out.String(), err)
+	}
+	return nil
 }

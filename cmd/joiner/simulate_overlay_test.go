@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-const overlayPoolAndPod = `apiVersion: karpenter.sh/v1
+// onDemandPool is a NodePool of on-demand capacity, the simulate tests'
+// usual pool, followed by a document separator.
+const onDemandPool = `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}
 spec:
@@ -16,7 +18,9 @@ spec:
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
 ---
-apiVersion: v1
+`
+
+const overlayPoolAndPod = onDemandPool + `apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: default}
 spec:

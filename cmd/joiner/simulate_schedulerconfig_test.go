@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,17 +8,7 @@ import (
 	"testing"
 )
 
-const spreadDeployment = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: apps/v1
+const spreadDeployment = onDemandPool + `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: spread, namespace: default}
 spec:
@@ -70,22 +59,6 @@ func TestSimulateReadsSchedulerConfig(t *testing.T) {
 			err: "defaultingType"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := newRootCommand()
-			var out, errOut strings.Builder
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			cmd.SetIn(strings.NewReader(strings.Replace(spreadDeployment, "SCHEDULER", tc.scheduler, 1)))
-			cmd.SetArgs([]string{"simulate", "-f", "-", "-o", "json", "--zones", "us-east-1a,us-east-1b,us-east-1c", "--scheduler-config", tc.config})
-			err := cmd.Execute()
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--scheduler-config") {
-					t.Fatalf("error %v, want one naming --scheduler-config and %s", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("simulate: %v\n%s", err, errOut.String())
-			}
 			var r struct {
 				Summary struct {
 					PodsScheduled int `json:"podsScheduled"`
@@ -95,8 +68,16 @@ func TestSimulateReadsSchedulerConfig(t *testing.T) {
 					Pods         []string            `json:"pods"`
 				} `json:"nodes"`
 			}
-			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-				t.Fatalf("decoding %s: %v", out.String(), err)
+			err := simulateJSON(t, strings.Replace(spreadDeployment, "SCHEDULER", tc.scheduler, 1), &r,
+				"--zones", "us-east-1a,us-east-1b,us-east-1c", "--scheduler-config", tc.config)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--scheduler-config") {
+					t.Fatalf("error %v, want one naming --scheduler-config and %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
 			}
 			perZone := map[string]int{}
 			for _, n := range r.Nodes {
