@@ -461,6 +461,11 @@ func plan(seed uint64, big bool) (*schedule, *rand.Rand) {
 }
 
 // round runs one seeded round and reports whether it passed.
+// offeringsUnavailableTTL is how long both clouds skip an offering after
+// a capacity error (the AWS provider's ICE cache and the simulated cloud's
+// default are both Karpenter's 3 minutes).
+const offeringsUnavailableTTL = 3 * time.Minute
+
 func (w *world) round(t *testing.T, seed uint64) bool {
 	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 		s, problems := w.play(t, seed)
@@ -513,8 +518,13 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	// those running web pods are replaced (each replace waits for its
 	// replacement to initialise: the observer judges it).
 	drifted := w.driftNodes(t)
-	if err := test.Poll(ctx, wait, w.webOffDrifted(drifted)); err != nil {
-		problems = append(problems, fmt.Sprintf("drifted nodes not replaced in %s: %v", wait, err))
+	// A capacity fault on a replacement's launch leaves the pool's
+	// offerings unavailable for both clouds' 3-minute TTL (as Karpenter's
+	// unavailable-offerings cache), and drift can replace nothing until it
+	// ends: the wait covers it (a seed-1 EC2 round met one at 3m exactly).
+	driftWait := wait + offeringsUnavailableTTL
+	if err := test.Poll(ctx, driftWait, w.webOffDrifted(drifted)); err != nil {
+		problems = append(problems, fmt.Sprintf("drifted nodes not replaced in %s: %v", driftWait, err))
 	}
 	// Settled, and still settled a while later (consolidation had its
 	// chance to act again).
