@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,21 @@ func Start(ctx context.Context, opts StartOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the local EC2: %s is not on PATH; install it with %s: %w", Binary, InstallHint, err)
 	}
+	// A free port picked here may be taken by another moto_server before
+	// ours binds it (then ours exits): pick another, twice at most.
+	for attempt := 0; ; attempt++ {
+		s, err := start(ctx, bin, opts)
+		if err == nil || opts.Port != 0 || attempt == 2 || !errors.Is(err, errExited) {
+			return s, err
+		}
+	}
+}
+
+// errExited: moto_server ended before it answered.
+var errExited = errors.New("exited before answering")
+
+func start(ctx context.Context, bin string, opts StartOptions) (*Server, error) {
+	var err error
 	port := opts.Port
 	if port == 0 {
 		if port, err = freePort(); err != nil {
@@ -118,11 +134,18 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/moto-api/data.json", nil)
 		if resp, err := hc.Do(req); err == nil {
 			resp.Body.Close()
-			return nil
+			// The answer is ours only once our moto_server says it
+			// listens: the free port was found by closing a listener, so
+			// another package's moto_server may have taken it first (then
+			// ours exits with "Address already in use", and its answers
+			// would have been the other's).
+			if log, err := os.ReadFile(s.logPath); err == nil && strings.Contains(string(log), "Running on "+s.Endpoint) {
+				return nil
+			}
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("%s exited before answering: %v", Binary, s.waitErr)
+			return fmt.Errorf("%s %w: %v", Binary, errExited, s.waitErr)
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not answer on %s within %s", Binary, s.Endpoint, timeout)
 		case <-tick.C:
