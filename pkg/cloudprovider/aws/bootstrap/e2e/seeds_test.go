@@ -303,11 +303,35 @@ func awsDiagnoser(t *testing.T) cloudprovider.RegistrationDiagnoser {
 // event names.
 func explainAgrees(t *testing.T, name, cause string) {
 	t.Helper()
-	ctx := t.Context()
+	// The controller publishes its event before its status write lands, so
+	// explain (which reads the stored NodeClaim) is asked until the write
+	// shows or 15 s pass.
 	kube := test.Env(t).Client
+	var last string
+	err := test.Poll(t.Context(), 15*time.Second, func(ctx context.Context) error {
+		out, err := explainNodeClaim(ctx, kube, name)
+		if err != nil {
+			return err
+		}
+		last = out
+		if !strings.Contains(out, cause) {
+			return fmt.Errorf("explain does not name the cause yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("explain's verdict does not name the controller's cause %q (%v):\n%s", cause, err, last)
+	} else if testing.Verbose() {
+		t.Logf("explain:\n%s", last)
+	}
+}
+
+// explainNodeClaim is `joiner explain nodeclaim NAME` over what the API
+// server stores now (the NodeClaim, its Node, every event), events left out.
+func explainNodeClaim(ctx context.Context, kube client.Client, name string) (string, error) {
 	nc := &v1.NodeClaim{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	objs := []runtime.Object{nc}
 	if nc.Status.NodeName != "" {
@@ -318,27 +342,23 @@ func explainAgrees(t *testing.T, name, cause string) {
 	}
 	list := &eventsv1.EventList{}
 	if err := kube.List(ctx, list); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	for i := range list.Items {
 		objs = append(objs, &list.Items[i])
 	}
 	snap, err := explain.FromObjects(objs, explain.SnapshotOptions{Now: time.Now()})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	verdict, err := explain.NodeClaim(snap, name, explain.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	verdict.Events = nil
 	var out bytes.Buffer
 	if err := explain.Write(&out, verdict); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	if !strings.Contains(out.String(), cause) {
-		t.Errorf("explain's verdict does not name the controller's cause %q:\n%s", cause, out.String())
-	} else if testing.Verbose() {
-		t.Logf("explain:\n%s", out.String())
-	}
+	return out.String(), nil
 }
