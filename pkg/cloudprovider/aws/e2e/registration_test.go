@@ -314,11 +314,10 @@ func explainShowsNamesake(t *testing.T, np *v1.NodePool, nc *awsv1.EC2NodeClass)
 	}
 }
 
-// whyNotRegistered is a fresh provider's diagnosis of claim (no cached
-// aws-auth or access entries), reading aws-auth from the test's API server
-// and, when eksAPI is set, the cluster's access entries.
-// accessDigest is a fresh provider's AccessDigest (nothing cached).
-func accessDigest(t *testing.T, eksAPI awsprovider.EKSAccessAPI) string {
+// freshProvider is an AWS provider with nothing cached, reading aws-auth
+// from the test's API server and, when eksAPI is set, the cluster's access
+// entries.
+func freshProvider(t *testing.T, eksAPI awsprovider.EKSAccessAPI) *awsprovider.Provider {
 	t.Helper()
 	opts := providerOptions(t, "")
 	opts.APIReader, opts.EKS = test.Env(t).Client, eksAPI
@@ -326,22 +325,24 @@ func accessDigest(t *testing.T, eksAPI awsprovider.EKSAccessAPI) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := cloudprovider.AccessDigest(t.Context(), p)
+	return p
+}
+
+// accessDigest is a fresh provider's AccessDigest.
+func accessDigest(t *testing.T, eksAPI awsprovider.EKSAccessAPI) string {
+	t.Helper()
+	got, err := cloudprovider.AccessDigest(t.Context(), freshProvider(t, eksAPI))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return got
 }
 
+// whyNotRegistered is a fresh provider's diagnosis of claim (no cached
+// aws-auth or access entries).
 func whyNotRegistered(t *testing.T, claim *v1.NodeClaim, eksAPI awsprovider.EKSAccessAPI) string {
 	t.Helper()
-	opts := providerOptions(t, "")
-	opts.APIReader, opts.EKS = test.Env(t).Client, eksAPI
-	p, err := awsprovider.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := p.WhyNotRegistered(t.Context(), claim)
+	got, err := freshProvider(t, eksAPI).WhyNotRegistered(t.Context(), claim)
 	if err != nil {
 		t.Fatal(err)
 	}
