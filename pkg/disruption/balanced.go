@@ -1,8 +1,6 @@
 package disruption
 
 import (
-	"fmt"
-
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/pods"
 )
@@ -54,8 +52,8 @@ func nodeDisruption(n *Node, in *Input) float64 {
 
 // balanced checks a consolidation of cands against the Balanced policy of
 // their NodePools; replacement is the new nodes' $/h attributed to each
-// candidate. "" when every Balanced pool approves.
-func (s *simulator) balanced(cands []*candidate, replacement map[string]float64) string {
+// candidate. Zero when every Balanced pool approves.
+func (s *simulator) balanced(cands []*candidate, replacement map[string]float64) Why {
 	type share struct{ savings, disruption float64 }
 	byPool := map[string]*share{}
 	for _, c := range cands {
@@ -77,9 +75,8 @@ func (s *simulator) balanced(cands []*candidate, replacement map[string]float64)
 		}
 		savings, disrupted := sh.savings/cost, sh.disruption/disruption
 		if disrupted > 0 && savings*balancedK < disrupted {
-			return fmt.Sprintf("NodePool %q is Balanced: the move saves %.1f%% of its cost for %.1f%% of its disruption (score %.2f, needs %.2f)",
-				pool, 100*savings, 100*disrupted, savings/disrupted, 1.0/balancedK)
+			return Why{Kind: WhyBalanced, NodePool: pool, Savings: savings, Disruption: disrupted}
 		}
 	}
-	return ""
+	return Why{}
 }

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,8 +50,8 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 		v := &verdicts[i]
 		v.Node, v.NodePool, v.Price = n.Name, n.NodePool, n.Price
 		pool := in.NodePools[n.NodePool]
-		if msg := nodeBlock(n, pool); msg != "" {
-			v.Blocked = msg
+		if why := nodeBlock(n, pool); !why.IsZero() {
+			v.Blocked = why
 			continue
 		}
 		c := &candidate{idx: i, node: n, pool: pool}
@@ -71,23 +70,23 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 		c.cost *= lifetimeRemaining(n.NodeClaim, in.Now)
 		v.Empty, v.DisruptionCost = c.empty(), c.cost
 
-		podMsg := podBlock(n, pdbs, in.Now)
-		v.Blocked = podMsg
+		podWhy := podBlock(n, pdbs, in.Now)
+		v.Blocked = podWhy
 		if cond := apimeta.FindStatusCondition(n.NodeClaim.Status.Conditions, v1.ConditionTypeDrifted); cond != nil && cond.Status == metav1.ConditionTrue {
 			v.Drifted = true
 			c.driftAt = cond.LastTransitionTime.Time
 			switch why, paused := in.PausedDrift[n.NodePool]; {
 			case paused:
-				v.Drift = fmt.Sprintf("drift of NodePool %q is paused: %s", n.NodePool, why)
-			case podMsg != "" && n.NodeClaim.Spec.TerminationGracePeriod == nil:
-				v.Drift = podMsg
+				v.Drift = Why{Kind: WhyDriftPaused, NodePool: n.NodePool, Detail: why}
+			case !podWhy.IsZero() && n.NodeClaim.Spec.TerminationGracePeriod == nil:
+				v.Drift = podWhy
 			default:
 				c.drift = true
 			}
 		}
-		if podMsg == "" {
+		if podWhy.IsZero() {
 			v.Unconsolidatable = consolidationBlock(c)
-			c.consolidatable = v.Unconsolidatable == ""
+			c.consolidatable = v.Unconsolidatable.IsZero()
 		}
 		if pool.IsStatic() {
 			c.staticDrift, c.drift = c.drift, false
@@ -101,37 +100,37 @@ func classify(in *Input) ([]Verdict, []*candidate) {
 }
 
 // nodeBlock is Karpenter's node-level reason a node may not be disrupted
-// at all, "" when none applies.
-func nodeBlock(n *Node, pool *v1.NodePool) string {
+// at all, zero when none applies.
+func nodeBlock(n *Node, pool *v1.NodePool) Why {
 	switch {
 	case n.NodeClaim == nil:
-		return "node isn't managed by karpenter"
+		return Why{Kind: WhyNotManaged}
 	case n.NodePool == "":
-		return fmt.Sprintf("node doesn't have required label (label=%s)", v1.LabelNodePool)
+		return Why{Kind: WhyNoNodePoolLabel}
 	case pool == nil:
-		return fmt.Sprintf("nodepool %q not found", n.NodePool)
+		return Why{Kind: WhyNodePoolNotFound, NodePool: n.NodePool}
 	case n.Node == nil:
-		return "nodeclaim does not have an associated node"
+		return Why{Kind: WhyNoNode}
 	case !n.Initialized:
-		return "node isn't initialized"
+		return Why{Kind: WhyNotInitialized}
 	case n.Deleting:
-		return "node is deleting or marked for deletion"
+		return Why{Kind: WhyDeleting}
 	case n.Disrupting:
-		return "node is already being disrupted"
+		return Why{Kind: WhyDisrupting}
 	case n.Nominated:
-		return "node is nominated for a pending pod"
+		return Why{Kind: WhyNominated}
 	case n.Node.Annotations[v1.AnnotationDoNotDisrupt] == "true" || n.NodeClaim.Annotations[v1.AnnotationDoNotDisrupt] == "true":
-		return fmt.Sprintf("disruption is blocked through the %q annotation", v1.AnnotationDoNotDisrupt)
+		return Why{Kind: WhyNodeDoNotDisrupt}
 	}
-	return ""
+	return Why{}
 }
 
 // podBlock is Karpenter's pod-level reason: a pod that asks not to be
 // disrupted, or a PDB that forbids evicting one of the node's pods.
-func podBlock(n *Node, pdbs *pdbIndex, now time.Time) string {
+func podBlock(n *Node, pdbs *pdbIndex, now time.Time) Why {
 	for _, p := range n.Pods {
 		if pods.DoNotDisrupt(p, now) {
-			return fmt.Sprintf("pod has %q annotation (Pod=%s)", v1.AnnotationDoNotDisrupt, podKey(p))
+			return Why{Kind: WhyPodDoNotDisrupt, Pod: podKey(p)}
 		}
 	}
 	for _, p := range n.Pods {
@@ -139,34 +138,34 @@ func podBlock(n *Node, pdbs *pdbIndex, now time.Time) string {
 			continue
 		}
 		if keys := pdbs.blocking(p); len(keys) > 0 {
-			return pdbMessage(keys)
+			return Why{Kind: WhyPDB, PDBs: keys}
 		}
 	}
-	return ""
+	return Why{}
 }
 
 // consolidationBlock is why emptiness and consolidation may not consider a
-// node that nothing else blocks (Karpenter's Unconsolidatable events), ""
+// node that nothing else blocks (Karpenter's Unconsolidatable events), zero
 // when they may.
-func consolidationBlock(c *candidate) string {
+func consolidationBlock(c *candidate) Why {
 	d := &c.pool.Spec.Disruption
 	switch {
 	case c.pool.IsStatic():
-		return staticBlock(c.pool)
+		return Why{Kind: WhyStatic, NodePool: c.pool.Name}
 	case d.ConsolidateAfter.IsNever() && !d.ConsolidateAfter.IsZero():
-		return fmt.Sprintf("NodePool %q has consolidation disabled", c.pool.Name)
+		return Why{Kind: WhyConsolidationDisabled, NodePool: c.pool.Name}
 	case !consolidatableCondition(c.node.NodeClaim):
-		return fmt.Sprintf("node is not consolidatable yet (its %s condition is not True: pods changed within consolidateAfter)", v1.ConditionTypeConsolidatable)
+		return Why{Kind: WhyNotConsolidatable}
 	case c.empty():
-		return ""
+		return Why{}
 	case d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty:
-		return fmt.Sprintf("NodePool %q has non-empty consolidation disabled", c.pool.Name)
+		return Why{Kind: WhyWhenEmpty, NodePool: c.pool.Name}
 	case c.node.InstanceType == "" || c.node.Zone == "" || c.node.CapacityType == "":
-		return "node's instance type, zone or capacity type is unknown"
+		return Why{Kind: WhyUnknownOffering}
 	case c.node.Price <= 0:
-		return fmt.Sprintf("no price known for instance type %q in %s/%s", c.node.InstanceType, c.node.Zone, c.node.CapacityType)
+		return Why{Kind: WhyNoPrice, InstanceType: c.node.InstanceType, Zone: c.node.Zone, CapacityType: c.node.CapacityType}
 	}
-	return ""
+	return Why{}
 }
 
 func consolidatableCondition(nc *v1.NodeClaim) bool {

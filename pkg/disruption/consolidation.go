@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"math"
 	"sort"
 )
@@ -133,7 +132,7 @@ func (e *engine) singleNode() (*Command, error) {
 	limit := DefaultMaxSingleNodeSimulations
 	for _, c := range cands {
 		if budget[c.node.NodePool] <= 0 {
-			e.note(c, "no disruption budget left for reason Underutilized in NodePool "+quote(c.node.NodePool))
+			e.note(c, noBudget(c.node.NodePool, ReasonUnderutilized))
 			continue
 		}
 		// Necessary conditions: the pods fit in the other nodes' room
@@ -145,7 +144,7 @@ func (e *engine) singleNode() (*Command, error) {
 		}
 		deletable := need.fits(room)
 		if !deletable && !shapes.cheaperFits(c, rest, c.node.Price*(1-e.sim.minSavings)) {
-			e.note(c, "can't replace with a cheaper node")
+			e.note(c, Why{Kind: WhyNotCheaper})
 			continue
 		}
 		if limit == 0 {
@@ -230,10 +229,8 @@ func (idx shapeIndex) cheaperFits(c *candidate, need vec, limit float64) bool {
 
 // note records why consolidation passed over a candidate, unless an
 // earlier method already said more.
-func (e *engine) note(c *candidate, why string) {
-	if v := &e.verdicts[c.idx]; v.Unconsolidatable == "" {
+func (e *engine) note(c *candidate, why Why) {
+	if v := &e.verdicts[c.idx]; v.Unconsolidatable.IsZero() {
 		v.Unconsolidatable = why
 	}
 }
-
-func quote(s string) string { return fmt.Sprintf("%q", s) }

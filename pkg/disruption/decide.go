@@ -92,7 +92,10 @@ func Validate(cmd *Command, in *Input) error {
 		if !ok {
 			why := "it is no longer a managed node"
 			if v := verdict[name]; v != nil {
-				why = firstNonEmpty(v.Blocked, v.Unconsolidatable, v.Drift, "it is no longer a candidate")
+				why = "it is no longer a candidate"
+				if hold := v.Hold(); !hold.IsZero() {
+					why = hold.String()
+				}
 			}
 			return fmt.Errorf("candidate %q is no longer valid: %s", name, why)
 		}
@@ -115,9 +118,9 @@ func Validate(cmd *Command, in *Input) error {
 	if err != nil {
 		return err
 	}
-	now, why := e.sim.command(r, cmd.Method, cmd.Reason)
+	now, whyNot := e.sim.command(r, cmd.Method, cmd.Reason)
 	if now == nil {
-		return fmt.Errorf("re-simulation no longer supports the command: %s", why)
+		return fmt.Errorf("re-simulation no longer supports the command: %s", whyNot)
 	}
 	if len(now.Replacements) != len(cmd.Replacements) {
 		return fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
@@ -162,13 +165,4 @@ func allEmpty(cands []*candidate) bool {
 		}
 	}
 	return true
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

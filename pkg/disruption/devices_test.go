@@ -98,11 +98,11 @@ func TestDevicePodsStayWithTheirDevices(t *testing.T) {
 				if d.Command != nil && slices.Contains(d.Command.Candidates, "gpu") {
 					t.Fatalf("command %s of %v moves the trainer away from its devices: %+v", d.Command.Method, d.Command.Candidates, d.Command.Moves)
 				}
-				t.Logf("verdict on gpu: %q", verdictOf(t, d, "gpu").Unconsolidatable)
+				t.Logf("verdict on gpu: %q", verdictOf(t, d, "gpu").Unconsolidatable.String())
 				return
 			}
 			if d.Command == nil || !slices.Contains(d.Command.Candidates, "gpu") || len(d.Command.Replacements) != 0 {
-				t.Fatalf("command %+v, want gpu deleted; verdict %q", d.Command, verdictOf(t, d, "gpu").Unconsolidatable)
+				t.Fatalf("command %+v, want gpu deleted; verdict %q", d.Command, verdictOf(t, d, "gpu").Unconsolidatable.String())
 			}
 			for _, m := range d.Command.Moves {
 				if m.Pod.Name == "trainer" && m.To != tc.wantOnto {

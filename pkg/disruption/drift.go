@@ -34,7 +34,7 @@ func (e *engine) drift() (*Command, error) {
 	}
 	for _, c := range drifted {
 		if budget[c.node.NodePool] <= 0 {
-			e.verdicts[c.idx].Drift = "no disruption budget left for reason Drifted in NodePool " + quote(c.node.NodePool)
+			e.verdicts[c.idx].Drift = noBudget(c.node.NodePool, ReasonDrifted)
 			continue
 		}
 		r, err := e.sim.runRelaxed([]*candidate{c})

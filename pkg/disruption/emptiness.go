@@ -18,7 +18,7 @@ func (e *engine) emptiness() (*Command, error) {
 	cmd := &Command{Method: MethodEmptiness, Reason: ReasonEmpty}
 	for _, c := range empty {
 		if !budget.take(c.node.NodePool) {
-			e.note(c, "no disruption budget left for reason Empty in NodePool "+quote(c.node.NodePool))
+			e.note(c, noBudget(c.node.NodePool, ReasonEmpty))
 			continue
 		}
 		cmd.Candidates = append(cmd.Candidates, c.node.Name)

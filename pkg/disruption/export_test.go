@@ -18,7 +18,7 @@ func SimulateEach(in *Input, full bool) (map[string]string, error) {
 			return nil, err
 		}
 		switch {
-		case r.reason != "":
+		case !r.reason.IsZero():
 			out[c.node.Name] = "fail"
 		case len(r.replacements) == 0:
 			out[c.node.Name] = "delete"

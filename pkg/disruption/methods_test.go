@@ -196,7 +196,7 @@ func TestMethods(t *testing.T) {
 			}
 			for name, want := range tc.verdict {
 				v := verdictOf(t, d, name)
-				if !strings.Contains(v.Unconsolidatable+v.Drift, want) {
+				if !strings.Contains(v.Unconsolidatable.String()+v.Drift.String(), want) {
 					t.Errorf("%s: verdict %+v, want %q", name, v, want)
 				}
 			}

@@ -181,7 +181,7 @@ func TestBalancedPolicy(t *testing.T) {
 			}
 			if d.Command != nil {
 				checkCommand(t, in, d)
-			} else if v := verdictOf(t, d, "a"); !strings.Contains(v.Unconsolidatable, "is Balanced") {
+			} else if v := verdictOf(t, d, "a"); !strings.Contains(v.Unconsolidatable.String(), "is Balanced") {
 				t.Errorf("verdict %+v, want the Balanced score", v)
 			}
 		})

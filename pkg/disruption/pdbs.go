@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -68,12 +67,4 @@ func (idx *pdbIndex) blocking(p *corev1.Pod) []string {
 		return keys
 	}
 	return nil
-}
-
-// pdbMessage is Karpenter's wording for a PDB block.
-func pdbMessage(keys []string) string {
-	if len(keys) > 1 {
-		return "eviction does not support multiple PDBs (PodDisruptionBudget(s)=[" + strings.Join(keys, " ") + "])"
-	}
-	return "pdb prevents pod evictions (PodDisruptionBudget=[" + keys[0] + "])"
 }

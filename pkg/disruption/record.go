@@ -63,7 +63,7 @@ type Record struct {
 // NewRecord is v as stored, with cmd the pass's command (nil when none);
 // Since is left for the caller.
 func NewRecord(v Verdict, cmd *Command) Record {
-	r := Record{Drifted: v.Drifted, Drift: v.Drift, Empty: v.Empty, Ownerless: v.Ownerless, PricePerHour: round4(v.Price)}
+	r := Record{Drifted: v.Drifted, Drift: v.Drift.String(), Empty: v.Empty, Ownerless: v.Ownerless, PricePerHour: round4(v.Price)}
 	switch {
 	case cmd != nil && slices.Contains(cmd.Candidates, v.Node):
 		r.State, r.Method, r.Reason = StateDisrupting, cmd.Method, cmd.Reason
@@ -76,10 +76,10 @@ func NewRecord(v Verdict, cmd *Command) Record {
 		}
 		r.ReplacementPricePerHour = round4(r.ReplacementPricePerHour)
 		r.Message = fmt.Sprintf("%s (%s) takes %d node(s)", cmd.Method, cmd.Reason, len(cmd.Candidates))
-	case v.Blocked != "":
-		r.State, r.Message = StateBlocked, v.Blocked
-	case v.Unconsolidatable != "":
-		r.State, r.Message = StateUnconsolidatable, v.Unconsolidatable
+	case !v.Blocked.IsZero():
+		r.State, r.Message = StateBlocked, v.Blocked.String()
+	case !v.Unconsolidatable.IsZero():
+		r.State, r.Message = StateUnconsolidatable, v.Unconsolidatable.String()
 	default:
 		r.State = StateCandidate
 	}

@@ -22,8 +22,8 @@ func TestRecord(t *testing.T) {
 		message string
 	}{
 		{"taken by the command", disruption.Verdict{Node: "a", Candidate: true, Price: 0.4}, cmd, disruption.StateDisrupting, "single-node-consolidation (Underutilized) takes 1 node(s)"},
-		{"blocked", disruption.Verdict{Node: "b", Blocked: `pdb "ns/db" prevents pod evictions`}, cmd, disruption.StateBlocked, `pdb "ns/db" prevents pod evictions`},
-		{"unconsolidatable", disruption.Verdict{Node: "b", Unconsolidatable: "can't replace with a cheaper node"}, nil, disruption.StateUnconsolidatable, "can't replace with a cheaper node"},
+		{"blocked", disruption.Verdict{Node: "b", Blocked: disruption.Why{Kind: disruption.WhyPDB, PDBs: []string{"ns/db"}}}, cmd, disruption.StateBlocked, "pdb prevents pod evictions (PodDisruptionBudget=[ns/db])"},
+		{"unconsolidatable", disruption.Verdict{Node: "b", Unconsolidatable: disruption.Why{Kind: disruption.WhyNotCheaper}}, nil, disruption.StateUnconsolidatable, "can't replace with a cheaper node"},
 		{"candidate", disruption.Verdict{Node: "b", Candidate: true}, cmd, disruption.StateCandidate, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,13 +42,13 @@ func TestRecord(t *testing.T) {
 		})
 	}
 	t.Run("same ignores since and price noise, not the message", func(t *testing.T) {
-		a := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: "x", Price: 0.1}, nil)
-		b := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: "x", Price: 0.1 + 1e-9}, nil)
+		a := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: disruption.Why{Kind: disruption.WhyDeleting}, Price: 0.1}, nil)
+		b := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: disruption.Why{Kind: disruption.WhyDeleting}, Price: 0.1 + 1e-9}, nil)
 		b.Since = time.Now()
 		if !a.Same(b) {
 			t.Errorf("records differing only in Since and float noise are not the same")
 		}
-		c := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: "y", Price: 0.1}, nil)
+		c := disruption.NewRecord(disruption.Verdict{Node: "b", Blocked: disruption.Why{Kind: disruption.WhyNominated}, Price: 0.1}, nil)
 		if a.Same(c) {
 			t.Errorf("records with different messages are the same")
 		}

@@ -153,7 +153,7 @@ func TestCandidateRules(t *testing.T) {
 				t.Errorf("candidate %v, want %v (%+v)", v.Candidate, tc.candidate, v)
 			}
 			for _, c := range []struct{ field, got, want string }{
-				{"blocked", v.Blocked, tc.blocked}, {"unconsolidatable", v.Unconsolidatable, tc.unconsolidated}, {"drift", v.Drift, tc.dft},
+				{"blocked", v.Blocked.String(), tc.blocked}, {"unconsolidatable", v.Unconsolidatable.String(), tc.unconsolidated}, {"drift", v.Drift.String(), tc.dft},
 			} {
 				if (c.want == "") != (c.got == "") || !strings.Contains(c.got, c.want) {
 					if c.want == "" && c.field == "unconsolidatable" && tc.candidate {

@@ -101,10 +101,10 @@ func withLeaving(in *Input) *scheduling.Snapshot {
 // result is one simulation of removing a set of candidates.
 type result struct {
 	cands []*candidate
-	// reason is why the candidates cannot all go (Karpenter's wording),
-	// "" when every pod of theirs found a place; failed names the
+	// reason is why the candidates cannot all go, zero when every pod of
+	// theirs found a place; failed names the
 	// candidates whose pods did not.
-	reason string
+	reason Why
 	failed map[string]bool
 	// replacements are the new nodes that carry candidates' pods, and
 	// attributed each candidate's share of their price (by the cpu its
@@ -166,15 +166,15 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 	if err != nil {
 		return nil, fmt.Errorf("simulating the removal of %d nodes: %w", len(cands), err)
 	}
-	fail := func(c string, why string) {
+	fail := func(c string, why Why) {
 		r.failed[c] = true
-		if r.reason == "" {
+		if r.reason.IsZero() {
 			r.reason = why
 		}
 	}
 	for _, pe := range plan.Unschedulable {
 		if c, ok := from[pe.Pod]; ok {
-			fail(c, fmt.Sprintf("not all pods would schedule, pod %q: %s", podKey(pe.Pod), firstReason(pe)))
+			fail(c, wouldNotSchedule(pe))
 		}
 	}
 	for _, e := range plan.Existing {
@@ -184,7 +184,7 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 				continue
 			}
 			if !s.initialized[e.Node] {
-				fail(c, fmt.Sprintf("would schedule against uninitialized node %q", e.Node))
+				fail(c, Why{Kind: WhyUninitializedNode, Node: e.Node})
 			}
 			r.moves = append(r.moves, Move{Pod: p, From: c, To: e.Node, Replacement: -1})
 		}
@@ -212,21 +212,24 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 	return r, nil
 }
 
-// firstReason is the solver's reason for a pod: why no existing node took
-// it, else the first NodePool's by name, so messages are deterministic.
-func firstReason(pe scheduling.PodError) string {
+// wouldNotSchedule is why a pod of a candidate would not schedule, with
+// the solver's reason: why no existing node took it, else the first
+// NodePool's by name, so messages are deterministic.
+func wouldNotSchedule(pe scheduling.PodError) Why {
+	why := Why{Kind: WhyPodsWouldNotSchedule, Pod: podKey(pe.Pod)}
 	if pe.Existing != nil {
-		return pe.Existing.String()
+		why.Solver = pe.Existing
+		return why
 	}
 	keys := make([]string, 0, len(pe.NodePools))
 	for k := range pe.NodePools {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if len(keys) == 0 {
-		return "no reason given"
+	if len(keys) > 0 {
+		why.NodePool, why.Solver = keys[0], pe.NodePools[keys[0]]
 	}
-	return fmt.Sprintf("nodepool %q: %s", keys[0], pe.NodePools[keys[0]])
+	return why
 }
 
 // command turns a simulation into a command of method, or says why it
@@ -235,8 +238,8 @@ func firstReason(pe scheduling.PodError) string {
 // single-node consolidation) that together cost at most (1 − minSavings)
 // of the candidates' price and strictly less, never 1→1 with the same
 // instance type; drift takes whatever replacements the simulation needs.
-func (s *simulator) command(r *result, method Method, reason Reason) (*Command, string) {
-	if r.reason != "" {
+func (s *simulator) command(r *result, method Method, reason Reason) (*Command, Why) {
+	if !r.reason.IsZero() {
 		return nil, r.reason
 	}
 	cmd := &Command{Method: method, Reason: reason, Moves: r.moves}
@@ -249,7 +252,7 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 		cmd.Candidates = append(cmd.Candidates, c.node.Name)
 	}
 	if method != MethodDrift {
-		if why := s.balanced(r.cands, r.attributed); why != "" {
+		if why := s.balanced(r.cands, r.attributed); !why.IsZero() {
 			return nil, why
 		}
 	}
@@ -259,10 +262,10 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 		for _, nc := range r.replacements {
 			cmd.SavingsPerHour -= nc.Price
 		}
-		return cmd, ""
+		return cmd, Why{}
 	}
 	if most := len(r.cands); len(r.replacements) > most || (method == MethodSingleNode && len(r.replacements) > 1) {
-		return nil, fmt.Sprintf("can't remove without creating %d nodes", len(r.replacements))
+		return nil, Why{Kind: WhyWouldCreateNodes, Count: int64(len(r.replacements))}
 	}
 	repl, why := s.cheaperReplacements(r.replacements, r.cands, r.price)
 	if repl == nil {
@@ -273,7 +276,7 @@ func (s *simulator) command(r *result, method Method, reason Reason) (*Command, 
 	for _, nc := range repl {
 		cmd.SavingsPerHour -= nc.Price
 	}
-	return cmd, ""
+	return cmd, Why{}
 }
 
 // spotToSpotMinTypes is how many cheaper spot types single-node spot-to-spot
@@ -286,7 +289,7 @@ const spotToSpotMinTypes = 15
 // at most (1 − minSavings) × price and strictly less than price: each node
 // gets an allowance in proportion to its cheapest option. nil with
 // Karpenter's reason when that is impossible.
-func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []*candidate, price float64) ([]*scheduling.NewNodeClaim, string) {
+func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []*candidate, price float64) ([]*scheduling.NewNodeClaim, Why) {
 	limit := min(price*(1-s.minSavings), math.Nextafter(price, 0))
 	allSpot := true
 	for _, c := range cands {
@@ -299,7 +302,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 		reqs[i] = slices.Clone(nc.Requirements)
 		spot, od := scheduling.RequirementsAdmit(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot), scheduling.RequirementsAdmit(reqs[i], v1.LabelCapacityType, v1.CapacityTypeOnDemand)
 		if allSpot && spot && !s.in.Options.SpotToSpot {
-			return nil, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+			return nil, Why{Kind: WhySpotToSpotDisabled}
 		}
 		if spot && od {
 			// Options are priced at their spot offering below: pin the
@@ -317,7 +320,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 		sum += cheapest[i]
 	}
 	if sum > limit {
-		return nil, "can't replace with a cheaper node"
+		return nil, Why{Kind: WhyNotCheaper}
 	}
 	out := make([]*scheduling.NewNodeClaim, len(ncs))
 	for i, nc := range ncs {
@@ -331,7 +334,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 		}
 		out[i] = repl
 	}
-	return out, ""
+	return out, Why{}
 }
 
 // narrow keeps nc's launch options priced at most allowance (other than
@@ -339,7 +342,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 // spot-to-spot rule (at least 15 cheaper types, launch with the 15
 // cheapest). Options are priced by scheduling.NodePrice with nc's
 // requested CPU (listPrices: at their list prices alone).
-func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot, listPrices bool) (*scheduling.NewNodeClaim, string) {
+func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot, listPrices bool) (*scheduling.NewNodeClaim, Why) {
 	type priced struct {
 		it    *scheduling.InstanceType
 		price float64
@@ -358,11 +361,11 @@ func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowanc
 	}
 	sort.SliceStable(keep, func(i, j int) bool { return keep[i].price < keep[j].price })
 	if len(keep) == 0 {
-		return nil, "can't replace with a cheaper node"
+		return nil, Why{Kind: WhyNotCheaper}
 	}
 	if spotToSpot {
 		if len(keep) < spotToSpotMinTypes {
-			return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", spotToSpotMinTypes, len(keep))
+			return nil, Why{Kind: WhySpotToSpotTypes, Count: int64(len(keep)), Want: spotToSpotMinTypes}
 		}
 		keep = keep[:spotToSpotMinTypes]
 	}
@@ -375,14 +378,14 @@ func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowanc
 	out.Requirements = setRequirement(reqs, v1.LabelInstanceType, names...)
 	for _, r := range out.Requirements {
 		if r.Key == v1.LabelInstanceType && r.MinValues != nil && len(names) < *r.MinValues {
-			return nil, fmt.Sprintf("minValues requirement is not met for %q (%d cheaper instance types, want %d)", r.Key, len(names), *r.MinValues)
+			return nil, Why{Kind: WhyMinValues, Key: r.Key, Count: int64(len(names)), Want: int64(*r.MinValues)}
 		}
 	}
 	out.Price = keep[0].price
 	if o, ok := scheduling.CheapestOffering(keep[0].it, out.Requirements); ok {
 		out.PriceParts = scheduling.NodePrice(keep[0].it, o.Price, cpu, listPrices)
 	}
-	return &out, ""
+	return &out, Why{}
 }
 
 // setRequirement replaces every requirement on key by `key In values`,

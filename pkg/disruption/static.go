@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -102,11 +101,6 @@ func ScaleDownOrder(nodes []Node, pool string, now time.Time) []string {
 	return names
 }
 
-// staticBlock is why consolidation never takes a static NodePool's node.
-func staticBlock(pool *v1.NodePool) string {
-	return fmt.Sprintf("NodePool %q is static (spec.replicas): its nodes are never consolidated", pool.Name)
-}
-
 // staticDrift replaces drifted nodes of static NodePools, as Karpenter's
 // StaticDrift does: a fresh NodeClaim from the NodePool's template for the
 // node that drifted first, launched before the drifted one is deleted,
@@ -128,18 +122,18 @@ func (e *engine) staticDrift() (*Command, error) {
 		v := &e.verdicts[c.idx]
 		switch limit, limited := pool.Spec.Limits[v1.ResourceNodes]; {
 		case int64(count.Active+count.Disrupting) > *pool.Spec.Replicas:
-			v.Drift = fmt.Sprintf("static NodePool %q is scaling down to %d replicas", pool.Name, *pool.Spec.Replicas)
+			v.Drift = Why{Kind: WhyStaticScalingDown, NodePool: pool.Name, Count: *pool.Spec.Replicas}
 			continue
 		case limited && int64(count.Active+count.Disrupting+count.Deleting) >= limit.Value():
-			v.Drift = fmt.Sprintf("static NodePool %q is at its limits.nodes %d: the replacement would exceed it", pool.Name, limit.Value())
+			v.Drift = Why{Kind: WhyStaticAtLimit, NodePool: pool.Name, Count: limit.Value()}
 			continue
 		case budget[pool.Name] <= 0:
-			v.Drift = "no disruption budget left for reason Drifted in NodePool " + quote(pool.Name)
+			v.Drift = noBudget(pool.Name, ReasonDrifted)
 			continue
 		}
 		replacement := nodepool.StaticNodeClaim(pool, e.in.InstanceTypes[pool.Name])
 		if replacement == nil {
-			v.Drift = fmt.Sprintf("static NodePool %q offers no instance type its requirements admit", pool.Name)
+			v.Drift = Why{Kind: WhyStaticNoInstanceType, NodePool: pool.Name}
 			continue
 		}
 		return &Command{

@@ -37,7 +37,7 @@ func TestStaticNodePoolsAreNeverConsolidated(t *testing.T) {
 		t.Fatalf("static NodePool's nodes got a %s command", d.Command.Method)
 	}
 	for _, name := range []string{"a", "b"} {
-		if v := verdictOf(t, d, name); !strings.Contains(v.Unconsolidatable, "is static (spec.replicas)") || v.Candidate {
+		if v := verdictOf(t, d, name); !strings.Contains(v.Unconsolidatable.String(), "is static (spec.replicas)") || v.Candidate {
 			t.Errorf("node %s: verdict %+v, want an Unconsolidatable static verdict", name, v)
 		}
 	}
@@ -78,8 +78,8 @@ func TestStaticDrift(t *testing.T) {
 				if d.Command != nil {
 					t.Fatalf("got a %s command, want none", d.Command.Method)
 				}
-				if v := verdictOf(t, d, "a"); !strings.Contains(v.Drift, tc.whyNot) {
-					t.Fatalf("drift verdict %q, want it to contain %q", v.Drift, tc.whyNot)
+				if v := verdictOf(t, d, "a"); !strings.Contains(v.Drift.String(), tc.whyNot) {
+					t.Fatalf("drift verdict %q, want it to contain %q", v.Drift.String(), tc.whyNot)
 				}
 				return
 			}

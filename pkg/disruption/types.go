@@ -164,20 +164,21 @@ type Verdict struct {
 	NodePool string
 	// Candidate is true when some method may consider the node now.
 	Candidate bool
-	// Blocked is Karpenter's DisruptionBlocked message when a node- or
+	// Blocked is Karpenter's DisruptionBlocked reason when a node- or
 	// pod-level rule forbids disrupting the node, e.g.
 	// `pod has "karpenter.sh/do-not-disrupt" annotation (Pod=ns/name)`.
-	Blocked string
-	// Unconsolidatable is Karpenter's Unconsolidatable message when
+	Blocked Why
+	// Unconsolidatable is Karpenter's Unconsolidatable reason when
 	// nothing blocks the node but emptiness and consolidation may not take
 	// it (consolidation disabled, not quiet for consolidateAfter, ...) or
 	// when the simulation found no cheaper arrangement for it (`can't
 	// replace with a cheaper node`).
-	Unconsolidatable string
+	Unconsolidatable Why
 	// Drifted is the NodeClaim's Drifted condition; Drift says why the
-	// drift method leaves a drifted node alone, "" when it may replace it.
+	// drift method leaves a drifted node alone, zero when it may replace
+	// it.
 	Drifted bool
-	Drift   string
+	Drift   Why
 	// Empty: the node runs no pod that would need another node.
 	Empty bool
 	// Ownerless names (namespace/name) the node's pods that have no
@@ -194,6 +195,17 @@ type Verdict struct {
 	// Command is the method of the Decision's command when it takes the
 	// node, "" otherwise.
 	Command Method
+}
+
+// Hold is the reason that governs v: Blocked, else Unconsolidatable, else
+// Drift; zero when nothing holds the node.
+func (v *Verdict) Hold() Why {
+	for _, w := range []Why{v.Blocked, v.Unconsolidatable, v.Drift} {
+		if !w.IsZero() {
+			return w
+		}
+	}
+	return Why{}
 }
 
 // Decision is the outcome of one Decide pass.

@@ -159,7 +159,7 @@ func (r *DisruptionReport) first(in *disruption.Input, d *disruption.Decision) {
 	for _, v := range d.Verdicts {
 		r.Verdicts = append(r.Verdicts, VerdictReport{
 			Node: v.Node, NodePool: v.NodePool, Price: v.Price, Candidate: v.Candidate, Empty: v.Empty, Drifted: v.Drifted,
-			Command: string(v.Command), Blocked: v.Blocked, Unconsolidatable: v.Unconsolidatable, Drift: v.Drift,
+			Command: string(v.Command), Blocked: v.Blocked.String(), Unconsolidatable: v.Unconsolidatable.String(), Drift: v.Drift.String(),
 		})
 	}
 	r.Allowed = map[string]map[string]int{}

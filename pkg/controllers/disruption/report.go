@@ -53,9 +53,9 @@ func (c *Controller) report(in *disruption.Input, dec *disruption.Decision) {
 			c.publishAbout(n, e)
 		}
 		switch {
-		case v.Blocked != "":
+		case !v.Blocked.IsZero():
 			c.publishAbout(n, events.Normal(nil, events.DisruptionBlocked, "Disrupt", "%s", v.Blocked))
-		case v.Unconsolidatable != "" && v.Command == "":
+		case !v.Unconsolidatable.IsZero() && v.Command == "":
 			e := events.Normal(nil, events.Unconsolidatable, "Consolidate", "%s", v.Unconsolidatable)
 			e.DedupeTimeout = unconsolidatableDedupe
 			c.publishAbout(n, e)
