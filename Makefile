@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance chaos-planted chaos-soak kueue e2e-kueue
+.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance conformance-performance chaos-planted chaos-soak kueue e2e-kueue
 
 all: build
 
@@ -173,6 +173,13 @@ conformance: controlplane
 		CONFORMANCE_SKIP="$(CONFORMANCE_SKIP)" CONFORMANCE_SPEC_TIMEOUT=$(CONFORMANCE_SPEC_TIMEOUT) \
 		CONFORMANCE_REPORT=$(CONFORMANCE_REPORT) CONFORMANCE_DIR=$(CURDIR)/bin/conformance \
 		$(GO) test ./test/conformance -run '^TestConformance$$' -v -count=1 -timeout 24h
+
+## conformance-performance: upstream's performance suite alone (test/suites/performance, 7 specs of 500 to
+## 2,000 pods; their own phase bounds add up to 20 to 51 minutes a spec), one spec per process, with joiner's
+## CPU and peak memory and upstream's per-phase reports in the pass table. See docs/conformance.md.
+PERFORMANCE_SPEC_TIMEOUT ?= 60m
+conformance-performance:
+	$(MAKE) --no-print-directory conformance CONFORMANCE_SUITES=performance CONFORMANCE_SPEC_TIMEOUT=$(PERFORMANCE_SPEC_TIMEOUT)
 
 ## chaos-planted: one seeded round per planted bug (pkg/plantedbug, a joiner built with -tags chaosbugs):
 ## each round must fail and name the promise the bug breaks (SEED picks the round).

@@ -93,12 +93,15 @@ func TestConformance(t *testing.T) {
 				results = append(results, Result{Spec: spec, State: "excluded", Message: reason})
 				continue
 			}
-			rs, err := Run(t.Context(), s, []Spec{spec}, RunOptions{Kubeconfig: h.kubeconfig, Timeout: timeout, Dir: h.dir, Name: s.Name + "-" + slug(spec.Text)})
+			rs, err := Run(t.Context(), s, []Spec{spec}, RunOptions{
+				Kubeconfig: h.kubeconfig, Timeout: timeout, Dir: h.dir, Name: s.Name + "-" + slug(spec.Text), JoinerPid: h.joiner.Pid(),
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := rs[0]
-			t.Logf("%s: %s (%s) %s", r.State, r.Text, r.Duration.Round(time.Second), firstLine(r.Message))
+			t.Logf("%s: %s (%s; joiner %s cpu, peak RSS %d MiB) %s", r.State, r.Text, r.Duration.Round(time.Second),
+				r.Joiner.CPU.Round(time.Second), r.Joiner.PeakRSS>>20, firstLine(r.Message))
 			results = append(results, r)
 			if !r.Passed() {
 				// A failed spec may leave objects behind; the next spec

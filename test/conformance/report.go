@@ -56,8 +56,43 @@ func WriteReport(w io.Writer, header string, results []Result) error {
 				r.Duration.Round(time.Second), cell(note))
 		}
 	}
+	writeUsage(&b, results)
+	writePhases(&b, results)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeUsage tabulates what joiner's process spent per spec (the figures
+// upstream asserts of Karpenter's pod).
+func writeUsage(b *strings.Builder, results []Result) {
+	header := false
+	for _, r := range results {
+		if r.Joiner.Samples == 0 {
+			continue
+		}
+		if !header {
+			b.WriteString("\njoiner's process while each spec ran (from /proc):\n\n| spec | wall | cpu | avg cores | peak RSS |\n| --- | --- | --- | --- | --- |\n")
+			header = true
+		}
+		u := r.Joiner
+		fmt.Fprintf(b, "| %s | %s | %s | %.2f | %d MiB |\n", cell(r.Text), u.Wall.Round(time.Second),
+			u.CPU.Round(100*time.Millisecond), u.Cores(), u.PeakRSS>>20)
+	}
+}
+
+// writePhases tabulates the performance suite's own reports per phase.
+func writePhases(b *strings.Builder, results []Result) {
+	header := false
+	for _, r := range results {
+		for _, p := range r.Phases {
+			if !header {
+				b.WriteString("\nperformance phases (upstream's reports):\n\n| spec | phase | type | pods | nodes | time | cpu util | memory util | rounds |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+				header = true
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %.1f%% | %.1f%% | %d |\n", cell(r.Text), cell(p.Name), p.Type,
+				p.Pods, p.Nodes, p.Time.Round(time.Second), 100*p.CPUUtil, 100*p.MemUtil, p.Rounds)
+		}
+	}
 }
 
 func firstLine(s string) string {

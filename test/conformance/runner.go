@@ -63,6 +63,11 @@ type Result struct {
 	Message string
 	// Location is where upstream's spec failed (file:line).
 	Location string
+	// Joiner is what joiner's process spent while the spec ran.
+	Joiner Usage
+	// Phases are the performance reports the spec wrote (the performance
+	// suite's scale-out, consolidation and drift phases), in order.
+	Phases []Phase
 }
 
 // Passed reports whether the spec passed.
@@ -175,6 +180,9 @@ type RunOptions struct {
 	// Args are extra arguments for the suite binary (e.g.
 	// -default-nodeclass).
 	Args []string
+	// JoinerPid is joiner's process, sampled while the specs run (0: not
+	// sampled).
+	JoinerPid int
 }
 
 // Run runs specs of s in one process and returns their verdicts, in the
@@ -200,7 +208,13 @@ func Run(ctx context.Context, s Suite, specs []Spec, o RunOptions) ([]Result, er
 	}, o.Args...)
 	cmd := exec.CommandContext(ctx, s.Binary, args...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.Kubeconfig)
+	// The performance suite writes each phase's report under OUTPUT_DIR.
+	outDir := filepath.Join(o.Dir, o.Name+"-reports")
+	_ = os.RemoveAll(outDir)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the run's report directory: %w", err)
+	}
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.Kubeconfig, "OUTPUT_DIR="+outDir)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating the run's log: %w", err)
@@ -208,7 +222,19 @@ func Run(ctx context.Context, s Suite, specs []Spec, o RunOptions) ([]Result, er
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	start := time.Now()
+	var usage *usageSampler
+	if o.JoinerPid != 0 {
+		usage = sampleUsage(o.JoinerPid, 5*time.Second)
+	}
 	runErr := cmd.Run()
+	var spent Usage
+	if usage != nil {
+		spent = usage.Stop()
+	}
+	phases, err := readPhases(outDir)
+	if err != nil {
+		return nil, err
+	}
 	reported, _, _ := readReport(s.Name, report)
 	byText := map[string]Result{}
 	for _, r := range reported {
@@ -229,6 +255,10 @@ func Run(ctx context.Context, s Suite, specs []Spec, o RunOptions) ([]Result, er
 		log, _ := os.ReadFile(logPath)
 		out[i] = Result{Spec: spec, State: state, Duration: time.Since(start),
 			Message: fmt.Sprintf("not in the ginkgo report (%v); output (%s):\n%s", runErr, logPath, tail(log, 30))}
+	}
+	if len(specs) == 1 {
+		// The process's figures belong to its one spec.
+		out[0].Joiner, out[0].Phases = spent, phases
 	}
 	return out, nil
 }

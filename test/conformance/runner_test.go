@@ -68,3 +68,59 @@ func TestReadReport(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+// readPhases reads the performance suite's reports oldest first, and the
+// pass table shows them with what joiner's process spent.
+func TestReadPhases(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"consolidation_performance_report.json": `{"test_name":"Consolidation Test","test_type":"consolidation","total_pods":700,"total_nodes":90,
+			"total_time":300000000000,"total_reserved_cpu_utilization":0.61,"total_reserved_memory_utilization":0.7,"rounds":3,"timestamp":"2026-11-29T06:10:00Z"}`,
+		"scale_out_performance_report.json": `{"test_name":"Scale Out Test","test_type":"scale-out","total_pods":1000,"total_nodes":160,
+			"total_time":95000000000,"total_reserved_cpu_utilization":0.55,"total_reserved_memory_utilization":0.66,"rounds":1,"timestamp":"2026-11-29T06:00:00Z"}`,
+		"ignored.json": `{}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phases, err := readPhases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(phases) != 2 || phases[0].Type != "scale-out" || phases[1].Type != "consolidation" ||
+		phases[0].Time != 95*time.Second || phases[1].Nodes != 90 || phases[1].Rounds != 3 {
+		t.Fatalf("phases %+v", phases)
+	}
+	r := Result{Spec: Spec{Suite: "performance", Text: "Performance Basic Deployment should scale"}, State: "passed",
+		Joiner: Usage{CPU: 90 * time.Second, Wall: 5 * time.Minute, PeakRSS: 300 << 20, Samples: 60}, Phases: phases}
+	var b strings.Builder
+	if err := WriteReport(&b, "# run", []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Performance Basic Deployment should scale | 5m0s | 1m30s | 0.30 | 300 MiB |",
+		"| Performance Basic Deployment should scale | Scale Out Test | scale-out | 1000 | 160 | 1m35s | 55.0% | 66.0% | 1 |",
+		"| Performance Basic Deployment should scale | Consolidation Test | consolidation | 700 | 90 | 5m0s | 61.0% | 70.0% | 3 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// sampleUsage reads this process's own CPU time and resident memory.
+func TestSampleUsage(t *testing.T) {
+	s := sampleUsage(os.Getpid(), 10*time.Millisecond)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	u := s.Stop()
+	if u.Samples < 2 || u.PeakRSS == 0 || u.CPU <= 0 || u.Wall < 300*time.Millisecond || u.Cores() <= 0 {
+		t.Errorf("usage %+v", u)
+	}
+	if u := sampleUsage(-1, time.Second).Stop(); u != (Usage{}) {
+		t.Errorf("an unreadable process gave %+v", u)
+	}
+}
