@@ -23,6 +23,9 @@ type Phase struct {
 	MemUtil   float64       `json:"total_reserved_memory_utilization"`
 	Rounds    int           `json:"rounds"`
 	Timestamp time.Time     `json:"timestamp"`
+	// Joiner is what joiner's process spent during the phase (the window
+	// ending at Timestamp, Time long), which upstream bounds for Karpenter.
+	Joiner Usage `json:"-"`
 }
 
 // readPhases reads the performance reports in dir, oldest first.

@@ -86,11 +86,11 @@ func writePhases(b *strings.Builder, results []Result) {
 	for _, r := range results {
 		for _, p := range r.Phases {
 			if !header {
-				b.WriteString("\nperformance phases (upstream's reports):\n\n| spec | phase | type | pods | nodes | time | cpu util | memory util | rounds |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+				b.WriteString("\nperformance phases (upstream's reports; joiner's process over each phase):\n\n| spec | phase | type | pods | nodes | time | cpu util | memory util | rounds | joiner avg cores | joiner peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 				header = true
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %.1f%% | %.1f%% | %d |\n", cell(r.Text), cell(p.Name), p.Type,
-				p.Pods, p.Nodes, p.Time.Round(time.Second), 100*p.CPUUtil, 100*p.MemUtil, p.Rounds)
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %.1f%% | %.1f%% | %d | %.2f | %d MiB |\n", cell(r.Text), cell(p.Name), p.Type,
+				p.Pods, p.Nodes, p.Time.Round(time.Second), 100*p.CPUUtil, 100*p.MemUtil, p.Rounds, p.Joiner.Cores(), p.Joiner.PeakRSS>>20)
 		}
 	}
 }

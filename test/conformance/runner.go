@@ -235,6 +235,9 @@ func Run(ctx context.Context, s Suite, specs []Spec, o RunOptions) ([]Result, er
 	if err != nil {
 		return nil, err
 	}
+	for i, p := range phases {
+		phases[i].Joiner = spent.Within(p.Timestamp.Add(-p.Time), p.Timestamp)
+	}
 	reported, _, _ := readReport(s.Name, report)
 	byText := map[string]Result{}
 	for _, r := range reported {

@@ -100,8 +100,8 @@ func TestReadPhases(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| Performance Basic Deployment should scale | 5m0s | 1m30s | 0.30 | 300 MiB |",
-		"| Performance Basic Deployment should scale | Scale Out Test | scale-out | 1000 | 160 | 1m35s | 55.0% | 66.0% | 1 |",
-		"| Performance Basic Deployment should scale | Consolidation Test | consolidation | 700 | 90 | 5m0s | 61.0% | 70.0% | 3 |",
+		"| Performance Basic Deployment should scale | Scale Out Test | scale-out | 1000 | 160 | 1m35s | 55.0% | 66.0% | 1 | 0.00 | 0 MiB |",
+		"| Performance Basic Deployment should scale | Consolidation Test | consolidation | 700 | 90 | 5m0s | 61.0% | 70.0% | 3 | 0.00 | 0 MiB |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
@@ -120,7 +120,38 @@ func TestSampleUsage(t *testing.T) {
 	if u.Samples < 2 || u.PeakRSS == 0 || u.CPU <= 0 || u.Wall < 300*time.Millisecond || u.Cores() <= 0 {
 		t.Errorf("usage %+v", u)
 	}
-	if u := sampleUsage(-1, time.Second).Stop(); u != (Usage{}) {
+	if u := sampleUsage(-1, time.Second).Stop(); u.Samples != 0 || u.CPU != 0 {
 		t.Errorf("an unreadable process gave %+v", u)
+	}
+}
+
+// Within keeps the samples inside a window: a phase's CPU time is the
+// difference between its first and last sample, its peak the largest.
+func TestUsageWithin(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	var series []usageSample
+	for i, s := range []struct {
+		cpu float64
+		rss int
+	}{{10, 100}, {12, 300}, {20, 200}, {21, 900}, {30, 100}} {
+		series = append(series, usageSample{at: t0.Add(time.Duration(i) * time.Minute), cpu: s.cpu, rss: s.rss})
+	}
+	all := Usage{series: series}
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		cpu      time.Duration
+		wall     time.Duration
+		peak     int
+	}{
+		{"everything", t0, t0.Add(4 * time.Minute), 20 * time.Second, 4 * time.Minute, 900},
+		{"the middle three", t0.Add(30 * time.Second), t0.Add(3 * time.Minute), 9 * time.Second, 2 * time.Minute, 900},
+		{"the first two", t0, t0.Add(90 * time.Second), 2 * time.Second, time.Minute, 300},
+		{"one sample is no span", t0.Add(3 * time.Minute), t0.Add(210 * time.Second), 0, 0, 0},
+	} {
+		got := all.Within(c.from, c.to)
+		if got.CPU != c.cpu || got.Wall != c.wall || got.PeakRSS != c.peak {
+			t.Errorf("%s: cpu %s wall %s peak %d, want %s %s %d", c.name, got.CPU, got.Wall, got.PeakRSS, c.cpu, c.wall, c.peak)
+		}
 	}
 }

@@ -20,6 +20,36 @@ type Usage struct {
 	PeakRSS int
 	// Samples counts the samples taken.
 	Samples int
+	// series holds every sample, for Within.
+	series []usageSample
+}
+
+// usageSample is one reading of the process.
+type usageSample struct {
+	at  time.Time
+	cpu float64 // seconds since the process started
+	rss int
+}
+
+// Within is the usage over [from, to], from the samples taken inside it
+// (zero when fewer than two were).
+func (u Usage) Within(from, to time.Time) Usage {
+	var in []usageSample
+	for _, s := range u.series {
+		if !s.at.Before(from) && !s.at.After(to) {
+			in = append(in, s)
+		}
+	}
+	if len(in) < 2 {
+		return Usage{}
+	}
+	out := Usage{Samples: len(in), series: in,
+		CPU:  time.Duration((in[len(in)-1].cpu - in[0].cpu) * float64(time.Second)),
+		Wall: in[len(in)-1].at.Sub(in[0].at)}
+	for _, s := range in {
+		out.PeakRSS = max(out.PeakRSS, s.rss)
+	}
+	return out
 }
 
 // Cores is the average number of cores the process used over the span.
@@ -32,28 +62,24 @@ func (u Usage) Cores() float64 {
 
 // usageSampler reads a process's /proc entry at an interval.
 type usageSampler struct {
-	proc    procfs.Proc
-	start   time.Time
-	cpu0    float64
-	stop    chan struct{}
-	done    chan struct{}
-	mu      sync.Mutex
-	last    float64
-	peak    int
-	samples int
+	proc   procfs.Proc
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	series []usageSample
 }
 
 // sampleUsage starts sampling process pid every interval; Stop ends it.
 // A process /proc cannot read yields a zero Usage.
 func sampleUsage(pid int, every time.Duration) *usageSampler {
-	s := &usageSampler{start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &usageSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	p, err := procfs.NewProc(pid)
 	if err != nil {
 		close(s.done)
 		return s
 	}
 	s.proc = p
-	s.cpu0, _ = s.sample()
+	s.sample()
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -63,32 +89,26 @@ func sampleUsage(pid int, every time.Duration) *usageSampler {
 			case <-s.stop:
 				return
 			case <-t.C:
-				_, _ = s.sample()
+				s.sample()
 			}
 		}
 	}()
 	return s
 }
 
-// sample records one reading and returns the CPU seconds so far.
-func (s *usageSampler) sample() (float64, error) {
+// sample records one reading; a process that has gone leaves no sample.
+func (s *usageSampler) sample() {
 	st, err := s.proc.Stat()
 	if err != nil {
-		return 0, err
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = st.CPUTime()
-	s.peak = max(s.peak, st.ResidentMemory())
-	s.samples++
-	return s.last, nil
+	s.series = append(s.series, usageSample{at: time.Now(), cpu: st.CPUTime(), rss: st.ResidentMemory()})
 }
 
 // Stop ends sampling, takes a last reading and returns the span's usage.
 func (s *usageSampler) Stop() Usage {
-	if s.stop == nil {
-		return Usage{}
-	}
 	select {
 	case <-s.done:
 	default:
@@ -98,13 +118,12 @@ func (s *usageSampler) Stop() Usage {
 	if s.proc.PID == 0 {
 		return Usage{}
 	}
-	_, _ = s.sample()
+	s.sample()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Usage{
-		CPU:     time.Duration((s.last - s.cpu0) * float64(time.Second)),
-		Wall:    time.Since(s.start),
-		PeakRSS: s.peak,
-		Samples: s.samples,
+	if len(s.series) == 0 {
+		return Usage{}
 	}
+	all := s.series
+	return Usage{series: all}.Within(all[0].at, all[len(all)-1].at)
 }
