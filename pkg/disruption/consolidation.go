@@ -135,6 +135,15 @@ func (e *engine) singleNode() (*Command, error) {
 			e.note(c, noBudget(c.node.NodePool, ReasonUnderutilized))
 			continue
 		}
+		// Multi-node consolidation's filter: a candidate whose pods
+		// neither first-fit into the other nodes' room nor fit a type
+		// cheaper by the minimum share is not simulated. The simulations
+		// go to likelier candidates, and a pass that finds nothing (it
+		// repeats every few seconds) costs only theirs.
+		if savings[c] < e.sim.minSavings*c.node.Price {
+			e.note(c, Why{Kind: WhyNotCheaper})
+			continue
+		}
 		// Necessary conditions: the pods fit in the other nodes' room
 		// (delete), or what the room cannot hold fits a cheaper type.
 		need, room := capa.demand(c), capa.total.sub(capa.spare[c.node.Name])
