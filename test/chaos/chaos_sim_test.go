@@ -66,11 +66,27 @@ func (c *simCloud) namesake(t *testing.T, w *world) Identity {
 
 func (c *simCloud) observed() Cloud { return SimCloud(c.store) }
 
+// simFaultKinds are the simulated cloud's fault messages (faults.go), by
+// the kind the summary names.
+var simFaultKinds = []struct{ kind, message string }{
+	{"throttle", "RequestLimitExceeded: request rate exceeded (simulated fault)"},
+	{"5xx", "InternalError: status code 500, an internal error occurred (simulated fault)"},
+	{"ghost", "InternalError: status code 500, the response was lost (simulated fault)"},
+	{"capacity", "InsufficientInstanceCapacity: no capacity for the offering (simulated fault)"},
+}
+
 func (c *simCloud) faultsMet(replicas []*test.JoinerProcess) string {
-	n := 0
+	n, kinds := 0, make([]int, len(simFaultKinds))
 	for _, j := range replicas {
 		b, _ := os.ReadFile(j.LogPath)
 		n += strings.Count(string(b), "(simulated fault)")
+		for i, k := range simFaultKinds {
+			kinds[i] += strings.Count(string(b), k.message)
+		}
 	}
-	return strconv.Itoa(n) + " failed cloud calls logged"
+	parts := make([]string, len(kinds))
+	for i, k := range simFaultKinds {
+		parts[i] = k.kind + "=" + strconv.Itoa(kinds[i])
+	}
+	return strconv.Itoa(n) + " failed cloud calls logged (" + strings.Join(parts, " ") + ")"
 }

@@ -112,8 +112,10 @@ func runRounds(t *testing.T, cloud cloudHarness) {
 			seeds = append(seeds, s)
 		}
 	}
+	setup := time.Now()
 	w := newWorld(t, cloud)
 	defer w.teardown() // before the replicas stop (cleanups)
+	t.Logf("the %s world (control plane, cloud, namesake cluster, observer) took %.0fs to start", cloud.name(), time.Since(setup).Seconds())
 	for _, s := range seeds {
 		if !w.round(t, s) {
 			break // the world is in an unknown state; one failure is enough
@@ -174,12 +176,20 @@ type world struct {
 func newWorld(t *testing.T, cloud cloudHarness) *world {
 	env := test.Env(t)
 	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", log: t.Logf, big: os.Getenv("CHAOS_SIZE") == "big"}
-	// One node at a time keeps a small round's disruptions in view; a big
-	// round takes Karpenter's default budget, or its hundred drifted nodes
-	// would take an hour.
+	// One node at a time keeps a small round's disruptions in view. A big
+	// round disrupts half its NodePool's nodes at once: with Karpenter's
+	// default 10% (CHAOS_BUDGET=10% replays it) a budget that shrinks with
+	// the NodePool emptied the last of a hundred nodes one per command,
+	// and the drift step took 4-5 minutes, most of it waiting on single-node
+	// terminations (README, "Where a big round's time goes"). Half keeps
+	// as many terminations, launches and cloud faults, in fewer, larger,
+	// more concurrent commands.
 	budget := "1"
 	if w.big {
-		budget = "10%"
+		budget = "50%"
+	}
+	if b := os.Getenv("CHAOS_BUDGET"); b != "" {
+		budget = b
 	}
 	cloud.start(t, w)
 	var ref *v1.NodeClassReference
@@ -474,6 +484,8 @@ func (w *world) round(t *testing.T, seed uint64) bool {
 		}
 		if t.Failed() {
 			t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
+		}
+		if t.Failed() || os.Getenv("CHAOS_LOGS") != "" {
 			w.keepLogs(t, s)
 		}
 	})
@@ -487,10 +499,12 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	w.roundSeed = seed
 	s, r := plan(seed, w.big)
 	s.Cloud = w.cloud.name()
-	start := time.Now()
+	clock := newRoundClock()
 	defer func() {
 		if len(problems) == 0 && !t.Failed() {
-			t.Logf("round %s passed in %.0fs", s, time.Since(start).Seconds())
+			t.Logf("round %s passed: %s", s, clock)
+		} else {
+			t.Logf("round %s: %s", s, clock)
 		}
 	}()
 	// Each round's replicas draw their faults from its seed.
@@ -500,6 +514,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	for range 2 {
 		s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
 	}
+	clock.step("replicas")
 	ctx := t.Context()
 
 	wait := 3 * time.Minute
@@ -511,9 +526,11 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	test.Eventually(t, wait, func(ctx context.Context) error {
 		return w.webRunning(ctx, s.Up)
 	})
+	clock.step("scale-up")
 
 	w.scale(t, s.Down)
 	w.injectAt(t, r, s, "drain", "consolidation")
+	clock.step("scale-down")
 	// Drift in the same round: every node launched so far drifts, and
 	// those running web pods are replaced (each replace waits for its
 	// replacement to initialise: the observer judges it).
@@ -526,6 +543,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	if err := test.Poll(ctx, driftWait, w.webOffDrifted(drifted)); err != nil {
 		problems = append(problems, fmt.Sprintf("drifted nodes not replaced in %s: %v", driftWait, err))
 	}
+	clock.step("drift")
 	// Settled, and still settled a while later (consolidation had its
 	// chance to act again).
 	for range 2 {
@@ -535,6 +553,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 		}
 		time.Sleep(8 * time.Second)
 	}
+	clock.step("settle")
 	if v := w.observer.Violations(); len(v) > 0 {
 		problems = append(problems, fmt.Sprintf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  ")))
 	}
@@ -555,9 +574,11 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 }
 
 // keepLogs copies every replica's log out of the test's temporary
-// directories, which go when the test ends, and says where.
+// directories, which go when the test ends, and says where: under
+// CHAOS_LOGS when it is set (every round's, passed or not), else in a new
+// temporary directory.
 func (w *world) keepLogs(t *testing.T, s *schedule) {
-	dir, err := os.MkdirTemp("", fmt.Sprintf("joiner-chaos-%s-%d-", s.Cloud, s.Seed))
+	dir, err := os.MkdirTemp(os.Getenv("CHAOS_LOGS"), fmt.Sprintf("joiner-chaos-%s-%d-", s.Cloud, s.Seed))
 	if err != nil {
 		t.Logf("keeping the replicas' logs: %v", err)
 		return
