@@ -162,6 +162,8 @@ type world struct {
 	started     int // replicas started so far, for names and seeds
 	observer    *Observer
 	roundSeed   uint64
+	// schedule is the round's, as it runs (its faults' outcomes filled in).
+	schedule *schedule
 	// planted is the bug the cluster's replicas run with (none: "");
 	// ghostAtLeast raises the replicas' ghost-instance rate.
 	planted      plantedbug.Bug
@@ -478,15 +480,22 @@ const offeringsUnavailableTTL = 3 * time.Minute
 
 func (w *world) round(t *testing.T, seed uint64) bool {
 	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-		s, problems := w.play(t, seed)
+		// Deferred: a wait that gives up ends the round with t.Fatal.
+		defer func() {
+			s := w.schedule
+			if s == nil {
+				return
+			}
+			if t.Failed() {
+				t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
+			}
+			if t.Failed() || os.Getenv("CHAOS_LOGS") != "" {
+				w.keepLogs(t, s)
+			}
+		}()
+		_, problems := w.play(t, seed)
 		for _, p := range problems {
 			t.Error(p)
-		}
-		if t.Failed() {
-			t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
-		}
-		if t.Failed() || os.Getenv("CHAOS_LOGS") != "" {
-			w.keepLogs(t, s)
 		}
 	})
 }
@@ -499,6 +508,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	w.roundSeed = seed
 	s, r := plan(seed, w.big)
 	s.Cloud = w.cloud.name()
+	w.schedule = s
 	clock := newRoundClock()
 	defer func() {
 		if len(problems) == 0 && !t.Failed() {
@@ -573,7 +583,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	return s, problems
 }
 
-// keepLogs copies every replica's log out of the test's temporary
+// keepLogs copies the round's replicas' logs out of the test's temporary
 // directories, which go when the test ends, and says where: under
 // CHAOS_LOGS when it is set (every round's, passed or not), else in a new
 // temporary directory.
@@ -583,7 +593,7 @@ func (w *world) keepLogs(t *testing.T, s *schedule) {
 		t.Logf("keeping the replicas' logs: %v", err)
 		return
 	}
-	for _, j := range w.replicas {
+	for _, j := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
 		if b, err := os.ReadFile(j.LogPath); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, j.Name+".log"), b, 0o644)
 		}
