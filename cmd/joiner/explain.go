@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,17 +113,14 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 	if o.output != "text" && o.output != "json" && o.output != "yaml" {
 		return fmt.Errorf("--output: want text, json or yaml, got %q", o.output)
 	}
-	kind = strings.ToLower(kind)
-	switch kind {
-	case "pod", "pods", "po", "node", "nodes", "no", "nodeclaim", "nodeclaims", "nodepool", "nodepools", "capacitybuffer", "capacitybuffers", "cb":
-	default:
-		return fmt.Errorf("explain: want pod, node, nodeclaim, nodepool or capacitybuffer, got %q", kind)
+	k, err := explain.ParseKind(kind)
+	if err != nil {
+		return err
 	}
 	// The DRA objects are always read: whether the solver plans them is
 	// decided once the controller view is known.
 	sopts := explain.SnapshotOptions{Now: explainNow(), Devices: true}
 	if o.instanceTypes != "" {
-		var err error
 		if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
 			return err
 		}
@@ -168,39 +164,18 @@ func runExplain(ctx context.Context, o *explainOptions, kind, name string, stdin
 			return err
 		}
 	}
-	opts := explain.Options{RegistrationTTL: o.registrationTTL, InitializationTTL: o.initializationTTL}
-	var verdict any
-	var err error
-	switch kind {
-	case "capacitybuffer", "capacitybuffers", "cb":
-		ns, n := namespace, name
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			ns, n = name[:i], name[i+1:]
-		}
-		verdict, err = explain.CapacityBuffer(snap, ns, n)
-	case "pod", "pods", "po":
-		ns, n := namespace, name
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			ns, n = name[:i], name[i+1:]
-		}
-		s := solve
-		planDRA := snap.View != nil && snap.View.PlanDynamicResources
-		if o.ignoreDRASet {
-			planDRA = !o.ignoreDRA
-		}
-		if planDRA {
-			s = func(snap *scheduling.Snapshot) (*scheduling.Plan, error) {
-				return scheduling.Solve(snap, scheduling.Options{PlanDynamicResources: true})
-			}
-		}
-		verdict, err = explain.Pod(snap, ns, n, s, opts)
-	case "node", "nodes", "no":
-		verdict, err = explain.Node(snap, name, opts)
-	case "nodeclaim", "nodeclaims":
-		verdict, err = explain.NodeClaim(snap, name, opts)
-	default:
-		verdict, err = explain.NodePool(snap, name)
+	q := explain.Query{Kind: k, Namespace: namespace, Name: name, Solve: solve,
+		Options: explain.Options{RegistrationTTL: o.registrationTTL, InitializationTTL: o.initializationTTL}}
+	planDRA := snap.View != nil && snap.View.PlanDynamicResources
+	if o.ignoreDRASet {
+		planDRA = !o.ignoreDRA
 	}
+	if planDRA {
+		q.Solve = func(snap *scheduling.Snapshot) (*scheduling.Plan, error) {
+			return scheduling.Solve(snap, scheduling.Options{PlanDynamicResources: true})
+		}
+	}
+	verdict, err := explain.Verdict(snap, q)
 	if err != nil {
 		return err
 	}

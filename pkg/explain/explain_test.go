@@ -66,19 +66,11 @@ func TestGolden(t *testing.T) {
 
 func render(t *testing.T, snap *explain.Snapshot, kind, target string) []byte {
 	t.Helper()
-	var verdict any
-	var err error
-	switch kind {
-	case "pod":
-		ns, name, _ := cut(target)
-		verdict, err = explain.Pod(snap, ns, name, nil, explain.Options{})
-	case "node":
-		verdict, err = explain.Node(snap, target, explain.Options{})
-	case "nodeclaim":
-		verdict, err = explain.NodeClaim(snap, target, explain.Options{})
-	case "nodepool":
-		verdict, err = explain.NodePool(snap, target)
+	k, err := explain.ParseKind(kind)
+	if err != nil {
+		t.Fatal(err)
 	}
+	verdict, err := explain.Verdict(snap, explain.Query{Kind: k, Name: target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +79,4 @@ func render(t *testing.T, snap *explain.Snapshot, kind, target string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-func cut(s string) (string, string, bool) {
-	for i := range s {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", s, false
 }

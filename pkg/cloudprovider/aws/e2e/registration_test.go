@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -297,20 +296,12 @@ func explainShowsNamesake(t *testing.T, np *v1.NodePool, nc *awsv1.EC2NodeClass)
 		}
 		return nil
 	})
-	snap, err := explain.FromObjects(objs, explain.SnapshotOptions{Now: time.Now()})
+	out, err := explain.Text(objs, time.Now(), explain.Query{Kind: explain.KindNodePool, Name: np.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdict, err := explain.NodePool(snap, np.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := explain.Write(&out, verdict); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), events.ClusterNamesake+": "+note) {
-		t.Errorf("explain nodepool %s does not show the controller's %s event %q:\n%s", np.Name, events.ClusterNamesake, note, out.String())
+	if !strings.Contains(out, events.ClusterNamesake+": "+note) {
+		t.Errorf("explain nodepool %s does not show the controller's %s event %q:\n%s", np.Name, events.ClusterNamesake, note, out)
 	}
 }
 

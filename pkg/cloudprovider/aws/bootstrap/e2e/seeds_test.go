@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -347,18 +346,5 @@ func explainNodeClaim(ctx context.Context, kube client.Client, name string) (str
 	for i := range list.Items {
 		objs = append(objs, &list.Items[i])
 	}
-	snap, err := explain.FromObjects(objs, explain.SnapshotOptions{Now: time.Now()})
-	if err != nil {
-		return "", err
-	}
-	verdict, err := explain.NodeClaim(snap, name, explain.Options{})
-	if err != nil {
-		return "", err
-	}
-	verdict.Events = nil
-	var out bytes.Buffer
-	if err := explain.Write(&out, verdict); err != nil {
-		return "", err
-	}
-	return out.String(), nil
+	return explain.Text(objs, time.Now(), explain.Query{Kind: explain.KindNodeClaim, Name: name, NoEvents: true})
 }
