@@ -44,6 +44,38 @@ func literalKeys(fset *token.FileSet, f *ast.File) []string {
 	return found
 }
 
+// variableMessages reports the logr calls of one file whose message is not
+// a string literal: Info(msg, ...) and Error(err, msg, ...). A message is
+// constant so that one query finds every line of one kind; what varies
+// (names, counts, causes) goes under keys. Like literalKeys it reads
+// syntax: http.Error, the one other Error the tree calls, is skipped.
+func variableMessages(fset *token.FileSet, f *ast.File) []string {
+	var found []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "http" {
+			return true
+		}
+		at := map[string]int{"Info": 0, "Error": 1}
+		i, ok := at[sel.Sel.Name]
+		if !ok || i >= len(call.Args) {
+			return true
+		}
+		if lit, ok := call.Args[i].(*ast.BasicLit); !ok || lit.Kind != token.STRING {
+			found = append(found, fset.Position(call.Args[i].Pos()).String()+": message is not a string literal")
+		}
+		return true
+	})
+	return found
+}
+
 // TestLiteralKeysFound: the check finds a literal key in each kind of log
 // call, and passes keys named by constants.
 func TestLiteralKeysFound(t *testing.T) {
@@ -72,9 +104,38 @@ func TestLiteralKeysFound(t *testing.T) {
 	}
 }
 
+// TestVariableMessagesFound: the check finds a message built at run time
+// in each kind of log call, and passes constant ones.
+func TestVariableMessagesFound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call string
+		want int
+	}{
+		{name: "constant info", call: `l.Info("launched", logging.NodeClaim, n)`, want: 0},
+		{name: "constant error", call: `l.Error(err, "launching", logging.NodeClaim, n)`, want: 0},
+		{name: "sprintf info", call: `l.Info(fmt.Sprintf("launched %s", n))`, want: 1},
+		{name: "concatenated debug info", call: `l.V(1).Info("launched " + n)`, want: 1},
+		{name: "variable error", call: `l.Error(err, msg)`, want: 1},
+		{name: "http error", call: `http.Error(w, "bad "+q, 400)`, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", "package x\nfunc f() { "+tc.call+" }\n", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := variableMessages(fset, f); len(got) != tc.want {
+				t.Errorf("found %v, want %d variable messages", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestKeysHaveOneHome: no log call outside tests writes a key as a
-// string literal; keys.go is the one spelling of each (tests build their
-// own loggers and may use any key).
+// string literal or a message that is not constant; keys.go is the one
+// spelling of each key (tests build their own loggers and may use any key
+// and message).
 func TestKeysHaveOneHome(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -106,6 +167,10 @@ func TestKeysHaveOneHome(t *testing.T) {
 		for _, k := range literalKeys(fset, f) {
 			rel, _ := filepath.Rel(root, k)
 			t.Errorf("%s: name the key with a constant of pkg/logging (keys.go)", rel)
+		}
+		for _, m := range variableMessages(fset, f) {
+			rel, _ := filepath.Rel(root, m)
+			t.Errorf("%s: log a constant message and put what varies under keys of pkg/logging", rel)
 		}
 		return nil
 	})
