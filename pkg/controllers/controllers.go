@@ -35,6 +35,7 @@ import (
 	nodepoolcounter "github.com/joiner-dev/joiner/pkg/controllers/nodepool/counter"
 	nodepoolhash "github.com/joiner-dev/joiner/pkg/controllers/nodepool/hash"
 	nodepoolreadiness "github.com/joiner-dev/joiner/pkg/controllers/nodepool/readiness"
+	"github.com/joiner-dev/joiner/pkg/controllers/nomination"
 	"github.com/joiner-dev/joiner/pkg/controllers/observability"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-dev/joiner/pkg/controllers/provisioningrequest"
@@ -201,7 +202,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	// One live model and one NodeClaim creator, shared by provisioning,
 	// disruption and the status page: what consolidation simulates on is
 	// what the provisioner plans on.
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings, Buffers: buffers,
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: mgr.GetClient(), Pods: pods, State: cluster, Nominations: cluster.Nominations(), CloudProvider: o.CloudProvider, Clock: o.Clock, Bookings: bookings, Buffers: buffers,
 		Devices: o.Scheduling.PlanDynamicResources, DefaultSpread: o.DefaultSpread})
 	if err != nil {
 		return nil, fmt.Errorf("building the live model: %w", err)
@@ -213,11 +214,16 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	// Provisioning and disruption act only once the bookings held before a
 	// restart are held again.
 	booked := bookedState{Cluster: cluster, bookings: bookings}
+	// Where the provisioner planned each pod is told to kube-scheduler by
+	// a controller of its own; registration asks it to hold a node's
+	// room just before the node turns schedulable.
+	nominationWriter := nomination.NewWriter(mgr.GetClient(), cluster.Nominations())
 	prov, err := provisioning.NewController(provisioning.Options{
 		Client:            mgr.GetClient(),
 		Model:             model,
 		NodeClaims:        creator,
 		State:             booked,
+		Nominations:       cluster.Nominations(),
 		Recorder:          recorder,
 		Clock:             o.Clock,
 		Solve:             o.Solve,
@@ -255,8 +261,8 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 		InitializationTTL: o.InitializationTTL,
 		LaunchBackoffMax:  o.LaunchBackoffMax,
 		APIReader:         mgr.GetAPIReader(),
-		Nominations:       cluster,
-		Room:              prov.Writer,
+		Nominations:       cluster.Nominations(),
+		Room:              nominationWriter,
 
 		MaxConcurrentReconciles: o.LifecycleWorkers,
 	})
@@ -365,6 +371,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	out := []Controller{
 		cluster,
 		prov,
+		nominationWriter,
 		provReqs,
 		lc,
 		claimTermination,
@@ -389,7 +396,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	out = append(out, statusCtrls...)
 	if o.ClusterStateObservability {
 		obs, err := observability.NewController(observability.Options{
-			Client: mgr.GetClient(), Pods: pods, Cluster: cluster, InstanceTypes: o.CloudProvider, Clock: o.Clock,
+			Client: mgr.GetClient(), Pods: pods, Cluster: cluster, Decisions: cluster.Nominations(), InstanceTypes: o.CloudProvider, Clock: o.Clock,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building cluster state observability: %w", err)

@@ -73,13 +73,6 @@ type ClusterState interface {
 	ReadOnlyNodes() []*state.StateNode
 	// DaemonSetPods holds one pod per DaemonSet.
 	DaemonSetPods() []*corev1.Pod
-	// HoldsNomination reports a live nomination to a NodeClaim that can
-	// still take the pod: such a pod is not pending.
-	HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool)
-	// NominatedNodeName is the node joiner itself wrote into a pod's
-	// status.nominatedNodeName, if any: such a pod is still joiner's to
-	// plan (kube-scheduler is not preempting for it).
-	NominatedNodeName(pod types.NamespacedName) (string, bool)
 }
 
 // UnboundPods lists the pods bound to no node as the informer cache
@@ -100,7 +93,12 @@ type Options struct {
 	CloudProvider InstanceTypes
 	// State is the cluster model the snapshot is built from.
 	State ClusterState
-	Clock clock.Clock
+	// Nominations leave out of the pending pods those whose nomination
+	// holds (Holds), and tell a status.nominatedNodeName joiner wrote
+	// from kube-scheduler's (NominatedNodeName): such a pod is still
+	// joiner's to plan.
+	Nominations state.NominationReader
+	Clock       clock.Clock
 	// Bookings, when set, is capacity held for ProvisioningRequests: its
 	// placeholder pods take room on their nodes (for provisioning and
 	// consolidation alike), and the pods that consume a request are not
@@ -133,6 +131,9 @@ func (o *Options) validate() error {
 	}
 	if o.State == nil {
 		errs = append(errs, errors.New("cluster state is required"))
+	}
+	if o.Nominations == nil {
+		errs = append(errs, errors.New("nominations are required"))
 	}
 	if o.CloudProvider == nil {
 		errs = append(errs, errors.New("cloud provider is required"))
@@ -263,12 +264,12 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 		// node go to the solver too: it gives them a typed reason (Volume,
 		// ExcludesNodePools) that reaches the pod, where Karpenter skips
 		// them without a word.
-		if !Provisionable(pod, b.opts.State) || b.consumesBooking(pod) {
+		if !Provisionable(pod, b.opts.Nominations) || b.consumesBooking(pod) {
 			continue
 		}
 		// A pod nominated to a NodeClaim that is going away is pending
-		// again (HoldsNomination is false for it).
-		if _, _, held := b.opts.State.HoldsNomination(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); held {
+		// again (Holds is false for it).
+		if _, _, held := b.opts.Nominations.Holds(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); held {
 			continue
 		}
 		v.Cluster.Pods = append(v.Cluster.Pods, pod)
@@ -322,7 +323,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 }
 
 // NominatedNodeNames says which status.nominatedNodeName joiner itself
-// wrote into a pod (state.Cluster implements it).
+// wrote into a pod (state.Nominations implements it).
 type NominatedNodeNames interface {
 	NominatedNodeName(pod types.NamespacedName) (string, bool)
 }

@@ -44,14 +44,11 @@ var (
 	})
 )
 
-// PodDecisions remembers, for the pods the provisioner works on, when it
-// first saw each pending and when it first decided where it can run. The
-// provisioner writes it; the cluster state observability publishes the
-// karpenter_pods_provisioning_* metrics from it. It is process-wide, as
-// the metrics are.
-var PodDecisions = newPodDecisionTimes()
-
-func newPodDecisionTimes() *PodDecisionTimes {
+// NewPodDecisionTimes returns an empty memory of decision times. The
+// cluster model's nominations own the process's one (the provisioner
+// writes it through them, the cluster state observability publishes it);
+// the gauges it sets are process-wide, as the metrics are.
+func NewPodDecisionTimes() *PodDecisionTimes {
 	return &PodDecisionTimes{pods: map[types.UID]*podTimes{},
 		undecided: PodsProvisioningSchedulingUndecidedTime,
 		unbound:   PodsProvisioningUnboundTime,

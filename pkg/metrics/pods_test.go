@@ -15,7 +15,7 @@ import (
 // provisioner's verdicts and the kubelet's progress, publishing at each
 // step, and checks the provisioning gauges and histograms.
 func TestPodDecisionsFollowAPodFromSeenToRunning(t *testing.T) {
-	d := newPodDecisionTimes()
+	d := NewPodDecisionTimes()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	other := pod.DeepCopy()

@@ -18,7 +18,7 @@ import (
 )
 
 // TestKubeSchedulerHonoursNominatedNodeName checks, on the real
-// kube-scheduler, what joiner's NominationWriter relies on (KEP-5278): a
+// kube-scheduler, what joiner's nomination.Writer relies on (KEP-5278): a
 // pending pod whose status.nominatedNodeName names a node has room kept
 // for it there. Pod "planned" cannot schedule yet (it needs a label the
 // node gets later, as a planned pod waits for its node to initialise);
@@ -73,7 +73,7 @@ func TestKubeSchedulerHonoursNominatedNodeName(t *testing.T) {
 			// kube-scheduler counted the nominated pod on the node: the
 			// other pod does not fit. (It keeps doing so until it next
 			// tries the nominated pod and finds no node, when it clears
-			// the field; joiner's NominationWriter then sets it again.)
+			// the field; joiner's nomination.Writer then sets it again.)
 			waitUnschedulable(t, c, other)
 		})
 	}

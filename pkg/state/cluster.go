@@ -99,17 +99,9 @@ type Cluster struct {
 	// is the reverse map.
 	podsByNode map[string]map[types.NamespacedName]*corev1.Pod
 	podNode    map[types.NamespacedName]string
-	// nominations are pods the provisioner nominated to in-flight
-	// NodeClaims, by pod.
-	nominations map[types.NamespacedName]*nomination
-	// ended are the nominations that ended early (their node filled up,
-	// their NodeClaim failed or went away), in order, until TakeEnded
-	// hands them to the provisioner to tell the pods.
-	ended []EndedNomination
-	// nominatedNodeNames are the pods whose status.nominatedNodeName
-	// joiner wrote, with the node name it wrote: joiner owns the field for
-	// these pods only.
-	nominatedNodeNames map[types.NamespacedName]string
+	// nom are the provisioner's nominations (their fields are guarded
+	// by mu too).
+	nom *Nominations
 	// daemonSets holds one pod per DaemonSet, built from its template.
 	daemonSets map[types.NamespacedName]*corev1.Pod
 	// volumeLimits is each node's CSI attach limit per driver, from its
@@ -122,9 +114,6 @@ type Cluster struct {
 	created map[string]time.Time
 	// generation counts mutations.
 	generation uint64
-	// onEnded is called with the pod of each nomination that ends early
-	// (see NotifyNominationEnded); nil until set.
-	onEnded func(*corev1.Pod)
 
 	// syncMu serializes Synced's checks so concurrent callers share one;
 	// it guards syncedAt, which is when the last check found the model
@@ -147,20 +136,20 @@ func NewCluster(opts Options) (*Cluster, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Cluster{
-		opts:               opts,
-		entries:            map[string]*entry{},
-		nodeKeys:           map[string]string{},
-		nodeClaimKeys:      map[string]string{},
-		podsByNode:         map[string]map[types.NamespacedName]*corev1.Pod{},
-		podNode:            map[types.NamespacedName]string{},
-		nominations:        map[types.NamespacedName]*nomination{},
-		nominatedNodeNames: map[types.NamespacedName]string{},
-		daemonSets:         map[types.NamespacedName]*corev1.Pod{},
-		volumeLimits:       map[string]map[string]int{},
-		marked:             map[string]bool{},
-		created:            map[string]time.Time{},
-	}, nil
+	c := &Cluster{
+		opts:          opts,
+		entries:       map[string]*entry{},
+		nodeKeys:      map[string]string{},
+		nodeClaimKeys: map[string]string{},
+		podsByNode:    map[string]map[types.NamespacedName]*corev1.Pod{},
+		podNode:       map[types.NamespacedName]string{},
+		daemonSets:    map[types.NamespacedName]*corev1.Pod{},
+		volumeLimits:  map[string]map[string]int{},
+		marked:        map[string]bool{},
+		created:       map[string]time.Time{},
+	}
+	c.nom = newNominations(c, opts.NominationTTL)
+	return c, nil
 }
 
 func nodeKey(n *corev1.Node) string {
@@ -228,7 +217,7 @@ func (c *Cluster) updateNodeClaim(nc *v1.NodeClaim) {
 	c.entryLocked(key).nodeClaim = nc
 	c.nodeClaimKeys[nc.Name] = key
 	delete(c.created, nc.Name)
-	c.nodeClaimChangedLocked(nc)
+	c.nom.nodeClaimChangedLocked(nc)
 	c.changedLocked()
 }
 
@@ -278,11 +267,7 @@ func (c *Cluster) deleteNodeClaimLocked(name string) {
 		c.detachLocked(key, func(e *entry) { e.nodeClaim = nil })
 		delete(c.nodeClaimKeys, name)
 	}
-	for pod, n := range c.nominations {
-		if n.nodeClaim == name {
-			c.endLocked(pod, n, EndedNodeClaimGone, "")
-		}
-	}
+	c.nom.nodeClaimGoneLocked(name)
 	c.changedLocked()
 }
 
@@ -312,18 +297,8 @@ func (c *Cluster) updatePod(p *corev1.Pod, owned bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbindLocked(key)
-	if p.Spec.NodeName != "" || terminal {
-		delete(c.nominations, key)
-	} else if n, ok := c.nominations[key]; ok {
-		if rejectedSince(p, podScheduledOrZero(n.pod)) {
-			n.rejectedSeen = c.opts.Clock.Now()
-		}
-		// Not bound, so not stored above: p is taken once at most.
-		n.pod = own()
-		if n.initialized && rejectedSince(p, n.scheduled) {
-			c.endLocked(key, n, EndedNodeFilledUp, c.nodeNameLocked(n.nodeClaim))
-		}
-	}
+	// A pending pod is not stored above: p is taken once at most.
+	c.nom.podChangedLocked(key, p, p.Spec.NodeName != "" || terminal, own)
 	if stored != nil {
 		pods := c.podsByNode[stored.Spec.NodeName]
 		if pods == nil {
@@ -341,8 +316,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbindLocked(key)
-	delete(c.nominations, key)
-	delete(c.nominatedNodeNames, key)
+	c.nom.podGoneLocked(key)
 	c.changedLocked()
 }
 
@@ -375,12 +349,7 @@ func (c *Cluster) nodes(deep bool) []*StateNode {
 	c.mu.RLock()
 	// The live nominations by NodeClaim, gathered once rather than once
 	// per NodeClaim.
-	nominated := map[string][]*corev1.Pod{}
-	for _, n := range c.nominations {
-		if n.live(now) {
-			nominated[n.nodeClaim] = append(nominated[n.nodeClaim], n.pod)
-		}
-	}
+	nominated := c.nom.liveByNodeClaimLocked(now, "")
 	out := make([]*StateNode, 0, len(c.entries))
 	for key, e := range c.entries {
 		if c.expiredLocked(e, now) {

@@ -23,7 +23,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				c.UpdateNodeClaim(launched(nodeClaim(name, "default", id), "2", "4Gi"))
 				c.UpdateNode(node(name, id, map[string]string{"w": "x"}))
 				c.UpdatePod(pod("ns", fmt.Sprintf("p-%d-%d", w, i), name, "100m"))
-				c.Nominate(pod("ns", fmt.Sprintf("q-%d-%d", w, i), "", "100m"), name)
+				c.Nominations().Nominate(pod("ns", fmt.Sprintf("q-%d-%d", w, i), "", "100m"), name)
 				if i%3 == 0 {
 					c.DeletePod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p-%d-%d", w, i-1)})
 					c.DeleteNode(name)

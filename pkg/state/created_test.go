@@ -32,7 +32,7 @@ func TestNodeClaimCreated(t *testing.T) {
 				tt.informer(c)
 			}
 			c.NodeClaimCreated(nodeClaim("nc-1", "default", ""))
-			c.Nominate(pod("ns", "web", "", "1"), "nc-1")
+			c.Nominations().Nominate(pod("ns", "web", "", "1"), "nc-1")
 			if tt.informer != nil && !tt.before {
 				tt.informer(c)
 			}

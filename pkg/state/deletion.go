@@ -25,7 +25,7 @@ func (c *Cluster) UnmarkForDeletion(providerIDs ...string) {
 
 // goingAwayLocked reports whether the entry at key is marked for deletion
 // by a consumer, or its Node or NodeClaim is being deleted: a StateNode's
-// MarkedForDeletion, and what ends HoldsNomination.
+// MarkedForDeletion, and what ends a nomination's hold (Nominations.Holds).
 func (c *Cluster) goingAwayLocked(key string, e *entry) bool {
 	return c.marked[key] ||
 		(e.node != nil && e.node.DeletionTimestamp != nil) ||

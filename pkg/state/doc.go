@@ -13,7 +13,10 @@
 //
 // One file per concern: cluster.go holds the model (Nodes, NodeClaims,
 // pods and the reads that join them), nomination.go the provisioner's
-// nominations and their ends, deletion.go the marks of nodes about to go,
+// nominations (Nominations, one type behind two narrow interfaces:
+// NominationReader for readers, Nominator for the provisioner, the one
+// writer), their windows, their ends and the decision times behind the
+// karpenter_pods_provisioning_* metrics, deletion.go the marks of nodes about to go,
 // daemonsets.go the DaemonSets' pods, volumelimits.go the CSI attach
 // limits, nodepool.go each NodePool's usage, synced.go the sync check.
 //
@@ -22,7 +25,7 @@
 // consumers must not act on a state that is not synced.
 //
 // Concurrency: one sync.RWMutex guards every map in Cluster. Writers (the
-// reconcilers, Nominate, MarkForDeletion) take the write lock for a single
+// reconcilers, Nominations.Nominate, MarkForDeletion) take the write lock for a single
 // map update and never call out while holding it. Readers take the read
 // lock and return deep copies, so no pointer into the model ever escapes
 // and callers may mutate what they get. Synced lists from the API server

@@ -20,7 +20,7 @@ import (
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newTestCluster(t *testing.T, objs ...client.Object) (*Cluster, *clocktesting.FakeClock, client.Client) {
+func newTestCluster(t testing.TB, objs ...client.Object) (*Cluster, *clocktesting.FakeClock, client.Client) {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {

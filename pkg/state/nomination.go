@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
 // DefaultNominationTTL is the nomination window when Options leaves it
@@ -28,6 +29,80 @@ const DefaultNominationTTL = 20 * time.Second
 func NominationWindow(batchMaxDuration time.Duration) time.Duration {
 	return max(2*batchMaxDuration, 10*time.Second)
 }
+
+// NominationReader is what readers of nominations ask: whether a pod's
+// nomination keeps it out of a provisioning pass (to which NodeClaim,
+// until when), where a pod was last nominated, which pods a NodeClaim was
+// nominated for, and which status.nominatedNodeName joiner itself wrote.
+// The provisioner's pod trigger, the live model, the NodeClaim lifecycle
+// and the nominated-node-name writer read through it; disruption and the
+// status page read the live nominations as StateNode.NominatedPods, which
+// Nominations fills.
+type NominationReader interface {
+	Holds(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool)
+	Nomination(pod types.NamespacedName) (NominatedNode, bool)
+	PodsNominatedTo(nodeClaimName string) []types.NamespacedName
+	NominatedNodeName(pod types.NamespacedName) (string, bool)
+}
+
+// Nominator is what the provisioner, the one writer of nominations,
+// needs: to say which pods it saw pending, to nominate a placed pod, to
+// release one it found no room for, and to learn which nominations ended
+// before their window.
+type Nominator interface {
+	NominationReader
+	Seen(pods []*corev1.Pod)
+	Nominate(pod *corev1.Pod, nodeClaimName string)
+	Release(pod *corev1.Pod)
+	TakeEnded() []EndedNomination
+	NotifyEnded(fn func(pod *corev1.Pod))
+}
+
+// Nominations is the provisioner's memory of where each planned pod goes:
+// one nomination per pod to the in-flight NodeClaim planned for it, with
+// its window (see Nominate), the nominations that ended early, the
+// status.nominatedNodeName values joiner wrote, and the decision times
+// behind the karpenter_pods_provisioning_* metrics. It lives in the
+// Cluster (Cluster.Nominations) and shares its lock: a nomination counts
+// against its NodeClaim in the same StateNode read that shows the pods
+// bound to it, and a pod's binding, a NodeClaim's failure or deletion end
+// nominations in the same update that records them, so no read ever shows
+// a pod both bound and nominated.
+type Nominations struct {
+	// c is the model the nominations live in; c.mu guards every field
+	// below.
+	c   *Cluster
+	ttl time.Duration
+	// byPod are the nominations, by pod.
+	byPod map[types.NamespacedName]*nomination
+	// ended are the nominations that ended early (their node filled up,
+	// their NodeClaim failed or went away), in order, until TakeEnded
+	// hands them to the provisioner to tell the pods.
+	ended []EndedNomination
+	// written are the pods whose status.nominatedNodeName joiner wrote,
+	// with the node name it wrote: joiner owns the field for these pods
+	// only.
+	written map[types.NamespacedName]string
+	// onEnded is called with the pod of each nomination that ends early
+	// (see NotifyEnded); nil until set.
+	onEnded func(*corev1.Pod)
+	// decisions has its own lock: when the provisioner first saw each
+	// pending pod and first decided where it can run.
+	decisions *metrics.PodDecisionTimes
+}
+
+func newNominations(c *Cluster, ttl time.Duration) *Nominations {
+	return &Nominations{
+		c:         c,
+		ttl:       ttl,
+		byPod:     map[types.NamespacedName]*nomination{},
+		written:   map[types.NamespacedName]string{},
+		decisions: metrics.NewPodDecisionTimes(),
+	}
+}
+
+// Nominations returns the model's nominations.
+func (c *Cluster) Nominations() *Nominations { return c.nom }
 
 type nomination struct {
 	nodeClaim string
@@ -51,9 +126,20 @@ type nomination struct {
 	rejectedSeen time.Time
 }
 
+// Seen records that the provisioner considered these pending pods; only
+// the first time counts (karpenter_pods_scheduling_decision_duration_seconds
+// starts there).
+func (n *Nominations) Seen(pods []*corev1.Pod) {
+	now := n.c.opts.Clock.Now()
+	for _, pod := range pods {
+		n.decisions.Seen(pod, now)
+	}
+}
+
 // Nominate records that the provisioner placed pod on the in-flight
-// NodeClaim nodeClaimName. Until the nomination expires, the pod counts
-// against that NodeClaim in StateNode.
+// NodeClaim nodeClaimName; with nodeClaimName "" (a node joiner does not
+// manage), only that it decided where the pod can run. Until the
+// nomination expires, the pod counts against that NodeClaim in StateNode.
 // A nomination expires one window (Options.NominationTTL) after the plan
 // or after the NodeClaim's initialisation, whichever is later: while the
 // NodeClaim launches and registers, which can take minutes in a large
@@ -63,12 +149,11 @@ type nomination struct {
 // pods planned there). A NodeClaim that fails or goes away ends its
 // nominations at once, so a pod never waits on capacity that will not come;
 // one that never initialises holds them at most MaxNominationHold.
-// NominatedPods and HoldsNomination report it, so a consumer can leave it out
-// of the pods it places. Binding or deleting the pod ends the nomination;
-// so do, early and reported by TakeEnded, the NodeClaim failing or going
-// away, and kube-scheduler rejecting the pod after the NodeClaim's node
-// initialised (others took the room: waiting out the window would only
-// delay the pod).
+// Holds reports it, so a consumer can leave the pod out of the pods it
+// places. Binding or deleting the pod ends the nomination; so do, early
+// and reported by TakeEnded, the NodeClaim failing or going away, and
+// kube-scheduler rejecting the pod after the NodeClaim's node initialised
+// (others took the room: waiting out the window would only delay the pod).
 //
 // The model keeps pod's fields without a deep copy, so the caller must
 // not change them afterwards: the provisioner passes the informer cache's
@@ -76,39 +161,69 @@ type nomination struct {
 // nominated at once (a deep copy is about 4 KiB each). Only the Pod struct
 // is copied, so the model does not keep alive the list the caller's pod
 // may sit in.
-func (c *Cluster) Nominate(pod *corev1.Pod, nodeClaimName string) {
+func (n *Nominations) Nominate(pod *corev1.Pod, nodeClaimName string) {
+	now := n.c.opts.Clock.Now()
+	n.decisions.Decided(pod, now)
+	if nodeClaimName == "" {
+		return
+	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	kept := *pod
-	now := c.opts.Clock.Now()
-	n := &nomination{nodeClaim: nodeClaimName, pod: &kept, planned: now, until: now.Add(c.opts.NominationTTL)}
+	nom := &nomination{nodeClaim: nodeClaimName, pod: &kept, planned: now, until: now.Add(n.ttl)}
+	c := n.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, bound := c.podNode[key]; bound {
 		return
 	}
-	c.nominations[key] = n
+	n.byPod[key] = nom
 	if e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]; ok && e.nodeClaim != nil {
-		c.nodeClaimChangedLocked(e.nodeClaim)
+		n.nodeClaimChangedLocked(e.nodeClaim)
 	}
 	c.changedLocked()
 }
 
-// HoldsNomination reports whether pod's nomination keeps it out of a
-// provisioning pass: it is live, and its NodeClaim is in the model (not an
-// unconfirmed NodeClaimCreated record past its TTL), not marked for
-// deletion, and neither it nor its Node is being deleted. until is when
-// the nomination stops being live if nothing else happens. The provisioner
-// plans and triggers by this one test, so a pod it leaves out of passes is
-// never also left without a batch.
-func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool) {
+// Release forgets pod's nomination without a report: the provisioner
+// planned the pod again and found no room for it anywhere, so the old plan
+// must not keep a place (or a status.nominatedNodeName) for it. It is a
+// verdict on the pod all the same (the decision duration ends).
+func (n *Nominations) Release(pod *corev1.Pod) {
+	n.decisions.Unschedulable(pod, n.c.opts.Clock.Now())
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if _, ok := n.byPod[key]; ok {
+		delete(n.byPod, key)
+		n.c.changedLocked()
+	}
+}
+
+// PublishDecisions sets the karpenter_pods_provisioning_* gauges for pods
+// (every pod of the cluster) at now and observes the durations of the pods
+// that bound or started since the last call (metrics.PodDecisionTimes).
+// Until it is first called nothing is remembered
+// (DISABLE_CLUSTER_STATE_OBSERVABILITY).
+func (n *Nominations) PublishDecisions(pods []*corev1.Pod, now time.Time) {
+	n.decisions.Publish(pods, now)
+}
+
+// Holds reports whether pod's nomination keeps it out of a provisioning
+// pass: it is live, and its NodeClaim is in the model (not an unconfirmed
+// NodeClaimCreated record past its TTL), not marked for deletion, and
+// neither it nor its Node is being deleted. until is when the nomination
+// stops being live if nothing else happens. The provisioner plans and
+// triggers by this one test, so a pod it leaves out of passes is never
+// also left without a batch.
+func (n *Nominations) Holds(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool) {
+	c := n.c
 	now := c.opts.Clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n, ok := c.nominations[pod]
-	if !ok || !n.live(now) {
+	nom, ok := n.byPod[pod]
+	if !ok || !nom.live(now) {
 		return "", time.Time{}, false
 	}
-	key, ok := c.nodeClaimKeys[n.nodeClaim]
+	key, ok := c.nodeClaimKeys[nom.nodeClaim]
 	if !ok {
 		return "", time.Time{}, false
 	}
@@ -116,7 +231,7 @@ func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName strin
 	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.goingAwayLocked(key, e) {
 		return "", time.Time{}, false
 	}
-	return n.nodeClaim, n.liveUntil(), true
+	return nom.nodeClaim, nom.liveUntil(), true
 }
 
 // PodsNominatedTo returns the pending pods last nominated to the NodeClaim
@@ -124,29 +239,26 @@ func (c *Cluster) HoldsNomination(pod types.NamespacedName) (nodeClaimName strin
 // keeps its last nomination until it binds, goes away or is nominated
 // elsewhere, so the NodeClaim's failure can still be told to the pods that
 // waited for it.
-func (c *Cluster) PodsNominatedTo(nodeClaimName string) []types.NamespacedName {
-	c.mu.RLock()
+func (n *Nominations) PodsNominatedTo(nodeClaimName string) []types.NamespacedName {
+	n.c.mu.RLock()
 	var out []types.NamespacedName
-	for key, n := range c.nominations {
-		if n.nodeClaim == nodeClaimName {
+	for key, nom := range n.byPod {
+		if nom.nodeClaim == nodeClaimName {
 			out = append(out, key)
 		}
 	}
-	c.mu.RUnlock()
+	n.c.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 
-// nominatedLocked gathers the live nominations of e's NodeClaim, by
-// NodeClaim name, for stateNodeLocked.
-func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.Pod {
-	if e.nodeClaim == nil {
-		return nil
-	}
+// liveByNodeClaimLocked gathers the live nominations at now by NodeClaim
+// name (for one NodeClaim when only is set), for the StateNodes.
+func (n *Nominations) liveByNodeClaimLocked(now time.Time, only string) map[string][]*corev1.Pod {
 	out := map[string][]*corev1.Pod{}
-	for _, n := range c.nominations {
-		if n.nodeClaim == e.nodeClaim.Name && n.live(now) {
-			out[n.nodeClaim] = append(out[n.nodeClaim], n.pod)
+	for _, nom := range n.byPod {
+		if (only == "" || nom.nodeClaim == only) && nom.live(now) {
+			out[nom.nodeClaim] = append(out[nom.nodeClaim], nom.pod)
 		}
 	}
 	return out
@@ -178,24 +290,12 @@ type EndedNomination struct {
 
 // TakeEnded returns the nominations that ended early since the last call,
 // in the order they ended, and forgets them.
-func (c *Cluster) TakeEnded() []EndedNomination {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.ended
-	c.ended = nil
+func (n *Nominations) TakeEnded() []EndedNomination {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	out := n.ended
+	n.ended = nil
 	return out
-}
-
-// Unnominate forgets pod's nomination without a report: the provisioner
-// planned the pod again and found no room for it anywhere, so the old plan
-// must not keep a place (or a status.nominatedNodeName) for it.
-func (c *Cluster) Unnominate(pod types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.nominations[pod]; ok {
-		delete(c.nominations, pod)
-		c.changedLocked()
-	}
 }
 
 // NominatedNode is where a live nomination will put a pod: its NodeClaim,
@@ -208,93 +308,145 @@ type NominatedNode struct {
 
 // Nomination returns pod's nomination, also past its window: a pod whose
 // window passed is planned again (onto the first node with room in the
-// solver's order, its own or another), and the NominationWriter keeps the
-// pod's status.nominatedNodeName on the old node until the new plan
-// replaces the nomination or it ends.
-func (c *Cluster) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n, ok := c.nominations[pod]
+// solver's order, its own or another), and the nominated-node-name writer
+// keeps the pod's status.nominatedNodeName on the old node until the new
+// plan replaces the nomination or it ends.
+func (n *Nominations) Nomination(pod types.NamespacedName) (NominatedNode, bool) {
+	n.c.mu.RLock()
+	defer n.c.mu.RUnlock()
+	nom, ok := n.byPod[pod]
 	if !ok {
 		return NominatedNode{}, false
 	}
-	return NominatedNode{NodeClaim: n.nodeClaim, Node: c.registeredNodeLocked(n.nodeClaim)}, true
+	return NominatedNode{NodeClaim: nom.nodeClaim, Node: n.c.registeredNodeLocked(nom.nodeClaim)}, true
 }
 
 // SetNominatedNodeName records that joiner wrote node into pod's
 // status.nominatedNodeName ("" after clearing it): joiner owns the field
 // for these pods.
-func (c *Cluster) SetNominatedNodeName(pod types.NamespacedName, node string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (n *Nominations) SetNominatedNodeName(pod types.NamespacedName, node string) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
 	if node == "" {
-		delete(c.nominatedNodeNames, pod)
+		delete(n.written, pod)
 		return
 	}
-	c.nominatedNodeNames[pod] = node
+	n.written[pod] = node
 }
 
 // NominatedNodeName returns the status.nominatedNodeName joiner wrote for
 // pod, if it wrote one and has not cleared it.
-func (c *Cluster) NominatedNodeName(pod types.NamespacedName) (string, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	node, ok := c.nominatedNodeNames[pod]
+func (n *Nominations) NominatedNodeName(pod types.NamespacedName) (string, bool) {
+	n.c.mu.RLock()
+	defer n.c.mu.RUnlock()
+	node, ok := n.written[pod]
 	return node, ok
 }
 
 // PodsWithNominatedNodeName returns the pods whose status.nominatedNodeName
 // joiner wrote to node, ordered.
-func (c *Cluster) PodsWithNominatedNodeName(node string) []types.NamespacedName {
-	c.mu.RLock()
+func (n *Nominations) PodsWithNominatedNodeName(node string) []types.NamespacedName {
+	n.c.mu.RLock()
 	var out []types.NamespacedName
-	for key, n := range c.nominatedNodeNames {
-		if n == node {
+	for key, name := range n.written {
+		if name == node {
 			out = append(out, key)
 		}
 	}
-	c.mu.RUnlock()
+	n.c.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
+
+// NotifyEnded makes the nominations call fn with the pod of every
+// nomination that ends early (the ones TakeEnded reports), as it ends,
+// replacing any fn set before. The provisioner opens no batch for a pod
+// whose nomination holds (Holds); this is how it learns that the pod
+// needs a plan again at once. fn is called with the model's lock held: it
+// must not block nor call back into the Cluster.
+func (n *Nominations) NotifyEnded(fn func(pod *corev1.Pod)) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	n.onEnded = fn
+}
+
+// The model's updates, applied with its lock held.
 
 // nodeClaimChangedLocked applies a NodeClaim's new state to the
 // nominations to it: a failed NodeClaim ends them; once its node
 // initialised, each remembers the pod's PodScheduled condition, so a later
 // rejection can be told apart from the ones before, and one whose pod the
 // model saw rejected after the initialisation keeps only RejectionGrace.
-func (c *Cluster) nodeClaimChangedLocked(nc *v1.NodeClaim) {
+func (n *Nominations) nodeClaimChangedLocked(nc *v1.NodeClaim) {
 	failed := nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
 	initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
 	if !failed && !initialized {
 		return
 	}
-	for key, n := range c.nominations {
-		if n.nodeClaim != nc.Name {
+	now := n.c.opts.Clock.Now()
+	for key, nom := range n.byPod {
+		if nom.nodeClaim != nc.Name {
 			continue
 		}
 		switch {
 		case failed:
-			c.endLocked(key, n, EndedNodeClaimFailed, nc.Status.NodeName)
-		case !n.initialized:
-			n.initialized = true
-			n.scheduled = podScheduledOrZero(n.pod)
+			n.endLocked(key, nom, EndedNodeClaimFailed, nc.Status.NodeName)
+		case !nom.initialized:
+			nom.initialized = true
+			nom.scheduled = podScheduledOrZero(nom.pod)
 			// The pod's window starts when its room can take it.
-			if until := c.opts.Clock.Now().Add(c.opts.NominationTTL); until.After(n.until) {
-				n.until = until
+			if until := now.Add(n.ttl); until.After(nom.until) {
+				nom.until = until
 			}
-			if rejectedAfter(n.rejectedSeen, nc) {
+			if rejectedAfter(nom.rejectedSeen, nc) {
 				// Probably tried with the node ready and rejected, but the
 				// time is when the model saw the rejection, not when
 				// kube-scheduler made it: the pod keeps its room for a
 				// grace, in which a rejection made on the tainted node is
 				// followed by kube-scheduler's retry on the ready one.
-				if grace := c.opts.Clock.Now().Add(RejectionGrace); grace.Before(n.until) {
-					n.until = grace
+				if grace := now.Add(RejectionGrace); grace.Before(nom.until) {
+					nom.until = grace
 				}
 			}
 		}
 	}
+}
+
+// nodeClaimGoneLocked ends the nominations to the deleted NodeClaim name.
+func (n *Nominations) nodeClaimGoneLocked(name string) {
+	for pod, nom := range n.byPod {
+		if nom.nodeClaim == name {
+			n.endLocked(pod, nom, EndedNodeClaimGone, "")
+		}
+	}
+}
+
+// podChangedLocked applies a pod's new version: a bound or terminal pod
+// loses its nomination; a pending one's nomination keeps the new version
+// (own hands it over), notes a new rejection by kube-scheduler, and ends
+// when the rejection came after its node initialised.
+func (n *Nominations) podChangedLocked(key types.NamespacedName, p *corev1.Pod, settled bool, own func() *corev1.Pod) {
+	if settled {
+		delete(n.byPod, key)
+		return
+	}
+	nom, ok := n.byPod[key]
+	if !ok {
+		return
+	}
+	if rejectedSince(p, podScheduledOrZero(nom.pod)) {
+		nom.rejectedSeen = n.c.opts.Clock.Now()
+	}
+	nom.pod = own()
+	if nom.initialized && rejectedSince(p, nom.scheduled) {
+		n.endLocked(key, nom, EndedNodeFilledUp, n.c.nodeNameLocked(nom.nodeClaim))
+	}
+}
+
+// podGoneLocked forgets a deleted pod's nomination and written value.
+func (n *Nominations) podGoneLocked(key types.NamespacedName) {
+	delete(n.byPod, key)
+	delete(n.written, key)
 }
 
 // live reports whether the nomination still holds at now (see liveUntil).
@@ -305,7 +457,7 @@ func (n *nomination) live(now time.Time) bool {
 // liveUntil is when the nomination stops holding if nothing changes: the
 // end of its window, or for a NodeClaim whose node has not initialised
 // yet, MaxNominationHold after the plan if that is later (see
-// Cluster.Nominate).
+// Nominations.Nominate).
 func (n *nomination) liveUntil() time.Time {
 	if n.initialized {
 		return n.until
@@ -328,29 +480,17 @@ func latest(a, b time.Time) time.Time {
 // it the pod is planned again.
 const MaxNominationHold = 15 * time.Minute
 
-// NotifyNominationEnded makes the Cluster call fn with the pod of every
-// nomination that ends early (the ones TakeEnded reports), as it ends,
-// replacing any fn set before. The provisioner opens no batch for a pod
-// whose nomination holds (HoldsNomination); this is how it learns that the
-// pod needs a plan again at once. fn is called with the Cluster's lock
-// held: it must not block nor call back into the Cluster.
-func (c *Cluster) NotifyNominationEnded(fn func(pod *corev1.Pod)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.onEnded = fn
-}
-
 // endLocked ends the nomination of pod and records why.
-func (c *Cluster) endLocked(pod types.NamespacedName, n *nomination, reason, node string) {
-	delete(c.nominations, pod)
-	c.ended = append(c.ended, EndedNomination{Pod: n.pod.DeepCopy(), NodeClaim: n.nodeClaim, Node: node, Reason: reason})
-	if c.onEnded != nil {
-		c.onEnded(n.pod)
+func (n *Nominations) endLocked(pod types.NamespacedName, nom *nomination, reason, node string) {
+	delete(n.byPod, pod)
+	n.ended = append(n.ended, EndedNomination{Pod: nom.pod.DeepCopy(), NodeClaim: nom.nodeClaim, Node: node, Reason: reason})
+	if n.onEnded != nil {
+		n.onEnded(nom.pod)
 	}
 	// Bounded: a provisioner that stopped taking them (not the leader)
 	// keeps only the latest.
-	if len(c.ended) > maxEnded {
-		c.ended = append([]EndedNomination(nil), c.ended[len(c.ended)-maxEnded:]...)
+	if len(n.ended) > maxEnded {
+		n.ended = append([]EndedNomination(nil), n.ended[len(n.ended)-maxEnded:]...)
 	}
 }
 
@@ -431,4 +571,13 @@ func podScheduled(pod *corev1.Pod) *corev1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// nominatedLocked gathers the live nominations of e's NodeClaim, by
+// NodeClaim name, for stateNodeLocked.
+func (c *Cluster) nominatedLocked(e *entry, now time.Time) map[string][]*corev1.Pod {
+	if e.nodeClaim == nil {
+		return nil
+	}
+	return c.nom.liveByNodeClaimLocked(now, e.nodeClaim.Name)
 }

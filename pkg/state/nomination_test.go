@@ -36,7 +36,7 @@ func TestNominationsCountOnTheirNodeClaimUntilTheyExpire(t *testing.T) {
 			p := pod("ns", "web-1", "", "2")
 			key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
 
-			c.Nominate(p, "nc-1")
+			c.Nominations().Nominate(p, "nc-1")
 			if target, ok := c.liveNomination(key); !ok || target != "nc-1" {
 				t.Fatalf("liveNomination = %q, %v", target, ok)
 			}
@@ -76,7 +76,7 @@ func TestANominationWaitsForItsNodeClaimAtMostTheHold(t *testing.T) {
 	start := clk.Now()
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
 	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
-	c.Nominate(pod("ns", "web-1", "", "1"), "nc-1")
+	c.Nominations().Nominate(pod("ns", "web-1", "", "1"), "nc-1")
 	clk.SetTime(start.Add(MaxNominationHold - time.Second))
 	if _, ok := c.liveNomination(key); !ok {
 		t.Fatalf("the nomination must hold just under %s", MaxNominationHold)
@@ -90,9 +90,9 @@ func TestANominationWaitsForItsNodeClaimAtMostTheHold(t *testing.T) {
 func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	c, _, _ := newTestCluster(t)
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
-	c.Nominate(pod("ns", "a", "", "1"), "nc-1")
-	c.Nominate(pod("ns", "b", "", "1"), "nc-1")
-	c.Nominate(pod("ns", "c", "", "1"), "nc-2")
+	c.Nominations().Nominate(pod("ns", "a", "", "1"), "nc-1")
+	c.Nominations().Nominate(pod("ns", "b", "", "1"), "nc-1")
+	c.Nominations().Nominate(pod("ns", "c", "", "1"), "nc-2")
 
 	c.UpdatePod(pod("ns", "a", "node-1", "1"))
 	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
@@ -106,7 +106,7 @@ func TestBindingOrDeletingEndsANomination(t *testing.T) {
 	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "c"}); ok {
 		t.Errorf("deleting the NodeClaim ends nominations to it")
 	}
-	c.Nominate(pod("ns", "a", "", "1"), "nc-1")
+	c.Nominations().Nominate(pod("ns", "a", "", "1"), "nc-1")
 	if _, ok := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "a"}); ok {
 		t.Errorf("a pod already bound cannot be nominated")
 	}
@@ -212,10 +212,10 @@ func TestNominationEndsEarly(t *testing.T) {
 			c, clk, _ := newTestCluster(t)
 			c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
 			c.UpdatePod(unschedulable("web", before))
-			c.Nominate(unschedulable("web", before), "nc-1")
+			c.Nominations().Nominate(unschedulable("web", before), "nc-1")
 			tc.steps(c, clk)
 			_, nominated := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "web"})
-			ended := c.TakeEnded()
+			ended := c.Nominations().TakeEnded()
 			bound := tc.name == "binding ends it silently" || tc.expired
 			switch {
 			case tc.reason == "" && !bound:
@@ -233,7 +233,7 @@ func TestNominationEndsEarly(t *testing.T) {
 				if tc.reason == EndedNodeFilledUp && ended[0].Node != "node-1" {
 					t.Errorf("the report names node %q, want node-1", ended[0].Node)
 				}
-				if again := c.TakeEnded(); len(again) != 0 {
+				if again := c.Nominations().TakeEnded(); len(again) != 0 {
 					t.Errorf("TakeEnded hands each ended nomination out once: %+v", again)
 				}
 			}
@@ -241,20 +241,21 @@ func TestNominationEndsEarly(t *testing.T) {
 	}
 }
 
-func TestUnnominateForgetsWithoutAReport(t *testing.T) {
+func TestReleaseForgetsWithoutAReport(t *testing.T) {
 	c, _, _ := newTestCluster(t)
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
-	c.Nominate(pod("ns", "web", "", "1"), "nc-1")
+	p := pod("ns", "web", "", "1")
+	c.Nominations().Nominate(p, "nc-1")
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	c.Unnominate(key)
-	if _, ok := c.Nomination(key); ok {
+	c.Nominations().Release(p)
+	if _, ok := c.Nominations().Nomination(key); ok {
 		t.Fatalf("the nomination must be gone")
 	}
 	if sn, _ := c.NodeByName("nc-1"); len(sn.NominatedPods) != 0 {
-		t.Fatalf("an unnominated pod no longer counts on the NodeClaim")
+		t.Fatalf("a released pod no longer counts on the NodeClaim")
 	}
-	if ended := c.TakeEnded(); len(ended) != 0 {
-		t.Fatalf("Unnominate reports nothing: %+v", ended)
+	if ended := c.Nominations().TakeEnded(); len(ended) != 0 {
+		t.Fatalf("Release reports nothing: %+v", ended)
 	}
 }
 
@@ -266,7 +267,7 @@ func TestNominationKeepsThePodsFields(t *testing.T) {
 	c, _, _ := newTestCluster(t)
 	c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
 	pods := []corev1.Pod{*pod("ns", "web-1", "", "2")}
-	c.Nominate(&pods[0], "nc-1")
+	c.Nominations().Nominate(&pods[0], "nc-1")
 
 	var kept *corev1.Pod
 	for _, sn := range c.ReadOnlyNodes() {
@@ -286,12 +287,12 @@ func TestNominationKeepsThePodsFields(t *testing.T) {
 
 // liveNomination returns the NodeClaim pod is nominated to while the
 // nomination is live, whether or not the model holds the NodeClaim
-// (HoldsNomination also asks that): the window's own clock, for the tests.
+// (Holds also asks that): the window's own clock, for the tests.
 func (c *Cluster) liveNomination(pod types.NamespacedName) (nodeClaimName string, ok bool) {
 	now := c.opts.Clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n, ok := c.nominations[pod]
+	n, ok := c.nom.byPod[pod]
 	if !ok || !n.live(now) {
 		return "", false
 	}

@@ -19,10 +19,10 @@ func TestReadOnlyNodesMatchNodes(t *testing.T) {
 	c.UpdateNodeClaim(nodeClaim("nc-3", "default", ""))
 	c.UpdatePod(pod("ns", "bound-b", "node-1", "1"))
 	c.UpdatePod(pod("ns", "bound-a", "node-1", "1"))
-	c.Nominate(pod("ns", "early", "", "1"), "nc-2")
+	c.Nominations().Nominate(pod("ns", "early", "", "1"), "nc-2")
 	clk.Step(45 * time.Second)
-	c.Nominate(pod("ns", "late-b", "", "1"), "nc-2")
-	c.Nominate(pod("ns", "late-a", "", "1"), "nc-3")
+	c.Nominations().Nominate(pod("ns", "late-b", "", "1"), "nc-2")
+	c.Nominations().Nominate(pod("ns", "late-a", "", "1"), "nc-3")
 	for _, tc := range []struct {
 		name string
 		at   time.Duration

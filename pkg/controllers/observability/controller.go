@@ -37,6 +37,12 @@ type Cluster interface {
 	NodePoolUsage() state.Usage
 }
 
+// Decisions publishes the provisioner's decision times as the
+// karpenter_pods_provisioning_* metrics (state.Nominations).
+type Decisions interface {
+	PublishDecisions(pods []*corev1.Pod, now time.Time)
+}
+
 // InstanceTypes lists a NodePool's instance types (the cloud provider).
 type InstanceTypes interface {
 	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
@@ -54,8 +60,11 @@ type Options struct {
 	// Pods, when set, is where each interval reads every pod from without
 	// a copy; unset, they are listed through Client (a Pod struct copied
 	// per pod and interval).
-	Pods          AllPods
-	Cluster       Cluster
+	Pods    AllPods
+	Cluster Cluster
+	// Decisions, when set, publishes the provisioning latencies of every
+	// pod each interval.
+	Decisions     Decisions
 	InstanceTypes InstanceTypes
 	Clock         clock.Clock
 	// Interval between two recomputations (0: DefaultInterval).
@@ -159,7 +168,9 @@ func (c *Controller) Update(ctx context.Context) error {
 	nodes := c.opts.Cluster.ReadOnlyNodes()
 	c.updateNodes(nodes)
 	c.updatePods(pods, nodes)
-	metrics.PodDecisions.Publish(pods, c.opts.Clock.Now())
+	if c.opts.Decisions != nil {
+		c.opts.Decisions.PublishDecisions(pods, c.opts.Clock.Now())
+	}
 	c.updateNodePools(pools.Items)
 	types, err := c.updateInstanceTypes(ctx, pools.Items)
 	updateCost(pools.Items, nodes, types)

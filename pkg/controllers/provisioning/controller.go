@@ -37,9 +37,6 @@ const nominationEndSlack = 100 * time.Millisecond
 // plans and creates NodeClaims.
 type Controller struct {
 	*Provisioner
-	// Writer keeps status.nominatedNodeName on the planned pods; the
-	// lifecycle controller's registration calls its HoldRoom.
-	Writer *NominationWriter
 }
 
 // NewController validates opts and returns the controller.
@@ -51,8 +48,8 @@ func NewController(opts Options) (*Controller, error) {
 	// A pod whose nomination ended early (its node filled up, its
 	// NodeClaim failed) needs a plan again; the pod trigger does not open
 	// batches for nominated pods. Trigger never blocks.
-	opts.State.NotifyNominationEnded(func(pod *corev1.Pod) { p.Trigger(pod.UID) })
-	return &Controller{Provisioner: p, Writer: NewNominationWriter(opts.Client, opts.State)}, nil
+	opts.Nominations.NotifyEnded(func(pod *corev1.Pod) { p.Trigger(pod.UID) })
+	return &Controller{Provisioner: p}, nil
 }
 
 // Register adds the pod trigger and the provisioner to mgr.
@@ -80,9 +77,6 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("registering provisioner pod trigger: %w", err)
 	}
-	if err := c.Writer.Register(mgr); err != nil {
-		return err
-	}
 	if err := mgr.Add(c.Provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
@@ -97,16 +91,16 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.opts.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !livemodel.Provisionable(pod, c.opts.State) {
+	if !livemodel.Provisionable(pod, c.opts.Nominations) {
 		return reconcile.Result{}, nil
 	}
-	if _, until, held := c.opts.State.HoldsNomination(req.NamespacedName); held {
+	if _, until, held := c.opts.Nominations.Holds(req.NamespacedName); held {
 		// A pass would leave the pod out: it waits for its NodeClaim. In
 		// a burst kube-scheduler rewrites the status of every such pod at
 		// each attempt, and a trigger per rewrite held every batch open
 		// to its maximum, so a pod whose node filled up waited a whole
 		// window to be planned again. Its nomination ending early
-		// triggers a batch at once (NotifyNominationEnded, wired in
+		// triggers a batch at once (Nominations.NotifyEnded, wired in
 		// NewController); its window running out, at until, is caught
 		// by this recheck.
 		return reconcile.Result{RequeueAfter: min(requeuePending, max(until.Sub(c.opts.Clock.Now()), 0)+nominationEndSlack)}, nil

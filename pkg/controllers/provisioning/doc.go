@@ -26,13 +26,15 @@
 // whichever is later; or less: the nomination ends, the pod gets a
 // NominationEnded event and the next batch plans it at once when the
 // NodeClaim fails or goes away, or when its node initialised and
-// kube-scheduler still rejected the pod. The
-// NominationWriter keeps kube-scheduler from giving a planned pod's room
-// away in the first place: it sets the pod's status.nominatedNodeName to
-// the NodeClaim's Node (KEP-5278) just before registration removes the
-// unregistered taint (HoldRoom), again after each clearing by
-// kube-scheduler once the Node is registered, and moves or clears the
-// value it owns as the plan changes.
+// kube-scheduler still rejected the pod. The nominations are
+// state.Nominations, which the provisioner writes through the narrow
+// state.Nominator (nominate, release, the ends); the controller in
+// pkg/controllers/nomination keeps kube-scheduler from giving a planned
+// pod's room away in the first place: it sets the pod's
+// status.nominatedNodeName to the NodeClaim's Node (KEP-5278) just before
+// registration removes the unregistered taint (HoldRoom), again after each
+// clearing by kube-scheduler once the Node is registered, and moves or
+// clears the value it owns as the plan changes.
 //
 // The package never launches instances (the NodeClaim lifecycle does) and
 // never binds pods (kube-scheduler does, once the node is ready).

@@ -52,28 +52,6 @@ type ClusterState interface {
 	// the API server holds; planning on a partial picture would launch
 	// capacity that already exists.
 	Synced(ctx context.Context) bool
-	// Nominate records that pod will run on the NodeClaim, so the next
-	// batch counts it there instead of planning for it again.
-	Nominate(pod *corev1.Pod, nodeClaimName string)
-	// HoldsNomination reports a live nomination to a NodeClaim that can
-	// still take the pod: such a pod is left out of passes and opens no
-	// batch until until.
-	HoldsNomination(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool)
-	// Unnominate forgets a pod's nomination past its window when planning
-	// again found no place for the pod.
-	Unnominate(pod types.NamespacedName)
-	// TakeEnded returns the nominations that ended before their window
-	// (the node filled up, the NodeClaim failed or went away) since the
-	// last call.
-	TakeEnded() []state.EndedNomination
-	// NotifyNominationEnded registers a call for each nomination that
-	// ends early, as it ends (with the state's lock held).
-	NotifyNominationEnded(fn func(pod *corev1.Pod))
-	// NominationState keeps the pods' nominations for the
-	// NominationWriter; its NominatedNodeName tells the provisioner that a
-	// pod's status.nominatedNodeName is joiner's own, so the pod is still
-	// joiner's to plan.
-	NominationState
 }
 
 // Options configure the provisioner.
@@ -84,11 +62,16 @@ type Options struct {
 	Model Model
 	// NodeClaims creates the planned NodeClaims.
 	NodeClaims NodeClaimCreator
-	// State holds the pods' nominations.
-	State    ClusterState
-	Recorder events.Recorder
-	Clock    clock.Clock
-	Solve    SolveFunc
+	// State tells whether the model has seen the whole cluster.
+	State ClusterState
+	// Nominations are where the provisioner records its plan's pods
+	// (state.Nominations): a nominated pod is not planned again while its
+	// nomination holds, and one whose nomination ends early is planned at
+	// once.
+	Nominations state.Nominator
+	Recorder    events.Recorder
+	Clock       clock.Clock
+	Solve       SolveFunc
 
 	BatchIdleDuration time.Duration
 	BatchMaxDuration  time.Duration
@@ -112,6 +95,9 @@ func (o *Options) validate() error {
 	}
 	if o.State == nil {
 		errs = append(errs, errors.New("cluster state is required"))
+	}
+	if o.Nominations == nil {
+		errs = append(errs, errors.New("nominations are required"))
 	}
 	if o.Model == nil {
 		errs = append(errs, errors.New("live model is required"))
@@ -268,9 +254,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	real := slices.DeleteFunc(slices.Clone(v.Cluster.Pods), pods.IsVirtual)
 	metrics.PodsPending.Set(float64(len(real)))
 	metrics.SchedulerQueueDepth.WithLabelValues(controllerName).Set(float64(len(real)))
-	for _, pod := range real {
-		metrics.PodDecisions.Seen(pod, p.opts.Clock.Now())
-	}
+	p.opts.Nominations.Seen(real)
 	res := &Result{Pending: len(real)}
 	if len(v.Cluster.Pods) == 0 {
 		publishUnschedulable(nil)
@@ -317,8 +301,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 	}
 	for _, pe := range res.Unschedulable {
 		seen[pe.Pod.UID] = true
-		metrics.PodDecisions.Unschedulable(pe.Pod, p.opts.Clock.Now())
-		p.opts.State.Unnominate(types.NamespacedName{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name})
+		p.opts.Nominations.Release(pe.Pod)
 		p.report(events.Warning(pe.Pod, events.FailedScheduling, "Provision", "Failed to schedule pod, %s", describeReasons(pe, v.Skipped)))
 	}
 	if len(res.Unschedulable) > 0 {
@@ -364,8 +347,7 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 				continue
 			}
 			seen[pod.UID] = true
-			p.opts.State.Nominate(pod, created[i].Name)
-			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
+			p.opts.Nominations.Nominate(pod, created[i].Name)
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: nodeclaim/%s", created[i].Name))
 		}
 	}
@@ -380,10 +362,13 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 				continue
 			}
 			seen[pod.UID] = true
-			metrics.PodDecisions.Decided(pod, p.opts.Clock.Now())
-			if target != nil && target.NodeClaim != "" {
-				p.opts.State.Nominate(pod, target.NodeClaim)
+			// A node joiner does not manage holds no nomination: the
+			// decision alone is recorded.
+			var nodeClaim string
+			if target != nil {
+				nodeClaim = target.NodeClaim
 			}
+			p.opts.Nominations.Nominate(pod, nodeClaim)
 			p.report(events.Normal(pod, events.Nominated, "Provision", "Pod should schedule on: %s", describeTarget(target, placement.Node)))
 		}
 	}
@@ -393,7 +378,7 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 // reportEnded tells each pod whose nomination ended early that it is being
 // planned again, and why.
 func (p *Provisioner) reportEnded() {
-	for _, e := range p.opts.State.TakeEnded() {
+	for _, e := range p.opts.Nominations.TakeEnded() {
 		switch e.Reason {
 		case state.EndedNodeFilledUp:
 			p.report(events.Normal(e.Pod, events.NominationEnded, "Provision", "Pod was planned for node/%s (nodeclaim/%s), which filled up; planning again", e.Node, e.NodeClaim))

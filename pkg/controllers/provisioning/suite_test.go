@@ -143,7 +143,7 @@ func (f *fixture) replica() *replica {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: f.env.Client, State: st, CloudProvider: f.cloud, Clock: f.clock})
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: f.env.Client, State: st, Nominations: st.Nominations(), CloudProvider: f.cloud, Clock: f.clock})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -152,12 +152,13 @@ func (f *fixture) replica() *replica {
 		f.t.Fatal(err)
 	}
 	p, err := provisioning.NewProvisioner(provisioning.Options{
-		Client:     f.env.Client,
-		State:      st,
-		Model:      model,
-		NodeClaims: creator,
-		Recorder:   f.recorder,
-		Clock:      f.clock,
+		Client:      f.env.Client,
+		State:       st,
+		Nominations: st.Nominations(),
+		Model:       model,
+		NodeClaims:  creator,
+		Recorder:    f.recorder,
+		Clock:       f.clock,
 		Solve: func(s *scheduling.Snapshot) (*scheduling.Plan, error) {
 			return scheduling.Solve(s, scheduling.Options{})
 		},

@@ -51,7 +51,7 @@ func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduli
 			return scheduling.Solve(s, scheduling.Options{})
 		}
 	}
-	model, err := livemodel.NewBuilder(livemodel.Options{Client: env.Client, State: st, CloudProvider: fake.New(), Clock: clk})
+	model, err := livemodel.NewBuilder(livemodel.Options{Client: env.Client, State: st, Nominations: st.Nominations(), CloudProvider: fake.New(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func newTriggerFixture(t *testing.T, solve func(*scheduling.Snapshot) (*scheduli
 		t.Fatal(err)
 	}
 	c, err := NewController(Options{
-		Client: env.Client, State: st, Model: model, NodeClaims: creator, Recorder: &events.Buffer{}, Clock: clk,
+		Client: env.Client, State: st, Nominations: st.Nominations(), Model: model, NodeClaims: creator, Recorder: &events.Buffer{}, Clock: clk,
 		Solve: solve, BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "planned"}}
 	f.state.UpdateNodeClaim(nc)
-	f.state.Nominate(f.pod, nc.Name)
+	f.state.Nominations().Nominate(f.pod, nc.Name)
 	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter != requeuePending {
 		t.Fatalf("a nominated pod must not open a batch, only be checked again: %+v", res)
 	}
@@ -141,7 +141,7 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "filled"}}
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
 	f.state.UpdateNodeClaim(nc)
-	f.state.Nominate(f.pod, nc.Name)
+	f.state.Nominations().Nominate(f.pod, nc.Name)
 	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter > 5*time.Second+nominationEndSlack || res.RequeueAfter < 5*time.Second {
 		t.Fatalf("a pod nominated to an initialised node opens no batch and is checked again when its 5 s window ends: %+v", res)
 	}
@@ -156,7 +156,7 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 	// nomination live but cannot take the pod: the pod opens batches.
 	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "marked"}, Status: v1.NodeClaimStatus{ProviderID: "fake://marked"}}
 	f.state.UpdateNodeClaim(nc)
-	f.state.Nominate(f.pod, nc.Name)
+	f.state.Nominations().Nominate(f.pod, nc.Name)
 	f.state.MarkForDeletion(nc.Status.ProviderID)
 	if reconcilePod(); !f.triggered(f.pod.UID) {
 		t.Fatal("a pod nominated to a NodeClaim marked for deletion must open a batch")
@@ -167,7 +167,7 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "expired"}}
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
 	f.state.UpdateNodeClaim(nc)
-	f.state.Nominate(f.pod, nc.Name)
+	f.state.Nominations().Nominate(f.pod, nc.Name)
 	f.clock.Step(time.Minute)
 	if reconcilePod(); !f.triggered(f.pod.UID) {
 		t.Fatal("a pod whose nomination window passed must open a batch")

@@ -212,7 +212,7 @@ func isExtendedResource(name corev1.ResourceName) bool {
 }
 
 // Nominations names the pods the provisioner nominated to a NodeClaim
-// (state.Cluster implements it).
+// (state.Nominations implements it).
 type Nominations interface {
 	PodsNominatedTo(nodeClaimName string) []types.NamespacedName
 }

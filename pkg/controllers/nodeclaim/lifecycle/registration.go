@@ -94,7 +94,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (stepResult
 }
 
 // RoomHolder names a NodeClaim's Node in status.nominatedNodeName of the
-// pods planned for it (provisioning.NominationWriter implements it).
+// pods planned for it (nomination.Writer implements it).
 type RoomHolder interface {
 	HoldRoom(ctx context.Context, nodeClaim, node string) error
 }

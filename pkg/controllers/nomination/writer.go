@@ -1,4 +1,4 @@
-package provisioning
+package nomination
 
 import (
 	"context"
@@ -30,16 +30,11 @@ import (
 	"github.com/joiner-dev/joiner/pkg/state"
 )
 
-// NominationState is the part of pkg/state's Cluster the nomination
-// writer uses.
-type NominationState interface {
-	// Nomination returns the NodeClaim a pod is planned for.
-	Nomination(pod types.NamespacedName) (state.NominatedNode, bool)
-	// PodsNominatedTo lists the pods planned for a NodeClaim.
-	PodsNominatedTo(nodeClaimName string) []types.NamespacedName
-	// NominatedNodeName and SetNominatedNodeName keep which pods' status.
-	// nominatedNodeName joiner wrote, and to what.
-	NominatedNodeName(pod types.NamespacedName) (string, bool)
+// Nominations is what the writer reads and records (state.Nominations):
+// where each pod was planned, and which status.nominatedNodeName values
+// joiner wrote (SetNominatedNodeName, the writer's own record).
+type Nominations interface {
+	state.NominationReader
 	SetNominatedNodeName(pod types.NamespacedName, node string)
 }
 
@@ -57,7 +52,7 @@ const staleRequeue = 2 * time.Second
 // again: long enough for the cache to see the version that won.
 const conflictRetry = 200 * time.Millisecond
 
-// NominationWriter keeps status.nominatedNodeName on the pods the
+// Writer keeps status.nominatedNodeName on the pods the
 // provisioner planned: once a planned pod's NodeClaim has a registered
 // Node (or just before registration makes it schedulable), the pod names
 // that Node, so kube-scheduler keeps room there for it (KEP-5278,
@@ -87,12 +82,12 @@ const conflictRetry = 200 * time.Millisecond
 // Every patch tests the value it was computed from: a pod whose value
 // changed in between (kube-scheduler setting its own nomination) or that
 // was bound is read again and decided afresh, never overwritten.
-type NominationWriter struct {
+type Writer struct {
 	client client.Client
 	// reader reads pods past the cache, whose copies have no managedFields
 	// (the manager strips them to save memory).
 	reader client.Reader
-	state  NominationState
+	state  Nominations
 	// indexed: the client's cache indexes Nodes by provider ID (set by
 	// Register), so a Node is found before registration records it on the
 	// NodeClaim.
@@ -108,18 +103,18 @@ type NominationWriter struct {
 	foreign map[types.NamespacedName]string
 }
 
-// NominationFieldManager is the field manager of the writer's patches:
+// FieldManager is the field manager of the writer's patches:
 // the API server's record of who set a pod's status.nominatedNodeName.
 // It is joiner's user agent, so values written by any joiner version are
 // recognised.
-const NominationFieldManager = "joiner"
+const FieldManager = "joiner"
 
-// NewNominationWriter returns a writer that reads pods and NodeClaims
+// NewWriter returns a writer that reads pods and NodeClaims
 // through c (the manager's cached client) and writes pod status through it.
 // Register sets the uncached reader from the manager; a writer used
 // without Register reads managedFields through c.
-func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
-	return &NominationWriter{client: c, reader: c, state: s, written: ownwrites.New(), foreign: map[types.NamespacedName]string{}}
+func NewWriter(c client.Client, s Nominations) *Writer {
+	return &Writer{client: c, reader: c, state: s, written: ownwrites.New(), foreign: map[types.NamespacedName]string{}}
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -127,11 +122,11 @@ func NewNominationWriter(c client.Client, s NominationState) *NominationWriter {
 // Register adds the writer to mgr: it watches pending pods and pods with a
 // nominated node, and NodeClaims (their pods' room appears when they
 // register and vanishes when they go away).
-func (w *NominationWriter) Register(mgr manager.Manager) error {
+func (w *Writer) Register(mgr manager.Manager) error {
 	w.reader = mgr.GetAPIReader()
 	w.indexed = true
 	err := builder.ControllerManagedBy(mgr).
-		Named("provisioner.nomination").
+		Named("nomination").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			pod, ok := o.(*corev1.Pod)
 			return ok && (pod.Spec.NodeName == "" || pod.Status.NominatedNodeName != "")
@@ -178,7 +173,7 @@ func (w *NominationWriter) Register(mgr manager.Manager) error {
 	return nil
 }
 
-func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Request {
+func (w *Writer) podsNominatedTo(nodeClaimName string) []reconcile.Request {
 	var out []reconcile.Request
 	for _, pod := range w.state.PodsNominatedTo(nodeClaimName) {
 		out = append(out, reconcile.Request{NamespacedName: pod})
@@ -188,7 +183,7 @@ func (w *NominationWriter) podsNominatedTo(nodeClaimName string) []reconcile.Req
 
 // Reconcile brings one pod's status.nominatedNodeName in line with its
 // nomination.
-func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (w *Writer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := w.sync(ctx, req.NamespacedName, nil)
 	if errors.Is(err, errChangedSinceRead) {
 		// Changed since the cache's copy: decide again on the new
@@ -212,7 +207,7 @@ func (w *NominationWriter) Reconcile(ctx context.Context, req reconcile.Request)
 // there first. A pod whose value changed between the read and the patch
 // is tried once more on a fresh read; a pod whose write still fails is
 // left to Reconcile once the taint is gone.
-func (w *NominationWriter) HoldRoom(ctx context.Context, nodeClaim, node string) error {
+func (w *Writer) HoldRoom(ctx context.Context, nodeClaim, node string) error {
 	h := &hold{nodeClaim: nodeClaim, node: node}
 	var (
 		g    errgroup.Group
@@ -259,7 +254,7 @@ const holdRoomWrites = 16
 type hold struct{ nodeClaim, node string }
 
 // sync is Reconcile for one pod; h is set when called by HoldRoom.
-func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h *hold) (reconcile.Result, error) {
+func (w *Writer) sync(ctx context.Context, key types.NamespacedName, h *hold) (reconcile.Result, error) {
 	// HoldRoom reads the pod past the cache: its write must land before
 	// the taint goes, and in a burst the cache is seconds behind the
 	// pod (this writer's own last write, kube-scheduler's clearing).
@@ -337,7 +332,7 @@ func (w *NominationWriter) sync(ctx context.Context, key types.NamespacedName, h
 // matching value as it is). h, when set, names the Node of h.nodeClaim, which
 // registration is making schedulable, also before the cache holds the
 // NodeClaim (as far as the cache knows, it is not going away).
-func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold) (string, error) {
+func (w *Writer) wanted(ctx context.Context, pod *corev1.Pod, h *hold) (string, error) {
 	if pod.Spec.NodeName != "" {
 		if pod.Status.NominatedNodeName == pod.Spec.NodeName {
 			return pod.Spec.NodeName, nil
@@ -384,7 +379,7 @@ func (w *NominationWriter) wanted(ctx context.Context, pod *corev1.Pod, h *hold)
 
 // unregistered reports whether the Node named node is in the cache and
 // still carries karpenter.sh/unregistered.
-func (w *NominationWriter) unregistered(ctx context.Context, node string) bool {
+func (w *Writer) unregistered(ctx context.Context, node string) bool {
 	n := &corev1.Node{}
 	if err := w.client.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 		return false
@@ -403,7 +398,7 @@ func hasUnregisteredTaint(n *corev1.Node) bool {
 
 // nodeByProviderID names the Node with providerID in the cache, or ""
 // when there is none (or the writer runs without the manager's index).
-func (w *NominationWriter) nodeByProviderID(ctx context.Context, providerID string) (string, error) {
+func (w *Writer) nodeByProviderID(ctx context.Context, providerID string) (string, error) {
 	if providerID == "" || !w.indexed {
 		return "", nil
 	}
@@ -420,7 +415,7 @@ func (w *NominationWriter) nodeByProviderID(ctx context.Context, providerID stri
 // adopt reports whether the pod's current status.nominatedNodeName, which
 // this process has no record of writing, was written by joiner (before a
 // restart, or by the previous leader), and if so records it as joiner's.
-func (w *NominationWriter) adopt(ctx context.Context, pod *corev1.Pod) (bool, error) {
+func (w *Writer) adopt(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	current := pod.Status.NominatedNodeName
 	w.mu.Lock()
@@ -452,7 +447,7 @@ func (w *NominationWriter) adopt(ctx context.Context, pod *corev1.Pod) (bool, er
 // joiner as the manager of status.nominatedNodeName.
 func wroteNominatedNodeName(pod *corev1.Pod) bool {
 	for _, mf := range pod.ManagedFields {
-		if mf.Manager != NominationFieldManager || mf.FieldsV1 == nil {
+		if mf.Manager != FieldManager || mf.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {
@@ -478,14 +473,14 @@ func wroteNominatedNodeName(pod *corev1.Pod) bool {
 // condition at each attempt, and in a 500-pod burst, with the cache
 // seconds behind, a resourceVersion precondition failed on nearly every
 // write, HoldRoom's included, so the room was not held when the taint went.
-func (w *NominationWriter) patch(ctx context.Context, pod *corev1.Pod, node string) error {
+func (w *Writer) patch(ctx context.Context, pod *corev1.Pod, node string) error {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	before := pod.ResourceVersion
 	data, err := json.Marshal(nominationPatch(pod.Status.NominatedNodeName, node))
 	if err != nil {
 		return fmt.Errorf("encoding the nominated node name patch of pod %s: %w", key, err)
 	}
-	if err := w.client.Status().Patch(ctx, pod, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(NominationFieldManager)); err != nil {
+	if err := w.client.Status().Patch(ctx, pod, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.state.SetNominatedNodeName(key, "")
 			w.written.Forget(key)
@@ -553,7 +548,7 @@ func failedTest(err error) bool {
 }
 
 // forget drops the record that pod's value is not joiner's.
-func (w *NominationWriter) forget(pod types.NamespacedName) {
+func (w *Writer) forget(pod types.NamespacedName) {
 	w.mu.Lock()
 	delete(w.foreign, pod)
 	w.mu.Unlock()

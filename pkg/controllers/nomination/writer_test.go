@@ -1,4 +1,4 @@
-package provisioning_test
+package nomination_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-dev/joiner/pkg/controllers/nomination"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
@@ -36,7 +36,7 @@ func TestNominationWriter(t *testing.T) {
 	}{
 		{name: "names the registered node", act: func(*testing.T, *writerFixture) {}, want: "planned"},
 		{name: "moves it when the plan changes", want: "moved", act: func(t *testing.T, f *writerFixture) {
-			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+			f.cluster.Nominations().Nominate(f.pod, f.nodeClaim(t, "moved").Name)
 		}},
 		{name: "clears it when the NodeClaim goes away", want: "", act: func(t *testing.T, f *writerFixture) {
 			f.cluster.DeleteNodeClaim(f.claim.Name)
@@ -54,14 +54,14 @@ func TestNominationWriter(t *testing.T) {
 		}},
 		{name: "leaves a value it did not write", want: "preemptor", act: func(t *testing.T, f *writerFixture) {
 			f.setNominatedNodeName(t, "preemptor")
-			f.cluster.SetNominatedNodeName(client.ObjectKeyFromObject(f.pod), "")
-			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+			f.cluster.Nominations().SetNominatedNodeName(client.ObjectKeyFromObject(f.pod), "")
+			f.cluster.Nominations().Nominate(f.pod, f.nodeClaim(t, "moved").Name)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newWriterFixture(t)
 			f.claim = f.nodeClaim(t, "")
-			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 			f.reconcile(t)
 			if got := f.refresh(t).Status.NominatedNodeName; got != "" {
 				t.Fatalf("nominatedNodeName = %q before the NodeClaim has a node", got)
@@ -153,7 +153,7 @@ func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	if err := f.env.Client.Status().Patch(t.Context(), preemptor, client.MergeFrom(base2), client.FieldOwner("kube-scheduler")); err != nil {
 		t.Fatal(err)
 	}
-	f.cluster.Nominate(preemptor, f.claim.Name)
+	f.cluster.Nominations().Nominate(preemptor, f.claim.Name)
 
 	f.reconcile(t)
 	if got := f.refresh(t).Status.NominatedNodeName; got != "" {
@@ -174,7 +174,7 @@ func TestNominationWriterHoldsRoomBeforeRegistration(t *testing.T) {
 	}
 
 	// A pod no longer planned there is not touched.
-	f.cluster.Unnominate(client.ObjectKeyFromObject(f.pod))
+	f.cluster.Nominations().Release(f.pod)
 	f.setNominatedNodeName(t, "", client.FieldOwner("kube-scheduler"))
 	if err := f.writer.HoldRoom(t.Context(), f.claim.Name, node.Name); err != nil {
 		t.Fatal(err)
@@ -225,10 +225,10 @@ func TestNominationWriterAfterRestart(t *testing.T) {
 		{name: "clears its own value when the new process has no plan for the pod", want: "", act: func(*testing.T, *writerFixture) {}},
 		{name: "keeps its own value when the new process plans the pod there again", want: "planned", wantOwned: true, act: func(t *testing.T, f *writerFixture) {
 			f.cluster.UpdateNodeClaim(f.claim)
-			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 		}},
 		{name: "moves its own value to the new plan", want: "moved", wantOwned: true, act: func(t *testing.T, f *writerFixture) {
-			f.cluster.Nominate(f.pod, f.nodeClaim(t, "moved").Name)
+			f.cluster.Nominations().Nominate(f.pod, f.nodeClaim(t, "moved").Name)
 		}},
 		{name: "leaves a value another component wrote", want: "preemptor", act: func(t *testing.T, f *writerFixture) {
 			f.setNominatedNodeName(t, "preemptor", client.FieldOwner("kube-scheduler"))
@@ -237,7 +237,7 @@ func TestNominationWriterAfterRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newWriterFixture(t)
 			f.claim = f.nodeClaim(t, "planned")
-			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 			f.reconcile(t)
 			if got := f.refresh(t).Status.NominatedNodeName; got != "planned" {
 				t.Fatalf("before the restart nominatedNodeName = %q, want planned", got)
@@ -250,7 +250,7 @@ func TestNominationWriterAfterRestart(t *testing.T) {
 			if got := f.refresh(t).Status.NominatedNodeName; got != tc.want {
 				t.Fatalf("nominatedNodeName = %q, want %q", got, tc.want)
 			}
-			if owned, ok := f.cluster.NominatedNodeName(key); ok != tc.wantOwned || (ok && owned != tc.want) {
+			if owned, ok := f.cluster.Nominations().NominatedNodeName(key); ok != tc.wantOwned || (ok && owned != tc.want) {
 				t.Fatalf("the new process records %q (%v) as its own, want %q (%v)", owned, ok, tc.want, tc.wantOwned)
 			}
 		})
@@ -296,7 +296,7 @@ func TestNominationWriterDoesNotOverwriteAConcurrentChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newWriterFixture(t)
 			f.claim = f.nodeClaim(t, "planned")
-			f.cluster.Nominate(f.pod, f.claim.Name)
+			f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 			raced := false
 			f.interceptWriter(t, interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -335,7 +335,7 @@ type writerFixture struct {
 	env     *test.Environment
 	ns      string
 	cluster *state.Cluster
-	writer  *provisioning.NominationWriter
+	writer  *nomination.Writer
 	pod     *corev1.Pod
 	claim   *v1.NodeClaim
 }
@@ -347,7 +347,7 @@ func newWriterFixture(t *testing.T) *writerFixture {
 		t.Fatal(err)
 	}
 	f := &writerFixture{env: env, ns: env.Namespace(t), cluster: cluster}
-	f.writer = provisioning.NewNominationWriter(env.Client, cluster)
+	f.writer = nomination.NewWriter(env.Client, cluster.Nominations())
 	f.pod = &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
@@ -383,7 +383,7 @@ func (f *writerFixture) nodeClaim(t *testing.T, node string) *v1.NodeClaim {
 // Node yet) that f.pod is nominated to.
 func (f *writerFixture) launchedClaim(t *testing.T) {
 	f.claim = f.nodeClaim(t, "")
-	f.cluster.Nominate(f.pod, f.claim.Name)
+	f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 	base := f.claim.DeepCopy()
 	f.claim.Status.ProviderID = "fake:///" + f.claim.Name
 	if err := f.env.Client.Status().Patch(t.Context(), f.claim, client.MergeFrom(base)); err != nil {
@@ -438,7 +438,7 @@ func (f *writerFixture) restart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cluster = cluster
-	f.writer = provisioning.NewNominationWriter(f.env.Client, cluster)
+	f.writer = nomination.NewWriter(f.env.Client, cluster.Nominations())
 }
 
 // interceptWriter replaces f.writer with one whose client, talking to the
@@ -449,7 +449,7 @@ func (f *writerFixture) interceptWriter(t *testing.T, funcs interceptor.Funcs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.writer = provisioning.NewNominationWriter(interceptor.NewClient(base, funcs), f.cluster)
+	f.writer = nomination.NewWriter(interceptor.NewClient(base, funcs), f.cluster.Nominations())
 }
 
 func (f *writerFixture) reconcile(t *testing.T) {
@@ -474,7 +474,7 @@ func (f *writerFixture) refresh(t *testing.T) *corev1.Pod {
 func TestNominationWriterSkipsAStaleRead(t *testing.T) {
 	f := newWriterFixture(t)
 	f.claim = f.nodeClaim(t, "planned")
-	f.cluster.Nominate(f.pod, f.claim.Name)
+	f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 	var stale *corev1.Pod
 	patches := 0
 	f.interceptWriter(t, interceptor.Funcs{
@@ -523,7 +523,7 @@ func TestNominationWriterSkipsAStaleRead(t *testing.T) {
 func TestNominationWriterReportsAnInvalidPatch(t *testing.T) {
 	f := newWriterFixture(t)
 	f.claim = f.nodeClaim(t, "planned")
-	f.cluster.Nominate(f.pod, f.claim.Name)
+	f.cluster.Nominations().Nominate(f.pod, f.claim.Name)
 	f.interceptWriter(t, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, obj.GetName(), field.ErrorList{
