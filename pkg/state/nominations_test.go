@@ -131,14 +131,14 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 			if waiting := n.PodsNominatedTo("nc-1"); !slices.Equal(waiting, tc.waitingOnNC1) {
 				t.Errorf("PodsNominatedTo(nc-1) = %v, want %v", waiting, tc.waitingOnNC1)
 			}
-			counted := 0
+			counted, nominated := 0, false
 			for _, sn := range c.ReadOnlyNodes() {
 				if sn.NodeClaim != nil && sn.NodeClaim.Name == "nc-1" {
-					counted = len(sn.NominatedPods)
+					counted, nominated = len(sn.NominatedPods), sn.Nominated()
 				}
 			}
-			if counted != tc.counted {
-				t.Errorf("nc-1 counts %d nominated pods, want %d", counted, tc.counted)
+			if counted != tc.counted || nominated != (tc.counted > 0) {
+				t.Errorf("nc-1 counts %d nominated pods (Nominated %v), want %d", counted, nominated, tc.counted)
 			}
 		})
 	}

@@ -25,7 +25,8 @@ type StateNode struct {
 	// pods included), ordered by namespace/name.
 	Pods []*corev1.Pod
 	// NominatedPods are pods the provisioner nominated to the NodeClaim
-	// whose nomination has not expired and which are not bound yet.
+	// whose nomination has not expired and which are not bound yet
+	// (Nominations fills them, in the same read as Pods).
 	NominatedPods []*corev1.Pod
 	// MarkedForDeletion is true when the Node or NodeClaim is being deleted
 	// or a consumer marked it.
@@ -175,6 +176,13 @@ func (n *StateNode) Allocatable() corev1.ResourceList {
 		return n.NodeClaim.Status.Allocatable.DeepCopy()
 	}
 	return corev1.ResourceList{}
+}
+
+// Nominated reports whether pending pods wait for this node: a live
+// nomination to its NodeClaim. Karpenter never disrupts such a node, and
+// neither does joiner.
+func (n *StateNode) Nominated() bool {
+	return len(n.NominatedPods) > 0
 }
 
 // PodRequests is the sum of the requests of the bound pods and the

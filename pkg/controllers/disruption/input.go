@@ -82,7 +82,7 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 		NodeClaim:         sn.NodeClaim,
 		Pods:              sn.Pods,
 		MarkedForDeletion: sn.MarkedForDeletion,
-		Nominated:         len(sn.NominatedPods) > 0,
+		Nominated:         sn.Nominated(),
 		Queued:            c.queue.Has(sn.Name()),
 	}, its, c.opts.Scheduling.ListPrices)
 }
