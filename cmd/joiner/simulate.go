@@ -152,7 +152,7 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	if o.output == "html" {
-		return writeHTML(o, in.snap, in.notes, stdout)
+		return writeHTML(o, in, stdout)
 	}
 	report, err := simulate.Run(in.snap, simulate.Options{Solve: o.solver(), LowerBound: o.lowerBound, Notes: in.notes, Buffers: in.buffers})
 	if err != nil {
@@ -166,8 +166,10 @@ func runSimulate(o *simulateOptions, stdin io.Reader, stdout io.Writer) error {
 
 // writeHTML draws the plan as `joiner run`'s status page draws the live
 // cluster: the input's nodes with the pods the plan adds, the new nodes,
-// the cost now and after the plan, and every pending pod's verdict.
-func writeHTML(o *simulateOptions, snap *scheduling.Snapshot, notes []string, stdout io.Writer) error {
+// the cost now and after the plan, every pending pod's verdict and where
+// the CapacityBuffers' room is.
+func writeHTML(o *simulateOptions, in *simulation, stdout io.Writer) error {
+	snap := in.snap
 	plan, err := o.solver()(snap)
 	if err != nil {
 		return fmt.Errorf("solving: %w", err)
@@ -181,7 +183,8 @@ func writeHTML(o *simulateOptions, snap *scheduling.Snapshot, notes []string, st
 		Subtitle: "what-if plan (joiner simulate)",
 		Snapshot: snap,
 		Plan:     plan,
-		Notes:    notes,
+		Buffers:  capacitybuffer.Rooms(in.buffers, capacitybuffer.Outcomes(snap, plan, nil, nil)),
+		Notes:    in.notes,
 	}))
 }
 

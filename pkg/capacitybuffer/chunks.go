@@ -20,6 +20,9 @@ type Count struct {
 	// Quota says which ResourceQuotas cut Chunks below what the spec asks,
 	// "" when none did (the LimitedByQuotas condition's message).
 	Quota string
+	// Limits says that spec.limits cut Chunks below the replicas or
+	// percentage asked, "" when they did not.
+	Limits string
 }
 
 // Chunks computes a buffer's chunk count as Karpenter and Cluster
@@ -43,11 +46,14 @@ func Chunks(spec *autoscalingv1beta1.CapacityBufferSpec, chunk *corev1.Pod, work
 	if len(candidates) > 0 {
 		n = slices.Max(candidates)
 	}
+	var limited string
 	if fit, ok := fitWithin(corev1.ResourceList(spec.Limits), requests); ok {
-		if len(candidates) == 0 {
+		switch {
+		case len(candidates) == 0:
 			n = fit
-		} else {
-			n = min(n, fit)
+		case fit < n:
+			limited = fmt.Sprintf("spec.limits leave room for %d of the %d chunk(s) asked", fit, n)
+			n = fit
 		}
 	}
 	var limiting []string
@@ -58,7 +64,7 @@ func Chunks(spec *autoscalingv1beta1.CapacityBufferSpec, chunk *corev1.Pod, work
 			limiting = append(limiting, q.Name)
 		}
 	}
-	c := Count{Chunks: max(n, 0)}
+	c := Count{Chunks: max(n, 0), Limits: limited}
 	if len(limiting) > 0 {
 		c.Quota = fmt.Sprintf("ResourceQuota %s leaves room for %d chunk(s) in the namespace", strings.Join(limiting, ", "), c.Chunks)
 	}

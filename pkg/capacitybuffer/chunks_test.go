@@ -39,13 +39,15 @@ func TestChunks(t *testing.T) {
 		quotas    []corev1.ResourceQuota
 		want      int32
 		wantQuota bool
+		// wantLimits: spec.limits cut the count.
+		wantLimits bool
 	}{
 		{name: "replicas", spec: autoscalingv1beta1.CapacityBufferSpec{Replicas: ptr.To[int32](3)}, want: 3},
 		{name: "percentage rounds up", spec: autoscalingv1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr.To[int32](20)}, workload: ptr.To[int32](11), want: 3},
 		{name: "percentage at least one", spec: autoscalingv1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr.To[int32](1)}, workload: ptr.To[int32](2), want: 1},
 		{name: "percentage of zero replicas", spec: autoscalingv1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr.To[int32](50)}, workload: ptr.To[int32](0), want: 0},
 		{name: "larger of replicas and percentage", spec: autoscalingv1beta1.CapacityBufferSpec{ScalableRef: scalable, Replicas: ptr.To[int32](2), Percentage: ptr.To[int32](50)}, workload: ptr.To[int32](10), want: 5},
-		{name: "limits cap replicas", spec: autoscalingv1beta1.CapacityBufferSpec{Replicas: ptr.To[int32](10), Limits: autoscalingv1beta1.Limits(rl("cpu", "5"))}, want: 2},
+		{name: "limits cap replicas", spec: autoscalingv1beta1.CapacityBufferSpec{Replicas: ptr.To[int32](10), Limits: autoscalingv1beta1.Limits(rl("cpu", "5"))}, want: 2, wantLimits: true},
 		{name: "limits alone", spec: autoscalingv1beta1.CapacityBufferSpec{Limits: autoscalingv1beta1.Limits(rl("cpu", "100", "memory", "16Gi"))}, want: 4},
 		{name: "limits on another resource", spec: autoscalingv1beta1.CapacityBufferSpec{Replicas: ptr.To[int32](3), Limits: autoscalingv1beta1.Limits(rl("nvidia.com/gpu", "1"))}, want: 3},
 		{name: "percentage ignored for a pod template", spec: autoscalingv1beta1.CapacityBufferSpec{Replicas: ptr.To[int32](1), Percentage: ptr.To[int32](100)}, workload: ptr.To[int32](9), want: 1},
@@ -64,8 +66,8 @@ func TestChunks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := capacitybuffer.Chunks(&tc.spec, chunk("2", "4Gi"), tc.workload, tc.quotas)
-			if got.Chunks != tc.want || (got.Quota != "") != tc.wantQuota {
-				t.Fatalf("Chunks = %+v, want %d chunks (quota-limited %t)", got, tc.want, tc.wantQuota)
+			if got.Chunks != tc.want || (got.Quota != "") != tc.wantQuota || (got.Limits != "") != tc.wantLimits {
+				t.Fatalf("Chunks = %+v, want %d chunks (quota-limited %t, limited by spec.limits %t)", got, tc.want, tc.wantQuota, tc.wantLimits)
 			}
 		})
 	}

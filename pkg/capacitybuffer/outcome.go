@@ -3,6 +3,7 @@ package capacitybuffer
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,15 +14,27 @@ import (
 type Outcome struct {
 	// Existing are placed on nodes and NodeClaims that exist; New need
 	// NodeClaims the plan launches; Failed fit nowhere.
-	Existing, New, Failed int
+	Existing int `json:"existing"`
+	New      int `json:"new"`
+	Failed   int `json:"failed"`
 	// Why is the first failed pod's reason, as describe gave it.
-	Why string
+	Why string `json:"why,omitempty"`
+	// Short is, per NodePool, why the first failed pod fits none of its
+	// nodes (scheduling.Message of the solver's reason: its limits, no
+	// instance type that fits, ...).
+	Short map[string]string `json:"short,omitempty"`
+	// Places are where the placed chunks are, one per node or NodeClaim:
+	// existing ones in the snapshot's node order, then the new ones.
+	Places []Place `json:"places,omitempty"`
 }
 
-// Outcomes counts, per buffer, where plan put its virtual pods; describe
-// words a failed pod's reason. Buffers with no virtual pod in the plan are
-// absent.
-func Outcomes(plan *scheduling.Plan, describe func(scheduling.PodError) string) map[types.NamespacedName]*Outcome {
+// Outcomes counts, per buffer, where plan put its virtual pods and names
+// the places: snap is the snapshot plan was solved on (its nodes' NodePools
+// and NodeClaims), launched the names of the NodeClaims created for
+// plan.NewNodeClaims, index for index ("" or absent where none was: a
+// simulation, a failed create). describe words a failed pod's reason.
+// Buffers with no virtual pod in the plan are absent.
+func Outcomes(snap *scheduling.Snapshot, plan *scheduling.Plan, launched []string, describe func(scheduling.PodError) string) map[types.NamespacedName]*Outcome {
 	out := map[types.NamespacedName]*Outcome{}
 	get := func(k types.NamespacedName) *Outcome {
 		if out[k] == nil {
@@ -29,27 +42,67 @@ func Outcomes(plan *scheduling.Plan, describe func(scheduling.PodError) string) 
 		}
 		return out[k]
 	}
-	for _, e := range plan.Existing {
-		for _, p := range e.Pods {
-			if k, ok := BufferOf(p); ok {
-				get(k).Existing++
-			}
+	nodes := map[string]*scheduling.ExistingNode{}
+	if snap != nil {
+		for _, n := range snap.Nodes {
+			nodes[n.Name] = n
 		}
 	}
-	for _, nc := range plan.NewNodeClaims {
-		for _, p := range nc.Pods {
-			if k, ok := BufferOf(p); ok {
-				get(k).New++
-			}
+	for _, e := range plan.Existing {
+		place := Place{Node: e.Node}
+		if n := nodes[e.Node]; n != nil {
+			place.NodePool, place.NodeClaim = n.NodePool, n.NodeClaim
+		}
+		for k, n := range countByBuffer(e.Pods) {
+			o := get(k)
+			o.Existing += n
+			p := place
+			p.Chunks = n
+			o.Places = append(o.Places, p)
+		}
+	}
+	for i, nc := range plan.NewNodeClaims {
+		place := Place{NodePool: nc.NodePool, New: true, Index: i + 1}
+		if i < len(launched) {
+			place.NodeClaim = launched[i]
+		}
+		for k, n := range countByBuffer(nc.Pods) {
+			o := get(k)
+			o.New += n
+			p := place
+			p.Chunks = n
+			o.Places = append(o.Places, p)
 		}
 	}
 	for _, pe := range plan.Unschedulable {
 		if k, ok := BufferOf(pe.Pod); ok {
 			o := get(k)
-			if o.Failed == 0 && describe != nil {
-				o.Why = describe(pe)
+			if o.Failed == 0 {
+				if describe != nil {
+					o.Why = describe(pe)
+				}
+				for pool, r := range pe.NodePools {
+					if o.Short == nil {
+						o.Short = map[string]string{}
+					}
+					o.Short[pool] = scheduling.Message(r)
+				}
 			}
 			o.Failed++
+		}
+	}
+	return out
+}
+
+// countByBuffer counts the virtual pods among pods, per buffer.
+func countByBuffer(pods []*corev1.Pod) map[types.NamespacedName]int {
+	var out map[types.NamespacedName]int
+	for _, p := range pods {
+		if k, ok := BufferOf(p); ok {
+			if out == nil {
+				out = map[types.NamespacedName]int{}
+			}
+			out[k]++
 		}
 	}
 	return out

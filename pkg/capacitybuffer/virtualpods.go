@@ -1,12 +1,9 @@
 package capacitybuffer
 
 import (
-	"cmp"
 	"maps"
 	"math"
-	"slices"
 	"strconv"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,46 +54,6 @@ func VirtualPods(cb *autoscalingv1beta1.CapacityBuffer, chunk *corev1.Pod, n int
 		p.Name = cb.Name + "-buffer-" + strconv.Itoa(int(i))
 		p.UID = types.UID(string(cb.UID) + "-" + strconv.Itoa(int(i)))
 		out = append(out, p)
-	}
-	return out
-}
-
-// Store holds the virtual pods in force, by buffer: the capacitybuffer
-// controller sets them, the live model reads them into every snapshot. It
-// is safe for concurrent use; the pods it returns are shared and must only
-// be read.
-type Store struct {
-	mu   sync.RWMutex
-	pods map[types.NamespacedName][]*corev1.Pod
-}
-
-// Set puts buffer's virtual pods in force (none: the buffer plans nothing).
-func (s *Store) Set(buffer types.NamespacedName, pods []*corev1.Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pods == nil {
-		s.pods = map[types.NamespacedName][]*corev1.Pod{}
-	}
-	if len(pods) == 0 {
-		delete(s.pods, buffer)
-		return
-	}
-	s.pods[buffer] = pods
-}
-
-// Delete forgets buffer.
-func (s *Store) Delete(buffer types.NamespacedName) { s.Set(buffer, nil) }
-
-// Pods are every buffer's virtual pods, buffers in name order.
-func (s *Store) Pods() []*corev1.Pod {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	keys := slices.SortedFunc(maps.Keys(s.pods), func(a, b types.NamespacedName) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	var out []*corev1.Pod
-	for _, k := range keys {
-		out = append(out, s.pods[k]...)
 	}
 	return out
 }

@@ -229,7 +229,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 		Solve:             o.Solve,
 		BatchIdleDuration: o.BatchIdleDuration,
 		BatchMaxDuration:  o.BatchMaxDuration,
-		Buffers:           &capacitybufferctrl.Reporter{Client: mgr.GetClient(), Clock: o.Clock},
+		Buffers:           &capacitybufferctrl.Reporter{Client: mgr.GetClient(), Clock: o.Clock, Store: buffers},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building provisioner: %w", err)
@@ -416,7 +416,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), InstanceTypes: o.CloudProvider, Clock: o.Clock,
 			Namespace: o.Namespace, ClusterName: o.ClusterName,
 			RegistrationTTL: lc.RegistrationTTL(), InitializationTTL: lc.InitializationTTL(),
-			PlanDynamicResources: o.Scheduling.PlanDynamicResources,
+			PlanDynamicResources: o.Scheduling.PlanDynamicResources, Buffers: buffers,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building the controller view: %w", err)
@@ -426,7 +426,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	if o.StatusPage != nil {
 		opts := *o.StatusPage
 		opts.Clock = o.Clock
-		opts.Source = liveStatus(model, prov.Provisioner, o.Scheduling.ListPrices)
+		opts.Source = liveStatus(model, prov.Provisioner, buffers, o.Scheduling.ListPrices)
 		page, err := statuspage.NewServer(opts)
 		if err != nil {
 			return nil, fmt.Errorf("building status page: %w", err)
@@ -473,9 +473,10 @@ func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
 }
 
 // liveStatus draws the status page from what the provisioner would plan on
-// now and the verdicts of its last pass, pricing nodes as the solver does
-// (list prices alone under PRICE_MODEL=List).
-func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner, listPrices bool) statuspage.Source {
+// now, the verdicts of its last pass and where the CapacityBuffers hold
+// their room (the Store the controller view publishes too), pricing nodes
+// as the solver does (list prices alone under PRICE_MODEL=List).
+func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner, buffers *capacitybuffer.Store, listPrices bool) statuspage.Source {
 	return func(ctx context.Context) (statuspage.Input, error) {
 		snap, err := model.Build(ctx)
 		if err != nil {
@@ -486,6 +487,7 @@ func liveStatus(model *livemodel.Builder, p *provisioning.Provisioner, listPrice
 			Snapshot:      snap.Cluster,
 			InstanceTypes: snap.InstanceTypes,
 			Skipped:       snap.Skipped,
+			Buffers:       buffers.Rooms(),
 			Plan:          &scheduling.Plan{Unschedulable: p.Unschedulable(), ListPrices: listPrices},
 		}, nil
 	}

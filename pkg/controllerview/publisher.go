@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -34,6 +35,11 @@ type InstanceTypes interface {
 	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
 }
 
+// BufferRooms are where the CapacityBuffers in force hold their room.
+type BufferRooms interface {
+	Rooms() []capacitybuffer.Room
+}
+
 // PublisherOptions configure a Publisher.
 type PublisherOptions struct {
 	// Client lists NodePools (the cache) and writes the ConfigMap.
@@ -49,6 +55,9 @@ type PublisherOptions struct {
 	RegistrationTTL, InitializationTTL time.Duration
 	// PlanDynamicResources is published as it is (IGNORE_DRA_REQUESTS=false).
 	PlanDynamicResources bool
+	// Buffers, when set, are where the CapacityBuffers hold their room
+	// (capacitybuffer.Store).
+	Buffers BufferRooms
 	// Interval between two reads (0: DefaultInterval).
 	Interval time.Duration
 }
@@ -118,6 +127,9 @@ func (p *Publisher) Publish(ctx context.Context) error {
 		InitializationTTL:    metav1.Duration{Duration: p.opts.InitializationTTL},
 		PlanDynamicResources: p.opts.PlanDynamicResources,
 		NodePools:            map[string]NodePoolTypes{},
+	}
+	if p.opts.Buffers != nil {
+		v.Buffers = p.opts.Buffers.Rooms()
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]

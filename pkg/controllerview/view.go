@@ -1,7 +1,8 @@
 // Package controllerview is what a running joiner controller read, put where
 // offline readers can read it too: for each NodePool the instance types and
 // offerings the cloud provider gave the provisioner (unavailable offerings
-// and their causes included, as GetInstanceTypes applies them), and the
+// and their causes included, as GetInstanceTypes applies them), where each
+// CapacityBuffer holds its room (the provisioner's last plan), and the
 // liveness settings (registration and initialisation TTLs) the lifecycle
 // controller acts on. The controller publishes it in a ConfigMap of its
 // own namespace (Publisher); `joiner explain` reads it back (Decode), so
@@ -25,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -53,6 +55,10 @@ type View struct {
 	// NodePools are each NodePool's instance types as GetInstanceTypes
 	// returned them.
 	NodePools map[string]NodePoolTypes `json:"nodePools"`
+	// Buffers are where each CapacityBuffer in force holds its room, as
+	// the last provisioning pass planned it (`joiner explain nodepool` and
+	// `explain capacitybuffer` show it), in name order.
+	Buffers []capacitybuffer.Room `json:"buffers,omitempty"`
 }
 
 // NodePoolTypes are one NodePool's instance types, or why the provider

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 )
 
 // CapacityBufferVerdict is where a CapacityBuffer stands, from the status
@@ -24,6 +25,9 @@ type CapacityBufferVerdict struct {
 	ReadyForProvisioning ConditionSummary `json:"readyForProvisioning"`
 	Provisioning         ConditionSummary `json:"provisioning"`
 	LimitedByQuotas      ConditionSummary `json:"limitedByQuotas"`
+	// Room is where the buffer holds its room, as the controller published
+	// it (its view); nil without one.
+	Room *capacitybuffer.Room `json:"room,omitempty"`
 }
 
 // CapacityBuffer explains the buffer namespace/name.
@@ -44,6 +48,13 @@ func CapacityBuffer(s *Snapshot, namespace, name string) (*CapacityBufferVerdict
 		ReadyForProvisioning: summarize(apimeta.FindStatusCondition(conds, autoscalingv1beta1.ConditionReadyForProvisioning)),
 		Provisioning:         summarize(apimeta.FindStatusCondition(conds, autoscalingv1beta1.ConditionProvisioning)),
 		LimitedByQuotas:      summarize(apimeta.FindStatusCondition(conds, autoscalingv1beta1.ConditionLimitedByQuotas)),
+	}
+	if s.View != nil {
+		for _, r := range s.View.Buffers {
+			if r.Buffer == v.Buffer {
+				v.Room = &r
+			}
+		}
 	}
 	switch {
 	case cb.Spec.PodTemplateRef != nil:
@@ -73,6 +84,9 @@ func (p *printer) buffer(v *CapacityBufferVerdict) {
 	}
 	if v.Replicas != nil {
 		p.line("  ", "replicas: %d", *v.Replicas)
+	}
+	if v.Room != nil {
+		p.line("  ", "room:     %s", v.Room.Summary())
 	}
 	for _, c := range []struct {
 		name string

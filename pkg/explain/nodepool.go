@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -40,11 +41,35 @@ type NodePoolVerdict struct {
 	// as the provisioner reads them: their instance types cannot launch
 	// until NextAttempt.
 	Backoffs []scheduling.LaunchBackoff `json:"backoffs,omitempty"`
+	// Buffers are the CapacityBuffers holding room in it, or short of
+	// room it cannot give, as the controller published them (its view).
+	Buffers []BufferRoomSummary `json:"buffers,omitempty"`
+	// BufferSource says why Buffers may be incomplete: the cluster has
+	// CapacityBuffers but no controller view says where their room is.
+	BufferSource string `json:"bufferSource,omitempty"`
 	// InstanceTypeSource says where the instance types come from
 	// (Snapshot.InstanceTypeSource).
 	InstanceTypeSource string         `json:"instanceTypeSource,omitempty"`
 	Events             []EventSummary `json:"events,omitempty"`
 	Summary            string         `json:"summary"`
+}
+
+// BufferRoomSummary is the room one CapacityBuffer holds in a NodePool.
+type BufferRoomSummary struct {
+	// Buffer is namespace/name.
+	Buffer string `json:"buffer"`
+	// Chunks is the buffer's chunk count; Held how many of them the
+	// NodePool's nodes and NodeClaims hold.
+	Chunks int32 `json:"chunks"`
+	Held   int   `json:"held"`
+	// Places are the nodes and NodeClaims holding them.
+	Places []capacitybuffer.Place `json:"places,omitempty"`
+	// Short counts the buffer's chunks that fit nowhere, Why is why they
+	// do not fit this NodePool (its limits, no instance type, ...).
+	Short int    `json:"short,omitempty"`
+	Why   string `json:"why,omitempty"`
+	// Room is the whole buffer's room in one line (capacitybuffer.Room).
+	Room string `json:"room"`
 }
 
 // ConditionSummary is one condition, or Found=false.
@@ -142,6 +167,7 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 		}
 		v.InstanceTypes = compatibleTypes(pool, s.Scheduling.InstanceTypes[name], v.Backoffs)
 	}
+	v.Buffers, v.BufferSource = bufferRooms(s, name)
 	v.InstanceTypeSource = s.InstanceTypeSource
 	// The node class's events too: what it says (a namesake cluster, an
 	// unready subnet) is why the pool's nodes fail.
@@ -152,6 +178,25 @@ func NodePool(s *Snapshot, name string) (*NodePoolVerdict, error) {
 	v.Events = s.eventsAbout(s.Now, objs...)
 	v.Summary = poolSummary(v)
 	return v, nil
+}
+
+// bufferRooms are the buffers holding room in nodePool or short of room
+// there, from the controller view; source says why there may be more.
+func bufferRooms(s *Snapshot, nodePool string) (out []BufferRoomSummary, source string) {
+	if s.View == nil || len(s.View.Buffers) == 0 {
+		if len(s.Buffers) > 0 {
+			source = fmt.Sprintf("the cluster has %d CapacityBuffer(s), but no controller view says where their room is (the controller publishes it with --feature-gates=CapacityBuffer=true)", len(s.Buffers))
+		}
+		return nil, source
+	}
+	for _, r := range s.View.Buffers {
+		places, short, why := r.In(nodePool)
+		if len(places) == 0 && short == 0 {
+			continue
+		}
+		out = append(out, BufferRoomSummary{Buffer: r.Buffer, Chunks: r.Chunks, Held: capacitybuffer.Held(places), Places: places, Short: short, Why: why, Room: r.Summary()})
+	}
+	return out, ""
 }
 
 // compatibleTypes counts the types whose labels every requirement of the

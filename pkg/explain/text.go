@@ -171,8 +171,29 @@ func (p *printer) pool(v *NodePoolVerdict) {
 	for _, b := range v.Backoffs {
 		p.line("  ", "backing off: %s, %s failed %d time(s) (%s), next attempt at %s", b.What, strings.ToLower(b.Phase), b.Failures, b.Cause, b.NextAttempt.UTC().Format(time.RFC3339))
 	}
+	p.bufferRooms(v)
 	p.source(v.InstanceTypeSource)
 	p.events("", v.Events)
+}
+
+// bufferRooms lists the CapacityBuffers' room in a NodePool.
+func (p *printer) bufferRooms(v *NodePoolVerdict) {
+	if len(v.Buffers) > 0 {
+		p.line("", "CapacityBuffers holding room here:")
+	}
+	for _, b := range v.Buffers {
+		var places []string
+		for _, pl := range b.Places {
+			places = append(places, fmt.Sprintf("%s (%d)", pl, pl.Chunks))
+		}
+		p.line("  ", "%s: %d of %d chunk(s) held%s", b.Buffer, b.Held, b.Chunks, prefixed(" on ", strings.Join(places, ", ")))
+		if b.Short > 0 {
+			p.line("    ", "%d chunk(s) short; here: %s", b.Short, b.Why)
+		}
+	}
+	if v.BufferSource != "" {
+		p.line("", "CapacityBuffers: %s.", v.BufferSource)
+	}
 }
 
 // source says where the instance types and offerings came from.

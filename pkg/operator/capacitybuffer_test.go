@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +96,10 @@ func tainted(n *corev1.Node, key string) bool {
 // consolidation of empty and underutilized nodes after 0 s, a buffer of
 // 2 × (2 cpu, 4 Gi) shaped like a Deployment's pods keeps a node with that
 // room after the Deployment is scaled to zero, and reports
-// Provisioning=True (FitsExistingCapacity). Deleting the buffer lets
-// consolidation take the nodes: it was the buffer that kept them.
+// Provisioning=True (FitsExistingCapacity); `joiner explain nodepool`,
+// `explain capacitybuffer` and the status page show where its room is.
+// Deleting the buffer lets consolidation take the nodes: it was the buffer
+// that kept them.
 func TestCapacityBufferKeepsRoom(t *testing.T) {
 	s := newScenario(t)
 	s.nodePool.Spec.Disruption = v1.Disruption{
@@ -103,7 +107,8 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
 	}
 	s.apply()
-	s.joiner("--feature-gates=CapacityBuffer=true", "--disruption-poll-interval=1s", "--disruption-validation-period=1s")
+	j := s.joiner("--feature-gates=CapacityBuffer=true", "--disruption-poll-interval=1s", "--disruption-validation-period=1s",
+		"--status-page", "--status-page-address=127.0.0.1:0")
 	cpu, memory := resource.MustParse("2"), resource.MustParse("4Gi")
 	d := s.deployment("app", 2, cpu.String(), memory.String(), nil)
 	cb := s.bufferFor("app", 2)
@@ -154,6 +159,53 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 			return fmt.Errorf("after scaling to zero, room for %d chunk(s) on %d node(s), want 2", free, usable)
 		}
 		t.Logf("after scaling to zero: room for %d chunk(s) on %d node(s)", free, usable)
+		return nil
+	})
+
+	// Where the room is: the controller publishes it, and both
+	// `joiner explain nodepool` and the status page show the buffer, its
+	// 2 chunks and the node holding them.
+	buffer := s.ns + "/" + cb.Name
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		nodes, err := s.nodes(ctx)
+		if err != nil {
+			return err
+		}
+		out, err := s.explain(ctx, "nodepool", s.nodePool.Name)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "CapacityBuffers holding room here:") || !strings.Contains(out, buffer+": 2 of 2 chunk(s) held on node ") {
+			return fmt.Errorf("explain nodepool does not show %s's 2 chunks:\n%s", buffer, out)
+		}
+		if !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return strings.Contains(out, "node "+n.Name) }) {
+			return fmt.Errorf("explain nodepool names none of the nodes %v:\n%s", nodeNames(nodes), out)
+		}
+		t.Logf("explain nodepool %s:\n%s", s.nodePool.Name, out)
+		out, err = s.explain(ctx, "capacitybuffer", buffer)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "room:     2 of 2 chunk(s) held on node ") {
+			return fmt.Errorf("explain capacitybuffer does not show the room:\n%s", out)
+		}
+		return nil
+	})
+	url := j.statusPage(t)
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		page, err := getPage(ctx, url)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(page, `data-buffer="`+buffer+`" data-held="2" data-chunks="2"`) {
+			return fmt.Errorf("the status page does not show %s holding 2 chunks", buffer)
+		}
+		if !strings.Contains(page, "buffer chunk(s)</div>") {
+			return fmt.Errorf("the status page marks no node as holding the buffer's room")
+		}
+		if strings.Contains(page, `data-pod="`+buffer+`-buffer-0"`) {
+			return fmt.Errorf("the status page lists the buffer's virtual pod as pending")
+		}
 		return nil
 	})
 
@@ -241,4 +293,22 @@ func TestCapacityBufferGateOff(t *testing.T) {
 	if len(claims) > 0 {
 		t.Fatalf("%d NodeClaim(s) launched for a buffer with the gate off", len(claims))
 	}
+}
+
+// explain runs `joiner explain ARGS` against the scenario's cluster.
+func (s *scenario) explain(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, joinerBin.Path(s.t), append([]string{"explain", "--kubeconfig=" + s.env.ControlPlane.KubeconfigPath()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("joiner explain %v: %w: %s", args, err, out)
+	}
+	return string(out), nil
+}
+
+func nodeNames(nodes []corev1.Node) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
 }

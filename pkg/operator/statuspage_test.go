@@ -30,19 +30,7 @@ func TestStatusPage(t *testing.T) {
 	s.deployment("huge", 1, "1000", "1Gi", nil)
 	s.waitRunning("web", 4, 2*time.Minute)
 
-	var url string
-	test.Eventually(t, 30*time.Second, func(context.Context) error {
-		b, err := os.ReadFile(j.logPath)
-		if err != nil {
-			return err
-		}
-		m := statusPageURL.FindSubmatch(b)
-		if m == nil {
-			return fmt.Errorf("joiner has not logged the status page's URL")
-		}
-		url = string(m[1])
-		return nil
-	})
+	url := j.statusPage(t)
 
 	nodes, err := s.nodes(t.Context())
 	if err != nil {
@@ -55,23 +43,10 @@ func TestStatusPage(t *testing.T) {
 	huge := s.ns + "/" + hugePods[0].Name
 	var page string
 	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
+		var err error
+		if page, err = getPage(ctx, url); err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-		}
-		page = string(b)
 		for _, n := range nodes {
 			if !strings.Contains(page, `data-node="`+n.Name+`" data-status="ready"`) {
 				return fmt.Errorf("the page lacks ready node %s", n.Name)
@@ -108,4 +83,45 @@ func TestStatusPage(t *testing.T) {
 	if n := test.CountColour(img, 0x25, 0x63, 0xeb); n < 200 {
 		t.Errorf("screenshot %s has %d pixels of the cpu bars' colour, want at least 200", shot, n)
 	}
+}
+
+// statusPage is the URL of the status page j serves (--status-page), from
+// its log.
+func (j *joiner) statusPage(t *testing.T) string {
+	t.Helper()
+	var url string
+	test.Eventually(t, 30*time.Second, func(context.Context) error {
+		b, err := os.ReadFile(j.logPath)
+		if err != nil {
+			return err
+		}
+		m := statusPageURL.FindSubmatch(b)
+		if m == nil {
+			return fmt.Errorf("joiner has not logged the status page's URL")
+		}
+		url = string(m[1])
+		return nil
+	})
+	return url
+}
+
+// getPage reads the status page at url.
+func getPage(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
 }

@@ -43,29 +43,14 @@ type Buffer struct {
 // buffers reports every resolved buffer: its count, and where the plan
 // put its virtual pods (capacitybuffer.Outcomes, as the provisioner counts
 // them).
-func buffers(resolved []capacitybuffer.Resolution, plan *scheduling.Plan) []Buffer {
+func buffers(resolved []capacitybuffer.Resolution, snap *scheduling.Snapshot, plan *scheduling.Plan) []Buffer {
 	if len(resolved) == 0 {
 		return nil
 	}
-	outcomes := capacitybuffer.Outcomes(plan, describe)
-	where := map[string][]string{}
-	for _, e := range plan.Existing {
-		for _, p := range e.Pods {
-			if k, ok := capacitybuffer.BufferOf(p); ok {
-				where[k.String()] = appendNew(where[k.String()], e.Node)
-			}
-		}
-	}
-	for i, nc := range plan.NewNodeClaims {
-		for _, p := range nc.Pods {
-			if k, ok := capacitybuffer.BufferOf(p); ok {
-				where[k.String()] = appendNew(where[k.String()], "new #"+strconv.Itoa(i+1))
-			}
-		}
-	}
+	outcomes := capacitybuffer.Outcomes(snap, plan, nil, describe)
 	out := make([]Buffer, 0, len(resolved))
 	for _, res := range resolved {
-		b := Buffer{Buffer: res.Buffer.String(), Chunks: res.Count.Chunks, LimitedByQuotas: res.Count.Quota, Nodes: where[res.Buffer.String()]}
+		b := Buffer{Buffer: res.Buffer.String(), Chunks: res.Count.Chunks, LimitedByQuotas: res.Count.Quota}
 		switch o := outcomes[res.Buffer]; {
 		case res.NotReady != "":
 			b.NotReady = res.NotReady + ": " + res.Message
@@ -73,6 +58,13 @@ func buffers(resolved []capacitybuffer.Resolution, plan *scheduling.Plan) []Buff
 			b.OnExistingNodes, b.OnNewNodes, b.Unschedulable = o.Existing, o.New, o.Failed
 			status, reason, msg := o.Condition()
 			b.Provisioning, b.ProvisioningReason, b.ProvisioningMessage = string(status), reason, msg
+			for _, p := range o.Places {
+				if p.New {
+					b.Nodes = append(b.Nodes, "new #"+strconv.Itoa(p.Index))
+				} else {
+					b.Nodes = append(b.Nodes, p.Node)
+				}
+			}
 		}
 		out = append(out, b)
 	}

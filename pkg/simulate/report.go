@@ -59,7 +59,7 @@ func Run(s *scheduling.Snapshot, opts Options) (*Report, error) {
 		}
 	}
 	r := NewReport(s, plan, elapsed, bound, opts.Notes)
-	r.Buffers = buffers(opts.Buffers, plan)
+	r.Buffers = buffers(opts.Buffers, s, plan)
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"bytes"
 	"flag"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,10 +19,12 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // goldenInputs are the pictures whose HTML is checked in under testdata/.
 func goldenInputs() map[string]Input {
 	live := cluster()
+	room := bufferRoom(live)
 	plan := cluster()
 	return map[string]Input{
 		"live": {
 			Title: "joiner-local", Subtitle: "live", Snapshot: live, Plan: lastBatch(live), Refresh: 5 * time.Second,
+			Buffers: []capacitybuffer.Room{room},
 			Skipped: map[string]string{"gpu": "its node class is not ready"},
 			History: []Sample{
 				{At: now.Add(-4 * time.Minute), CostPerHour: 0, Nodes: 0},

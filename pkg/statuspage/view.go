@@ -7,11 +7,13 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
@@ -37,6 +39,11 @@ type Input struct {
 	Plan *scheduling.Plan
 	// Skipped names NodePools the provisioner could not use, with why.
 	Skipped map[string]string
+	// Buffers are where the CapacityBuffers hold their room (the
+	// controller's capacitybuffer.Store; a simulation's plan). Their
+	// virtual pods, among the Snapshot's pods, are shown here rather than
+	// as pending pods.
+	Buffers []capacitybuffer.Room
 	// History are earlier cost samples, oldest first; the picture's own
 	// sample is appended to them.
 	History []Sample
@@ -57,6 +64,8 @@ type View struct {
 	Summary Summary
 	Nodes   []Node
 	Pending []PendingPod
+	// Buffers are the CapacityBuffers' room, in name order.
+	Buffers []Buffer
 	// Cost is the cost per hour over time, oldest first.
 	Cost  []Sample
 	Notes []string
@@ -96,8 +105,37 @@ type Node struct {
 	Pods int
 	// Incoming counts the pods nominated or planned to it, not yet bound.
 	Incoming int
-	CPU      Usage
-	Memory   Usage
+	// BufferChunks counts the CapacityBuffer chunks whose room the node
+	// holds.
+	BufferChunks int
+	CPU          Usage
+	Memory       Usage
+}
+
+// Buffer is one CapacityBuffer's row: its chunks and where they are held.
+type Buffer struct {
+	// Buffer is namespace/name.
+	Buffer string
+	Chunks int32
+	// Held counts the chunks placed (on nodes, NodeClaims, new capacity).
+	Held int
+	// Places name where, with their NodePool and chunks.
+	Places []BufferPlace
+	// Short counts the chunks that fit nowhere, Why is why.
+	Short int
+	Why   string
+	// Cut says what made the buffer fewer chunks than asked (quota,
+	// limits), "" when nothing did.
+	Cut string
+	// Planned is false until a provisioning pass planned the chunks.
+	Planned bool
+}
+
+// BufferPlace is one node or NodeClaim holding a buffer's chunks.
+type BufferPlace struct {
+	Where    string
+	NodePool string
+	Chunks   int
 }
 
 // Node statuses.
@@ -223,7 +261,22 @@ func Build(in Input) View {
 		return cmp.Or(cmp.Compare(statusOrder(a.Status), statusOrder(b.Status)), cmp.Compare(a.NodePool, b.NodePool), compareNodeNames(a.Name, b.Name))
 	})
 
-	v.Pending = append(v.Pending, verdicts(snap.Pods, plan)...)
+	v.Pending = append(v.Pending, verdicts(slices.DeleteFunc(slices.Clone(snap.Pods), pods.IsVirtual), plan)...)
+	v.Buffers = buffers(in.Buffers)
+	held := map[string]int{}
+	for _, b := range in.Buffers {
+		if b.Plan == nil {
+			continue
+		}
+		for _, p := range b.Plan.Places {
+			if !p.New {
+				held[p.Node] += p.Chunks
+			}
+		}
+	}
+	for i := range v.Nodes {
+		v.Nodes[i].BufferChunks = held[v.Nodes[i].Name]
+	}
 	slices.SortStableFunc(v.Pending, func(a, b PendingPod) int {
 		return cmp.Or(cmp.Compare(verdictOrder(a.Verdict), verdictOrder(b.Verdict)), cmp.Compare(a.Pod, b.Pod))
 	})
@@ -247,6 +300,29 @@ func Build(in Input) View {
 		v.Cost = append(v.Cost, Sample{At: snap.Now, CostPerHour: v.Summary.PlannedCostPerHour, Nodes: v.Summary.Nodes + v.Summary.PlannedNodes, Label: "after the plan"})
 	}
 	return v
+}
+
+// buffers are the rows of the buffers' room.
+func buffers(rooms []capacitybuffer.Room) []Buffer {
+	out := make([]Buffer, 0, len(rooms))
+	for _, r := range rooms {
+		b := Buffer{Buffer: r.Buffer, Chunks: r.Chunks, Cut: strings.Join(slices.DeleteFunc([]string{r.Quota, r.Limits}, func(s string) bool { return s == "" }), "; ")}
+		if o := r.Plan; o != nil {
+			b.Planned, b.Held, b.Short, b.Why = true, o.Existing+o.New, o.Failed, o.Why
+			if b.Why == "" {
+				var why []string
+				for _, pool := range slices.Sorted(maps.Keys(o.Short)) {
+					why = append(why, fmt.Sprintf("nodepool %q: %s", pool, o.Short[pool]))
+				}
+				b.Why = strings.Join(why, "; ")
+			}
+			for _, p := range o.Places {
+				b.Places = append(b.Places, BufferPlace{Where: p.String(), NodePool: p.NodePool, Chunks: p.Chunks})
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // SampleOf is the cost sample of the snapshot in in, without the rest of

@@ -1,10 +1,18 @@
 package statuspage
 
 import (
+	"bytes"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
+	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -215,3 +223,50 @@ func TestUsageText(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// bufferRoom is a CapacityBuffer of 2 chunks: one held on the ready node,
+// one short (the NodePool's limit), with its virtual pods among the
+// snapshot's pending pods.
+func bufferRoom(snap *scheduling.Snapshot) capacitybuffer.Room {
+	cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "room", Namespace: "shop", UID: "u"}}
+	snap.Pods = append(snap.Pods, capacitybuffer.VirtualPods(cb, capacitybuffer.ChunkPod(cb, &corev1.PodTemplateSpec{}), 2)...)
+	return capacitybuffer.Room{Buffer: "shop/room", Chunks: 2, Quota: "ResourceQuota team leaves room for 2 chunk(s) in the namespace", Plan: &capacitybuffer.Outcome{
+		Existing: 1, Failed: 1, Short: map[string]string{"default": "nodepool default's cpu limit is reached"},
+		Places: []capacitybuffer.Place{{NodePool: "default", Node: "default-abcde", NodeClaim: "default-abcde", Chunks: 1}},
+	}}
+}
+
+// A CapacityBuffer's room is its own section and marks the nodes holding
+// it; its virtual pods are no pending pods.
+func TestBuildBuffers(t *testing.T) {
+	snap := cluster()
+	room := bufferRoom(snap)
+	v := Build(Input{Snapshot: snap, Plan: lastBatch(snap), Buffers: []capacitybuffer.Room{room}})
+	for _, p := range v.Pending {
+		if strings.Contains(p.Pod, "room-buffer") {
+			t.Errorf("virtual pod %s listed as pending", p.Pod)
+		}
+	}
+	if want := Build(Input{Snapshot: cluster(), Plan: lastBatch(snap)}).Summary.PodsPending; v.Summary.PodsPending != want {
+		t.Errorf("pods pending = %d, want the %d real ones", v.Summary.PodsPending, want)
+	}
+	want := Buffer{Buffer: "shop/room", Chunks: 2, Held: 1, Short: 1, Planned: true, Why: `nodepool "default": nodepool default's cpu limit is reached`,
+		Cut: room.Quota, Places: []BufferPlace{{Where: "node default-abcde", NodePool: "default", Chunks: 1}}}
+	if len(v.Buffers) != 1 || !reflect.DeepEqual(v.Buffers[0], want) {
+		t.Fatalf("buffers = %+v, want %+v", v.Buffers, want)
+	}
+	for _, n := range v.Nodes {
+		if got, want := n.BufferChunks, map[string]int{"default-abcde": 1}[n.Name]; got != want {
+			t.Errorf("node %s holds %d buffer chunk(s), want %d", n.Name, got, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`data-buffer="shop/room" data-held="1" data-chunks="2"`, `data-place="node default-abcde"`, "1 chunk(s) short", "room for 1 buffer chunk(s)"} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}

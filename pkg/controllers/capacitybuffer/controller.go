@@ -161,11 +161,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	stored := cb.DeepCopy()
-	pods, err := c.resolve(ctx, cb)
+	count, pods, err := c.resolve(ctx, cb)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	c.opts.Store.Set(req.NamespacedName, pods)
+	c.opts.Store.Set(req.NamespacedName, count, pods)
 	if !equality.Semantic.DeepEqual(stored.Status, cb.Status) {
 		if err := c.opts.Client.Status().Patch(ctx, cb, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -182,17 +182,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // resolve fills cb's status (ReadyForProvisioning, LimitedByQuotas,
 // replicas, podTemplateRef) from capacitybuffer.Resolve and returns its
-// virtual pods; none when it cannot be resolved, which its
+// chunk count and virtual pods; none when it cannot be resolved, which its
 // ReadyForProvisioning condition says. An error is one retrying may fix.
-func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) ([]*corev1.Pod, error) {
+func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) (capacitybuffer.Count, []*corev1.Pod, error) {
 	cb.Status.ProvisioningStrategy = cb.Spec.ProvisioningStrategy
 	res, err := capacitybuffer.Resolve(ctx, cb, objects{c.opts.Client})
 	if err != nil {
-		return nil, err
+		return capacitybuffer.Count{}, nil, err
 	}
 	if res.NotReady != "" {
 		c.notReady(cb, res.NotReady, res.Message)
-		return nil, nil
+		return capacitybuffer.Count{}, nil, nil
 	}
 	cb.Status.PodTemplateRef, cb.Status.PodTemplateGeneration = nil, nil
 	if pt := res.PodTemplate; pt != nil {
@@ -211,7 +211,7 @@ func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.Capacit
 	if count.Chunks == 0 {
 		c.set(cb, autoscalingv1beta1.ConditionProvisioning, metav1.ConditionFalse, ReasonBufferEmpty, "the buffer resolves to zero chunks")
 	}
-	return res.Pods, nil
+	return count, res.Pods, nil
 }
 
 // objects reads what buffers name from the API server.

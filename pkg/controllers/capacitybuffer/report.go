@@ -17,18 +17,24 @@ import (
 	"github.com/joiner-dev/joiner/pkg/logging"
 )
 
-// Reporter writes each buffer's Provisioning condition from a provisioning
-// pass's plan (provisioning.BufferReporter), worded by
+// Reporter takes each provisioning pass's plan for the buffers
+// (provisioning.BufferReporter): it records where the room is in the
+// Store, which the controller view and the status page publish, and writes
+// each buffer's Provisioning condition, worded by
 // capacitybuffer.Outcome.Condition. It patches only a condition that
 // changed.
 type Reporter struct {
 	Client client.Client
 	Clock  clock.Clock
+	Store  *capacitybuffer.Store
 }
 
 // Report implements provisioning.BufferReporter. A failed patch is logged:
 // the next pass reports again.
 func (r *Reporter) Report(ctx context.Context, outcomes map[types.NamespacedName]*capacitybuffer.Outcome) {
+	if r.Store != nil {
+		r.Store.Record(outcomes)
+	}
 	for key, o := range outcomes {
 		if err := r.report(ctx, key, o); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Error(err, "reporting capacitybuffer provisioning", logging.CapacityBuffer, klog.KRef(key.Namespace, key.Name))

@@ -295,7 +295,13 @@ func (p *Provisioner) Provision(ctx context.Context) (*Result, error) {
 			res.Unschedulable = append(res.Unschedulable, pe)
 		}
 	}
-	res.Buffers = capacitybuffer.Outcomes(plan, func(pe scheduling.PodError) string { return describeReasons(pe, v.Skipped) })
+	launched := make([]string, len(created))
+	for i, nc := range created {
+		if nc != nil {
+			launched[i] = nc.Name
+		}
+	}
+	res.Buffers = capacitybuffer.Outcomes(v.Cluster, plan, launched, func(pe scheduling.PodError) string { return describeReasons(pe, v.Skipped) })
 	if p.opts.Buffers != nil {
 		p.opts.Buffers.Report(ctx, res.Buffers)
 	}
