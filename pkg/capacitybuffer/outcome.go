@@ -48,31 +48,32 @@ func Outcomes(snap *scheduling.Snapshot, plan *scheduling.Plan, launched []strin
 			nodes[n.Name] = n
 		}
 	}
+	// hold counts the buffers' chunks among pods at place.
+	hold := func(place Place, pods []*corev1.Pod) {
+		for k, n := range countByBuffer(pods) {
+			o := get(k)
+			if place.New {
+				o.New += n
+			} else {
+				o.Existing += n
+			}
+			place.Chunks = n
+			o.Places = append(o.Places, place)
+		}
+	}
 	for _, e := range plan.Existing {
 		place := Place{Node: e.Node}
 		if n := nodes[e.Node]; n != nil {
 			place.NodePool, place.NodeClaim = n.NodePool, n.NodeClaim
 		}
-		for k, n := range countByBuffer(e.Pods) {
-			o := get(k)
-			o.Existing += n
-			p := place
-			p.Chunks = n
-			o.Places = append(o.Places, p)
-		}
+		hold(place, e.Pods)
 	}
 	for i, nc := range plan.NewNodeClaims {
 		place := Place{NodePool: nc.NodePool, New: true, Index: i + 1}
 		if i < len(launched) {
 			place.NodeClaim = launched[i]
 		}
-		for k, n := range countByBuffer(nc.Pods) {
-			o := get(k)
-			o.New += n
-			p := place
-			p.Chunks = n
-			o.Places = append(o.Places, p)
-		}
+		hold(place, nc.Pods)
 	}
 	for _, pe := range plan.Unschedulable {
 		if k, ok := BufferOf(pe.Pod); ok {

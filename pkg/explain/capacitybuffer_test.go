@@ -125,21 +125,14 @@ func TestBufferRoomInNodePool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := explain.NodePool(snap, tc.pool)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out strings.Builder
-			if err := explain.Write(&out, v); err != nil {
-				t.Fatal(err)
-			}
+			out := string(render(t, snap, "nodepool", tc.pool))
 			for _, w := range tc.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
-			if tc.absent != "" && strings.Contains(out.String(), tc.absent) {
-				t.Errorf("output has %q:\n%s", tc.absent, out.String())
+			if tc.absent != "" && strings.Contains(out, tc.absent) {
+				t.Errorf("output has %q:\n%s", tc.absent, out)
 			}
 		})
 	}
@@ -148,15 +141,8 @@ func TestBufferRoomInNodePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := explain.CapacityBuffer(snap, "shop", "room")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := explain.Write(&out, v); err != nil {
-		t.Fatal(err)
-	}
-	if want := "room:     3 of 4 chunk(s) held on node node-a (nodeclaim general-abc): 2, new nodeclaim spot-xyz (launching): 1; 1 on capacity being launched; 1 short"; !strings.Contains(out.String(), want) {
-		t.Errorf("output lacks %q:\n%s", want, out.String())
+	out := string(render(t, snap, "capacitybuffer", "shop/room"))
+	if want := "room:     3 of 4 chunk(s) held on node node-a (nodeclaim general-abc): 2, new nodeclaim spot-xyz (launching): 1; 1 on capacity being launched; 1 short"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
