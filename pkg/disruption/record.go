@@ -36,13 +36,17 @@ type Record struct {
 	// Message is Karpenter's DisruptionBlocked or Unconsolidatable text
 	// for Blocked and Unconsolidatable, the command for Disrupting.
 	Message string `json:"message,omitempty"`
+	// Kind is the kind of the reason Message renders (Blocked and
+	// Unconsolidatable), for readers that branch without parsing text.
+	Kind WhyKind `json:"kind,omitempty"`
 	// Method and Reason are the command's, for Disrupting.
 	Method Method `json:"method,omitempty"`
 	Reason Reason `json:"reason,omitempty"`
 	// Drifted is the NodeClaim's Drifted condition; Drift why the drift
 	// method leaves it ("" when it may replace it).
-	Drifted bool   `json:"drifted,omitempty"`
-	Drift   string `json:"drift,omitempty"`
+	Drifted   bool    `json:"drifted,omitempty"`
+	Drift     string  `json:"drift,omitempty"`
+	DriftKind WhyKind `json:"driftKind,omitempty"`
 	// Empty: no pod on the node needs another node.
 	Empty bool `json:"empty,omitempty"`
 	// Ownerless are the node's pods with no controller owner that
@@ -63,7 +67,7 @@ type Record struct {
 // NewRecord is v as stored, with cmd the pass's command (nil when none);
 // Since is left for the caller.
 func NewRecord(v Verdict, cmd *Command) Record {
-	r := Record{Drifted: v.Drifted, Drift: v.Drift.String(), Empty: v.Empty, Ownerless: v.Ownerless, PricePerHour: round4(v.Price)}
+	r := Record{Drifted: v.Drifted, Drift: v.Drift.String(), DriftKind: v.Drift.Kind, Empty: v.Empty, Ownerless: v.Ownerless, PricePerHour: round4(v.Price)}
 	switch {
 	case cmd != nil && slices.Contains(cmd.Candidates, v.Node):
 		r.State, r.Method, r.Reason = StateDisrupting, cmd.Method, cmd.Reason
@@ -77,9 +81,9 @@ func NewRecord(v Verdict, cmd *Command) Record {
 		r.ReplacementPricePerHour = round4(r.ReplacementPricePerHour)
 		r.Message = fmt.Sprintf("%s (%s) takes %d node(s)", cmd.Method, cmd.Reason, len(cmd.Candidates))
 	case !v.Blocked.IsZero():
-		r.State, r.Message = StateBlocked, v.Blocked.String()
+		r.State, r.Message, r.Kind = StateBlocked, v.Blocked.String(), v.Blocked.Kind
 	case !v.Unconsolidatable.IsZero():
-		r.State, r.Message = StateUnconsolidatable, v.Unconsolidatable.String()
+		r.State, r.Message, r.Kind = StateUnconsolidatable, v.Unconsolidatable.String(), v.Unconsolidatable.Kind
 	default:
 		r.State = StateCandidate
 	}

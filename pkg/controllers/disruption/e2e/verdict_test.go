@@ -15,7 +15,8 @@ import (
 
 // waitVerdict waits until the NodeClaim's stored disruption verdict
 // (joiner.dev/disruption-verdict, what `joiner explain` reads) is in state
-// with a message containing text.
+// with a message containing text, and carries the message's kind when the
+// node is held.
 func (s *scenario) waitVerdict(name string, state disruption.State, text string, timeout time.Duration) {
 	s.t.Helper()
 	test.Eventually(s.t, timeout, func(ctx context.Context) error {
@@ -33,6 +34,9 @@ func (s *scenario) waitVerdict(name string, state disruption.State, text string,
 		}
 		if rec.State != state || !strings.Contains(rec.Message, text) || rec.Since.IsZero() {
 			return fmt.Errorf("nodeclaim %s verdict is %s %q (since %s), want %s containing %q", name, rec.State, rec.Message, rec.Since, state, text)
+		}
+		if held := state == disruption.StateBlocked || state == disruption.StateUnconsolidatable; held == (rec.Kind == "") {
+			s.t.Errorf("nodeclaim %s verdict %s %q stored with kind %q", name, rec.State, rec.Message, rec.Kind)
 		}
 		return nil
 	})
