@@ -12,6 +12,18 @@ import (
 	"testing"
 )
 
+// eachCall calls visit for every call of the form x.Name(args) in f.
+func eachCall(f *ast.File, visit func(sel *ast.SelectorExpr, args []ast.Expr)) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				visit(sel, call.Args)
+			}
+		}
+		return true
+	})
+}
+
 // literalKeys reports the string literals written as keys in logr calls of
 // one file: Info(msg, k, v, ...), Error(err, msg, k, v, ...) and
 // WithValues(k, v, ...). It reads syntax, not types: a call of another
@@ -19,27 +31,18 @@ import (
 // be is reported too, and is best renamed.
 func literalKeys(fset *token.FileSet, f *ast.File) []string {
 	var found []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		first := map[string]int{"Info": 1, "Error": 2, "WithValues": 0}
+	first := map[string]int{"Info": 1, "Error": 2, "WithValues": 0}
+	eachCall(f, func(sel *ast.SelectorExpr, args []ast.Expr) {
 		start, ok := first[sel.Sel.Name]
 		if !ok {
-			return true
+			return
 		}
-		for i := start; i+1 < len(call.Args); i += 2 {
-			if lit, ok := call.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+		for i := start; i+1 < len(args); i += 2 {
+			if lit, ok := args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				key, _ := strconv.Unquote(lit.Value)
 				found = append(found, fset.Position(lit.Pos()).String()+": key "+strconv.Quote(key))
 			}
 		}
-		return true
 	})
 	return found
 }
@@ -51,27 +54,18 @@ func literalKeys(fset *token.FileSet, f *ast.File) []string {
 // syntax: http.Error, the one other Error the tree calls, is skipped.
 func variableMessages(fset *token.FileSet, f *ast.File) []string {
 	var found []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
+	at := map[string]int{"Info": 0, "Error": 1}
+	eachCall(f, func(sel *ast.SelectorExpr, args []ast.Expr) {
 		if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "http" {
-			return true
+			return
 		}
-		at := map[string]int{"Info": 0, "Error": 1}
 		i, ok := at[sel.Sel.Name]
-		if !ok || i >= len(call.Args) {
-			return true
+		if !ok || i >= len(args) {
+			return
 		}
-		if lit, ok := call.Args[i].(*ast.BasicLit); !ok || lit.Kind != token.STRING {
-			found = append(found, fset.Position(call.Args[i].Pos()).String()+": message is not a string literal")
+		if lit, ok := args[i].(*ast.BasicLit); !ok || lit.Kind != token.STRING {
+			found = append(found, fset.Position(args[i].Pos()).String()+": message is not a string literal")
 		}
-		return true
 	})
 	return found
 }
