@@ -27,19 +27,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/state"
 )
 
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=podtemplates;resourcequotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=podtemplates;resourcequotas;pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;replicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
@@ -57,7 +61,8 @@ const (
 
 // resync re-plans every buffer this often, so room lost without a buffer
 // event (its node interrupted, drifted away, deleted by hand) is launched
-// again; Karpenter's buffer controller requeues at the same interval.
+// again; Karpenter's buffer controller requeues at the same interval. Room
+// a pod takes by binding into it is re-planned at the bind (roomTaken).
 const resync = 30 * time.Second
 
 // Trigger asks the provisioner for a pass (provisioning.Provisioner).
@@ -101,7 +106,8 @@ func NewController(opts Options) (*Controller, error) {
 
 // Register adds capacitybuffer to mgr: a buffer is reconciled when its
 // spec changes, when the PodTemplate or workload it names changes, when a
-// ResourceQuota of its namespace changes, and every resync.
+// ResourceQuota of its namespace changes, when a pod binds where its room
+// was planned, and every resync.
 func (c *Controller) Register(mgr manager.Manager) error {
 	b := builder.ControllerManagedBy(mgr).
 		Named("capacitybuffer").
@@ -112,12 +118,57 @@ func (c *Controller) Register(mgr manager.Manager) error {
 			Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(c.referring(appsv1.GroupName, autoscalingv1beta1.KindDeployment))).
 			Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(c.referring(appsv1.GroupName, autoscalingv1beta1.KindStatefulSet))).
 			Watches(&appsv1.ReplicaSet{}, handler.EnqueueRequestsFromMapFunc(c.referring(appsv1.GroupName, autoscalingv1beta1.KindReplicaSet))).
-			Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(c.referring("", "ResourceQuota")))
+			Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(c.referring("", "ResourceQuota"))).
+			Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.roomTaken), builder.WithPredicates(bound))
 	}
 	if err := b.Complete(reconcile.Func(c.Reconcile)); err != nil {
 		return fmt.Errorf("registering capacitybuffer: %w", err)
 	}
 	return nil
+}
+
+// bound passes a pod's binding: an update that gives it a node, or a pod
+// created on one.
+var bound = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return nodeName(e.Object) != "" },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return nodeName(e.ObjectOld) == "" && nodeName(e.ObjectNew) != "" },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func nodeName(o client.Object) string {
+	if p, ok := o.(*corev1.Pod); ok {
+		return p.Spec.NodeName
+	}
+	return ""
+}
+
+// roomTaken maps a pod that bound to a node to the buffers whose last
+// planned room is on that node or its NodeClaim: kube-scheduler sees no
+// virtual pod, so a pod that fits the room binds there without ever being
+// pending for joiner, and the room is gone until the buffer is planned
+// again. Reconciling the buffer asks the provisioner for that pass now
+// rather than at the next resync.
+func (c *Controller) roomTaken(ctx context.Context, o client.Object) []reconcile.Request {
+	name := nodeName(o)
+	if name == "" || !c.opts.Store.Planned() {
+		return nil
+	}
+	names := []string{name}
+	node := &corev1.Node{}
+	if err := c.opts.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil && node.Spec.ProviderID != "" {
+		var claims v1.NodeClaimList
+		if err := c.opts.Client.List(ctx, &claims, client.MatchingFields{state.IndexNodeClaimProviderID: node.Spec.ProviderID}); err == nil {
+			for i := range claims.Items {
+				names = append(names, claims.Items[i].Name)
+			}
+		}
+	}
+	var out []reconcile.Request
+	for _, k := range c.opts.Store.HoldsRoomOn(names...) {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	return out
 }
 
 // referring maps an object of group/kind to the buffers of its namespace
