@@ -81,7 +81,11 @@ would move and the $/hour saved), and for every managed node why it is
 or is not a candidate, in Karpenter's words. Input is a kubectl dump
 (-f: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, ...) or a
 scenario with a consolidation cluster file (--scenario with --cluster);
-the latter can replay several rounds (--rounds).`,
+the latter can replay several rounds (--rounds). The dry run reads its
+input as the plan does and as the controller plans: a dump's
+CapacityBuffers keep their room on the nodes that would hold it, and
+--scheduler-config (SCHEDULER_CONFIG) spreads pods without constraints of
+their own.`,
 		Example: `  joiner simulate -f examples/simulate/cluster.yaml
   kubectl get nodepools,nodes,pods,deployments -A -o yaml | joiner simulate -f -
   joiner simulate --scenario diverse-1000.json -o json
@@ -199,43 +203,23 @@ type simulation struct {
 
 // loadSimulation reads the input into a Snapshot, with notes for the user.
 func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
-	var its []*scheduling.InstanceType
-	if o.instanceTypes != "" {
-		var err error
-		if its, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
-			return nil, err
-		}
-	}
-	spread, err := schedulerconfig.Load(o.schedulerConfig)
+	in, err := o.input(simulateNow())
 	if err != nil {
-		return nil, fmt.Errorf("--%w", err)
+		return nil, err
 	}
 	if o.scenario != "" {
 		s, err := scenario.LoadFile(o.scenario)
 		if err != nil {
 			return nil, err
 		}
-		if its != nil {
-			for pool := range s.Snapshot.InstanceTypes {
-				s.Snapshot.InstanceTypes[pool] = its
-			}
-		}
-		if spread != nil {
-			s.Snapshot.DefaultSpread = &scheduling.DefaultSpread{Constraints: spread}
-		}
+		in.shape(s.Snapshot)
 		return &simulation{snap: s.Snapshot}, nil
 	}
 	m, err := readManifests(o.files, stdin)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := m.Snapshot(scenario.SnapshotOptions{
-		InstanceTypes: its,
-		Catalog:       catalog.Options{Zones: o.zones, Families: o.families},
-		Now:           simulateNow(),
-		Devices:       !o.ignoreDRA,
-		DefaultSpread: spread,
-	})
+	snap, err := m.Snapshot(in.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +232,67 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 	if len(snap.NodePools) == 0 {
 		notes = append(notes, "the input has no NodePool, so no new node can be planned")
 	}
-	notes = append(notes, m.OverlayNotes()...)
+	notes = append(notes, manifestNotes(m)...)
+	return &simulation{snap: snap, notes: notes, buffers: m.Buffers()}, nil
+}
+
+// simulationInput is how every simulate mode (the plan, --html,
+// --disruption) reads its input as the controller would: the instance
+// types (--instance-types, else the catalog), kube-scheduler's default
+// spread from --scheduler-config (SCHEDULER_CONFIG), resource claims, and
+// a dump's CapacityBuffers, resolved and planned by scenario.Manifests'
+// Snapshot as the controller's live model plans them.
+type simulationInput struct {
+	opts scenario.SnapshotOptions
+}
+
+// input reads the options' instance types and scheduler config.
+func (o *simulateOptions) input(now time.Time) (*simulationInput, error) {
+	in := &simulationInput{opts: scenario.SnapshotOptions{
+		Now:     now,
+		Catalog: catalog.Options{Zones: o.zones, Families: o.families},
+		Devices: !o.ignoreDRA,
+	}}
+	if o.instanceTypes != "" {
+		var err error
+		if in.opts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
+			return nil, err
+		}
+	}
+	spread, err := schedulerconfig.Load(o.schedulerConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	in.opts.DefaultSpread = spread
+	return in, nil
+}
+
+// shape gives a scenario file's snapshot the options' instance types and
+// default spread (a scenario file has no Services or workloads to deduce
+// selectors from, nor CapacityBuffers).
+func (in *simulationInput) shape(snap *scheduling.Snapshot) {
+	if its := in.opts.InstanceTypes; its != nil {
+		for pool := range snap.InstanceTypes {
+			snap.InstanceTypes[pool] = its
+		}
+	}
+	if d := in.defaultSpread(); d != nil {
+		snap.DefaultSpread = d
+	}
+}
+
+// defaultSpread is the default spread of a scenario file's snapshot, nil
+// without --scheduler-config.
+func (in *simulationInput) defaultSpread() *scheduling.DefaultSpread {
+	if in.opts.DefaultSpread == nil {
+		return nil
+	}
+	return &scheduling.DefaultSpread{Constraints: in.opts.DefaultSpread}
+}
+
+// manifestNotes say what of a dump was planned specially or left out.
+func manifestNotes(m *scenario.Manifests) []string {
+	notes := m.OverlayNotes()
 	if len(m.Buffers()) > 0 {
 		notes = append(notes, fmt.Sprintf("planned the room of %s at the lowest priority (joiner needs --feature-gates=CapacityBuffer=true to do the same)", count(len(m.Buffers()), "CapacityBuffer")))
 	}
@@ -258,7 +302,7 @@ func loadSimulation(o *simulateOptions, stdin io.Reader) (*simulation, error) {
 	if elsewhere := m.BoundElsewhere(); len(elsewhere) > 0 {
 		notes = append(notes, fmt.Sprintf("left out %s bound to nodes not in the input: %s", count(len(elsewhere), "pod"), shortList(elsewhere)))
 	}
-	return &simulation{snap: snap, notes: notes, buffers: m.Buffers()}, nil
+	return notes
 }
 
 // shortList joins the first few items of list.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/joiner-dev/joiner/pkg/catalog"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/simulate"
@@ -30,6 +29,10 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 		dopts.MinSavingsFraction = -1 // any strictly cheaper replacement
 	}
 	now := disruptionNow()
+	input, err := o.input(now)
+	if err != nil {
+		return err
+	}
 	run := simulate.DisruptionOptions{Rounds: o.rounds}
 	switch {
 	case o.scenario != "":
@@ -40,7 +43,14 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 		if err != nil {
 			return err
 		}
-		run.Next = func() (*disruption.Input, error) { return c.Input(now, dopts), nil }
+		run.Next = func() (*disruption.Input, error) {
+			// The cluster file prices its own nodes: only the spread applies.
+			in := c.Input(now, dopts)
+			if d := input.defaultSpread(); d != nil {
+				in.Cluster.DefaultSpread = d
+			}
+			return in, nil
+		}
 		run.Apply = c.Apply
 	default:
 		if o.cluster != "" {
@@ -50,16 +60,11 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 		if err != nil {
 			return err
 		}
-		sopts := scenario.SnapshotOptions{Now: now, Catalog: catalog.Options{Zones: o.zones, Families: o.families}, Devices: !o.ignoreDRA}
-		if o.instanceTypes != "" {
-			if sopts.InstanceTypes, err = scenario.LoadInstanceTypes(o.instanceTypes); err != nil {
-				return err
-			}
-		}
-		in, notes, err := m.DisruptionInput(sopts, dopts)
+		in, notes, err := m.DisruptionInput(input.opts, dopts)
 		if err != nil {
 			return err
 		}
+		notes = append(notes, manifestNotes(m)...)
 		if o.rounds != 1 {
 			notes = append(notes, "--rounds needs --scenario with --cluster (a dump cannot replay commands); showing the first round")
 		}
