@@ -51,6 +51,7 @@ func TestSimulateDisruptionDumpJSON(t *testing.T) {
 			Node      string `json:"node"`
 			Candidate bool   `json:"candidate"`
 			Blocked   string `json:"blocked"`
+			Kind      string `json:"kind"`
 			Command   string `json:"command"`
 		} `json:"verdicts"`
 		Allowed map[string]map[string]int `json:"allowedDisruptions"`
@@ -64,16 +65,17 @@ func TestSimulateDisruptionDumpJSON(t *testing.T) {
 	want := map[string]struct {
 		candidate bool
 		blocked   string
+		kind      string
 		command   string
 	}{
-		"empty-1": {true, "", "emptiness"},
-		"pinned":  {false, "pdb prevents pod evictions", ""},
-		"asleep":  {false, "do-not-disrupt", ""},
-		"busy":    {true, "", ""},
+		"empty-1": {true, "", "", "emptiness"},
+		"pinned":  {false, "pdb prevents pod evictions", "PDB", ""},
+		"asleep":  {false, "do-not-disrupt", "NodeDoNotDisrupt", ""},
+		"busy":    {true, "", "", ""},
 	}
 	for _, v := range doc.Verdicts {
 		w := want[v.Node]
-		if v.Candidate != w.candidate || !strings.Contains(v.Blocked, w.blocked) || (w.blocked == "") != (v.Blocked == "") || v.Command != w.command {
+		if v.Candidate != w.candidate || !strings.Contains(v.Blocked, w.blocked) || (w.blocked == "") != (v.Blocked == "") || v.Kind != w.kind || v.Command != w.command {
 			t.Errorf("verdict %+v, want %+v", v, w)
 		}
 	}

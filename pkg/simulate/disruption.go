@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,6 +109,10 @@ type VerdictReport struct {
 	Blocked          string  `json:"blocked,omitempty"`
 	Unconsolidatable string  `json:"unconsolidatable,omitempty"`
 	Drift            string  `json:"drift,omitempty"`
+	// Kind is the kind of Blocked or Unconsolidatable, DriftKind of
+	// Drift (disruption.WhyKinds), as the stored verdict records them.
+	Kind      disruption.WhyKind `json:"kind,omitempty"`
+	DriftKind disruption.WhyKind `json:"driftKind,omitempty"`
 }
 
 // RunDisruption makes the rounds of decisions and builds the report.
@@ -160,6 +165,7 @@ func (r *DisruptionReport) first(in *disruption.Input, d *disruption.Decision) {
 		r.Verdicts = append(r.Verdicts, VerdictReport{
 			Node: v.Node, NodePool: v.NodePool, Price: v.Price, Candidate: v.Candidate, Empty: v.Empty, Drifted: v.Drifted,
 			Command: string(v.Command), Blocked: v.Blocked.String(), Unconsolidatable: v.Unconsolidatable.String(), Drift: v.Drift.String(),
+			Kind: cmp.Or(v.Blocked.Kind, v.Unconsolidatable.Kind), DriftKind: v.Drift.Kind,
 		})
 	}
 	r.Allowed = map[string]map[string]int{}
