@@ -82,6 +82,7 @@ func TestConformance(t *testing.T) {
 		t.Fatalf("CONFORMANCE_SPEC_TIMEOUT: %v", err)
 	}
 	h := newHarness(t)
+	header := fmt.Sprintf("upstream suites %s against joiner", strings.Join(suites, ", "))
 	var results []Result
 	for _, name := range suites {
 		s := h.build(t, name)
@@ -103,6 +104,7 @@ func TestConformance(t *testing.T) {
 			t.Logf("%s: %s (%s; joiner %s cpu, peak RSS %d MiB) %s", r.State, r.Text, r.Duration.Round(time.Second),
 				r.Joiner.CPU.Round(time.Second), r.Joiner.PeakRSS>>20, firstLine(r.Message))
 			results = append(results, r)
+			h.writeReport(t, header, results)
 			if !r.Passed() {
 				// A failed spec may leave objects behind; the next spec
 				// expects a clean cluster.
@@ -110,7 +112,7 @@ func TestConformance(t *testing.T) {
 			}
 		}
 	}
-	h.finish(t, fmt.Sprintf("upstream suites %s against joiner", strings.Join(suites, ", ")), results)
+	h.finish(t, header, results)
 }
 
 func envOr(key, def string) string {
@@ -277,9 +279,27 @@ func (h *harness) scrub(t *testing.T) {
 	}
 }
 
-// finish writes the report (CONFORMANCE_REPORT, or the test's log) and
-// fails t for every spec that neither passed nor was excluded.
+// finish writes the report and fails t for every spec that neither
+// passed nor was excluded.
 func (h *harness) finish(t *testing.T, header string, results []Result) {
+	t.Helper()
+	t.Log("\n" + h.writeReport(t, header, results))
+	failed := 0
+	for _, r := range results {
+		if !r.Passed() && r.State != "excluded" {
+			failed++
+			t.Errorf("%s: %s: %s", r.State, r.Text, firstLine(r.Message))
+		}
+	}
+	if failed > 0 {
+		t.Logf("%d of %d specs failed; logs and reports in %s", failed, len(results), h.dir)
+	}
+}
+
+// writeReport writes the pass table of results to CONFORMANCE_REPORT, when
+// set, and returns it. TestConformance writes it after every spec, so a run
+// cut short keeps the table of the specs it finished.
+func (h *harness) writeReport(t *testing.T, header string, results []Result) string {
 	t.Helper()
 	var b strings.Builder
 	if err := WriteReport(&b, fmt.Sprintf("# %s\n\njoiner commit %s; upstream %s", header, gitHead(), upstreamVersion(t, h.module)), results); err != nil {
@@ -294,17 +314,7 @@ func (h *harness) finish(t *testing.T, header string, results []Result) {
 		}
 		t.Logf("report: %s", path)
 	}
-	t.Log("\n" + b.String())
-	failed := 0
-	for _, r := range results {
-		if !r.Passed() && r.State != "excluded" {
-			failed++
-			t.Errorf("%s: %s: %s", r.State, r.Text, firstLine(r.Message))
-		}
-	}
-	if failed > 0 {
-		t.Logf("%d of %d specs failed; logs and reports in %s", failed, len(results), h.dir)
-	}
+	return b.String()
 }
 
 func gitHead() string {
