@@ -205,20 +205,38 @@ func (c *Controller) Register(mgr manager.Manager) error {
 // Queue returns the controller's queue of commands in flight.
 func (c *Controller) Queue() *Queue { return c.queue }
 
-// Start runs a decision every PollInterval until ctx ends. It implements
+// Start runs a decision every PollInterval until ctx ends, and the next one
+// at once after a pass that started a command, as Karpenter's disruption
+// controller requeues immediately after a command: drifting a NodePool of
+// 300 nodes (one node per drift command) starts their replacements back to
+// back, not one every PollInterval (50 minutes). It implements
 // manager.Runnable; the manager runs it only on the elected leader.
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("disruption")
 	ctx = log.IntoContext(ctx, logger)
+	c.run(ctx, c.Disrupt)
+	return nil
+}
+
+// run calls pass until ctx ends: after PollInterval, or at once when the
+// previous pass started a command.
+func (c *Controller) run(ctx context.Context, pass func(context.Context) (*disruption.Command, error)) {
+	started := false
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.opts.Clock.After(c.opts.PollInterval):
+		if !started {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.opts.Clock.After(c.opts.PollInterval):
+			}
+		} else if ctx.Err() != nil {
+			return
 		}
-		if _, err := c.Disrupt(ctx); err != nil {
-			logger.Error(err, "disruption pass failed")
+		cmd, err := pass(ctx)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "disruption pass failed")
 		}
+		started = err == nil && cmd != nil
 	}
 }
 
