@@ -62,17 +62,33 @@ func (sv *solver) repack() {
 			if len(d.pods) == 0 || len(d.pods) > repackMaxPods {
 				continue
 			}
-			for _, n := range sv.repackPartners(d, units[d.pool.idx], &rp) {
-				steps, ok := sv.repackPair(d, n, &rp, min(budget, repackPairSteps))
+			partners := sv.repackPartners(d, units[d.pool.idx], &rp)
+			// A re-split saves at least the cheapest type's price: nodes
+			// whose bound leaves less are not worth a search.
+			floor := d.pool.types[0].minPrice
+			ok := false
+			for i, n := range partners {
+				if rp.gains[i] <= floor {
+					continue
+				}
+				steps, done := sv.repackNodes([]*nodeState{d, n}, &rp, min(budget, repackPairSteps))
 				budget -= steps + 1
-				if ok {
-					gained = true
+				if ok = done; ok || budget <= 0 {
 					break
 				}
-				if budget <= 0 {
-					return
-				}
 			}
+			// Two nodes' idle chunks often add up to less than a step;
+			// three's more often reach one.
+			for i := 0; !ok && i < len(partners) && budget > 0; i++ {
+				third := sv.repackThird(d, partners[i], units[d.pool.idx], &rp)
+				if third == nil {
+					continue
+				}
+				steps, done := sv.repackNodes([]*nodeState{d, partners[i], third}, &rp, min(budget, repackTripleSteps))
+				budget -= steps + 1
+				ok = done
+			}
+			gained = gained || ok
 		}
 		if !gained {
 			return
@@ -81,12 +97,13 @@ func (sv *solver) repack() {
 }
 
 // Bounds of repack's work: search steps per pending pod in all, per pair
-// of nodes, passes over the donors, partner nodes looked at and searched
+// and per triple of nodes, passes over the donors, partner nodes looked at and searched
 // per donor, and pods on a node (larger nodes are left to rebalance and
 // swap).
 const (
 	repackStepsPerPod = 400
 	repackPairSteps   = 4000
+	repackTripleSteps = 1500
 	repackPasses      = 2
 	repackScan        = 96
 	repackPartnersMax = 3
@@ -120,8 +137,8 @@ func unitBound(u []float64, req resVec) float64 {
 // repackPartners lists up to repackPartnersMax planned nodes that could
 // share their pods with d: same pool, zones and capacity types, compatible
 // requirements, ranked by how much lower the unit-price bound of the two
-// together is than their two prices, among a window of repackScan nodes
-// of d's zone list.
+// together is than their two prices (rp.gains), among a window of
+// repackScan nodes of d's zone list.
 func (sv *solver) repackPartners(d *nodeState, units []float64, rp *repacker) []*nodeState {
 	list := sv.lists[0]
 	if bits.OnesCount64(d.zones) == 1 {
@@ -133,6 +150,10 @@ func (sv *solver) repackPartners(d *nodeState, units []float64, rp *repacker) []
 		rp.start += repackScan / 3
 		count = repackScan
 	}
+	rp.window = rp.window[:0]
+	for k := 0; k < count; k++ {
+		rp.window = append(rp.window, list[(first+k)%len(list)])
+	}
 	dPrice := d.pool.price(d.natural, d.requests)
 	type cand struct {
 		n    *nodeState
@@ -140,8 +161,7 @@ func (sv *solver) repackPartners(d *nodeState, units []float64, rp *repacker) []
 	}
 	var top [repackPartnersMax]cand
 	sum := rp.sum(len(d.requests))
-	for k := 0; k < count; k++ {
-		n := list[(first+k)%len(list)]
+	for _, n := range rp.window {
 		if n == d || n.pool != d.pool || len(n.pods) == 0 || n.natural < 0 || len(n.pods) > repackMaxPods || n.zones != d.zones || n.cts != d.cts {
 			continue
 		}
@@ -157,44 +177,70 @@ func (sv *solver) repackPartners(d *nodeState, units []float64, rp *repacker) []
 			}
 		}
 	}
-	// A split saves at least the cheapest type's price step; pairs whose
-	// bound leaves less are not worth a search.
-	floor := d.pool.types[0].minPrice
-	out := rp.partners[:0]
+	out, gains := rp.partners[:0], rp.gains[:0]
 	for _, c := range top {
-		if c.n != nil && c.gain > floor && sv.merge(d.reqs, c.n.reqs) != nil {
-			out = append(out, c.n)
+		if c.n != nil && sv.merge(d.reqs, c.n.reqs) != nil {
+			out, gains = append(out, c.n), append(gains, c.gain)
 		}
 	}
-	rp.partners = out
+	rp.partners, rp.gains = out, gains
 	return out
 }
 
-// repacker is repack's scratch, reused from pair to pair.
+// repackThird picks, in the window repackPartners looked at, the node
+// that with d and n leaves the most above the unit-price bound of the
+// three together (at least the cheapest type's price): three nodes' idle
+// often adds up to a step where two nodes' does not.
+func (sv *solver) repackThird(d, n *nodeState, units []float64, rp *repacker) *nodeState {
+	base := d.pool.price(d.natural, d.requests) + n.pool.price(n.natural, n.requests)
+	sum := rp.sum(len(d.requests))
+	var best *nodeState
+	bestGain := d.pool.types[0].minPrice
+	for _, m := range rp.window {
+		if m == d || m == n || m.pool != d.pool || len(m.pods) == 0 || m.natural < 0 || len(m.pods) > repackMaxPods || m.zones != d.zones || m.cts != d.cts {
+			continue
+		}
+		for r := range sum {
+			sum[r] = d.requests[r] + n.requests[r] + m.requests[r]
+		}
+		if gain := base + m.pool.price(m.natural, m.requests) - unitBound(units, sum); gain > bestGain {
+			best, bestGain = m, gain
+		}
+	}
+	return best
+}
+
+// repacker is repack's scratch, reused from search to search.
 type repacker struct {
 	start    int
+	window   []*nodeState // the nodes repackPartners looked at last
 	partners []*nodeState
+	gains    []float64 // each partner's price with d above their bound
 	scratch  resVec
 	items    []rpItem
 	groups   []*topoGroup
-	// The search: partial requests of each side, hostname counts per side
-	// and group, the assignment being tried and the best found.
-	need  [2]resVec
-	match [2][]int32
-	owner [2][]int32
-	limit [2][]int32 // anti-affinity: most matching pods a side with owners may hold
+	// The search over k nodes (the sides): partial requests of each side,
+	// hostname counts per side and group, the assignment being tried and
+	// the best found (k counts per item).
+	k     int
+	need  [repackSides]resVec
+	match [repackSides][]int32
+	owner [repackSides][]int32
+	limit [repackSides][]int32 // anti-affinity: most matching pods a side with owners may hold
 	x     []int
 	bestX []int
 	best  float64
 	steps int
 	max   int
-	hint  [2]int
+	hint  [repackSides]int
 	types bitset
-	sv    *solver
 	pool  *poolT
 	zones uint64
 	cts   uint32
 }
+
+// repackSides is the most nodes one search re-splits.
+const repackSides = 3
 
 func (rp *repacker) sum(n int) resVec {
 	if len(rp.scratch) != n {
@@ -203,13 +249,13 @@ func (rp *repacker) sum(n int) resVec {
 	return rp.scratch
 }
 
-// rpItem is the pods of one class that may move between the two nodes:
-// how many, how many of them were on the donor, and per hostname group
-// whether each selects or owns it.
+// rpItem is the pods of one class that may move between the nodes: how
+// many, how many of them were on each node, and per hostname group
+// whether the class counts for it or owns it.
 type rpItem struct {
 	c      *podClass
 	count  int
-	onD    int
+	on     [repackSides]int
 	weight float64
 	sel    []int32 // per group of repacker.groups: 1 when the class counts for it
 	own    []int32 // per group: 1 when the class owns a hostname spread of it
@@ -233,13 +279,22 @@ func (sv *solver) fixedIn(c *podClass, zones uint64, cts uint32) bool {
 	return false
 }
 
-// repackPair searches the splits of d's and n's movable pods between them
-// and makes the cheapest if it saves money. It returns the search steps
-// used and whether the two nodes now cost less.
-func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, bool) {
+// repackNodes searches the splits of the nodes' movable pods between them
+// (two or three nodes of one pool, zones and capacity types) and makes the
+// cheapest if it saves money. It returns the search steps used and
+// whether the nodes now cost less.
+func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (int, bool) {
+	d := nodes[0]
 	p := d.pool
-	before := p.price(d.natural, d.requests) + p.price(n.natural, n.requests)
-	rp.sv, rp.pool, rp.zones, rp.cts = sv, p, d.zones, d.cts
+	before := 0.0
+	reqs := d.reqs
+	for _, n := range nodes {
+		before += p.price(n.natural, n.requests)
+		if reqs = sv.merge(reqs, n.reqs); reqs == nil {
+			return 0, false
+		}
+	}
+	rp.k, rp.pool, rp.zones, rp.cts = len(nodes), p, d.zones, d.cts
 	rp.items = rp.items[:0]
 	rp.groups = rp.groups[:0]
 	dims := len(d.requests)
@@ -247,11 +302,11 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 		if len(rp.need[s]) != dims {
 			rp.need[s] = make(resVec, dims)
 		}
+		clear(rp.need[s])
 	}
-	copy(rp.need[0], d.requests)
-	copy(rp.need[1], n.requests)
 	// Movable pods leave the sides' requests; the rest stay.
-	for s, node := range [2]*nodeState{d, n} {
+	for s, node := range nodes {
+		copy(rp.need[s], node.requests)
 		for _, c := range node.podClasses {
 			if sv.fixedIn(c, d.zones, d.cts) {
 				continue
@@ -264,20 +319,18 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 				}
 			}
 			if k < 0 {
-				// Reuse the item's buffers from earlier pairs.
+				// Reuse the item's buffers from earlier searches.
 				k = len(rp.items)
 				if k < cap(rp.items) {
 					rp.items = rp.items[:k+1]
 					it := &rp.items[k]
-					it.c, it.count, it.onD, it.weight = c, 0, 0, 0
+					it.c, it.count, it.on, it.weight = c, 0, [repackSides]int{}, 0
 				} else {
 					rp.items = append(rp.items, rpItem{c: c})
 				}
 			}
 			rp.items[k].count++
-			if s == 0 {
-				rp.items[k].onD++
-			}
+			rp.items[k].on[s]++
 			for r := range rp.need[s] {
 				rp.need[s][r] -= c.base.req[r]
 			}
@@ -288,13 +341,15 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 	}
 	// The hostname-keyed groups the moving pods count for or own.
 	addGroup := func(g *topoGroup) bool {
-		for _, x := range rp.groups {
-			if x == g {
-				return true
-			}
+		if hasGroup(rp.groups, g) {
+			return true
 		}
-		if g.kind == kindSpread && sv.spreadCounts(g, d) != sv.spreadCounts(g, n) {
-			return false
+		if g.kind == kindSpread {
+			for _, n := range nodes[1:] {
+				if sv.spreadCounts(g, d) != sv.spreadCounts(g, n) {
+					return false
+				}
+			}
 		}
 		rp.groups = append(rp.groups, g)
 		return true
@@ -319,7 +374,7 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 		rp.limit[s] = resize(rp.limit[s], ng)
 	}
 	for gi, g := range rp.groups {
-		for s, node := range [2]*nodeState{d, n} {
+		for s, node := range nodes {
 			rp.match[s][gi] = node.hostMatch(g)
 			rp.owner[s][gi] = node.hostOwners(g)
 		}
@@ -329,19 +384,17 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 		it.sel = resize(it.sel, ng)
 		it.own = resize(it.own, ng)
 		for gi, g := range rp.groups {
-			if g.selects(it.c.base.ns, it.c.base.labels) && hasGroup(it.c.base.selectedBy, g) {
+			if hasGroup(it.c.base.selectedBy, g) {
 				it.sel[gi] = 1
 			}
 			if g.kind == kindSpread && hasGroup(it.c.own, g) {
 				it.own[gi] = 1
 			}
-		}
-		// Take the moving pods out of the sides' counts.
-		for gi := range rp.groups {
-			rp.match[0][gi] -= int32(it.onD) * it.sel[gi]
-			rp.match[1][gi] -= int32(it.count-it.onD) * it.sel[gi]
-			rp.owner[0][gi] -= int32(it.onD) * it.own[gi]
-			rp.owner[1][gi] -= int32(it.count-it.onD) * it.own[gi]
+			// Take the moving pods out of the sides' counts.
+			for s := range nodes {
+				rp.match[s][gi] -= int32(it.on[s]) * it.sel[gi]
+				rp.owner[s][gi] -= int32(it.on[s]) * it.own[gi]
+			}
 		}
 		for r, q := range it.c.base.req {
 			if p.maxEff[r] > 0 {
@@ -360,23 +413,26 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 		}
 	}
 	slices.SortStableFunc(rp.items, func(a, b rpItem) int { return cmp.Compare(b.weight, a.weight) })
-	if len(rp.x) < len(rp.items) {
-		rp.x = make([]int, len(rp.items))
-		rp.bestX = make([]int, len(rp.items))
+	if n := len(rp.items) * repackSides; len(rp.x) < n {
+		rp.x = make([]int, n)
+		rp.bestX = make([]int, n)
 	}
-	both := sv.typesFor(p, sv.merge(d.reqs, n.reqs))
+	both := sv.typesFor(p, reqs)
 	if len(rp.types) != len(both) {
 		rp.types = make(bitset, len(both))
 	}
-	for i := range both {
-		rp.types[i] = both[i] & d.types[i] & n.types[i]
+	copy(rp.types, both)
+	for _, n := range nodes {
+		for i := range rp.types {
+			rp.types[i] &= n.types[i]
+		}
 	}
 	rp.best = before - 1e-9
 	rp.steps, rp.max = 0, maxSteps
 	found := false
 	for s := range rp.hint {
 		rp.hint[s] = 0
-		if !p.bursty {
+		if !p.bursty && s < rp.k {
 			if t, _ := rp.cheapest(rp.need[s], 0); t >= 0 {
 				rp.hint[s] = t
 			}
@@ -386,7 +442,7 @@ func (sv *solver) repackPair(d, n *nodeState, rp *repacker, maxSteps int) (int, 
 	if !found {
 		return rp.steps, false
 	}
-	return rp.steps, sv.applyRepack(d, n, rp, before)
+	return rp.steps, sv.applyRepack(nodes, rp, before)
 }
 
 func resize(s []int32, n int) []int32 {
@@ -407,8 +463,9 @@ func hasGroup(gs []*topoGroup, g *topoGroup) bool {
 	return false
 }
 
-// cheapest is the cheapest type (and its price) among the pair's types,
-// offered in its zones and capacity types, that holds need; -1 when none.
+// cheapest is the cheapest type (and its price) among the searched nodes'
+// types, offered in their zones and capacity types, that holds need; -1
+// and a price of 0 for nothing, -1 and +Inf when no type holds it.
 func (rp *repacker) cheapest(need resVec, from int) (int, float64) {
 	p := rp.pool
 	best, bestPrice := -1, math.Inf(1)
@@ -437,13 +494,13 @@ func (rp *repacker) cheapest(need resVec, from int) (int, float64) {
 	return best, bestPrice
 }
 
-// search is the branch and bound over the items: item i's pods split j to
-// the donor and the rest to the partner; the partial sides' price is a
-// lower bound of any completion's.
+// search is the branch and bound over the items: item i's pods split
+// between the sides; the partial sides' price is a lower bound of any
+// completion's. Each item tries the split it had first.
 func (rp *repacker) search(i int, found *bool) {
 	rp.steps++
 	cost := 0.0
-	for s := range rp.need {
+	for s := 0; s < rp.k; s++ {
 		t, price := rp.cheapest(rp.need[s], rp.hint[s])
 		if t < 0 && price != 0 {
 			return
@@ -455,51 +512,69 @@ func (rp *repacker) search(i int, found *bool) {
 	}
 	if i == len(rp.items) {
 		rp.best = cost
-		copy(rp.bestX, rp.x[:len(rp.items)])
+		copy(rp.bestX, rp.x[:len(rp.items)*repackSides])
 		*found = true
 		return
 	}
 	it := &rp.items[i]
-	// The original split first, then outward from it.
-	for delta := 0; ; delta++ {
-		up, down := it.onD+delta, it.onD-delta
-		if up > it.count && down < 0 {
-			return
+	try := func(js [repackSides]int) bool {
+		if rp.steps >= rp.max {
+			return false
 		}
-		for k, j := range [2]int{up, down} {
-			if j < 0 || j > it.count || (delta == 0 && k == 1) {
+		if rp.add(it, js, 1) {
+			copy(rp.x[i*repackSides:], js[:])
+			rp.search(i+1, found)
+		}
+		rp.add(it, js, -1)
+		return true
+	}
+	if !try(it.on) {
+		return
+	}
+	if rp.k == 2 {
+		// Outward from the original split.
+		for delta := 1; delta <= it.count; delta++ {
+			for _, j := range [2]int{it.on[0] + delta, it.on[0] - delta} {
+				if j < 0 || j > it.count {
+					continue
+				}
+				if !try([repackSides]int{j, it.count - j}) {
+					return
+				}
+			}
+		}
+		return
+	}
+	for j0 := it.count; j0 >= 0; j0-- {
+		for j1 := it.count - j0; j1 >= 0; j1-- {
+			js := [repackSides]int{j0, j1, it.count - j0 - j1}
+			if js == it.on {
 				continue
 			}
-			if rp.steps >= rp.max {
+			if !try(js) {
 				return
 			}
-			if rp.add(it, j, 1) {
-				rp.x[i] = j
-				rp.search(i+1, found)
-			}
-			rp.add(it, j, -1)
 		}
 	}
 }
 
-// add puts j of the item's pods on the donor side and the rest on the
-// partner's (sign -1 takes them off again) and reports whether both sides'
-// hostname terms still hold.
-func (rp *repacker) add(it *rpItem, j, sign int) bool {
-	cnt := [2]int64{int64(j), int64(it.count - j)}
-	for s := range rp.need {
-		if cnt[s] == 0 {
+// add puts js[s] of the item's pods on side s (sign -1 takes them off
+// again) and reports whether every side's hostname terms still hold.
+func (rp *repacker) add(it *rpItem, js [repackSides]int, sign int) bool {
+	for s := 0; s < rp.k; s++ {
+		if js[s] == 0 {
 			continue
 		}
+		m := int64(sign * js[s])
 		for r, q := range it.c.base.req {
-			rp.need[s][r] += int64(sign) * cnt[s] * q
+			rp.need[s][r] += m * q
 		}
 	}
 	ok := true
 	for gi, g := range rp.groups {
-		for s := range rp.need {
-			rp.match[s][gi] += int32(sign) * int32(cnt[s]) * it.sel[gi]
-			rp.owner[s][gi] += int32(sign) * int32(cnt[s]) * it.own[gi]
+		for s := 0; s < rp.k; s++ {
+			rp.match[s][gi] += int32(sign*js[s]) * it.sel[gi]
+			rp.owner[s][gi] += int32(sign*js[s]) * it.own[gi]
 			if rp.owner[s][gi] > 0 && (rp.match[s][gi] > rp.limit[s][gi] || (g.kind == kindSpread && rp.match[s][gi] > g.maxSkew)) {
 				ok = false
 			}
@@ -509,12 +584,15 @@ func (rp *repacker) add(it *rpItem, j, sign int) bool {
 }
 
 // applyRepack moves the pods the best split sends across, each checked as
-// a placement, and keeps the result only when the two nodes cost less than
+// a placement, and keeps the result only when the nodes cost less than
 // before; otherwise it puts everything back.
-func (sv *solver) applyRepack(d, n *nodeState, rp *repacker, before float64) bool {
-	md, mn := markOf(d), markOf(n)
-	md.pods, md.podCls = append([]*corev1.Pod(nil), d.pods...), append([]*podClass(nil), d.podClasses...)
-	mn.pods, mn.podCls = append([]*corev1.Pod(nil), n.pods...), append([]*podClass(nil), n.podClasses...)
+func (sv *solver) applyRepack(nodes []*nodeState, rp *repacker, before float64) bool {
+	marks := make([]nodeMark, len(nodes))
+	for s, n := range nodes {
+		marks[s] = markOf(n)
+		marks[s].pods = append([]*corev1.Pod(nil), n.pods...)
+		marks[s].podCls = append([]*podClass(nil), n.podClasses...)
+	}
 	type moved struct {
 		pod      *corev1.Pod
 		c        *podClass
@@ -523,14 +601,25 @@ func (sv *solver) applyRepack(d, n *nodeState, rp *repacker, before float64) boo
 	var moves []moved
 	for i := range rp.items {
 		it := &rp.items[i]
-		from, to, k := d, n, it.onD-rp.bestX[i]
-		if k < 0 {
-			from, to, k = n, d, -k
+		want := rp.bestX[i*repackSides : i*repackSides+repackSides]
+		// Pods leave the sides that keep fewer than they had for the
+		// sides that get more.
+		var leaving []moved
+		for s, from := range nodes {
+			k := it.on[s] - want[s]
+			for j := len(from.pods) - 1; j >= 0 && k > 0; j-- {
+				if from.podClasses[j] == it.c {
+					leaving = append(leaving, moved{pod: from.pods[j], c: it.c, from: from})
+					k--
+				}
+			}
 		}
-		for j := len(from.pods) - 1; j >= 0 && k > 0; j-- {
-			if from.podClasses[j] == it.c {
-				moves = append(moves, moved{pod: from.pods[j], c: it.c, from: from, to: to})
-				k--
+		for s, to := range nodes {
+			for k := want[s] - it.on[s]; k > 0 && len(leaving) > 0; k-- {
+				m := leaving[0]
+				leaving = leaving[1:]
+				m.to = to
+				moves = append(moves, m)
 			}
 		}
 	}
@@ -540,7 +629,6 @@ func (sv *solver) applyRepack(d, n *nodeState, rp *repacker, before float64) boo
 	for _, m := range moves {
 		sv.removePod(m.from, m.pod, m.c)
 	}
-	sort.SliceStable(moves, func(a, b int) bool { return rp.weightOf(moves[a].c) > rp.weightOf(moves[b].c) })
 	done := 0
 	ok := true
 	for _, m := range moves {
@@ -561,18 +649,21 @@ func (sv *solver) applyRepack(d, n *nodeState, rp *repacker, before float64) boo
 		done++
 	}
 	if ok {
-		price := func(x *nodeState) float64 {
+		after := 0.0
+		for _, x := range nodes {
 			if len(x.pods) == 0 {
-				return 0
+				continue
 			}
 			if t := sv.bestType(x); t >= 0 {
-				return x.pool.price(t, x.requests)
+				after += x.pool.price(t, x.requests)
+			} else {
+				after += x.pool.price(x.natural, x.requests)
 			}
-			return x.pool.price(x.natural, x.requests)
 		}
-		if price(d)+price(n) < before-1e-9 {
-			sv.shrink(d)
-			sv.shrink(n)
+		if after < before-1e-9 {
+			for _, x := range nodes {
+				sv.shrink(x)
+			}
 			return true
 		}
 	}
@@ -584,16 +675,8 @@ func (sv *solver) applyRepack(d, n *nodeState, rp *repacker, before float64) boo
 		f := m.from
 		sv.commitNew(m.c, f, trial{reqs: f.reqs, zones: f.zones, cts: f.cts, types: f.types, natural: f.natural}, m.pod)
 	}
-	md.restore(d)
-	mn.restore(n)
-	return false
-}
-
-func (rp *repacker) weightOf(c *podClass) float64 {
-	for i := range rp.items {
-		if rp.items[i].c == c {
-			return rp.items[i].weight
-		}
+	for s, n := range nodes {
+		marks[s].restore(n)
 	}
-	return 0
+	return false
 }

@@ -125,6 +125,67 @@ func TestRepackResplitsTwoNodes(t *testing.T) {
 	}
 }
 
+// TestRepackResplitsThreeNodes holds repack to a saving only three nodes
+// together can make: each carries an anchor (0.1 cpu, anti-affinity to
+// the others) and five 0.3-cpu pods, 1.6 cpu on a 2-cpu type. No two of
+// them fit a 2-cpu and a 1-cpu type (ten pods, room for nine), all three
+// fit 2 + 2 + 1 cpu.
+func TestRepackResplitsThreeNodes(t *testing.T) {
+	var all []*corev1.Pod
+	var byNode [3][]*corev1.Pod
+	for i := range byNode {
+		a := repackPod(fmt.Sprintf("anchor-%d", i), "100m", "100Mi", map[string]string{"app": "anchor"})
+		a.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anchor"}},
+				TopologyKey:   corev1.LabelHostname,
+			}},
+		}}
+		byNode[i] = append(byNode[i], a)
+		for j := 0; j < 5; j++ {
+			byNode[i] = append(byNode[i], repackPod(fmt.Sprintf("web-%d-%d", i, j), "300m", "100Mi", map[string]string{"app": "web"}))
+		}
+		all = append(all, byNode[i]...)
+	}
+	snap := &Snapshot{
+		NodePools:     []*NodePool{{Name: "default"}},
+		InstanceTypes: map[string][]*InstanceType{"default": repackCatalog()},
+		Pods:          all,
+	}
+	sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*nodeState
+	for i := range byNode {
+		nodes = append(nodes, placeByHand(t, sv, nil, byNode[i]...))
+	}
+	var rp repacker
+	for _, pair := range [][]*nodeState{{nodes[0], nodes[1]}, {nodes[0], nodes[2]}, {nodes[1], nodes[2]}} {
+		if _, ok := sv.repackNodes(pair, &rp, repackTripleSteps); ok {
+			t.Fatalf("a pair was re-split cheaper: %s | %s", podNames(pair[0]), podNames(pair[1]))
+		}
+	}
+	if got := sv.cost(); math.Abs(got-0.6) > 1e-9 {
+		t.Fatalf("after the pairs the plan costs %.2f, want 0.60 as placed", got)
+	}
+	sv.repack()
+	if got := sv.cost(); math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("after repack the plan costs %.2f, want 0.50 (%s | %s | %s)", got, podNames(nodes[0]), podNames(nodes[1]), podNames(nodes[2]))
+	}
+	for _, n := range nodes {
+		anchors := 0
+		for _, p := range n.pods {
+			if p.Labels["app"] == "anchor" {
+				anchors++
+			}
+		}
+		if anchors != 1 || !n.requests.fits(n.pool.effAlloc[n.natural]) {
+			t.Errorf("node %s: %d anchors, requests %v on %s", podNames(n), anchors, n.requests, n.pool.types[n.natural].it.Name)
+		}
+	}
+}
+
 func repackPod(name, cpu, mem string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
