@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/capacitybuffer"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
@@ -446,9 +447,15 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 }
 
 // statusControllers publish the status condition metrics of NodeClaims,
-// NodePools, Nodes and the cloud provider's node classes.
+// NodePools, Nodes, the cloud provider's node classes and, with the
+// CapacityBuffer gate, CapacityBuffers.
 func statusControllers(mgr manager.Manager, o Options) ([]Controller, error) {
 	kinds := append([]client.Object{&v1.NodeClaim{}, &v1.NodePool{}, &corev1.Node{}}, o.CloudProvider.GetSupportedNodeClasses()...)
+	if o.CapacityBuffer && o.ClusterStateObservability {
+		// Karpenter publishes the buffers' conditions with the gate on,
+		// unless cluster state observability is off.
+		kinds = append(kinds, &autoscalingv1beta1.CapacityBuffer{})
+	}
 	var out []Controller
 	for _, obj := range kinds {
 		gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())

@@ -41,8 +41,9 @@ type StatusMetrics struct {
 }
 
 // newStatusMetrics defines a kind's metrics under namespace: operator_ for
-// the kinds Karpenter has, joiner_ for joiner's own (SimNodeClass).
-func newStatusMetrics(namespace, kind string) *StatusMetrics {
+// the kinds Karpenter has, joiner_ for joiner's own (SimNodeClass); buckets
+// are the transition and termination histograms'.
+func newStatusMetrics(namespace, kind string, buckets []float64) *StatusMetrics {
 	kind = strings.ToLower(kind)
 	return &StatusMetrics{
 		Kind:    kind,
@@ -53,11 +54,11 @@ func newStatusMetrics(namespace, kind string) *StatusMetrics {
 		}, LabelConditionType, LabelConditionStatus, LabelReason),
 		ConditionTransitionSeconds: NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: kind + "_status_condition", Name: "transition_seconds",
-			Help: "The amount of time a condition of a " + kind + " was in a given state (status) before transitioning to another state (to_status).", Buckets: lifetimeBuckets,
+			Help: "The amount of time a condition of a " + kind + " was in a given state (status) before transitioning to another state (to_status).", Buckets: buckets,
 		}, LabelConditionType, LabelConditionStatus, LabelToStatus),
 		TerminationDuration: NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: kind + "_termination", Name: "duration_seconds",
-			Help: "The amount of time taken by a " + kind + " to terminate completely, from its deletion.", Buckets: lifetimeBuckets,
+			Help: "The amount of time taken by a " + kind + " to terminate completely, from its deletion.", Buckets: buckets,
 		}),
 	}
 }
@@ -66,20 +67,25 @@ func newStatusMetrics(namespace, kind string) *StatusMetrics {
 // names) for its kinds; the SimNodeClass is joiner's, so its metrics are
 // joiner_simnodeclass_*.
 var (
-	NodeClaimStatus    = newStatusMetrics(OperatorNamespace, "NodeClaim")
-	NodePoolStatus     = newStatusMetrics(OperatorNamespace, "NodePool")
-	NodeStatus         = newStatusMetrics(OperatorNamespace, "Node")
-	EC2NodeClassStatus = newStatusMetrics(OperatorNamespace, "EC2NodeClass")
-	SimNodeClassStatus = newStatusMetrics(JoinerNamespace, "SimNodeClass")
+	NodeClaimStatus    = newStatusMetrics(OperatorNamespace, "NodeClaim", lifetimeBuckets)
+	NodePoolStatus     = newStatusMetrics(OperatorNamespace, "NodePool", lifetimeBuckets)
+	NodeStatus         = newStatusMetrics(OperatorNamespace, "Node", lifetimeBuckets)
+	EC2NodeClassStatus = newStatusMetrics(OperatorNamespace, "EC2NodeClass", lifetimeBuckets)
+	SimNodeClassStatus = newStatusMetrics(JoinerNamespace, "SimNodeClass", lifetimeBuckets)
 	// KWOKNodeClassStatus: Karpenter's kwok provider publishes its node
 	// class's conditions under operatorpkg's names too.
-	KWOKNodeClassStatus = newStatusMetrics(OperatorNamespace, "KWOKNodeClass")
+	KWOKNodeClassStatus = newStatusMetrics(OperatorNamespace, "KWOKNodeClass", lifetimeBuckets)
+	// CapacityBufferStatus: with the CapacityBuffer gate on, Karpenter
+	// publishes the buffers' conditions (ReadyForProvisioning,
+	// Provisioning, LimitedByQuotas) under operatorpkg's names, its
+	// histograms in buckets of 0.5 s doubling 15 times.
+	CapacityBufferStatus = newStatusMetrics(OperatorNamespace, "CapacityBuffer", prometheus.ExponentialBuckets(0.5, 2, 15))
 )
 
 // StatusMetricsFor returns the metrics of a kind ("NodeClaim",
 // "EC2NodeClass", ...), nil for a kind that has none.
 func StatusMetricsFor(kind string) *StatusMetrics {
-	for _, m := range []*StatusMetrics{NodeClaimStatus, NodePoolStatus, NodeStatus, EC2NodeClassStatus, SimNodeClassStatus, KWOKNodeClassStatus} {
+	for _, m := range []*StatusMetrics{NodeClaimStatus, NodePoolStatus, NodeStatus, EC2NodeClassStatus, SimNodeClassStatus, KWOKNodeClassStatus, CapacityBufferStatus} {
 		if m.Kind == strings.ToLower(kind) {
 			return m
 		}

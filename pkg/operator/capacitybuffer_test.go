@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,7 @@ func tainted(n *corev1.Node, key string) bool {
 // room after the Deployment is scaled to zero, and reports
 // Provisioning=True (FitsExistingCapacity); `joiner explain nodepool`,
 // `explain capacitybuffer` and the status page show where its room is.
+// Karpenter's operator_capacitybuffer_* metrics carry its conditions.
 // Deleting the buffer lets consolidation take the nodes: it was the buffer
 // that kept them.
 func TestCapacityBufferKeepsRoom(t *testing.T) {
@@ -107,8 +109,9 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
 	}
 	s.apply()
+	port := freePort(t)
 	j := s.joiner("--feature-gates=CapacityBuffer=true", "--disruption-poll-interval=1s", "--disruption-validation-period=1s",
-		"--status-page", "--status-page-address=127.0.0.1:0")
+		"--status-page", "--status-page-address=127.0.0.1:0", "--metrics-port="+strconv.Itoa(port))
 	cpu, memory := resource.MustParse("2"), resource.MustParse("4Gi")
 	d := s.deployment("app", 2, cpu.String(), memory.String(), nil)
 	cb := s.bufferFor("app", 2)
@@ -190,6 +193,13 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 			return fmt.Errorf("explain capacitybuffer does not show the room:\n%s", out)
 		}
 		return nil
+	})
+	// Karpenter's operator_capacitybuffer_* status condition metrics.
+	expectSeries(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), []want{
+		{"operator_capacitybuffer_status_condition_count", map[string]string{"namespace": s.ns, "name": cb.Name, "type": autoscalingv1beta1.ConditionProvisioning, "status": "True", "reason": "FitsExistingCapacity"}},
+		{"operator_capacitybuffer_status_condition_count", map[string]string{"namespace": s.ns, "name": cb.Name, "type": autoscalingv1beta1.ConditionReadyForProvisioning, "status": "True"}},
+		{"operator_capacitybuffer_status_condition_current_status_seconds", map[string]string{"name": cb.Name, "type": autoscalingv1beta1.ConditionLimitedByQuotas, "status": "False"}},
+		{"operator_capacitybuffer_status_condition_transitions_total", map[string]string{"type": autoscalingv1beta1.ConditionProvisioning, "status": "True"}},
 	})
 	url := j.statusPage(t)
 	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	autoscalingv1beta1 "github.com/joiner-dev/joiner/pkg/apis/autoscaling/v1beta1"
 	"github.com/joiner-dev/joiner/pkg/metrics"
 )
 
@@ -77,11 +78,14 @@ func (c *Controller) Register(mgr manager.Manager) error {
 }
 
 // conditionsOf reads an object's conditions: the API types' GetConditions,
-// or a Node's, which are not metav1.Conditions.
+// a CapacityBuffer's (upstream's type, read as it is), or a Node's, which
+// are not metav1.Conditions.
 func conditionsOf(o client.Object) ([]metav1.Condition, bool) {
 	switch o := o.(type) {
 	case interface{ GetConditions() []metav1.Condition }:
 		return o.GetConditions(), true
+	case *autoscalingv1beta1.CapacityBuffer:
+		return o.Status.Conditions, true
 	case *corev1.Node:
 		out := make([]metav1.Condition, 0, len(o.Status.Conditions))
 		for _, nc := range o.Status.Conditions {
