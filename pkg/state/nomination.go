@@ -138,7 +138,11 @@ func (n *Nominations) Seen(pods []*corev1.Pod) {
 
 // Nominate records that the provisioner placed pod on the in-flight
 // NodeClaim nodeClaimName; with nodeClaimName "" (a node joiner does not
-// manage), only that it decided where the pod can run. Until the
+// manage), that it decided where the pod can run and that the pod's
+// earlier nomination, if any, no longer stands: the new plan replaces it
+// as a nomination elsewhere would, so the old NodeClaim stops counting the
+// pod (and keeping its status.nominatedNodeName) while the pod goes to
+// another node. Until the
 // nomination expires, the pod counts against that NodeClaim in StateNode.
 // A nomination expires one window (Options.NominationTTL) after the plan
 // or after the NodeClaim's initialisation, whichever is later: while the
@@ -164,10 +168,11 @@ func (n *Nominations) Seen(pods []*corev1.Pod) {
 func (n *Nominations) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	now := n.c.opts.Clock.Now()
 	n.decisions.Decided(pod, now)
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if nodeClaimName == "" {
+		n.forget(key)
 		return
 	}
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	kept := *pod
 	nom := &nomination{nodeClaim: nodeClaimName, pod: &kept, planned: now, until: now.Add(n.ttl)}
 	c := n.c
@@ -189,11 +194,15 @@ func (n *Nominations) Nominate(pod *corev1.Pod, nodeClaimName string) {
 // verdict on the pod all the same (the decision duration ends).
 func (n *Nominations) Release(pod *corev1.Pod) {
 	n.decisions.Unschedulable(pod, n.c.opts.Clock.Now())
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	n.forget(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+}
+
+// forget drops pod's nomination, if any, without a report.
+func (n *Nominations) forget(pod types.NamespacedName) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
-	if _, ok := n.byPod[key]; ok {
-		delete(n.byPod, key)
+	if _, ok := n.byPod[pod]; ok {
+		delete(n.byPod, pod)
 		n.c.changedLocked()
 	}
 }

@@ -109,6 +109,18 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 		{
 			name: "placed on a node joiner does not manage: a decision, no nomination", nominateTo: "",
 		},
+		{
+			// Its NodeClaim marked for deletion, the pod was planned again
+			// onto a node joiner does not manage: the new plan replaces the
+			// old nomination, so nc-1 no longer counts the pod (nor the
+			// writer keeps its status.nominatedNodeName there).
+			name: "planned again onto a node joiner does not manage: the old nomination ends", nominateTo: "nc-1",
+			then: func(c *Cluster, _ *clocktesting.FakeClock) {
+				c.UpdateNodeClaim(nodeClaim("nc-1", "default", "sim:///i-1"))
+				c.MarkForDeletion("sim:///i-1")
+				c.Nominations().Nominate(pod("ns", "web", "", "1"), "")
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, clk, _ := newTestCluster(t)

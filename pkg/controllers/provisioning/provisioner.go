@@ -369,7 +369,8 @@ func (p *Provisioner) nominate(v *livemodel.Snapshot, plan *scheduling.Plan, cla
 			}
 			seen[pod.UID] = true
 			// A node joiner does not manage holds no nomination: the
-			// decision alone is recorded.
+			// decision is recorded, and an earlier nomination (to a
+			// NodeClaim that no longer held the pod) ends with it.
 			var nodeClaim string
 			if target != nil {
 				nodeClaim = target.NodeClaim
