@@ -111,9 +111,12 @@ func (e *engine) multiNode() (*Command, error) {
 }
 
 // singleNode tries the ranked candidates one at a time: delete, or replace
-// by one strictly cheaper node. Candidates that cannot possibly succeed
-// (their pods fit neither in the other nodes' room nor in any cheaper
-// instance type) are ruled out without a simulation.
+// by one strictly cheaper node. Two filters rule candidates out without a
+// simulation: the estimator's first-fit (as multi-node uses it), a
+// heuristic that may pass over a candidate a simulation would have
+// consolidated, in exchange for a cheap pass that finds nothing; and the
+// necessary conditions (their pods' total fits neither the other nodes'
+// room nor any cheaper instance type), which never do.
 func (e *engine) singleNode() (*Command, error) {
 	budget := newBudgetLeft(e.allowed, ReasonUnderutilized)
 	capa := e.capacity()
