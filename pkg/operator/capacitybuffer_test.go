@@ -96,7 +96,8 @@ func tainted(n *corev1.Node, key string) bool {
 // TestCapacityBufferKeepsRoom: with the CapacityBuffer gate on and
 // consolidation of empty and underutilized nodes after 0 s, a buffer of
 // 2 × (2 cpu, 4 Gi) shaped like a Deployment's pods keeps a node with that
-// room after the Deployment is scaled to zero, and reports
+// room after the Deployment is scaled to zero (and launches it again as
+// soon as pods bind into it), and reports
 // Provisioning=True (FitsExistingCapacity); `joiner explain nodepool`,
 // `explain capacitybuffer` and the status page show where its room is.
 // Karpenter's operator_capacitybuffer_* metrics carry its conditions.
@@ -143,14 +144,7 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 
 	// Scaled to zero: consolidation runs every second, and once the
 	// NodeClaims stop changing the room is still there.
-	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
-		got := &appsv1.Deployment{}
-		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
-			return err
-		}
-		got.Spec.Replicas = ptr.To[int32](0)
-		return s.env.Client.Update(ctx, got)
-	})
+	s.scale(d, 0)
 	s.waitRunning("app", 0, 60*time.Second)
 	s.settle(20 * time.Second)
 	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
@@ -218,6 +212,52 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Pods that fit the room bind into it (kube-scheduler sees no virtual
+	// pod, and they are never pending for joiner); leaving room for one
+	// chunk, the buffer is planned again at the binds and a node is
+	// launched for its other chunk.
+	free, _, err := s.freeChunks(t.Context(), cpu, memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.nodeClaims(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.scale(d, int32(free-1))
+	s.waitRunning("app", int(free-1), 60*time.Second)
+	var bound time.Time
+	pods, err := s.pods(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(bound) {
+				bound = c.LastTransitionTime.Time
+			}
+		}
+	}
+	test.Eventually(t, 60*time.Second, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		for _, nc := range claims {
+			if !slices.ContainsFunc(before, func(b v1.NodeClaim) bool { return b.Name == nc.Name }) {
+				if wait := nc.CreationTimestamp.Sub(bound); wait > 15*time.Second {
+					t.Errorf("the buffer's room was launched again %s after the pods bound into it, want at the binds (the resync is 30 s)", wait)
+				} else {
+					t.Logf("%d pod(s) bound into the room; nodeclaim %s launched for the buffer %s later", free-1, nc.Name, wait)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no NodeClaim launched for the room %d pod(s) took", free-1)
+	})
+	s.scale(d, 0)
+	s.waitRunning("app", 0, 60*time.Second)
 
 	// Without the buffer the same nodes are empty and go.
 	if err := s.env.Client.Delete(t.Context(), cb); err != nil {
@@ -321,4 +361,17 @@ func nodeNames(nodes []corev1.Node) []string {
 		out = append(out, n.Name)
 	}
 	return out
+}
+
+// scale sets the Deployment's replicas.
+func (s *scenario) scale(d *appsv1.Deployment, replicas int32) {
+	s.t.Helper()
+	test.Eventually(s.t, 30*time.Second, func(ctx context.Context) error {
+		got := &appsv1.Deployment{}
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			return err
+		}
+		got.Spec.Replicas = ptr.To(replicas)
+		return s.env.Client.Update(ctx, got)
+	})
 }
