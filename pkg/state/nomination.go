@@ -183,7 +183,11 @@ func (n *Nominations) Nominate(pod *corev1.Pod, nodeClaimName string) {
 	}
 	n.byPod[key] = nom
 	if e, ok := c.entries[c.nodeClaimKeys[nodeClaimName]]; ok && e.nodeClaim != nil {
-		n.nodeClaimChangedLocked(e.nodeClaim)
+		// Only the new nomination takes in the NodeClaim's state: the
+		// others to it took it in when it changed. Scanning them all
+		// here cost a pass that planned thousands of pods onto
+		// initialised nodes quadratic time under the model's lock.
+		n.applyNodeClaimLocked(key, nom, e.nodeClaim, now)
 	}
 	c.changedLocked()
 }
@@ -387,35 +391,43 @@ func (n *Nominations) NotifyEnded(fn func(pod *corev1.Pod)) {
 // rejection can be told apart from the ones before, and one whose pod the
 // model saw rejected after the initialisation keeps only RejectionGrace.
 func (n *Nominations) nodeClaimChangedLocked(nc *v1.NodeClaim) {
-	failed := nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
-	initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
-	if !failed && !initialized {
+	if !nodeClaimFailed(nc) && !nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
 		return
 	}
 	now := n.c.opts.Clock.Now()
 	for key, nom := range n.byPod {
-		if nom.nodeClaim != nc.Name {
-			continue
+		if nom.nodeClaim == nc.Name {
+			n.applyNodeClaimLocked(key, nom, nc, now)
 		}
-		switch {
-		case failed:
-			n.endLocked(key, nom, EndedNodeClaimFailed, nc.Status.NodeName)
-		case !nom.initialized:
-			nom.initialized = true
-			nom.scheduled = podScheduledOrZero(nom.pod)
-			// The pod's window starts when its room can take it.
-			if until := now.Add(n.ttl); until.After(nom.until) {
-				nom.until = until
-			}
-			if rejectedAfter(nom.rejectedSeen, nc) {
-				// Probably tried with the node ready and rejected, but the
-				// time is when the model saw the rejection, not when
-				// kube-scheduler made it: the pod keeps its room for a
-				// grace, in which a rejection made on the tainted node is
-				// followed by kube-scheduler's retry on the ready one.
-				if grace := now.Add(RejectionGrace); grace.Before(nom.until) {
-					nom.until = grace
-				}
+	}
+}
+
+// nodeClaimFailed reports whether nc is being deleted or failed to launch.
+func nodeClaimFailed(nc *v1.NodeClaim) bool {
+	return nc.DeletionTimestamp != nil || nc.StatusConditions().IsFalse(v1.ConditionTypeLaunched)
+}
+
+// applyNodeClaimLocked applies nc's state at now to one nomination to it,
+// pod key's (see nodeClaimChangedLocked).
+func (n *Nominations) applyNodeClaimLocked(key types.NamespacedName, nom *nomination, nc *v1.NodeClaim, now time.Time) {
+	switch {
+	case nodeClaimFailed(nc):
+		n.endLocked(key, nom, EndedNodeClaimFailed, nc.Status.NodeName)
+	case !nom.initialized && nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized):
+		nom.initialized = true
+		nom.scheduled = podScheduledOrZero(nom.pod)
+		// The pod's window starts when its room can take it.
+		if until := now.Add(n.ttl); until.After(nom.until) {
+			nom.until = until
+		}
+		if rejectedAfter(nom.rejectedSeen, nc) {
+			// Probably tried with the node ready and rejected, but the
+			// time is when the model saw the rejection, not when
+			// kube-scheduler made it: the pod keeps its room for a
+			// grace, in which a rejection made on the tainted node is
+			// followed by kube-scheduler's retry on the ready one.
+			if grace := now.Add(RejectionGrace); grace.Before(nom.until) {
+				nom.until = grace
 			}
 		}
 	}

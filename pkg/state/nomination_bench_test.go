@@ -13,10 +13,21 @@ import (
 // plan's nominations, the snapshot's read of every StateNode with its
 // nominated pods, and the pod trigger's Holds for each pod.
 func BenchmarkNominationsScaleUp(b *testing.B) {
+	b.Run("in-flight", func(b *testing.B) { benchmarkNominations(b, false) })
+	// Pods planned onto NodeClaims whose nodes initialised (existing
+	// capacity): each nomination takes in its NodeClaim's state at once.
+	b.Run("initialised", func(b *testing.B) { benchmarkNominations(b, true) })
+}
+
+func benchmarkNominations(b *testing.B, init bool) {
 	const claims, perClaim = 500, 10
 	c, _, _ := newTestCluster(b)
 	for i := range claims {
-		c.UpdateNodeClaim(nodeClaim(fmt.Sprintf("nc-%d", i), "default", ""))
+		nc := nodeClaim(fmt.Sprintf("nc-%d", i), "default", "")
+		if init {
+			nc = initialized(nc)
+		}
+		c.UpdateNodeClaim(nc)
 	}
 	pods := make([]*podAndClaim, 0, claims*perClaim)
 	for i := range claims * perClaim {
