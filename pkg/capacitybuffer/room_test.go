@@ -82,7 +82,7 @@ func TestRoom(t *testing.T) {
 	if r := s.Rooms(); r[0].Plan != nil {
 		t.Fatalf("a plan of 1 chunk recorded for a buffer of 5: %+v", r[0].Plan)
 	}
-	s.Record(capacitybuffer.Outcomes(snap, plan, nil, nil))
+	s.Record(capacitybuffer.Outcomes(snap, plan, []string{"spot-xyz"}, nil))
 	if r := s.Rooms(); r[0].Plan == nil || len(r[0].Plan.Places) != 3 {
 		t.Fatalf("rooms after a pass %+v, want the plan's 3 places", r)
 	}
@@ -93,6 +93,7 @@ func TestRoom(t *testing.T) {
 		{nodes: []string{"node-a"}, want: 1},
 		{nodes: []string{"node-x", "general-abc"}, want: 1}, // the Node of NodeClaim general-abc
 		{nodes: []string{"general-def"}, want: 1},
+		{nodes: []string{"node-z", "spot-xyz"}, want: 1}, // the Node of the NodeClaim the pass launched
 		{nodes: []string{"node-b"}, want: 0},
 		{nodes: []string{""}, want: 0},
 	} {

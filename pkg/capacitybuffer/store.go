@@ -98,14 +98,17 @@ func (s *Store) Rooms() []Room {
 
 // HoldsRoomOn names the buffers whose last planned room is on one of
 // nodes: Node or NodeClaim names (a pod bound to a Node may take room
-// planned on its NodeClaim before the Node registered).
+// planned on its NodeClaim before the Node registered). Room on a
+// NodeClaim the last pass launched counts too: on a fast cloud its Node
+// registers and takes binds before the next pass, which is exactly when
+// that room is lost.
 func (s *Store) HoldsRoomOn(nodes ...string) []types.NamespacedName {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []types.NamespacedName
 	for _, k := range s.keys() {
 		if o := s.buffers[k].outcome; o != nil && slices.ContainsFunc(o.Places, func(p Place) bool {
-			return !p.New && (slices.Contains(nodes, p.Node) || (p.NodeClaim != "" && slices.Contains(nodes, p.NodeClaim)))
+			return (p.Node != "" && slices.Contains(nodes, p.Node)) || (p.NodeClaim != "" && slices.Contains(nodes, p.NodeClaim))
 		}) {
 			out = append(out, k)
 		}
