@@ -174,8 +174,8 @@ type Observer struct {
 	// replaced records disrupted NodeClaims whose deletion began, and
 	// replaceDecisions the NodeClaims a replace decision took, with its
 	// event's message (observer_replace.go).
-	replaced         map[string]replaceRecord
-	replaceDecisions map[string]string
+	replaced         map[types.UID]replaceRecord
+	replaceDecisions map[types.UID]string
 
 	// podView is the namespace's pods as the pod handler has seen them so
 	// far: the API server's order, up to the event being judged. The
@@ -200,7 +200,7 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
 	return &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
-		dnd: map[string][]string{}, allowed: map[string]bool{}, replaced: map[string]replaceRecord{}, replaceDecisions: map[string]string{},
+		dnd: map[string][]string{}, allowed: map[string]bool{}, replaced: map[types.UID]replaceRecord{}, replaceDecisions: map[types.UID]string{},
 		podView: map[types.UID]*corev1.Pod{}}, nil
 }
 

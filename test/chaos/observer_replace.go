@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -74,9 +75,9 @@ func (o *Observer) onNodeClaim(old, cur *unstructured.Unstructured) {
 			decided.UTC().Format(time.RFC3339), cur.GetDeletionTimestamp().UTC().Format(time.RFC3339), strings.Join(since, ", "))
 	}
 	o.mu.Lock()
-	o.replaced[cur.GetName()] = rec
+	o.replaced[cur.GetUID()] = rec
 	o.mu.Unlock()
-	o.judgeReplace(cur.GetName())
+	o.judgeReplace(cur.GetUID(), cur.GetName())
 }
 
 // onDisruptionEvent notes a replace decision carried out on a NodeClaim.
@@ -85,18 +86,22 @@ func (o *Observer) onDisruptionEvent(e *corev1.Event) {
 		return
 	}
 	o.mu.Lock()
-	o.replaceDecisions[e.InvolvedObject.Name] = e.Message
+	o.replaceDecisions[e.InvolvedObject.UID] = e.Message
 	o.mu.Unlock()
-	o.judgeReplace(e.InvolvedObject.Name)
+	o.judgeReplace(e.InvolvedObject.UID, e.InvolvedObject.Name)
 }
 
 // judgeReplace reports a replace whose candidate went before any
 // replacement initialised, once both the deletion and the decision's
 // event are seen (in either order: they come through separate watches).
-func (o *Observer) judgeReplace(name string) {
+// Both are keyed by the NodeClaim's UID: joiner may give a new NodeClaim
+// the name of one deleted seconds before (a big sim round, seed 2006, met
+// a drift replacement named as the NodeClaim it replaced), and the judge
+// must not join one's deletion to the other's decision.
+func (o *Observer) judgeReplace(uid types.UID, name string) {
 	o.mu.Lock()
-	rec, deleted := o.replaced[name]
-	msg, replace := o.replaceDecisions[name]
+	rec, deleted := o.replaced[uid]
+	msg, replace := o.replaceDecisions[uid]
 	o.mu.Unlock()
 	if !deleted || !replace || rec.early == "" {
 		return

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -19,6 +20,7 @@ func TestObserverJudgesReplaceBeforeInitialised(t *testing.T) {
 	claim := func(name string, created time.Time, conds ...[2]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim"}}
 		u.SetName(name)
+		u.SetUID(types.UID(name + "-uid"))
 		u.SetCreationTimestamp(metav1.NewTime(created))
 		var cs []any
 		for _, c := range conds {
@@ -35,8 +37,11 @@ func TestObserverJudgesReplaceBeforeInitialised(t *testing.T) {
 	}
 	candidate := claim("old", t0.Add(-time.Hour), [2]any{conditionInitialized, t0.Add(-time.Hour)}, [2]any{conditionDisruptionReason, t0})
 	event := func(name, msg string) *corev1.Event {
-		return &corev1.Event{Reason: reasonDisruptionTerminate, Message: msg, InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: name}}
+		return &corev1.Event{Reason: reasonDisruptionTerminate, Message: msg, InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: name, UID: types.UID(name + "-uid")}}
 	}
+	// A later NodeClaim given the candidate's name: its own replace event.
+	namesake := event("old", "Disrupting Node: Drifted/Replace")
+	namesake.InvolvedObject.UID = "old-reborn-uid"
 	tests := []struct {
 		name   string
 		others []*unstructured.Unstructured
@@ -73,11 +78,16 @@ func TestObserverJudgesReplaceBeforeInitialised(t *testing.T) {
 			name:  "a delete decision needs no replacement",
 			event: event("old", "Disrupting Node: Underutilized/Delete"),
 		},
+		{
+			name:   "a later NodeClaim of the same name replaced (its own UID)",
+			others: []*unstructured.Unstructured{claim("new", t0.Add(time.Second))},
+			event:  namesake,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-			o := &Observer{seen: map[string]bool{}, nodeClaims: idx, replaced: map[string]replaceRecord{}, replaceDecisions: map[string]string{}}
+			o := &Observer{seen: map[string]bool{}, nodeClaims: idx, replaced: map[types.UID]replaceRecord{}, replaceDecisions: map[types.UID]string{}}
 			for _, u := range append([]*unstructured.Unstructured{candidate}, tt.others...) {
 				if err := idx.Add(u); err != nil {
 					t.Fatal(err)
