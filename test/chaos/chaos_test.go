@@ -268,7 +268,13 @@ func (w *world) startNamesake(t *testing.T, nodeClass client.Object, ready func(
 	if ready != nil {
 		ready(b)
 	}
-	test.StartJoiner(t, binary.Path(t), "namesake", args(b), env)
+	// The namesake's Nodes never become Ready (its control plane runs no
+	// kwok), so at its own 15-minute initialization or registration TTL
+	// its joiner would terminate its own instances, and the observer,
+	// which sees only the cloud, would blame the cluster under test (big
+	// EC2 round 3004). Its instances must outlive any round.
+	namesakeArgs := append(args(b), "--registration-ttl=24h", "--initialization-ttl=24h")
+	test.StartJoiner(t, binary.Path(t), "namesake", namesakeArgs, env)
 	for i := range 2 {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%d", i), Namespace: "default"},
