@@ -589,7 +589,12 @@ func (o *Observer) pdbsOf(pod *corev1.Pod) ([]policyv1.PodDisruptionBudget, erro
 }
 
 // judgeEviction checks, from the observer's own count of healthy pods,
-// that the eviction left at least what each PDB of the pod demands.
+// that the eviction left at least what each PDB of the pod demands. The
+// pods are counted as the handler has seen them up to this eviction
+// (podView, the API server's order), as judgeDeletion counts them: the
+// informer's cache runs ahead of the handler, and a later eviction the
+// cache already holds (the PDB allowed it once this one's pod was back
+// or gone) would make this one look like it left too few.
 func (o *Observer) judgeEviction(pod *corev1.Pod) {
 	pdbs, err := o.pdbsOf(pod)
 	if err != nil || len(pdbs) == 0 {
@@ -598,16 +603,17 @@ func (o *Observer) judgeEviction(pod *corev1.Pod) {
 	for _, pdb := range pdbs {
 		sel, _ := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		healthy, total := 0, 0
-		for _, obj := range o.pods.List() {
-			p := obj.(*corev1.Pod)
+		o.mu.Lock()
+		for _, p := range o.podView {
 			if !sel.Matches(labels.Set(p.Labels)) {
 				continue
 			}
 			total++
-			if p.Name != pod.Name && podHealthy(p) {
+			if p.UID != pod.UID && podHealthy(p) {
 				healthy++
 			}
 		}
+		o.mu.Unlock()
 		// maxUnavailable counts against the workload's desired replicas,
 		// which the PDB's expected count reports.
 		desired := int(pdb.Status.ExpectedPods)

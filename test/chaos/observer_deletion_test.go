@@ -118,3 +118,82 @@ func TestObserverJudgesDeletionsInOrder(t *testing.T) {
 		})
 	}
 }
+
+// An eviction is judged against the other pods as they were when the
+// eviction came, in the API server's order, as deletions are: the
+// informer's cache runs ahead of the pod handler, and a later eviction the
+// PDB allowed (once the first evicted pod was gone) must not make the
+// first one look like it left too few healthy pods.
+func TestObserverJudgesEvictionsInOrder(t *testing.T) {
+	env := test.Env(t)
+	ns := env.Namespace(t)
+	labels := map[string]string{"app": "web"}
+	// No pod of the namespace matches in the API server, so the PDB
+	// expects none and the judge counts the pods it has seen (desired =
+	// 3, maxUnavailable 1: an eviction must leave 2 healthy).
+	env.Create(t, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	})
+	now := metav1.NewTime(time.Now())
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(ns + "-" + name), Labels: labels},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+	}
+	evicted := func(p *corev1.Pod) *corev1.Pod {
+		p = p.DeepCopy()
+		p.DeletionTimestamp = &now
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+		return p
+	}
+	a, b, c := pod("a"), pod("b"), pod("c")
+
+	tests := []struct {
+		name string
+		// events reach the pod handler in this order; the last is the
+		// eviction judged.
+		events []*corev1.Pod
+		// cache is the informer's cache when the judge runs.
+		cache []*corev1.Pod
+		want  string // in the violation; "" means none
+	}{
+		{name: "an eviction within the PDB, judged after a later one",
+			events: []*corev1.Pod{a, b, c, evicted(c)}, cache: []*corev1.Pod{a, evicted(b), evicted(c)}},
+		{name: "a second eviction while the first pod is still terminating",
+			events: []*corev1.Pod{a, b, c, evicted(b), evicted(c)}, cache: []*corev1.Pod{a, evicted(b), evicted(c)},
+			want: "eviction of c left 1 healthy pods, PDB web demands 2 of 3"},
+		{name: "an eviction that left too few, judged after the pod came back",
+			events: []*corev1.Pod{a, evicted(b), c, evicted(c)}, cache: []*corev1.Pod{a, b, evicted(c)},
+			want: "eviction of c left 1 healthy pods, PDB web demands 2 of 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := NewObserver(ObserverOptions{Config: env.Config, Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.pods = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for _, p := range tt.cache {
+				if err := o.pods.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o.nodes = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for _, p := range tt.events {
+				o.onPod(p)
+			}
+			got := strings.Join(o.Violations(), "\n")
+			switch {
+			case tt.want == "" && got != "":
+				t.Errorf("violation %q, want none", got)
+			case tt.want != "" && !strings.Contains(got, tt.want):
+				t.Errorf("violations %q, want one containing %q", got, tt.want)
+			}
+		})
+	}
+}
