@@ -38,10 +38,11 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			return nil, fmt.Errorf("sim-call-faults: %w", err)
 		}
 		sc, err := sim.Build(mgr, sim.SetupOptions{
-			StorePath:   settings.SimStorePath,
-			ClusterName: settings.ClusterName,
-			Clock:       clk,
-			CallFaults:  faults,
+			StorePath:               settings.SimStorePath,
+			ClusterName:             settings.ClusterName,
+			Clock:                   clk,
+			CallFaults:              faults,
+			UnavailableOfferingsTTL: settings.UnavailableOfferingsTTL,
 		})
 		if err != nil {
 			return nil, err
@@ -63,6 +64,7 @@ func NewCloud(mgr manager.Manager, settings *options.Options, clk clock.WithTick
 			IsolatedVPC:             settings.IsolatedVPC,
 			IgnoreReservedCapacity:  !settings.FeatureGates.ReservedCapacity,
 			NodeClassRefresh:        min(settings.AMIRefreshInterval, settings.SubnetRefreshInterval),
+			UnavailableOfferingsTTL: settings.UnavailableOfferingsTTL,
 			Clock:                   clk,
 			Recorder:                recorder,
 		})

@@ -86,6 +86,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 	logger.Info("starting joiner", logging.ClusterName, settings.ClusterName, logging.CloudProvider, settings.CloudProvider,
 		logging.BatchIdleDuration, settings.BatchIdleDuration.String(), logging.BatchMaxDuration, settings.BatchMaxDuration.String(),
 		logging.RegistrationTTL, settings.RegistrationTTL.String(), logging.InitializationTTL, settings.InitializationTTL.String(), logging.LaunchBackoffMax, settings.LaunchBackoffMax.String(),
+		logging.UnavailableOfferingsTTL, settings.UnavailableOfferingsTTL.String(),
 		logging.FeatureGates, settings.FeatureGatesFlag, logging.LeaderElection, !settings.DisableLeaderElection,
 		logging.LeaderElectionName, settings.LeaderElectionName, logging.PreferencePolicy, settings.PreferencePolicy, logging.MinValuesPolicy, settings.MinValuesPolicy, logging.PriceModel, settings.PriceModel)
 	if err := mgr.Start(ctx); err != nil {

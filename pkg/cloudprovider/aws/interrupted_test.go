@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // TTL, and only that offering.
 func TestMarkUnavailable(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	p := &Provider{ice: newUnavailableOfferings(clk)}
+	p := &Provider{ice: newUnavailableOfferings(clk, DefaultUnavailableOfferingsTTL)}
 	p.MarkUnavailable(interruption.UnavailableSpotInterruption, "m5.large", "us-east-1b", "spot")
 	for _, tc := range []struct {
 		capacityType, instanceType, zone string
@@ -28,8 +29,41 @@ func TestMarkUnavailable(t *testing.T) {
 			t.Errorf("isUnavailable(%s, %s, %s) = %v, want %v", tc.capacityType, tc.instanceType, tc.zone, got, tc.want)
 		}
 	}
-	clk.Step(iceTTL + time.Second)
+	clk.Step(DefaultUnavailableOfferingsTTL + time.Second)
 	if p.ice.isUnavailable("spot", "m5.large", "us-east-1b") {
 		t.Error("the offering is still unavailable after the ICE TTL")
+	}
+}
+
+// The ICE cache keeps an offering for the provider's
+// UnavailableOfferingsTTL (joiner's --unavailable-offerings-ttl), which
+// defaults to Karpenter's 3 minutes and cannot be negative.
+func TestUnavailableOfferingsTTL(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, want time.Duration
+		wantErr   bool
+	}{{0, 3 * time.Minute, false}, {30 * time.Second, 30 * time.Second, false}, {-time.Second, 0, true}} {
+		o := Options{UnavailableOfferingsTTL: tc.ttl}
+		err := o.validate()
+		if got := err != nil && strings.Contains(err.Error(), "unavailable-offerings-ttl"); got != tc.wantErr {
+			t.Errorf("TTL %s: validate() = %v, want an error naming unavailable-offerings-ttl: %v", tc.ttl, err, tc.wantErr)
+		}
+		if tc.wantErr {
+			continue
+		}
+		if o.UnavailableOfferingsTTL != tc.want {
+			t.Fatalf("TTL %s: validated to %s, want %s", tc.ttl, o.UnavailableOfferingsTTL, tc.want)
+		}
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		ice := newUnavailableOfferings(clk, o.UnavailableOfferingsTTL)
+		ice.mark("on-demand", "m5.large", "us-east-1a")
+		clk.Step(tc.want - time.Second)
+		if !ice.isUnavailable("on-demand", "m5.large", "us-east-1a") {
+			t.Errorf("TTL %s: the offering is available again a second before the TTL", tc.want)
+		}
+		clk.Step(2 * time.Second)
+		if ice.isUnavailable("on-demand", "m5.large", "us-east-1a") {
+			t.Errorf("TTL %s: the offering is still unavailable a second after the TTL", tc.want)
+		}
 	}
 }

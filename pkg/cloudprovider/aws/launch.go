@@ -110,7 +110,7 @@ func (p *Provider) noCandidates(nodeClaim *v1.NodeClaim, nc *awsv1.EC2NodeClass,
 		return cloudprovider.NewCreateError(fmt.Errorf("launching nodeclaim %s: %s: %s", nodeClaim.Name, ReasonInsufficientFreeAddressesInSubnet, msg), ReasonInsufficientFreeAddressesInSubnet, msg)
 	}
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-		"launching nodeclaim %s: no available offering of EC2NodeClass %s satisfies its requirements and requests (offerings that failed to launch stay unavailable for %s)", nodeClaim.Name, nc.Name, iceTTL))
+		"launching nodeclaim %s: no available offering of EC2NodeClass %s satisfies its requirements and requests (offerings that failed to launch stay unavailable for %s)", nodeClaim.Name, nc.Name, p.opts.UnavailableOfferingsTTL))
 }
 
 // withoutExotic drops GPU, accelerator and bare-metal types unless the
@@ -422,7 +422,7 @@ func (p *Provider) fleetErrors(ctx context.Context, nc *awsv1.EC2NodeClass, capa
 		msg := strings.Join(exhausted, "; ") + fmt.Sprintf(": not enough to launch an instance for EC2NodeClass %s; add address space (a secondary CIDR or a larger subnet) or select more subnets in spec.subnetSelectorTerms", nc.Name)
 		return cloudprovider.NewCreateError(fmt.Errorf("%s: %s", ReasonInsufficientFreeAddressesInSubnet, msg), ReasonInsufficientFreeAddressesInSubnet, msg)
 	case len(other) == 0 && len(iced) > 0:
-		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("CreateFleet found no capacity; these offerings are skipped for %s", iceTTL), iced...)
+		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("CreateFleet found no capacity; these offerings are skipped for %s", p.ice.ttl), iced...)
 	case len(other) > 0:
 		msg := strings.Join(other, "; ")
 		return cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %s", msg), otherCode, msg)

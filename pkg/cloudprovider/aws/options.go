@@ -25,6 +25,10 @@ const (
 	DefaultNodeClassRefresh = time.Minute
 	// DefaultPricingRefresh is how often prices are fetched again.
 	DefaultPricingRefresh = 12 * time.Hour
+	// DefaultUnavailableOfferingsTTL is how long an offering that failed
+	// for lack of capacity stays unavailable (Karpenter's ICE cache keeps
+	// a fixed 3 minutes).
+	DefaultUnavailableOfferingsTTL = 3 * time.Minute
 )
 
 // UserDataOptions is what the launch path knows about a node when it asks
@@ -110,6 +114,10 @@ type Options struct {
 	// and drift checks wait to share a DescribeInstances or
 	// TerminateInstances call (Karpenter: 100ms / 1s).
 	InstanceBatchIdle, InstanceBatchMax time.Duration
+	// UnavailableOfferingsTTL is how long an offering CreateFleet found
+	// without capacity is skipped. Defaults to
+	// DefaultUnavailableOfferingsTTL.
+	UnavailableOfferingsTTL time.Duration
 }
 
 func (o *Options) validate() error {
@@ -161,6 +169,12 @@ func (o *Options) validate() error {
 	}
 	if o.InstanceBatchMax == 0 {
 		o.InstanceBatchMax = time.Second
+	}
+	switch {
+	case o.UnavailableOfferingsTTL < 0:
+		errs = append(errs, fmt.Errorf("unavailable-offerings-ttl %s must not be negative", o.UnavailableOfferingsTTL))
+	case o.UnavailableOfferingsTTL == 0:
+		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
 	}
 	return errors.Join(errs...)
 }

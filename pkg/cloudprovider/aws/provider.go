@@ -79,7 +79,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	p.prices = newPrices(opts.Region, opts.EC2, opts.Pricing, opts.IsolatedVPC)
 	p.types = newInstanceTypeCache(opts.EC2, opts.Region, opts.Clock)
-	p.ice = newUnavailableOfferings(opts.Clock)
+	p.ice = newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL)
 	p.exhausted = newExhaustedSubnets()
 	p.fleet = newFleetBatcher(opts.EC2, opts.CreateFleetBatchIdle, opts.CreateFleetBatchMax)
 	p.templates = newLaunchTemplates(p)

@@ -49,6 +49,9 @@ type SetupOptions struct {
 	// NodeClassRefresh is how often node classes are resolved again (0:
 	// DefaultNodeClassRefresh).
 	NodeClassRefresh time.Duration
+	// UnavailableOfferingsTTL is how long an offering that failed for
+	// lack of capacity is skipped (0: DefaultUnavailableOfferingsTTL).
+	UnavailableOfferingsTTL time.Duration
 	// Recorder publishes the provider's events (a namesake cluster).
 	Recorder events.Recorder
 	// KubernetesVersion defaults to the API server's.
@@ -142,6 +145,7 @@ func Build(ctx context.Context, mgr manager.Manager, opts SetupOptions) (*Cloud,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, IsolatedVPC: opts.IsolatedVPC,
 		IgnoreReservedCapacity: opts.IgnoreReservedCapacity,
 		UserData:               opts.UserData, Clock: clk, NodeClassRefresh: opts.NodeClassRefresh, Recorder: opts.Recorder,
+		UnavailableOfferingsTTL: opts.UnavailableOfferingsTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the aws cloud provider: %w", err)

@@ -7,10 +7,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// iceTTL is how long an offering that failed for lack of capacity stays
-// unavailable (Karpenter: 3 minutes).
-const iceTTL = 3 * time.Minute
-
 // iceCodes are the CreateFleet error codes that mean "no capacity for this
 // offering", as Karpenter classifies them.
 var iceCodes = map[string]bool{
@@ -28,15 +24,17 @@ const codeSubnetExhausted = "InsufficientFreeAddressesInSubnet"
 
 // unavailableOfferings is the ICE cache: capacity type × instance type ×
 // zone. It is applied to every instance type listing (the computed types
-// are cached without availability).
+// are cached without availability). An offering stays unavailable for ttl
+// (Options.UnavailableOfferingsTTL) after it failed for lack of capacity.
 type unavailableOfferings struct {
 	clock clock.PassiveClock
+	ttl   time.Duration
 	mu    sync.Mutex
 	until map[string]time.Time
 }
 
-func newUnavailableOfferings(c clock.PassiveClock) *unavailableOfferings {
-	return &unavailableOfferings{clock: c, until: map[string]time.Time{}}
+func newUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *unavailableOfferings {
+	return &unavailableOfferings{clock: c, ttl: ttl, until: map[string]time.Time{}}
 }
 
 func iceKey(capacityType, instanceType, zone string) string {
@@ -46,7 +44,7 @@ func iceKey(capacityType, instanceType, zone string) string {
 func (u *unavailableOfferings) mark(capacityType, instanceType, zone string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.until[iceKey(capacityType, instanceType, zone)] = u.clock.Now().Add(iceTTL)
+	u.until[iceKey(capacityType, instanceType, zone)] = u.clock.Now().Add(u.ttl)
 }
 
 func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone string) bool {

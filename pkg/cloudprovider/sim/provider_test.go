@@ -816,3 +816,48 @@ func TestInstanceTypesFilteredOncePerCatalog(t *testing.T) {
 		t.Errorf("a new catalog was not filtered again")
 	}
 }
+
+// The unavailable-offerings TTL is the provider's option (joiner's
+// --unavailable-offerings-ttl): an offering that failed to launch is
+// skipped for that long, not Karpenter's fixed 3 minutes.
+func TestUnavailableOfferingsTTLIsConfigurable(t *testing.T) {
+	e := newEnv(t, nodeClass("default", withFaults(simv1alpha1.Faults{InsufficientCapacity: []simv1alpha1.InsufficientCapacityFault{
+		{InstanceType: "m6g.large", Zone: "sim-east-1a", CapacityType: v1.CapacityTypeSpot},
+	}})))
+	p, err := New(Options{Client: e.client, Store: e.store, ClusterName: "c", Catalog: testCatalog, Clock: e.clock, UnavailableOfferingsTTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := p.Create(ctx, newNodeClaim("nc-1", "default")); err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: simv1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	available := func() bool {
+		its, err := p.GetInstanceTypes(ctx, np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if it.Name == "m6g.large" && o.Zone == "sim-east-1a" && o.CapacityType == v1.CapacityTypeSpot {
+					return o.Available
+				}
+			}
+		}
+		t.Fatal("no offering m6g.large/sim-east-1a/spot")
+		return false
+	}
+	var elapsed time.Duration
+	for _, step := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, false}, {29 * time.Second, false}, {2 * time.Second, true}} {
+		e.clock.Step(step.after)
+		elapsed += step.after
+		if got := available(); got != step.want {
+			t.Errorf("%s after the failed launch: available = %v, want %v", elapsed, got, step.want)
+		}
+	}
+}

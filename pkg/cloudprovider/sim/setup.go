@@ -36,6 +36,9 @@ type SetupOptions struct {
 	Catalog CatalogFunc
 	// CallFaults make the provider's API calls fail at seeded rates.
 	CallFaults CallFaults
+	// UnavailableOfferingsTTL is how long an offering that failed to
+	// launch is skipped (0: DefaultUnavailableOfferingsTTL).
+	UnavailableOfferingsTTL time.Duration
 }
 
 // Cloud is the simulated cloud: the provider and what must run beside it.
@@ -73,7 +76,7 @@ func Build(mgr manager.Manager, opts SetupOptions) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}
-	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Catalog: opts.Catalog, Clock: clk, CallFaults: opts.CallFaults})
+	provider, err := New(Options{Client: mgr.GetClient(), Store: store, ClusterName: opts.ClusterName, ClusterID: opts.ClusterID, Catalog: opts.Catalog, Clock: clk, CallFaults: opts.CallFaults, UnavailableOfferingsTTL: opts.UnavailableOfferingsTTL})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the simulated cloud: %w", err)
 	}

@@ -67,6 +67,10 @@ type Options struct {
 	// type or image whose NodeClaims failed to register or initialise: the
 	// wait doubles from the TTL with each consecutive failure.
 	LaunchBackoffMax time.Duration
+	// UnavailableOfferingsTTL is how long an offering (instance type,
+	// zone, capacity type) that failed to launch for lack of capacity is
+	// skipped, in both clouds (Karpenter's is a fixed 3 minutes).
+	UnavailableOfferingsTTL time.Duration
 
 	MetricsPort     int
 	HealthProbePort int
@@ -244,6 +248,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.joiner().duration(&o.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", 15*time.Minute, "A launched NodeClaim whose Node has not registered after this long is deleted (Karpenter's is a fixed 15m)")
 	r.joiner().duration(&o.LaunchBackoffMax, "launch-backoff-max", "LAUNCH_BACKOFF_MAX", time.Hour, "Longest wait before launching again a node class, or an instance type and image, whose NodeClaims failed to register or initialise; the wait doubles from the TTL with each consecutive failure")
 	r.joiner().duration(&o.InitializationTTL, "initialization-ttl", "INITIALIZATION_TTL", 15*time.Minute, "A registered NodeClaim not initialized after this long is deleted, naming the check that failed")
+	r.joiner().duration(&o.UnavailableOfferingsTTL, "unavailable-offerings-ttl", "UNAVAILABLE_OFFERINGS_TTL", 3*time.Minute, "An offering (instance type, zone, capacity type) that failed to launch for lack of capacity is skipped this long before it is tried again (Karpenter's is a fixed 3m)")
 	r.joiner().float(&o.ConsolidationMinSavings, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", 0.05, "Least share of the replaced nodes' price a consolidation replacement must save, between 0 and 1")
 	r.joiner().str(&o.PriceModel, "price-model", "PRICE_MODEL", PriceModelBilled, "Billed: a node costs what EC2 bills for it, its offering's price plus a burstable type's surplus CPU credits for the CPU its pods request above the baseline (T3, T3a, T4g run in unlimited mode) plus its EBS volumes; List: its offering's price alone, as Karpenter counts it")
 	r.joiner().str(&o.SSMParameterRoot, "ssm-parameter-root", "SSM_PARAMETER_ROOT", "/aws/service", "aws: root of the public SSM parameters behind AMI aliases (a local endpoint reserves /aws/)")
@@ -295,6 +300,9 @@ func (o *Options) Validate() error {
 	}
 	if o.InitializationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("initialization-ttl %s must be positive", o.InitializationTTL))
+	}
+	if o.UnavailableOfferingsTTL <= 0 {
+		errs = append(errs, fmt.Errorf("unavailable-offerings-ttl %s must be positive", o.UnavailableOfferingsTTL))
 	}
 	if o.GCInterval < 0 || o.GCGracePeriod < 0 {
 		errs = append(errs, errors.New("gc-interval and gc-grace-period must not be negative"))

@@ -51,6 +51,9 @@ func TestOptions(t *testing.T) {
 		{name: "unknown feature gate names it", env: map[string]string{"FEATURE_GATES": "NodeRepair=true,Teleport=true"}, wantErr: "unrecognized feature gate: Teleport"},
 		{name: "initialization ttl from env", env: map[string]string{"INITIALIZATION_TTL": "2m"}, check: func(o *Options) bool { return o.InitializationTTL == 2*time.Minute }},
 		{name: "initialization ttl not positive", args: []string{"--initialization-ttl=0s"}, wantErr: "initialization-ttl 0s must be positive"},
+		{name: "unavailable offerings ttl is Karpenter's 3m", check: func(o *Options) bool { return o.UnavailableOfferingsTTL == 3*time.Minute }},
+		{name: "unavailable offerings ttl from env", env: map[string]string{"UNAVAILABLE_OFFERINGS_TTL": "30s"}, check: func(o *Options) bool { return o.UnavailableOfferingsTTL == 30*time.Second }},
+		{name: "unavailable offerings ttl not positive", args: []string{"--unavailable-offerings-ttl=0s"}, wantErr: "unavailable-offerings-ttl 0s must be positive"},
 		{name: "aws defaults are Karpenter's", check: func(o *Options) bool {
 			return o.VMMemoryOverheadPercent == 0.075 && o.ReservedENIs == 0 && !o.IsolatedVPC && o.SSMParameterRoot == "/aws/service" && o.ClusterEndpoint == ""
 		}},
