@@ -163,6 +163,11 @@ type Observer struct {
 	violations []string
 	notes      []string
 	seen       map[string]bool // violations already recorded
+	// judging counts judgements running in the background (a deletion
+	// the pod watch missed waits for the pod's events); Violations and
+	// Notes wait on judged until none is left.
+	judging int
+	judged  *sync.Cond
 	// foreign is the other cluster's live instances when Start ran.
 	foreign map[string]CloudInstance
 	// evicted are pods whose eviction was already judged.
@@ -199,9 +204,11 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
-	return &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
+	o := &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
 		dnd: map[string][]string{}, allowed: map[string]bool{}, replaced: map[types.UID]replaceRecord{}, replaceDecisions: map[types.UID]string{},
-		podView: map[types.UID]*corev1.Pod{}}, nil
+		podView: map[types.UID]*corev1.Pod{}}
+	o.judged = sync.NewCond(&o.mu)
+	return o, nil
 }
 
 // Start records the foreign cluster's instances and watches pods, nodes
@@ -216,23 +223,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.onPod(obj.(*corev1.Pod)) },
 		UpdateFunc: func(_, obj any) { o.onPod(obj.(*corev1.Pod)) },
-		// A pod whose grace period is 0 goes in one step: no update
-		// shows its deletion first.
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			p, ok := obj.(*corev1.Pod)
-			if !ok {
-				return
-			}
-			if !hasDisruptionTarget(p) {
-				o.judgeDeletion(p)
-			}
-			o.mu.Lock()
-			delete(o.podView, p.UID)
-			o.mu.Unlock()
-		},
+		DeleteFunc: o.onPodDeleted,
 	})
 	nodes := informers.NewSharedInformerFactory(o.kube, 0)
 	nodeInf := nodes.Core().V1().Nodes().Informer()
@@ -297,6 +288,9 @@ func (o *Observer) violate(key, format string, args ...any) {
 func (o *Observer) Violations() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for o.judging > 0 {
+		o.judged.Wait()
+	}
 	return slices.Clone(o.violations)
 }
 
@@ -355,6 +349,98 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// onPodDeleted judges a pod's deletion by its final state. A pod whose
+// grace period is 0 goes in one step: no update shows its deletion first.
+// A deletion the watch delivered carries the final state. A tombstone
+// (cache.DeletedFinalStateUnknown) does not: the pod went while the watch
+// was down (after a kube-apiserver restart the reflector re-lists, and a
+// pod missing from the list is deleted with the last state the observer
+// saw), so the tombstone holds a state from before the deletion, without
+// the DisruptionTarget condition the deleter set first. Judged as a
+// deletion without the Eviction API, it failed big sim round 2013: two
+// pods kube-controller-manager's taint-eviction controller deleted in the
+// second before the observer's watch came back. judgeMissedDeletion asks
+// the pod's events instead.
+func (o *Observer) onPodDeleted(obj any) {
+	tomb, missed := obj.(cache.DeletedFinalStateUnknown)
+	if missed {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	switch {
+	case hasDisruptionTarget(p):
+		// Judged by onPod when the condition came.
+	case missed:
+		o.mu.Lock()
+		o.judging++
+		o.mu.Unlock()
+		go func() {
+			defer func() {
+				o.mu.Lock()
+				o.judging--
+				o.judged.Broadcast()
+				o.mu.Unlock()
+			}()
+			o.judgeMissedDeletion(p)
+		}()
+	default:
+		o.judgeDeletion(p)
+	}
+	o.mu.Lock()
+	delete(o.podView, p.UID)
+	o.mu.Unlock()
+}
+
+// reasonTaintManagerEviction is the event kube-controller-manager's
+// taint-eviction controller records on a pod it deletes.
+const reasonTaintManagerEviction = "TaintManagerEviction"
+
+// judgeMissedDeletion judges a pod under a PDB whose deletion the watch
+// missed, by the events recorded on it (its UID): a TaintManagerEviction
+// is judged as the taint-eviction controller's deletion (the Node's
+// taints). Without one, how the pod went cannot be told (the Eviction
+// API, a ReplicaSet's scale-down and a direct deletion leave the same
+// tombstone; joiner's own Evicted event is no proof), so it is noted,
+// with the events found, not judged. The blind spot is the seconds a
+// watch takes to come back after an API server restart.
+func (o *Observer) judgeMissedDeletion(pod *corev1.Pod) {
+	if owner := metav1.GetControllerOf(pod); owner == nil || owner.Kind != "ReplicaSet" || !o.hasPDB(pod) {
+		return
+	}
+	var reasons []string
+	// kube-controller-manager records its event as it deletes; under load
+	// it can reach the API server after the deletion.
+	for range 20 {
+		reasons = o.podEventReasons(pod)
+		if slices.Contains(reasons, reasonTaintManagerEviction) {
+			o.judgeTaintEviction(pod, corev1.PodCondition{Reason: "DeletionByTaintManager", Message: "its " + reasonTaintManagerEviction + " event; the observer's watch missed the deletion"})
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	o.note("pod %s under a PDB went while the observer's pod watch was down (a tombstone: the last state it saw had no DisruptionTarget condition), and no %s event names it (its events: [%s]): how it was deleted is unknown, so it is not judged",
+		pod.Name, reasonTaintManagerEviction, strings.Join(reasons, ", "))
+}
+
+// podEventReasons are the reasons of the events recorded on pod (by UID).
+func (o *Observer) podEventReasons(pod *corev1.Pod) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := o.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+	if err != nil {
+		return []string{"listing events: " + err.Error()}
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // onPod judges evictions against the pod's PDBs and tracks do-not-disrupt
@@ -495,6 +581,9 @@ func (o *Observer) note(format string, args ...any) {
 func (o *Observer) Notes() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for o.judging > 0 {
+		o.judged.Wait()
+	}
 	return slices.Clone(o.notes)
 }
 
