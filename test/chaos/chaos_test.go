@@ -538,6 +538,7 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	s, r := plan(seed, w.big)
 	s.Cloud = w.cloud.name()
 	w.schedule = s
+	notesBefore := len(w.observer.Notes())
 	clock := newRoundClock()
 	defer func() {
 		if len(problems) == 0 && !t.Failed() {
@@ -597,7 +598,9 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	if v := w.observer.Violations(); len(v) > 0 {
 		problems = append(problems, fmt.Sprintf("observer saw %d violations:\n  %s", len(v), strings.Join(v, "\n  ")))
 	}
-	if n := w.observer.Notes(); len(n) > 0 {
+	// The observer lives as long as the world: this round's notes are
+	// those since it began.
+	if n := w.observer.Notes()[notesBefore:]; len(n) > 0 {
 		t.Logf("observer noted (no promise of joiner's broken):\n  %s", strings.Join(n, "\n  "))
 	}
 	roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
