@@ -65,21 +65,16 @@ func newCapacity(snap *scheduling.Snapshot) *capacity {
 	return c
 }
 
-// request is a pod's requests (cached: the searches ask many times).
+// request is a pod's requests (cached: the searches ask many times). Every
+// decision reads every pod, so they are summed (pods.RequestsInto) into a
+// list that stays on the stack, not a fresh one on the heap per pod.
 func (c *capacity) request(p *corev1.Pod) vec {
 	if v, ok := c.podReq[p]; ok {
 		return v
 	}
-	var v vec
-	if s := &p.Spec; len(s.Containers) == 1 && len(s.InitContainers) == 0 && s.Overhead == nil && (s.Resources == nil || len(s.Resources.Requests) == 0) {
-		// One container and nothing else: its requests are the pod's
-		// (Kubernetes' arithmetic has nothing to add), read without
-		// building a list; most pods are such, and every decision reads
-		// every pod.
-		v = vecOf(s.Containers[0].Resources.Requests)
-	} else {
-		v = vecOf(pods.Requests(p))
-	}
+	sum := make(corev1.ResourceList, 4) // on the stack: it does not escape
+	pods.RequestsInto(p, sum)
+	v := vecOf(sum)
 	v[2] = 1
 	c.podReq[p] = v
 	return v

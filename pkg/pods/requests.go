@@ -13,6 +13,34 @@ func Requests(p *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 }
 
+// RequestsInto adds Requests(p) to sum, without building a list for the
+// pods most clusters hold: with no init containers and no pod-level
+// requests, a pod asks the sum of its containers' requests plus its
+// overhead, and those are added to sum as they are read. Other pods go
+// through Kubernetes' arithmetic (Requests). sum gets its own quantities:
+// nothing in it aliases p's spec, so a caller may change it freely.
+func RequestsInto(p *corev1.Pod, sum corev1.ResourceList) {
+	if len(p.Spec.InitContainers) > 0 || resourcehelper.IsPodLevelRequestsSet(p) {
+		addInto(sum, Requests(p))
+		return
+	}
+	for i := range p.Spec.Containers {
+		addInto(sum, p.Spec.Containers[i].Resources.Requests)
+	}
+	addInto(sum, p.Spec.Overhead)
+}
+
+// addInto adds rl to sum. Each quantity is added to sum's own (Add on a
+// copy of sum's value), never stored as it is: a Quantity held in decimal
+// form shares its value with the list it came from.
+func addInto(sum, rl corev1.ResourceList) {
+	for name, q := range rl {
+		s := sum[name]
+		s.Add(q)
+		sum[name] = s
+	}
+}
+
 // Limits is p's effective limits with the same arithmetic as Requests.
 func Limits(p *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
@@ -22,11 +50,7 @@ func Limits(p *corev1.Pod) corev1.ResourceList {
 func SumRequests(ps []*corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, p := range ps {
-		for name, q := range Requests(p) {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
+		RequestsInto(p, out)
 	}
 	return out
 }
