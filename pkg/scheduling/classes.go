@@ -85,6 +85,9 @@ type podClass struct {
 	solo      []float64 // per pool: price of a node for one pod alone
 	exCursor  int
 	cursors   [2][]int
+	// movable caches solver.movable: 0 unknown, 1 movable, -1 not (the
+	// class's groups are fixed once the classes are built).
+	movable int8
 }
 
 type relaxState struct {

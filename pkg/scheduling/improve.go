@@ -80,6 +80,16 @@ func (sv *solver) takeOff(d *nodeState, p *corev1.Pod, c *podClass) *attempt {
 
 // movable reports whether pods of class c may change node in improve.
 func (sv *solver) movable(c *podClass) bool {
+	if c.movable == 0 {
+		c.movable = -1
+		if sv.isMovable(c) {
+			c.movable = 1
+		}
+	}
+	return c.movable > 0
+}
+
+func (sv *solver) isMovable(c *podClass) bool {
 	for _, g := range c.own {
 		if g.kind == kindAffinity && g.key == corev1.LabelHostname {
 			return false

@@ -259,6 +259,7 @@ type rpItem struct {
 	weight float64
 	sel    []int32 // per group of repacker.groups: 1 when the class counts for it
 	own    []int32 // per group: 1 when the class owns a hostname spread of it
+	gis    []int32 // the groups the class counts for or owns
 }
 
 // fixedIn reports whether pods of class c stay on their node during a
@@ -396,6 +397,12 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 				rp.owner[s][gi] -= int32(it.on[s]) * it.own[gi]
 			}
 		}
+		it.gis = it.gis[:0]
+		for gi := range rp.groups {
+			if it.sel[gi] != 0 || it.own[gi] != 0 {
+				it.gis = append(it.gis, int32(gi))
+			}
+		}
 		for r, q := range it.c.base.req {
 			if p.maxEff[r] > 0 {
 				it.weight += float64(q) / float64(p.maxEff[r])
@@ -409,6 +416,16 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 				// Owners stay put: a side with owners holds no more
 				// matching pods than it keeps.
 				rp.limit[s][gi] = rp.match[s][gi]
+			}
+		}
+	}
+	// add checks only the groups an item touches, which is exact when
+	// the sides start within every term; a search from sides that do not
+	// would find nothing (one step, as add refuses every split).
+	for gi, g := range rp.groups {
+		for s := 0; s < rp.k; s++ {
+			if rp.owner[s][gi] > 0 && (rp.match[s][gi] > rp.limit[s][gi] || (g.kind == kindSpread && rp.match[s][gi] > g.maxSkew)) {
+				return 1, false
 			}
 		}
 	}
@@ -570,8 +587,12 @@ func (rp *repacker) add(it *rpItem, js [repackSides]int, sign int) bool {
 			rp.need[s][r] += m * q
 		}
 	}
+	// Only the groups the item counts for or owns change; the search
+	// starts from sides within every term (the pods already sat there)
+	// and goes deeper only from such sides, so only those can break.
 	ok := true
-	for gi, g := range rp.groups {
+	for _, gi := range it.gis {
+		g := rp.groups[gi]
 		for s := 0; s < rp.k; s++ {
 			rp.match[s][gi] += int32(sign*js[s]) * it.sel[gi]
 			rp.owner[s][gi] += int32(sign*js[s]) * it.own[gi]
