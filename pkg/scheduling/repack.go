@@ -233,10 +233,12 @@ type repacker struct {
 	steps int
 	max   int
 	hint  [repackSides]int
-	types bitset
-	pool  *poolT
-	zones uint64
-	cts   uint32
+	// prices is, per search depth, each side's cheapest price there.
+	prices [][repackSides]float64
+	types  bitset
+	pool   *poolT
+	zones  uint64
+	cts    uint32
 }
 
 // repackSides is the most nodes one search re-splits.
@@ -455,7 +457,10 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 			}
 		}
 	}
-	rp.search(0, &found)
+	if len(rp.prices) < len(rp.items)+1 {
+		rp.prices = make([][repackSides]float64, len(rp.items)+1)
+	}
+	rp.search(0, [repackSides]bool{}, &found)
 	if !found {
 		return rp.steps, false
 	}
@@ -514,13 +519,23 @@ func (rp *repacker) cheapest(need resVec, from int) (int, float64) {
 // search is the branch and bound over the items: item i's pods split
 // between the sides; the partial sides' price is a lower bound of any
 // completion's. Each item tries the split it had first.
-func (rp *repacker) search(i int, found *bool) {
+func (rp *repacker) search(i int, changed [repackSides]bool, found *bool) {
 	rp.steps++
 	cost := 0.0
 	for s := 0; s < rp.k; s++ {
-		t, price := rp.cheapest(rp.need[s], rp.hint[s])
-		if t < 0 && price != 0 {
-			return
+		// A side the last split left alone costs what it did one level
+		// up.
+		price := 0.0
+		if i == 0 || changed[s] {
+			t, p := rp.cheapest(rp.need[s], rp.hint[s])
+			if t < 0 && p != 0 {
+				return
+			}
+			price = p
+			rp.prices[i][s] = p
+		} else {
+			price = rp.prices[i-1][s]
+			rp.prices[i][s] = price
 		}
 		cost += price
 	}
@@ -540,7 +555,11 @@ func (rp *repacker) search(i int, found *bool) {
 		}
 		if rp.add(it, js, 1) {
 			copy(rp.x[i*repackSides:], js[:])
-			rp.search(i+1, found)
+			var changed [repackSides]bool
+			for s := range js {
+				changed[s] = js[s] != 0
+			}
+			rp.search(i+1, changed, found)
 		}
 		rp.add(it, js, -1)
 		return true
