@@ -19,13 +19,27 @@ import (
 // Namespace objects (a non-empty namespaceSelector) are skipped, which only
 // loosens the bound.
 func distinctNodes(pending []*corev1.Pod) int {
+	counts := map[int]int{}
+	most := 0
+	forEachAntiGroupMember(pending, func(_ *corev1.Pod, group int) {
+		counts[group]++
+		most = max(most, counts[group])
+	})
+	return most
+}
+
+// forEachAntiGroupMember calls f for every pending pod (DaemonSet-owned
+// ones left out) and every group it belongs to, groups numbered from 0 in
+// the order they are first seen. A group is one required hostname
+// anti-affinity term (selector and namespaces); its members are the pods
+// that carry the term and match it, so any two of them repel each other.
+func forEachAntiGroupMember(pending []*corev1.Pod, f func(p *corev1.Pod, group int)) {
 	type group struct {
+		id         int
 		selector   labels.Selector
 		namespaces []string // nil means every namespace
-		count      int
 	}
 	groups := map[string]*group{}
-	var order []string
 	for _, p := range pending {
 		if pods.IsOwnedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 			continue
@@ -53,20 +67,14 @@ func distinctNodes(pending []*corev1.Pod) int {
 			seen[key] = true
 			g, ok := groups[key]
 			if !ok {
-				g = &group{selector: sel, namespaces: namespaces}
+				g = &group{id: len(groups), selector: sel, namespaces: namespaces}
 				groups[key] = g
-				order = append(order, key)
 			}
 			if (g.namespaces == nil || slices.Contains(g.namespaces, p.Namespace)) && g.selector.Matches(labels.Set(p.Labels)) {
-				g.count++
+				f(p, g.id)
 			}
 		}
 	}
-	most := 0
-	for _, key := range order {
-		most = max(most, groups[key].count)
-	}
-	return most
 }
 
 // termNamespaces is the sorted set of namespaces an affinity term applies

@@ -11,4 +11,17 @@
 // (required hostname anti-affinity). Both ignore every other constraint, so
 // no plan can beat them; they are yardsticks for benchmarks and `joiner
 // simulate`, never inputs to the solver.
+//
+// Configurations is the tighter bound (Gilmore–Gomory column generation):
+// a program over whole nodes, each an offering (instance type, zone,
+// capacity type) and the integer count of each pod class it holds, so it
+// sees what the resource LP cannot: capacity a node's pods cannot fill
+// for their sizes, one member of each hostname anti-affinity group per
+// node, and pods that may run only on some offerings. The master is solved
+// with gonum's simplex (through its dual, so the duals are exact); pricing
+// is a bounded multi-dimensional knapsack per offering (branch and bound
+// under a surrogate relaxation, one-dimension integer tables as extra
+// bounds). Its value is a valid bound at every iteration (Farley: the
+// master's value over the largest ratio of a configuration's dual value to
+// its price), so a work limit only loosens it.
 package lowerbound

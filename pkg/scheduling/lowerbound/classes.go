@@ -1,0 +1,217 @@
+package lowerbound
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// podClass is a set of pending pods the configuration program cannot tell
+// apart: the same requests, the same hostname anti-affinity groups and the
+// same offerings they may run on.
+type podClass struct {
+	req    []int64 // per dimension
+	count  int
+	groups []int // anti-affinity groups (at most one member per node)
+	pod    *corev1.Pod
+}
+
+// offering is one way to buy a node: a NodePool's instance type in one zone
+// and capacity type, with what it holds after DaemonSet overhead, which
+// classes may run on it, and its price.
+type offering struct {
+	name    string
+	typ     *scheduling.InstanceType
+	price   float64 // list (+ volumes when billed), before credits
+	cap     []int64 // per dimension, after DaemonSet overhead
+	allowed []bool  // per class
+	sig     string  // allowed, as a key
+	// daemonCPU is the DaemonSet pods' CPU (millicores) on the node, for
+	// the credits of a burstable type.
+	daemonCPU int64
+	// surplus is a burstable type's credit price per millicore-hour above
+	// baseMilli; zero when the node pays no credits.
+	surplus   float64
+	baseMilli int64
+}
+
+// dims are the resources the program counts: pods always, and every
+// resource a pending pod requests.
+type dims struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+func newDims(pending []*corev1.Pod) dims {
+	set := map[corev1.ResourceName]bool{corev1.ResourcePods: true}
+	for _, p := range pending {
+		for name, q := range pods.Requests(p) {
+			if q.Sign() > 0 {
+				set[name] = true
+			}
+		}
+	}
+	d := dims{index: map[corev1.ResourceName]int{}}
+	for name := range set {
+		d.names = append(d.names, name)
+	}
+	slices.Sort(d.names)
+	for i, name := range d.names {
+		d.index[name] = i
+	}
+	return d
+}
+
+// vector is rl in the program's integer units: millicores for cpu, bytes
+// for memory and storage, milli-units for everything else (pods included,
+// so one pod is 1000).
+func (d dims) vector(rl corev1.ResourceList) []int64 {
+	v := make([]int64, len(d.names))
+	for i, name := range d.names {
+		if q, ok := rl[name]; ok {
+			v[i] = units(name, q.MilliValue(), q.Value())
+		}
+	}
+	return v
+}
+
+func units(name corev1.ResourceName, milli, value int64) int64 {
+	switch name {
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return value
+	}
+	return milli
+}
+
+// podVector is one pod's requests with its pod slot.
+func (d dims) podVector(p *corev1.Pod) []int64 {
+	v := d.vector(pods.Requests(p))
+	v[d.index[corev1.ResourcePods]] = 1000
+	return v
+}
+
+// buildClasses groups the pending pods (DaemonSet-owned ones left out) by
+// requests, anti-affinity groups and scheduling constraints; pods of one
+// class keep one representative for the offering checks.
+func buildClasses(pending []*corev1.Pod, d dims) ([]podClass, map[*corev1.Pod]int) {
+	groups := antiGroups(pending)
+	byKey := map[string]int{}
+	var out []podClass
+	of := map[*corev1.Pod]int{}
+	for _, p := range pending {
+		if pods.IsOwnedByDaemonSet(p) {
+			continue
+		}
+		req := d.podVector(p)
+		key := fmt.Sprint(req, groups[p], placementKey(p))
+		i, ok := byKey[key]
+		if !ok {
+			i = len(out)
+			byKey[key] = i
+			out = append(out, podClass{req: req, groups: groups[p], pod: p})
+		}
+		out[i].count++
+		of[p] = i
+	}
+	return out, of
+}
+
+// placementKey is what decides where a pod may run among offerings: its
+// node selector, required node affinity and tolerations.
+func placementKey(p *corev1.Pod) string {
+	var b strings.Builder
+	keys := make([]string, 0, len(p.Spec.NodeSelector))
+	for k := range p.Spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s;", k, p.Spec.NodeSelector[k])
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		fmt.Fprintf(&b, "|%v", a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+	}
+	fmt.Fprintf(&b, "|%v", p.Spec.Tolerations)
+	return b.String()
+}
+
+// antiGroups numbers the groups distinctNodes counts (pods sharing one
+// required hostname anti-affinity term that selects each of them) and
+// lists each member's groups.
+func antiGroups(pending []*corev1.Pod) map[*corev1.Pod][]int {
+	out := map[*corev1.Pod][]int{}
+	forEachAntiGroupMember(pending, func(p *corev1.Pod, group int) {
+		out[p] = append(out[p], group)
+	})
+	return out
+}
+
+// admits reports whether pod p may run on a node of pool np, type it, in
+// zone and capacityType: it tolerates the pool's taints, and its node
+// selector and required node affinity can hold for some node the offering
+// launches. A label whose value the offering does not decide is taken as
+// matching, so the check errs towards allowing (which only loosens the
+// bound).
+func admits(p *corev1.Pod, np *scheduling.NodePool, it *scheduling.InstanceType, zone, capacityType string) bool {
+	for i := range np.Taints {
+		t := &np.Taints[i]
+		if t.Key == v1.TaintKeyUnregistered || t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, t, false) {
+			return false
+		}
+	}
+	values := func(key string) ([]string, bool) {
+		switch key {
+		case corev1.LabelTopologyZone:
+			return []string{zone}, true
+		case v1.LabelCapacityType:
+			return []string{capacityType}, true
+		case v1.LabelNodePool:
+			return []string{np.Name}, true
+		}
+		if v, ok := np.Labels[key]; ok {
+			return []string{v}, true
+		}
+		if v, ok := it.Requirements[key]; ok {
+			return v, true
+		}
+		return nil, false
+	}
+	match := func(key string, op corev1.NodeSelectorOperator, vals []string) bool {
+		cands, known := values(key)
+		return !known || v1.RequirementAdmitsAny(op, vals, cands)
+	}
+	for k, v := range p.Spec.NodeSelector {
+		if !match(k, corev1.NodeSelectorOpIn, []string{v}) {
+			return false
+		}
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		ok := true
+		for _, e := range term.MatchExpressions {
+			if !match(e.Key, e.Operator, e.Values) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

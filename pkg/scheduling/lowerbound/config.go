@@ -1,0 +1,799 @@
+package lowerbound
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// ConfigBound is the configuration-LP lower bound on the hourly cost of a
+// Snapshot's new nodes (Gilmore–Gomory): a program over whole nodes, each
+// an offering and the integer number of pods of each class it holds, so it
+// sees what the resource LP cannot: pods' sizes leave a node's capacity
+// partly unusable, a node holds one pod of each required hostname
+// anti-affinity group, and pods run only on the offerings they may.
+type ConfigBound struct {
+	// Value is a lower bound on the cost of the new nodes of any plan that
+	// places the placeable pods, $/hour, valid whether or not the column
+	// generation converged: the master's value divided by the largest
+	// ratio of a configuration's dual value to its price (Farley), less
+	// what existing nodes can take at those duals.
+	Value float64
+	// LP is the restricted master's value when the generation stopped: the
+	// configuration LP's value at convergence, above it before.
+	LP float64
+	// Converged is true when no configuration prices out below its cost
+	// (within the pricing tolerance): Value is then within it of LP.
+	Converged bool
+	// Iterations, Columns, Classes and Offerings size the run.
+	Iterations, Columns, Classes, Offerings int
+	// Unplaceable counts pending pods that fit no offering; they are left
+	// out of the bound (no plan places them).
+	Unplaceable int
+	// Duals is each placeable pending pod's price at the bound's duals:
+	// what its share of the bound is, $/hour. Their sum over the pods is
+	// the master's value; a node of a plan costs more than its pods'
+	// duals by what it wastes at these prices.
+	Duals map[*corev1.Pod]float64
+}
+
+// ConfigLimits bound the column generation's work (deterministically: no
+// clock), so a large Snapshot still yields a valid, if looser, bound.
+type ConfigLimits struct {
+	// MaxIterations of the master (default 400).
+	MaxIterations int
+	// SearchBudget is the branch-and-bound nodes one pricing search may
+	// visit (default 4000); a search cut short bounds by its open subtrees.
+	SearchBudget int
+	// Tolerance is the relative reduced cost below which pricing stops
+	// looking (default 1e-4): the bound is then within this of the LP.
+	Tolerance float64
+}
+
+func (l ConfigLimits) withDefaults() ConfigLimits {
+	if l.MaxIterations <= 0 {
+		l.MaxIterations = 400
+	}
+	if l.SearchBudget <= 0 {
+		l.SearchBudget = 4000
+	}
+	if l.Tolerance <= 0 {
+		l.Tolerance = 1e-4
+	}
+	return l
+}
+
+// configColumn is one configuration in the master.
+type configColumn struct {
+	offering int
+	n        []int
+	cost     float64
+}
+
+// Configurations computes the configuration-LP bound for the Snapshot's
+// pending pods (DaemonSet-owned ones left out) under opts' price model.
+// Each offering (a NodePool's instance type in one available zone and
+// capacity type its requirements allow) holds its allocatable capacity less
+// the DaemonSet pods that surely land on it; a pod class may use it when
+// the pods tolerate the pool's taints and their node selector and required
+// node affinity admit its labels. Pod affinity, topology spread and host
+// ports are left out (which only loosens the bound). Existing nodes take
+// pods for free, bounded by their free capacity.
+func Configurations(s *scheduling.Snapshot, opts scheduling.Options, limits ConfigLimits) (ConfigBound, error) {
+	limits = limits.withDefaults()
+	var pending []*corev1.Pod
+	for _, p := range s.Pods {
+		if !pods.IsOwnedByDaemonSet(p) {
+			pending = append(pending, p)
+		}
+	}
+	d := newDims(pending)
+	classes, classOf := buildClasses(pending, d)
+	offers := buildOfferings(s, d, classes, opts.ListPrices)
+	out := ConfigBound{Classes: len(classes), Offerings: len(offers), Duals: map[*corev1.Pod]float64{}}
+	if len(classes) == 0 {
+		out.Converged = true
+		return out, nil
+	}
+	nGroups := 0
+	for _, c := range classes {
+		for _, g := range c.groups {
+			nGroups = max(nGroups, g+1)
+		}
+	}
+	// Per offering, the most pods of each class one node may take.
+	bounds := make([][]int, len(offers))
+	for o, off := range offers {
+		bounds[o] = make([]int, len(classes))
+		k := knapsack{req: classReqs(classes), cap: off.cap, bound: make([]int, len(classes))}
+		for c, cl := range classes {
+			if !off.allowed[c] {
+				continue
+			}
+			k.bound[c] = cl.count
+			if len(cl.groups) > 0 {
+				k.bound[c] = 1
+			}
+			bounds[o][c] = k.fits(c, off.cap)
+		}
+	}
+	// Classes no offering holds are left out.
+	var keep []int
+	for c := range classes {
+		if slices.ContainsFunc(bounds, func(b []int) bool { return b[c] > 0 }) {
+			keep = append(keep, c)
+		} else {
+			out.Unplaceable += classes[c].count
+		}
+	}
+	if len(keep) < len(classes) {
+		classes, bounds = keepClasses(classes, bounds, keep, classOf)
+		out.Classes = len(classes)
+		for o := range offers {
+			a := make([]bool, len(keep))
+			for i, c := range keep {
+				a[i] = offers[o].allowed[c]
+			}
+			offers[o].allowed = a
+		}
+	}
+	for o := range offers {
+		offers[o].sig = fmt.Sprint(offers[o].allowed)
+	}
+	if len(classes) == 0 {
+		out.Converged = true
+		return out, nil
+	}
+	reqs := classReqs(classes)
+	groups := make([][]int, len(classes))
+	demand := make([]float64, len(classes))
+	for c, cl := range classes {
+		groups[c] = cl.groups
+		demand[c] = float64(cl.count)
+	}
+	g := &generation{s: s, opts: opts, limits: limits, d: d, classes: classes, offers: offers,
+		bounds: bounds, reqs: reqs, groups: groups, demand: demand, nGroups: nGroups}
+	g.seed()
+	best, err := g.run(&out)
+	if err != nil {
+		return out, err
+	}
+	out.Value = max(0, best.value)
+	out.Columns = len(g.cols)
+	for p, c := range classOf {
+		if c >= 0 {
+			out.Duals[p] = best.pi[c]
+		}
+	}
+	return out, nil
+}
+
+func classReqs(classes []podClass) [][]int64 {
+	r := make([][]int64, len(classes))
+	for c, cl := range classes {
+		r[c] = cl.req
+	}
+	return r
+}
+
+// keepClasses drops the classes not in keep, renumbering classOf (-1 for
+// pods of dropped classes).
+func keepClasses(classes []podClass, bounds [][]int, keep []int, classOf map[*corev1.Pod]int) ([]podClass, [][]int) {
+	renum := make([]int, len(classes))
+	for i := range renum {
+		renum[i] = -1
+	}
+	out := make([]podClass, len(keep))
+	for i, c := range keep {
+		renum[c] = i
+		out[i] = classes[c]
+	}
+	for o := range bounds {
+		b := make([]int, len(keep))
+		for i, c := range keep {
+			b[i] = bounds[o][c]
+		}
+		bounds[o] = b
+	}
+	for p, c := range classOf {
+		classOf[p] = renum[c]
+	}
+	return out, bounds
+}
+
+// buildOfferings lists every NodePool's instance types in each available
+// zone and capacity type the pool allows, priced by the price model before
+// credits. A burstable type under billed prices is two offerings: its CPU
+// cut to the baseline (no credits), and all of it with credits counted on
+// what the configuration requests. Offerings with the same capacity and
+// classes keep only the cheapest.
+func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPrices bool) []offering {
+	best := map[string]int{}
+	var out []offering
+	cpu, hasCPU := d.index[corev1.ResourceCPU]
+	pools := slices.Clone(s.NodePools)
+	sort.SliceStable(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	for _, np := range pools {
+		for _, it := range s.InstanceTypes[np.Name] {
+			if !admitsAll(np.Requirements, it.Requirements) {
+				continue
+			}
+			alloc := d.vector(it.Allocatable())
+			if q, ok := it.Allocatable()[corev1.ResourcePods]; ok {
+				alloc[d.index[corev1.ResourcePods]] = q.Value() * 1000
+			}
+			for _, o := range it.Offerings {
+				if !o.Available || !scheduling.RequirementsAdmit(np.Requirements, labelZone, o.Zone) || !scheduling.RequirementsAdmit(np.Requirements, v1.LabelCapacityType, o.CapacityType) {
+					continue
+				}
+				daemon := daemonLoad(s, np, it, o, d)
+				capv := make([]int64, len(alloc))
+				for i := range alloc {
+					capv[i] = alloc[i] - daemon[i]
+				}
+				if slices.ContainsFunc(capv, func(v int64) bool { return v < 0 }) {
+					continue
+				}
+				off := offering{name: fmt.Sprintf("%s/%s/%s/%s", np.Name, it.Name, o.Zone, o.CapacityType),
+					typ: it, price: o.Price, cap: capv, allowed: make([]bool, len(classes))}
+				if hasCPU {
+					off.daemonCPU = daemon[cpu]
+				}
+				if !listPrices {
+					off.price += it.VolumePrice
+				}
+				any := false
+				for c, cl := range classes {
+					off.allowed[c] = admits(cl.pod, np, it, o.Zone, o.CapacityType)
+					any = any || off.allowed[c]
+				}
+				if !any {
+					continue
+				}
+				variants := []offering{off}
+				if b := it.Burst; !listPrices && b != nil && hasCPU {
+					base := off
+					base.cap = slices.Clone(off.cap)
+					base.cap[cpu] = min(base.cap[cpu], max(0, b.BaselineMilliCPU-off.daemonCPU))
+					full := off
+					full.name += "+credits"
+					full.surplus = b.SurplusPerVCPUHour / 1000
+					full.baseMilli = b.BaselineMilliCPU
+					variants = []offering{base, full}
+				}
+				for _, v := range variants {
+					sig := fmt.Sprint(v.cap, v.allowed, v.surplus, v.baseMilli, v.daemonCPU)
+					if i, ok := best[sig]; ok {
+						if v.price < out[i].price {
+							out[i] = v
+						}
+						continue
+					}
+					best[sig] = len(out)
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// daemonLoad is what the DaemonSet pods that surely run on a node of this
+// offering request: those that tolerate the pool's taints and whose node
+// selector and required node affinity match the node's labels, counting
+// only daemons whose terms name labels the offering decides (so a daemon
+// is never charged where it might not run).
+func daemonLoad(s *scheduling.Snapshot, np *scheduling.NodePool, it *scheduling.InstanceType, o scheduling.Offering, d dims) []int64 {
+	total := make([]int64, len(d.names))
+	if len(s.DaemonSets) == 0 {
+		return total
+	}
+	labels := map[string]string{}
+	for k, v := range it.Requirements {
+		if len(v) == 1 {
+			labels[k] = v[0]
+		}
+	}
+	for k, v := range np.Labels {
+		labels[k] = v
+	}
+	labels[labelZone] = o.Zone
+	labels[v1.LabelCapacityType] = o.CapacityType
+	labels[v1.LabelNodePool] = np.Name
+	for _, dp := range scheduling.DaemonPodsFor(s.DaemonSets, labels, np.Taints) {
+		if !decided(dp, labels) {
+			continue
+		}
+		v := d.vector(pods.Requests(dp))
+		v[d.index[corev1.ResourcePods]] = 1000
+		for i := range total {
+			total[i] += v[i]
+		}
+	}
+	return total
+}
+
+// decided reports whether every label key p's node selector and required
+// node affinity name is one of labels.
+func decided(p *corev1.Pod, labels map[string]string) bool {
+	for k := range p.Spec.NodeSelector {
+		if _, ok := labels[k]; !ok {
+			return false
+		}
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if _, ok := labels[e.Key]; !ok {
+				return false
+			}
+		}
+		if len(t.MatchFields) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// generation is one column generation run.
+type generation struct {
+	s       *scheduling.Snapshot
+	opts    scheduling.Options
+	limits  ConfigLimits
+	d       dims
+	classes []podClass
+	offers  []offering
+	bounds  [][]int // per offering, per class
+	reqs    [][]int64
+	groups  [][]int
+	demand  []float64
+	nGroups int
+	cols    []configColumn
+	seen    map[string]bool
+	working []int // the master's dual working set
+}
+
+// dualBound is a valid bound and the duals it came from.
+type dualBound struct {
+	value float64
+	pi    []float64
+}
+
+// cost is what configuration n on offering o costs per hour.
+func (g *generation) cost(o int, n []int) float64 {
+	off := &g.offers[o]
+	cpuMilli := off.daemonCPU
+	if i, ok := g.d.index[corev1.ResourceCPU]; ok {
+		for c, k := range n {
+			cpuMilli += int64(k) * g.reqs[c][i]
+		}
+	}
+	if off.surplus == 0 {
+		return off.price
+	}
+	return off.price + off.surplus*float64(max(0, cpuMilli-off.baseMilli))
+}
+
+func (g *generation) add(o int, n []int) bool {
+	if g.seen == nil {
+		g.seen = map[string]bool{}
+	}
+	key := fmt.Sprint(o, n)
+	if g.seen[key] {
+		return false
+	}
+	g.seen[key] = true
+	g.cols = append(g.cols, configColumn{offering: o, n: slices.Clone(n), cost: g.cost(o, n)})
+	return true
+}
+
+// seed gives every class a column of its own: as many of its pods as fit
+// the offering where that is cheapest per pod, so the master is feasible.
+func (g *generation) seed() {
+	for c := range g.classes {
+		bestO, bestPer := -1, math.Inf(1)
+		var bestN []int
+		for o := range g.offers {
+			k := g.bounds[o][c]
+			if k == 0 {
+				continue
+			}
+			n := make([]int, len(g.classes))
+			n[c] = k
+			if per := g.cost(o, n) / float64(k); per < bestPer {
+				bestO, bestPer, bestN = o, per, n
+			}
+		}
+		g.add(bestO, bestN)
+	}
+}
+
+// run alternates the master and pricing until no configuration prices out
+// or the limits are reached, and returns the best valid bound seen.
+func (g *generation) run(out *ConfigBound) (dualBound, error) {
+	best := dualBound{value: math.Inf(-1)}
+	scale, active := g.surrogateScale()
+	const perRound = 8
+	for out.Iterations = 1; out.Iterations <= g.limits.MaxIterations; out.Iterations++ {
+		value, pi, err := g.master()
+		if err != nil {
+			return best, fmt.Errorf("solving the configuration master: %w", err)
+		}
+		out.LP = value
+		if len(pi) == 0 {
+			break
+		}
+		// Root bounds of every offering, most promising first.
+		type prospect struct {
+			o     int
+			ratio float64 // upper bound on dual value / price
+			s     *surrogate
+			adj   knapsack
+		}
+		var prospects []prospect
+		maxRatio := 0.0
+		used := make([]bool, g.nGroups)
+		tables := g.tables(pi)
+		for o := range g.offers {
+			k := g.knapsackFor(o, pi)
+			k.tables = tables[g.offers[o].sig]
+			off := &g.offers[o]
+			if off.surplus == 0 {
+				// The one-dimension tables alone often settle it.
+				tb := math.Inf(1)
+				for i := range k.tables {
+					tb = min(tb, k.tables[i].bound(off.cap))
+				}
+				if tb <= off.price*(1+g.limits.Tolerance) {
+					maxRatio = max(maxRatio, tb/off.price)
+					continue
+				}
+			}
+			s, ub := k.bestSurrogate(scale, active, used)
+			if len(s.order) == 0 {
+				continue
+			}
+			ratio := ub / off.price
+			if off.surplus > 0 {
+				// Credits: search with the credit-adjusted values.
+				ratio = g.creditRatio(o, pi, ratio, scale, active, used)
+				adj := g.knapsackFor(o, pi)
+				for c := range adj.val {
+					if i, ok := g.d.index[corev1.ResourceCPU]; ok {
+						adj.val[c] -= off.surplus * float64(g.reqs[c][i])
+					}
+				}
+				adj.open = k.open
+				as := adj.newSurrogate(s.w)
+				prospects = append(prospects, prospect{o: o, ratio: ratio, s: &as, adj: adj})
+				maxRatio = max(maxRatio, ratio)
+				continue
+			}
+			if ratio > 1+g.limits.Tolerance {
+				prospects = append(prospects, prospect{o: o, ratio: ratio, s: &s, adj: k})
+			} else {
+				maxRatio = max(maxRatio, ratio)
+			}
+		}
+		sort.SliceStable(prospects, func(i, j int) bool { return prospects[i].ratio > prospects[j].ratio })
+		added := 0
+		for i, p := range prospects {
+			off := &g.offers[p.o]
+			target := off.price * (1 + g.limits.Tolerance)
+			if off.surplus > 0 {
+				target = off.price + off.surplus*float64(off.daemonCPU-off.baseMilli)
+				target += math.Abs(target) * g.limits.Tolerance
+			}
+			if added >= perRound && i >= perRound {
+				maxRatio = max(maxRatio, p.ratio)
+				continue
+			}
+			n, _, ub := p.adj.search(p.s, target, g.limits.SearchBudget, g.nGroups)
+			if off.surplus > 0 {
+				maxRatio = max(maxRatio, p.ratio)
+			} else {
+				maxRatio = max(maxRatio, ub/off.price)
+			}
+			val := 0.0
+			for c, k := range n {
+				val += float64(k) * pi[c]
+			}
+			if c := g.cost(p.o, n); val > c*(1+g.limits.Tolerance) && g.add(p.o, n) {
+				added++
+			}
+		}
+		if maxRatio > 0 {
+			if lb := g.farley(pi, maxRatio); lb > best.value {
+				best = dualBound{value: lb, pi: pi}
+			}
+		}
+		if added == 0 {
+			out.Converged = maxRatio <= 1+g.limits.Tolerance
+			if !out.Converged {
+				// Prove harder where the bound is loose.
+				if r := g.prove(pi, 5*g.limits.SearchBudget); r < maxRatio {
+					if lb := g.farley(pi, r); lb > best.value {
+						best = dualBound{value: lb, pi: pi}
+					}
+					out.Converged = r <= 1+g.limits.Tolerance
+				}
+			}
+			break
+		}
+	}
+	if out.Iterations > g.limits.MaxIterations {
+		out.Iterations = g.limits.MaxIterations
+	}
+	if math.IsInf(best.value, -1) {
+		best = dualBound{pi: make([]float64, len(g.classes))}
+	}
+	return best, nil
+}
+
+// prove is the largest ratio of dual value to price over every offering's
+// configurations at duals pi, searched with the given budget per offering.
+func (g *generation) prove(pi []float64, budget int) float64 {
+	scale, active := g.surrogateScale()
+	tables := g.tables(pi)
+	used := make([]bool, g.nGroups)
+	ratio := 0.0
+	for o := range g.offers {
+		off := &g.offers[o]
+		k := g.knapsackFor(o, pi)
+		k.tables = tables[off.sig]
+		tb := math.Inf(1)
+		for i := range k.tables {
+			tb = min(tb, k.tables[i].bound(off.cap))
+		}
+		if tb <= off.price*(1+g.limits.Tolerance) {
+			ratio = max(ratio, tb/off.price)
+			continue
+		}
+		s, ub := k.bestSurrogate(scale, active, used)
+		if len(s.order) == 0 {
+			continue
+		}
+		if off.surplus > 0 {
+			ratio = max(ratio, g.creditRatio(o, pi, ub/off.price, scale, active, used))
+			continue
+		}
+		if ub > off.price*(1+g.limits.Tolerance) {
+			_, _, ub = k.search(&s, off.price*(1+g.limits.Tolerance), budget, g.nGroups)
+		}
+		ratio = max(ratio, ub/off.price)
+	}
+	return ratio
+}
+
+// creditRatio bounds the ratio of dual value to price over the
+// configurations of a burstable offering that pays credits, whose price
+// is P' + s·cpu (P' the price less the credits of the baseline not taken
+// by DaemonSets; configurations under the baseline are the other
+// variant's, and here are only underpriced, which errs safe): the ratio is
+// at most θ where no configuration has Σ n·(π − θ·s·cpu) above θ·P'.
+// Bisection from hi, a bound at the price before credits.
+func (g *generation) creditRatio(o int, pi []float64, hi float64, scale []float64, active []int, used []bool) float64 {
+	off := &g.offers[o]
+	cpu, ok := g.d.index[corev1.ResourceCPU]
+	floor := off.price + off.surplus*float64(off.daemonCPU-off.baseMilli)
+	if !ok || floor <= 0 {
+		return hi
+	}
+	holds := func(theta float64) bool {
+		k := g.knapsackFor(o, pi)
+		for c := range k.val {
+			k.val[c] -= theta * off.surplus * float64(g.reqs[c][cpu])
+		}
+		_, ub := k.bestSurrogate(scale, active, used)
+		return ub <= theta*floor
+	}
+	lo := 0.0
+	for range 30 {
+		mid := (lo + hi) / 2
+		if holds(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// farley is the bound the duals pi give: pi scaled by 1/maxRatio is
+// feasible for the dual of the full program over new nodes, and existing
+// nodes' convexity rows take what each of them can hold at those duals.
+func (g *generation) farley(pi []float64, maxRatio float64) float64 {
+	theta := 1 / maxRatio
+	sc, act := g.surrogateScale()
+	v := 0.0
+	for c, p := range pi {
+		v += p * g.demand[c]
+	}
+	for _, n := range g.s.Nodes {
+		if n.MarkedForDeletion {
+			continue
+		}
+		free := g.d.vector(n.Allocatable)
+		if q, ok := n.Allocatable[corev1.ResourcePods]; ok {
+			free[g.d.index[corev1.ResourcePods]] = q.Value() * 1000
+		}
+		for _, p := range n.Pods {
+			r := g.d.podVector(p)
+			for i := range free {
+				free[i] -= r[i]
+			}
+		}
+		for i := range free {
+			free[i] = max(0, free[i])
+		}
+		k := knapsack{val: pi, req: g.reqs, cap: free, bound: make([]int, len(g.classes)), groups: make([][]int, len(g.classes))}
+		for c, cl := range g.classes {
+			k.bound[c] = cl.count
+		}
+		s, _ := k.bestSurrogate(sc, act, nil)
+		if len(s.order) == 0 {
+			continue
+		}
+		_, _, ub := k.search(&s, 0, g.limits.SearchBudget, 0)
+		v -= ub
+	}
+	return theta * v
+}
+
+// tables are the one-dimension bounds at duals pi, per set of classes an
+// offering may take.
+func (g *generation) tables(pi []float64) map[string][]dimTable {
+	maxCap := map[string][]int64{}
+	allowed := map[string][]bool{}
+	for _, off := range g.offers {
+		m, ok := maxCap[off.sig]
+		if !ok {
+			m = make([]int64, len(off.cap))
+			maxCap[off.sig], allowed[off.sig] = m, off.allowed
+		}
+		for d, v := range off.cap {
+			m[d] = max(m[d], v)
+		}
+	}
+	counts := make([]int, len(g.classes))
+	for c, cl := range g.classes {
+		counts[c] = cl.count
+	}
+	out := map[string][]dimTable{}
+	for sig, m := range maxCap {
+		for d := range g.d.names {
+			out[sig] = append(out[sig], newDimTable(pi, g.reqs, counts, g.groups, allowed[sig], d, m[d]))
+		}
+	}
+	return out
+}
+
+// knapsackFor is offering o's pricing problem at duals pi.
+func (g *generation) knapsackFor(o int, pi []float64) knapsack {
+	return knapsack{val: slices.Clone(pi), req: g.reqs, cap: g.offers[o].cap, bound: g.bounds[o], groups: g.groups}
+}
+
+// surrogateScale is each dimension's weight unit (one over the pods'
+// total demand of it) and the dimensions they demand at all.
+func (g *generation) surrogateScale() ([]float64, []int) {
+	scale := make([]float64, len(g.d.names))
+	var active []int
+	for k := range g.d.names {
+		t := 0.0
+		for c := range g.classes {
+			t += g.demand[c] * float64(g.reqs[c][k])
+		}
+		if t > 0 {
+			scale[k] = 1 / t
+			active = append(active, k)
+		}
+	}
+	return scale, active
+}
+
+// master solves the restricted master LP, min Σ cost·x subject to each
+// class's pods covered, over the columns so far, through its dual: max
+// Σ N·π subject to π·n ≤ cost for every column, π ≥ 0. The dual is solved
+// over a working set of columns (every seed, so each class is bounded,
+// and those found violated), growing it until every column holds, so
+// the duals are exactly optimal: a configuration that prices out is new.
+// The variables are y = N·π, so every row's scale is one.
+func (g *generation) master() (float64, []float64, error) {
+	m := len(g.classes)
+	in := map[int]bool{}
+	for _, j := range g.working {
+		in[j] = true
+	}
+	for j := range min(m, len(g.cols)) {
+		if !in[j] {
+			in[j] = true
+			g.working = append(g.working, j)
+		}
+	}
+	for range 100 {
+		y, value, err := g.restrictedDual(g.working)
+		if err != nil {
+			return 0, nil, err
+		}
+		type violation struct {
+			j int
+			v float64
+		}
+		var viol []violation
+		for j, col := range g.cols {
+			if in[j] {
+				continue
+			}
+			v := -col.cost
+			for r, k := range col.n {
+				v += float64(k) / g.demand[r] * y[r]
+			}
+			if v > 1e-9*col.cost {
+				viol = append(viol, violation{j, v / col.cost})
+			}
+		}
+		if len(viol) == 0 {
+			pi := make([]float64, m)
+			for r := range m {
+				pi[r] = max(0, y[r]) / g.demand[r]
+			}
+			return value, pi, nil
+		}
+		sort.Slice(viol, func(a, b int) bool { return viol[a].v > viol[b].v })
+		for _, v := range viol[:min(len(viol), max(8, m/2))] {
+			in[v.j] = true
+			g.working = append(g.working, v.j)
+		}
+	}
+	return 0, nil, errors.New("the dual's working set did not settle")
+}
+
+// restrictedDual solves max Σ y subject to Σ_r (n_r/N_r)·y_r ≤ cost for
+// the working columns, y ≥ 0, in gonum's standard form with a slack per
+// column (the slacks are a feasible first basis: every cost is ≥ 0).
+func (g *generation) restrictedDual(working []int) ([]float64, float64, error) {
+	m, w := len(g.classes), len(working)
+	a := mat.NewDense(w, m+w, nil)
+	c := make([]float64, m+w)
+	b := make([]float64, w)
+	for r := range m {
+		c[r] = -1
+	}
+	basis := make([]int, w)
+	for i, j := range working {
+		col := g.cols[j]
+		for r, k := range col.n {
+			if k > 0 {
+				a.Set(i, r, float64(k)/g.demand[r])
+			}
+		}
+		a.Set(i, m+i, 1)
+		// Costs raised by up to a millionth, unevenly, so no two
+		// vertices tie; y is scaled back below.
+		_, frac := math.Modf(float64(j+1) * 0.6180339887)
+		b[i] = col.cost * (1 + 1e-6*frac)
+		basis[i] = m + i
+	}
+	opt, x, err := lp.Simplex(c, a, b, 1e-10, basis)
+	if err != nil {
+		return nil, 0, err
+	}
+	y := x[:m]
+	for r := range y {
+		y[r] /= 1 + 1e-6
+	}
+	return y, -opt / (1 + 1e-6), nil
+}
