@@ -96,6 +96,10 @@ const (
 	// WhyUninitializedNode: the simulation puts a pod on a node that is not
 	// initialised (Node).
 	WhyUninitializedNode WhyKind = "UninitializedNode"
+	// WhySchedulerWouldSpread: kube-scheduler, placing the evicted pods
+	// on the nodes with the most room first, would leave a pod (Pod) of
+	// the node no room where the simulation put it (realise.go).
+	WhySchedulerWouldSpread WhyKind = "SchedulerWouldSpread"
 	// WhyNoBudget: the NodePool's budget for the method's reason is used up
 	// (NodePool, Budget).
 	WhyNoBudget WhyKind = "NoBudget"
@@ -125,7 +129,7 @@ var WhyKinds = []WhyKind{
 	WhyPodDoNotDisrupt, WhyPDB,
 	WhyStatic, WhyConsolidationDisabled, WhyNotConsolidatable, WhyWhenEmpty, WhyUnknownOffering, WhyNoPrice,
 	WhyNotCheaper, WhyBalanced, WhyWouldCreateNodes, WhySpotToSpotDisabled, WhySpotToSpotTypes, WhyMinValues,
-	WhyPodsWouldNotSchedule, WhyUninitializedNode, WhyNoBudget,
+	WhyPodsWouldNotSchedule, WhyUninitializedNode, WhySchedulerWouldSpread, WhyNoBudget,
 	WhyDriftPaused, WhyStaticScalingDown, WhyStaticAtLimit, WhyStaticNoInstanceType,
 }
 
@@ -233,6 +237,8 @@ func (w Why) String() string {
 		return fmt.Sprintf("not all pods would schedule, pod %q: %s", w.Pod, solver)
 	case WhyUninitializedNode:
 		return fmt.Sprintf("would schedule against uninitialized node %q", w.Node)
+	case WhySchedulerWouldSpread:
+		return fmt.Sprintf("pod %q would not schedule where the simulation puts it: kube-scheduler sends evicted pods to the least allocated nodes first, which would leave it no room", w.Pod)
 	case WhyNoBudget:
 		return fmt.Sprintf("no disruption budget left for reason %s in NodePool %q", w.Budget, w.NodePool)
 	case WhyDriftPaused:
