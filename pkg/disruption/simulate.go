@@ -209,6 +209,11 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 		}
 		r.replacements = append(r.replacements, nc)
 	}
+	if requirePreferences {
+		// Consolidation only: drift replaces its node whatever the
+		// scheduler then does, as Karpenter's does.
+		s.follow(r)
+	}
 	return r, nil
 }
 
