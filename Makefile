@@ -7,7 +7,7 @@ GO ?= go
 K8S_BIN ?= $(CURDIR)/bin/k8s
 export JOINER_K8S_BIN ?= $(K8S_BIN)
 
-.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load controlplane chromium podman clean chaos fuzz image helm-test conformance conformance-performance chaos-planted chaos-soak kueue e2e-kueue
+.PHONY: all build generate verify lint test test-packages test-unit run run-aws e2e-aws bench bench-latency load wide-deployments controlplane chromium podman clean chaos fuzz image helm-test conformance conformance-performance chaos-planted chaos-soak kueue e2e-kueue
 
 all: build
 
@@ -206,6 +206,13 @@ fuzz:
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
 		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -parallel 1; \
 	done
+
+## wide-deployments: upstream's "Wide Deployments" consolidation at WIDE_REPLICAS pods per Deployment (default
+## 20; make test runs 10, upstream 35) on kube-scheduler and kwok: pods moved, commands, node-count range and
+## nodes launched for evicted pods (pkg/controllers/disruption/e2e/churn_test.go).
+WIDE_REPLICAS ?= 20
+wide-deployments: controlplane
+	JOINER_WIDE_REPLICAS=$(WIDE_REPLICAS) JOINER_WIDE_WATCH=10m $(GO) test ./pkg/controllers/disruption/e2e -run '^TestWideDeploymentsSettle$$' -v -count=1 -timeout 40m
 
 ## load: issue 12's load test on the local control plane and the simulated
 ## cloud: LOAD_PODS pods (default 10,000) on nodes of ten pods each, time to

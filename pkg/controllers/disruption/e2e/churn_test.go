@@ -52,8 +52,9 @@ var wideDeployments = []wideDeployment{
 // TestWideDeploymentsSettle is upstream's "Wide Deployments" consolidation
 // phase at a small scale, judged by kube-scheduler: Deployments of many
 // replicas, every one spread over zones (maxSkew 1, DoNotSchedule), scale
-// in by 30%, and consolidation must then settle: few commands, each pod
-// moved about once, and the node count only going down. Upstream's run
+// in by 30%, and consolidation must then settle: each pod moved at most
+// once on average, no pod left without room (provisioning launches no
+// node), and the node count not rising by more than a third. Upstream's run
 // against joiner moved every pod about 19 times in 54 commands while the
 // node count swung between 115 and 215.
 //
@@ -106,7 +107,7 @@ func TestWideDeploymentsSettle(t *testing.T) {
 		}))
 	}
 	total := replicas * len(deps)
-	test.Eventually(t, 3*time.Minute, func(ctx context.Context) error {
+	test.Eventually(t, max(3*time.Minute, time.Duration(total)*time.Second), func(ctx context.Context) error {
 		n, err := s.runningCount(ctx)
 		if err != nil {
 			return err
@@ -116,10 +117,14 @@ func TestWideDeploymentsSettle(t *testing.T) {
 		}
 		return nil
 	})
+	// quiet is how long nothing may change for consolidation to count as
+	// settled: a few passes (consolidateAfter 5 s, validation 2 s) on a
+	// loaded machine.
+	const quiet = 30 * time.Second
 	// Scale-out's own consolidation (a node launched for a burst that a
 	// later, larger node made redundant) is not the subject: let it end.
 	w := newChurnWatch(s)
-	w.settle(t, 20*time.Second, 2*time.Minute)
+	w.settle(t, quiet, 2*time.Minute)
 	t.Logf("%s scale-out: %d pods on %d nodes", time.Now().UTC().Format(time.TimeOnly), total, w.nodes)
 
 	for _, d := range deps {
@@ -137,18 +142,18 @@ func TestWideDeploymentsSettle(t *testing.T) {
 		return nil
 	})
 	w = newChurnWatch(s)
-	settled := w.settle(t, 20*time.Second, watch)
+	settled := w.settle(t, quiet, watch)
 	t.Logf("%s consolidation of %d pods: %d commands moved %d pods in %s; nodes %d at the scale-in, then %d–%d, %d at the end; %d nodeclaims created, %d of them by provisioning for pods that found no room",
 		time.Now().UTC().Format(time.TimeOnly), left, w.commands(), w.moved, w.elapsed().Round(time.Second), w.startNodes, w.minNodes, w.maxNodes, w.nodes, w.created, w.provisioned())
 	w.schedulingFailures()
 	if !settled {
-		t.Errorf("consolidation did not settle within %s (no pod moved and no node changed for 20 s)", watch)
+		t.Errorf("consolidation did not settle within %s (no pod moved and no node changed for %s)", watch, quiet)
 	}
-	// Each pod moved about once is what one pass of consolidation needs;
-	// commands that re-pack the pods the last one just placed move them
-	// again and again.
-	if w.moved > left*3/2 {
-		t.Errorf("consolidation moved %d pods, more than 1.5 times the %d pods left", w.moved, left)
+	// Each pod moved at most once is what one pass of consolidation
+	// needs; commands that re-pack the pods the last one just placed move
+	// them again and again.
+	if w.moved > left {
+		t.Errorf("consolidation moved %d pods, more than the %d pods left", w.moved, left)
 	}
 	// A command's evicted pods must find the room it counted on: a pod
 	// that goes pending gets a node of its own, which the next pass
@@ -157,8 +162,9 @@ func TestWideDeploymentsSettle(t *testing.T) {
 		t.Errorf("provisioning launched %d nodes for pods consolidation evicted", n)
 	}
 	// Replacements launch before the candidates go, so the count can pass
-	// its start by the replacements of the command in flight, never more.
-	if w.maxNodes > w.startNodes+w.startNodes/5 {
+	// its start by the replacements of the commands in flight; nodes for
+	// pods that found no room push it further.
+	if w.maxNodes > w.startNodes+w.startNodes/3 {
 		t.Errorf("the node count rose from %d to %d while consolidating", w.startNodes, w.maxNodes)
 	}
 }
