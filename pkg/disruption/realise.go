@@ -167,10 +167,8 @@ func leastAllocated(left, alloc vec) float64 {
 // controllerOf is the UID that groups a pod with its identical siblings:
 // its controller's, or its own when it has none.
 func controllerOf(p *corev1.Pod) types.UID {
-	for _, ref := range p.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			return ref.UID
-		}
+	if ref := pods.ControllerOf(p); ref != nil {
+		return ref.UID
 	}
 	if p.UID != "" {
 		return p.UID
