@@ -38,6 +38,15 @@ func (e *engine) consolidationCandidates() []*candidate {
 // maxRepackSimulations bounds the simulations of one multi-node search.
 const maxRepackSimulations = 4
 
+// simulations is what a search may spend: n, or less when the pass has a
+// smaller allowance left (a composed step, see compose.go).
+func (e *engine) simulations(n int) int {
+	if e.simLimit > 0 {
+		return max(min(n, e.simLimit-e.sim.solves), 0)
+	}
+	return n
+}
+
 // multiNode takes as many candidates as the Underutilized budgets allow,
 // those an estimate says would save most first (see estimator), and
 // simulates removing them all at once: their pods go to the other nodes'
@@ -79,7 +88,7 @@ func (e *engine) multiNode() (*Command, error) {
 			set = append(set, r.c)
 		}
 	}
-	for range maxRepackSimulations {
+	for range e.simulations(maxRepackSimulations) {
 		if len(set) < 2 {
 			return nil, nil
 		}
@@ -132,7 +141,7 @@ func (e *engine) singleNode() (*Command, error) {
 	sort.SliceStable(cands, func(i, j int) bool {
 		return savings[cands[i]]/(cands[i].cost+1) > savings[cands[j]]/(cands[j].cost+1)
 	})
-	limit := DefaultMaxSingleNodeSimulations
+	limit := e.simulations(DefaultMaxSingleNodeSimulations)
 	for _, c := range cands {
 		if budget[c.node.NodePool] <= 0 {
 			e.note(c, noBudget(c.node.NodePool, ReasonUnderutilized))

@@ -16,6 +16,10 @@ type engine struct {
 	allowed  map[string]map[Reason]int
 	sim      *simulator
 	est      *estimator
+	// simLimit, when positive, caps the simulations of this pass's
+	// consolidation searches (a composed step's share, compose.go).
+	simLimit   int
+	composeAll bool
 }
 
 func newEngine(in *Input) (*engine, error) {
@@ -35,12 +39,20 @@ func (e *engine) capacity() *capacity { return e.sim.capacity() }
 
 // Decide runs the methods in Karpenter's order (emptiness, static drift,
 // drift, multi-node consolidation, single-node consolidation); the first
-// that yields a command wins. Every managed node gets a Verdict either way.
-func Decide(in *Input) (*Decision, error) {
+// that yields a command wins, and a consolidation command may take the
+// next passes' commands as steps of its own (compose.go). Every managed
+// node gets a Verdict either way.
+func Decide(in *Input) (*Decision, error) { return decide(in, false) }
+
+// decide is Decide; composeAll lets every consolidation command compose
+// further steps with a pass's full search (tests exercise compose.go with
+// it, where its thrift would rarely compose).
+func decide(in *Input, composeAll bool) (*Decision, error) {
 	e, err := newEngine(in)
 	if err != nil {
 		return nil, err
 	}
+	e.composeAll = composeAll
 	d := &Decision{Verdicts: e.verdicts, Allowed: e.allowed}
 	for _, method := range []func() (*Command, error){e.emptiness, e.staticDrift, e.drift, e.multiNode, e.singleNode} {
 		cmd, err := method()
@@ -53,6 +65,9 @@ func Decide(in *Input) (*Decision, error) {
 		}
 	}
 	if d.Command != nil {
+		if d.Command, err = e.compose(d.Command); err != nil {
+			return nil, err
+		}
 		for i := range d.Verdicts {
 			if slices.Contains(d.Command.Candidates, d.Verdicts[i].Node) {
 				d.Verdicts[i].Command = d.Command.Method
@@ -110,6 +125,9 @@ func Validate(cmd *Command, in *Input) error {
 	if cmd.Method == MethodEmptiness || cmd.Method == MethodStaticDrift || (cmd.Method == MethodDrift && len(cmd.Replacements) == 0 && allEmpty(cands)) {
 		return nil
 	}
+	if len(cmd.steps) > 1 {
+		return e.validateSteps(cmd)
+	}
 	simulate := e.sim.run
 	if cmd.Method == MethodDrift {
 		simulate = e.sim.runRelaxed
@@ -122,6 +140,13 @@ func Validate(cmd *Command, in *Input) error {
 	if now == nil {
 		return fmt.Errorf("re-simulation no longer supports the command: %s", whyNot)
 	}
+	return stillOffers(now, cmd)
+}
+
+// stillOffers reports whether a re-simulation's command now supports
+// cmd: as many replacements, each of cmd's offered, with all of its
+// instance types, by a distinct one of now's.
+func stillOffers(now, cmd *Command) error {
 	if len(now.Replacements) != len(cmd.Replacements) {
 		return fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
 	}

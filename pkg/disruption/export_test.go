@@ -68,3 +68,11 @@ func BestCommand(in *Input) (float64, error) {
 	}
 	return best, nil
 }
+
+// Steps is how many consolidation steps cmd composes (1 for a command of
+// one step).
+func Steps(cmd *Command) int { return max(len(cmd.steps), 1) }
+
+// DecideComposingAll is Decide with every consolidation command composing
+// further steps, each with a pass's full search.
+func DecideComposingAll(in *Input) (*Decision, error) { return decide(in, true) }

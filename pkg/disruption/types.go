@@ -143,6 +143,10 @@ type Command struct {
 	// pod (for simulate's dry run and explain; the kube-scheduler makes the
 	// real choice).
 	Moves []Move
+	// steps are the consolidation commands a composed command is made of,
+	// in order (compose.go); Validate re-simulates each. nil for a command
+	// of one step.
+	steps []*Command
 }
 
 // Move is one evicted pod and where the simulation placed it.
