@@ -453,11 +453,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			off := &g.offers[o]
 			if off.surplus == 0 {
 				// The one-dimension tables alone often settle it.
-				tb := math.Inf(1)
-				for i := range k.tables {
-					tb = min(tb, k.tables[i].bound(off.cap))
-				}
-				if tb <= off.price*(1+g.limits.Tolerance) {
+				if tb := k.tableBound(off.cap); tb <= off.price*(1+g.limits.Tolerance) {
 					maxRatio = max(maxRatio, tb/off.price)
 					continue
 				}
@@ -554,11 +550,7 @@ func (g *generation) prove(pi []float64, budget int) float64 {
 		off := &g.offers[o]
 		k := g.knapsackFor(o, pi)
 		k.tables = tables[off.sig]
-		tb := math.Inf(1)
-		for i := range k.tables {
-			tb = min(tb, k.tables[i].bound(off.cap))
-		}
-		if tb <= off.price*(1+g.limits.Tolerance) {
+		if tb := k.tableBound(off.cap); tb <= off.price*(1+g.limits.Tolerance) {
 			ratio = max(ratio, tb/off.price)
 			continue
 		}

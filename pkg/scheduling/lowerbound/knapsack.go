@@ -76,7 +76,12 @@ func (k *knapsack) fits(c int, rem []int64) int {
 // class limited by how many of it rem holds in every dimension alone and
 // members of other open groups by one each.
 func (k *knapsack) upper(s *surrogate, from int, rem []int64, used []bool) float64 {
-	ub := k.exact(s, from, rem, used)
+	return min(k.exact(s, from, rem, used), k.tableBound(rem))
+}
+
+// tableBound is the tightest one-dimension table's value in rem.
+func (k *knapsack) tableBound(rem []int64) float64 {
+	ub := math.Inf(1)
 	for i := range k.tables {
 		ub = min(ub, k.tables[i].bound(rem))
 	}
