@@ -6,6 +6,7 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/interruption"
 )
@@ -64,6 +65,26 @@ func TestUnavailableOfferingsTTL(t *testing.T) {
 		clk.Step(2 * time.Second)
 		if ice.isUnavailable("on-demand", "m5.large", "us-east-1a") {
 			t.Errorf("TTL %s: the offering is still unavailable a second after the TTL", tc.want)
+		}
+	}
+}
+
+// New hands the option to the ICE cache it builds (Karpenter's 3 minutes
+// when unset): the cache's own TTL test builds the cache directly and
+// would not see a provider that dropped the option.
+func TestNewKeepsUnavailableOfferingsTTL(t *testing.T) {
+	type nopEC2 struct{ EC2API }
+	type nopIAM struct{ IAMAPI }
+	type nopSSM struct{ SSMAPI }
+	type nopClient struct{ client.Client }
+	for _, tc := range []struct{ ttl, want time.Duration }{{0, DefaultUnavailableOfferingsTTL}, {30 * time.Second, 30 * time.Second}} {
+		p, err := New(Options{EC2: nopEC2{}, IAM: nopIAM{}, SSM: nopSSM{}, Client: nopClient{}, Region: "us-east-1", ClusterName: "c",
+			KubernetesVersion: "1.33", UserData: func(UserDataOptions) (string, error) { return "", nil }, UnavailableOfferingsTTL: tc.ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ice.ttl != tc.want {
+			t.Errorf("UnavailableOfferingsTTL %s: the ICE cache keeps offerings %s, want %s", tc.ttl, p.ice.ttl, tc.want)
 		}
 	}
 }
