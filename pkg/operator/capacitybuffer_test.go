@@ -263,16 +263,7 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 	if err := s.env.Client.Delete(t.Context(), cb); err != nil {
 		t.Fatal(err)
 	}
-	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
-		claims, err := s.nodeClaims(ctx)
-		if err != nil {
-			return err
-		}
-		if len(claims) > 0 {
-			return fmt.Errorf("%d NodeClaim(s) left after the buffer was deleted", len(claims))
-		}
-		return nil
-	})
+	s.waitNoNodeClaims(90*time.Second, "after the buffer was deleted")
 }
 
 // settle waits until the scenario's NodeClaims have not changed for

@@ -274,6 +274,23 @@ func (s *scenario) nodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 	return list.Items, nil
 }
 
+// waitNoNodeClaims waits until none of the scenario's NodeClaims is left;
+// why (such as "after the scale-down") follows the count left in the
+// error of a wait that times out.
+func (s *scenario) waitNoNodeClaims(timeout time.Duration, why string) {
+	s.t.Helper()
+	test.Eventually(s.t, timeout, func(ctx context.Context) error {
+		claims, err := s.nodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) > 0 {
+			return fmt.Errorf("%d NodeClaim(s) left %s", len(claims), why)
+		}
+		return nil
+	})
+}
+
 // nodes lists the scenario's Nodes.
 func (s *scenario) nodes(ctx context.Context) ([]corev1.Node, error) {
 	var list corev1.NodeList

@@ -80,16 +80,7 @@ func TestMetricsAfterScaleUpAndDown(t *testing.T) {
 	if err := s.env.Client.Patch(t.Context(), d, patch); err != nil {
 		t.Fatal(err)
 	}
-	test.Eventually(t, 90*time.Second, func(ctx context.Context) error {
-		claims, err := s.nodeClaims(ctx)
-		if err != nil {
-			return err
-		}
-		if len(claims) > 0 {
-			return fmt.Errorf("%d nodeclaims left", len(claims))
-		}
-		return nil
-	})
+	s.waitNoNodeClaims(90*time.Second, "after the scale-down")
 	expectSeries(t, url, []want{
 		{"karpenter_nodeclaims_disrupted_total", map[string]string{"reason": "empty", "nodepool": pool}},
 		{"karpenter_nodeclaims_terminated_total", map[string]string{"nodepool": pool}},
