@@ -274,6 +274,7 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 		}
 		v.Cluster.Pods = append(v.Cluster.Pods, pod)
 	}
+	withoutPlanned(v.Cluster.Nodes, v.Cluster.Pods)
 	if b.opts.Buffers != nil {
 		v.Cluster.Pods = append(v.Cluster.Pods, b.opts.Buffers.Pods()...)
 	}
@@ -320,6 +321,28 @@ func (b *Builder) Build(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	return v, nil
+}
+
+// withoutPlanned takes the pods this pass plans off the nodes their live
+// nominations still count them on: a pod planned again before its
+// nomination lapses (state.Nominations' renewal) must find the room it
+// holds free, or it would be placed elsewhere (or on a new NodeClaim) and
+// its own NodeClaim left to look empty.
+func withoutPlanned(nodes []*scheduling.ExistingNode, pending []*corev1.Pod) {
+	keys := make(map[types.NamespacedName]bool, len(pending))
+	for _, pod := range pending {
+		keys[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = true
+	}
+	planned := func(pod *corev1.Pod) bool {
+		return pod.Spec.NodeName == "" && keys[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
+	}
+	for _, n := range nodes {
+		// A clone: a node's pods may be the cluster state's read-only
+		// slice.
+		if slices.ContainsFunc(n.Pods, planned) {
+			n.Pods = slices.DeleteFunc(slices.Clone(n.Pods), planned)
+		}
+	}
 }
 
 // NominatedNodeNames says which status.nominatedNodeName joiner itself

@@ -17,7 +17,8 @@ import (
 // window after the plan or the initialisation, whichever is later. It
 // usually ends sooner: when the pod binds, or when the node planned for it
 // initialised and kube-scheduler still rejected the pod (see
-// Cluster.Nominate).
+// Cluster.Nominate). A pod still pending is planned again half a window
+// before its nomination lapses, and renewed (see Nominations.Holds).
 const DefaultNominationTTL = 20 * time.Second
 
 // NominationWindow is Karpenter's nomination window for a batch of at most
@@ -221,19 +222,23 @@ func (n *Nominations) PublishDecisions(pods []*corev1.Pod, now time.Time) {
 }
 
 // Holds reports whether pod's nomination keeps it out of a provisioning
-// pass: it is live, and its NodeClaim is in the model (not an unconfirmed
-// NodeClaimCreated record past its TTL), not marked for deletion, and
-// neither it nor its Node is being deleted. until is when the nomination
-// stops being live if nothing else happens. The provisioner plans and
-// triggers by this one test, so a pod it leaves out of passes is never
-// also left without a batch.
+// pass: it is live and not yet due for renewal (see renewAt), and its
+// NodeClaim is in the model (not an unconfirmed NodeClaimCreated record
+// past its TTL), not marked for deletion, and neither it nor its Node is
+// being deleted. until is when the nomination stops keeping the pod out
+// if nothing else happens: half a window before it would stop being live,
+// so the pass that plans the pod again (and, when its NodeClaim still has
+// room for it, nominates it there anew) runs while the nomination still
+// counts, and the NodeClaim is never seen without the pods that wait for
+// it. The provisioner plans and triggers by this one test, so a pod it
+// leaves out of passes is never also left without a batch.
 func (n *Nominations) Holds(pod types.NamespacedName) (nodeClaimName string, until time.Time, ok bool) {
 	c := n.c
 	now := c.opts.Clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	nom, ok := n.byPod[pod]
-	if !ok || !nom.live(now) {
+	if !ok || !now.Before(n.renewAt(nom)) {
 		return "", time.Time{}, false
 	}
 	key, ok := c.nodeClaimKeys[nom.nodeClaim]
@@ -244,7 +249,23 @@ func (n *Nominations) Holds(pod types.NamespacedName) (nodeClaimName string, unt
 	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.goingAwayLocked(key, e) {
 		return "", time.Time{}, false
 	}
-	return nom.nodeClaim, nom.liveUntil(), true
+	return nom.nodeClaim, n.renewAt(nom), true
+}
+
+// renewAt is when a nomination stops keeping its pod out of provisioning
+// passes: half a window before it stops being live. Karpenter plans every
+// pending pod in every pass and nominates again the nodes they would go
+// to, its window being two batches long, so a node stays nominated while
+// pending pods still count on it. Joiner leaves a nominated pod out of the
+// passes while its nomination holds, and plans it again from here on: a
+// pod that kube-scheduler has not bound yet (an overloaded control plane
+// can take minutes) is planned again half a window before its nomination
+// lapses, onto the room it holds (the live model does not count the pod
+// against its own NodeClaim), and renewed there, instead of the NodeClaim
+// looking empty to disruption and its pod being planned from scratch once
+// the window has passed.
+func (n *Nominations) renewAt(nom *nomination) time.Time {
+	return nom.liveUntil().Add(-n.ttl / 2)
 }
 
 // PodsNominatedTo returns the pending pods last nominated to the NodeClaim

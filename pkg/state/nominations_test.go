@@ -32,7 +32,9 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 		nominateTo string
 		// then changes the model (and the clock) after the nomination.
 		then func(c *Cluster, clk *clocktesting.FakeClock)
-		// holds, holdsUntil: Holds' answer (until after the plan).
+		// holds, holdsUntil: Holds' answer (until after the plan): half a
+		// window before the nomination lapses, when the provisioner plans
+		// the pod again while the nomination still counts.
 		holds      bool
 		holdsUntil time.Duration
 		// nominated, node: Nomination's answer.
@@ -45,7 +47,7 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 	}{
 		{
 			name: "nominated to an in-flight NodeClaim: held until the longest wait for its initialisation", nominateTo: "nc-1",
-			holds: true, holdsUntil: MaxNominationHold, nominated: true,
+			holds: true, holdsUntil: MaxNominationHold - 30*time.Second, nominated: true,
 			waitingOnNC1: []types.NamespacedName{web}, counted: 1,
 		},
 		{
@@ -54,8 +56,16 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 				clk.Step(10 * time.Second)
 				c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
 			},
-			holds: true, holdsUntil: 10*time.Second + time.Minute, nominated: true,
+			holds: true, holdsUntil: 10*time.Second + 30*time.Second, nominated: true,
 			waitingOnNC1: []types.NamespacedName{web}, counted: 1,
+		},
+		{
+			name: "half a window before it lapses: due for renewal (not held), still counted", nominateTo: "nc-1",
+			then: func(c *Cluster, clk *clocktesting.FakeClock) {
+				c.UpdateNodeClaim(initialized(nodeClaim("nc-1", "default", "")))
+				clk.Step(30 * time.Second)
+			},
+			nominated: true, waitingOnNC1: []types.NamespacedName{web}, counted: 1,
 		},
 		{
 			name: "the NodeClaim's Node registered: the pod's node is named", nominateTo: "nc-1",
@@ -63,7 +73,7 @@ func TestNominationsAnswerTheirReaders(t *testing.T) {
 				c.UpdateNodeClaim(nodeClaim("nc-1", "default", "sim:///i-1"))
 				c.UpdateNode(node("node-1", "sim:///i-1", nil))
 			},
-			holds: true, holdsUntil: MaxNominationHold, nominated: true, node: "node-1",
+			holds: true, holdsUntil: MaxNominationHold - 30*time.Second, nominated: true, node: "node-1",
 			waitingOnNC1: []types.NamespacedName{web}, counted: 1,
 		},
 		{

@@ -101,8 +101,8 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 		// to its maximum, so a pod whose node filled up waited a whole
 		// window to be planned again. Its nomination ending early
 		// triggers a batch at once (Nominations.NotifyEnded, wired in
-		// NewController); its window running out, at until, is caught
-		// by this recheck.
+		// NewController); its renewal falling due, at until (half a
+		// window before it lapses), is caught by this recheck.
 		return reconcile.Result{RequeueAfter: min(requeuePending, max(until.Sub(c.opts.Clock.Now()), 0)+nominationEndSlack)}, nil
 	}
 	c.Trigger(pod.UID)

@@ -23,7 +23,14 @@
 // A planned pod stays nominated to its NodeClaim (not planned again) while
 // the NodeClaim launches and registers, and then for Karpenter's window,
 // max(2 × batch max, 10 s), after the plan or the node's initialisation,
-// whichever is later; or less: the nomination ends, the pod gets a
+// whichever is later. A pod still pending half a window before its
+// nomination lapses (kube-scheduler can take minutes to bind on a loaded
+// control plane) is planned again then, while the nomination still counts,
+// onto the room it holds, and nominated there anew: as in Karpenter, whose
+// every pass plans the pending pods again and nominates the nodes they
+// would go to, a node stays nominated (no disruption candidate) while
+// pending pods count on it, and is never planned twice. The nomination
+// ends sooner: the pod gets a
 // NominationEnded event and the next batch plans it at once when the
 // NodeClaim fails or goes away, or when its node initialised and
 // kube-scheduler still rejected the pod. The nominations are

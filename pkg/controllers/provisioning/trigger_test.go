@@ -142,8 +142,9 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
 	f.state.UpdateNodeClaim(nc)
 	f.state.Nominations().Nominate(f.pod, nc.Name)
-	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter > 5*time.Second+nominationEndSlack || res.RequeueAfter < 5*time.Second {
-		t.Fatalf("a pod nominated to an initialised node opens no batch and is checked again when its 5 s window ends: %+v", res)
+	// Renewal falls due half a window before the nomination lapses.
+	if res := reconcilePod(); f.triggered(f.pod.UID) || res.RequeueAfter > 2500*time.Millisecond+nominationEndSlack || res.RequeueAfter < 2500*time.Millisecond {
+		t.Fatalf("a pod nominated to an initialised node opens no batch and is checked again when its renewal falls due, half its 5 s window before it lapses: %+v", res)
 	}
 	rejected := f.pod.DeepCopy()
 	rejected.Status.Conditions[0].Message = "0/1 nodes are available: 1 Insufficient cpu."
@@ -160,6 +161,17 @@ func TestPodTriggerLeavesPlannedPodsOut(t *testing.T) {
 	f.state.MarkForDeletion(nc.Status.ProviderID)
 	if reconcilePod(); !f.triggered(f.pod.UID) {
 		t.Fatal("a pod nominated to a NodeClaim marked for deletion must open a batch")
+	}
+
+	// Due for renewal (the window half gone): the pod opens a batch
+	// while its nomination still counts.
+	nc = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "renewal"}}
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	f.state.UpdateNodeClaim(nc)
+	f.state.Nominations().Nominate(f.pod, nc.Name)
+	f.clock.Step(2600 * time.Millisecond)
+	if reconcilePod(); !f.triggered(f.pod.UID) {
+		t.Fatal("a pod whose nomination is due for renewal must open a batch")
 	}
 
 	// Past its window (the NodeClaim initialised long ago), the pod
