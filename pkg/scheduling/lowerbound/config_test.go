@@ -2,6 +2,7 @@ package lowerbound
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -177,6 +181,7 @@ func bruteOptimum(s *scheduling.Snapshot) (float64, int) {
 		it    *scheduling.InstanceType
 		o     scheduling.Offering
 		alloc corev1.ResourceList
+		node  *corev1.Node // as the offering launches it, for the pods' own checks
 	}
 	var offers []offer
 	for _, it := range s.InstanceTypes[np.Name] {
@@ -195,7 +200,16 @@ func bruteOptimum(s *scheduling.Snapshot) (float64, int) {
 				p.Sub(resource.MustParse("1"))
 				alloc[corev1.ResourcePods] = p
 			}
-			offers = append(offers, offer{it, o, alloc})
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				corev1.LabelTopologyZone: o.Zone, v1.LabelCapacityType: o.CapacityType, v1.LabelNodePool: np.Name,
+			}}, Spec: corev1.NodeSpec{Taints: np.Taints}}
+			for k, vs := range it.Requirements {
+				if len(vs) == 1 {
+					node.Labels[k] = vs[0]
+				}
+			}
+			maps.Copy(node.Labels, np.Labels)
+			offers = append(offers, offer{it, o, alloc, node})
 		}
 	}
 	nodeCost := func(group []*corev1.Pod) float64 {
@@ -205,7 +219,16 @@ func bruteOptimum(s *scheduling.Snapshot) (float64, int) {
 			used := corev1.ResourceList{}
 			anti := 0
 			for _, p := range group {
-				if !admits(p, np, of.it, of.o.Zone, of.o.CapacityType) {
+				// Kubernetes' own node affinity and taint checks, not
+				// the admits under test: an admits that turned pods away
+				// from offerings they may use would raise the bound
+				// above the optimum unseen.
+				if fits, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(of.node); err != nil || !fits {
+					ok = false
+				}
+				if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), of.node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+					return t.Effect != corev1.TaintEffectPreferNoSchedule
+				}, false); untolerated {
 					ok = false
 				}
 				if p.Spec.Affinity != nil {
