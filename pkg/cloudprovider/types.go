@@ -2,12 +2,18 @@ package cloudprovider
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
+
+// DefaultUnavailableOfferingsTTL is how long an offering that failed to
+// launch for lack of capacity stays unavailable when no TTL is set
+// (Karpenter's ICE cache keeps a fixed 3 minutes). Both clouds use it.
+const DefaultUnavailableOfferingsTTL = 3 * time.Minute
 
 // DriftReason says why an instance no longer matches its NodeClaim's node
 // class. The empty reason means "not drifted".

@@ -8,6 +8,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/aws/interruption"
 )
 
@@ -15,7 +16,7 @@ import (
 // TTL, and only that offering.
 func TestMarkUnavailable(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	p := &Provider{ice: newUnavailableOfferings(clk, DefaultUnavailableOfferingsTTL)}
+	p := &Provider{ice: newUnavailableOfferings(clk, cloudprovider.DefaultUnavailableOfferingsTTL)}
 	p.MarkUnavailable(interruption.UnavailableSpotInterruption, "m5.large", "us-east-1b", "spot")
 	for _, tc := range []struct {
 		capacityType, instanceType, zone string
@@ -30,7 +31,7 @@ func TestMarkUnavailable(t *testing.T) {
 			t.Errorf("isUnavailable(%s, %s, %s) = %v, want %v", tc.capacityType, tc.instanceType, tc.zone, got, tc.want)
 		}
 	}
-	clk.Step(DefaultUnavailableOfferingsTTL + time.Second)
+	clk.Step(cloudprovider.DefaultUnavailableOfferingsTTL + time.Second)
 	if p.ice.isUnavailable("spot", "m5.large", "us-east-1b") {
 		t.Error("the offering is still unavailable after the ICE TTL")
 	}
@@ -77,7 +78,7 @@ func TestNewKeepsUnavailableOfferingsTTL(t *testing.T) {
 	type nopIAM struct{ IAMAPI }
 	type nopSSM struct{ SSMAPI }
 	type nopClient struct{ client.Client }
-	for _, tc := range []struct{ ttl, want time.Duration }{{0, DefaultUnavailableOfferingsTTL}, {30 * time.Second, 30 * time.Second}} {
+	for _, tc := range []struct{ ttl, want time.Duration }{{0, cloudprovider.DefaultUnavailableOfferingsTTL}, {30 * time.Second, 30 * time.Second}} {
 		p, err := New(Options{EC2: nopEC2{}, IAM: nopIAM{}, SSM: nopSSM{}, Client: nopClient{}, Region: "us-east-1", ClusterName: "c",
 			KubernetesVersion: "1.33", UserData: func(UserDataOptions) (string, error) { return "", nil }, UnavailableOfferingsTTL: tc.ttl})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	"github.com/joiner-dev/joiner/pkg/events"
 )
 
@@ -25,10 +26,6 @@ const (
 	DefaultNodeClassRefresh = time.Minute
 	// DefaultPricingRefresh is how often prices are fetched again.
 	DefaultPricingRefresh = 12 * time.Hour
-	// DefaultUnavailableOfferingsTTL is how long an offering that failed
-	// for lack of capacity stays unavailable (Karpenter's ICE cache keeps
-	// a fixed 3 minutes).
-	DefaultUnavailableOfferingsTTL = 3 * time.Minute
 )
 
 // UserDataOptions is what the launch path knows about a node when it asks
@@ -116,7 +113,7 @@ type Options struct {
 	InstanceBatchIdle, InstanceBatchMax time.Duration
 	// UnavailableOfferingsTTL is how long an offering CreateFleet found
 	// without capacity is skipped. Defaults to
-	// DefaultUnavailableOfferingsTTL.
+	// cloudprovider.DefaultUnavailableOfferingsTTL.
 	UnavailableOfferingsTTL time.Duration
 }
 
@@ -174,7 +171,7 @@ func (o *Options) validate() error {
 	case o.UnavailableOfferingsTTL < 0:
 		errs = append(errs, fmt.Errorf("unavailable-offerings-ttl %s must not be negative", o.UnavailableOfferingsTTL))
 	case o.UnavailableOfferingsTTL == 0:
-		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
+		o.UnavailableOfferingsTTL = cloudprovider.DefaultUnavailableOfferingsTTL
 	}
 	return errors.Join(errs...)
 }

@@ -50,7 +50,7 @@ type SetupOptions struct {
 	// DefaultNodeClassRefresh).
 	NodeClassRefresh time.Duration
 	// UnavailableOfferingsTTL is how long an offering that failed for
-	// lack of capacity is skipped (0: DefaultUnavailableOfferingsTTL).
+	// lack of capacity is skipped (0: cloudprovider.DefaultUnavailableOfferingsTTL).
 	UnavailableOfferingsTTL time.Duration
 	// Recorder publishes the provider's events (a namesake cluster).
 	Recorder events.Recorder

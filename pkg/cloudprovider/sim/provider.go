@@ -33,9 +33,6 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultUnavailableOfferingsTTL is how long an offering that failed to
-	// launch stays unavailable (Karpenter's ICE cache keeps 3 minutes).
-	DefaultUnavailableOfferingsTTL = 3 * time.Minute
 	// DefaultTerminatedRetention is how long terminated instances stay in
 	// the store before they are purged.
 	DefaultTerminatedRetention = time.Hour
@@ -89,7 +86,7 @@ type Options struct {
 	Catalog CatalogFunc
 	// Clock defaults to the real clock.
 	Clock clock.Clock
-	// UnavailableOfferingsTTL defaults to DefaultUnavailableOfferingsTTL.
+	// UnavailableOfferingsTTL defaults to cloudprovider.DefaultUnavailableOfferingsTTL.
 	UnavailableOfferingsTTL time.Duration
 	// TerminatedRetention defaults to DefaultTerminatedRetention.
 	TerminatedRetention time.Duration
@@ -118,7 +115,7 @@ func (o *Options) validate() error {
 		o.Catalog = DefaultCatalog
 	}
 	if o.UnavailableOfferingsTTL == 0 {
-		o.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
+		o.UnavailableOfferingsTTL = cloudprovider.DefaultUnavailableOfferingsTTL
 	}
 	if o.TerminatedRetention == 0 {
 		o.TerminatedRetention = DefaultTerminatedRetention

@@ -321,7 +321,7 @@ func TestInsufficientCapacityFallsBackAndNamesOfferings(t *testing.T) {
 	if got := unavailable(); !slices.Equal(got, []string{"m6g.large/sim-east-1a/spot"}) {
 		t.Errorf("unavailable offerings = %v", got)
 	}
-	e.clock.Step(DefaultUnavailableOfferingsTTL + time.Second)
+	e.clock.Step(cloudprovider.DefaultUnavailableOfferingsTTL + time.Second)
 	if got := unavailable(); len(got) != 0 {
 		t.Errorf("offerings still unavailable after the TTL: %v", got)
 	}

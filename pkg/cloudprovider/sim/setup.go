@@ -37,7 +37,7 @@ type SetupOptions struct {
 	// CallFaults make the provider's API calls fail at seeded rates.
 	CallFaults CallFaults
 	// UnavailableOfferingsTTL is how long an offering that failed to
-	// launch is skipped (0: DefaultUnavailableOfferingsTTL).
+	// launch is skipped (0: cloudprovider.DefaultUnavailableOfferingsTTL).
 	UnavailableOfferingsTTL time.Duration
 }
 
