@@ -54,6 +54,7 @@ func TestConformanceFocused(t *testing.T) {
 	if len(selected) < len(focused) {
 		t.Fatalf("the focused selection matched %d specs of %d listed: upstream renamed them? patterns %q", len(selected), len(specs), focused)
 	}
+	h.start(t)
 	results, err := Run(t.Context(), s, selected, RunOptions{Kubeconfig: h.kubeconfig, Timeout: 12 * time.Minute, Dir: h.dir, Name: "focused"})
 	if err != nil {
 		t.Fatal(err)
@@ -66,30 +67,35 @@ func TestConformanceFocused(t *testing.T) {
 // "regression performance"), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
 // (regular expressions on the spec's full text), CONFORMANCE_SPEC_TIMEOUT
 // (default 20m) and CONFORMANCE_REPORT (default bin/conformance/report.md)
-// shape the run.
+// shape the run; a focus and skip that leave no spec to run fail it.
 func TestConformance(t *testing.T) {
 	if os.Getenv("JOINER_CONFORMANCE") != "1" {
 		t.Skip("the whole suites take hours: make conformance (JOINER_CONFORMANCE=1)")
 	}
 	suites := strings.Fields(envOr("CONFORMANCE_SUITES", "regression performance"))
-	focus := regexp.MustCompile(envOr("CONFORMANCE_FOCUS", "."))
-	var skip *regexp.Regexp
-	if s := os.Getenv("CONFORMANCE_SKIP"); s != "" {
-		skip = regexp.MustCompile(s)
-	}
+	sel := Selection{Focus: os.Getenv("CONFORMANCE_FOCUS"), Skip: os.Getenv("CONFORMANCE_SKIP")}
 	timeout, err := time.ParseDuration(envOr("CONFORMANCE_SPEC_TIMEOUT", "20m"))
 	if err != nil {
 		t.Fatalf("CONFORMANCE_SPEC_TIMEOUT: %v", err)
 	}
+	// The suites are built and their specs chosen before any cluster
+	// starts, so a selection of nothing fails at once.
 	h := newHarness(t)
+	built := make([]Suite, len(suites))
+	lists := make([][]Spec, len(suites))
+	for i, name := range suites {
+		built[i] = h.build(t, name)
+		lists[i] = h.list(t, &built[i])
+	}
+	selected, err := sel.Specs(lists...)
+	if err != nil {
+		t.Fatalf("CONFORMANCE_FOCUS/CONFORMANCE_SKIP: %v", err)
+	}
+	h.start(t)
 	header := fmt.Sprintf("upstream suites %s against joiner", strings.Join(suites, ", "))
 	var results []Result
-	for _, name := range suites {
-		s := h.build(t, name)
-		for _, spec := range h.list(t, &s) {
-			if !focus.MatchString(spec.Text) || (skip != nil && skip.MatchString(spec.Text)) {
-				continue
-			}
+	for i, s := range built {
+		for _, spec := range selected[i] {
 			if reason := Excluded(spec); reason != "" {
 				results = append(results, Result{Spec: spec, State: "excluded", Message: reason})
 				continue
@@ -153,6 +159,8 @@ type harness struct {
 	joiner *test.JoinerProcess
 }
 
+// newHarness prepares the harness's directory; start brings up its
+// cluster and joiner.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{dir: t.TempDir(), module: test.RepoPath("test/conformance/upstream")}
@@ -162,6 +170,12 @@ func newHarness(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 	}
+	return h
+}
+
+// start brings up the control plane and joiner on the simulated cloud.
+func (h *harness) start(t *testing.T) {
+	t.Helper()
 	crdDirs := []string{test.RepoPath("pkg/apis/crds"), h.upstreamOnlyCRDs(t)}
 	h.env = test.Start(t, controlplane.Options{
 		Scheduler: true, ControllerManager: true, Kwok: true,
@@ -181,7 +195,6 @@ func newHarness(t *testing.T) *harness {
 		"--sim-store=" + filepath.Join(h.dir, "sim-instances.json"),
 		"--feature-gates=" + featureGates,
 	}, nil)
-	return h
 }
 
 // upstreamOnlyCRDs writes, into a directory of its own, upstream's CRDs

@@ -155,3 +155,58 @@ func TestUsageWithin(t *testing.T) {
 		}
 	}
 }
+
+// A selection that leaves nothing to run fails, naming its focus and skip:
+// a focus one word off a spec's text once passed a run of zero specs.
+func TestSelectionOfNothingFails(t *testing.T) {
+	hashVersion := "Drift should update the nodepool-hash annotation on the nodepool and nodeclaim when the nodepool's nodepool-hash-version annotation does not match the controller hash version"
+	regression := []Spec{
+		{Suite: "regression", Text: "Termination should terminate an empty node"},
+		{Suite: "regression", Text: hashVersion},
+		{Suite: "regression", Text: "Drift Failure should not drift any nodes if their PodDisruptionBudgets are unhealthy"},
+	}
+	performance := []Spec{
+		{Suite: "performance", Text: "Performance Host Name Spreading Deployment XL should do very large scale hostname spreading"},
+		{Suite: "performance", Text: "Performance Host Name Spreading Deployment Reg should do hostname spreading"},
+	}
+	for _, c := range []struct {
+		name     string
+		sel      Selection
+		want     [2]int
+		failWith []string
+	}{
+		{name: "everything", want: [2]int{3, 2}},
+		{name: "one word off", sel: Selection{Focus: "Host Name Spreading XL"},
+			failWith: []string{`focus "Host Name Spreading XL" and skip ""`, "of the 5 listed (regression 3, performance 2)", "no spec's full text matches"}},
+		{name: "the focus's one spec skipped", sel: Selection{Focus: "Host Name Spreading", Skip: "Deployment"},
+			failWith: []string{`focus "Host Name Spreading" and skip "Deployment"`}},
+		{name: "only an excluded spec", sel: Selection{Focus: "nodepool-hash-version"},
+			failWith: []string{"the only specs matched are excluded", "controller hash version"}},
+		{name: "an excluded spec beside one to run", sel: Selection{Focus: "^Drift"}, want: [2]int{2, 0}},
+		{name: "the XL spec", sel: Selection{Focus: "Host Name Spreading Deployment XL"}, want: [2]int{0, 1}},
+		{name: "skip", sel: Selection{Skip: "^(Drift|Performance Host Name Spreading Deployment XL)"}, want: [2]int{1, 1}},
+		{name: "a bad focus", sel: Selection{Focus: "Drift ("}, failWith: []string{`focus "Drift ("`}},
+		{name: "a bad skip", sel: Selection{Skip: "[XL"}, failWith: []string{`skip "[XL"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.sel.Specs(regression, performance)
+			if c.failWith != nil {
+				if err == nil {
+					t.Fatalf("selected %d and %d specs, want an error", len(got[0]), len(got[1]))
+				}
+				for _, want := range c.failWith {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || len(got[0]) != c.want[0] || len(got[1]) != c.want[1] {
+				t.Errorf("selected %v, want %v specs per suite", got, c.want)
+			}
+		})
+	}
+}
