@@ -53,12 +53,36 @@ func NodePrice(it *InstanceType, list float64, cpuMilli int64, listOnly bool) Pr
 }
 
 // credits is the surplus credits' price per hour for cpuMilli millicores
-// of use; zero for a nil Burst.
+// of use: the positive part of CreditLine; zero for a nil Burst.
 func (b *Burst) credits(cpuMilli int64) float64 {
 	if b == nil || cpuMilli <= b.BaselineMilliCPU {
 		return 0
 	}
+	return b.CreditLine(cpuMilli)
+}
+
+// CreditLine is the one linear form of a burstable type's surplus credits:
+// CreditRate per millicore of requested CPU above the baseline, so
+// CreditRate·(cpuMilli − BaselineMilliCPU) per hour. It is negative below
+// the baseline, where a node pays nothing; NodePrice charges its positive
+// part. A linear program that prices credits (lowerbound's) takes
+// CreditRate as each requested millicore's coefficient and CreditLine at
+// the CPU already committed (DaemonSet pods) as the constant. Zero for a
+// nil Burst.
+func (b *Burst) CreditLine(cpuMilli int64) float64 {
+	if b == nil {
+		return 0
+	}
 	return float64(cpuMilli-b.BaselineMilliCPU) / 1000 * b.SurplusPerVCPUHour
+}
+
+// CreditRate is CreditLine's slope: what one more millicore of requested
+// CPU above the baseline adds per hour, $. Zero for a nil Burst.
+func (b *Burst) CreditRate() float64 {
+	if b == nil {
+		return 0
+	}
+	return b.SurplusPerVCPUHour / 1000
 }
 
 // ExistingNodePrice is what a running node costs per hour: its offering's

@@ -34,6 +34,41 @@ func TestNodePrice(t *testing.T) {
 	}
 }
 
+// TestCreditLine: the linear form a linear program prices credits with is
+// the credits NodePrice charges, wherever they are charged: its positive
+// part is NodePrice's credits, and it moves by CreditRate per millicore.
+func TestCreditLine(t *testing.T) {
+	b := &scheduling.Burst{BaselineMilliCPU: 400, SurplusPerVCPUHour: 0.04}
+	it := &scheduling.InstanceType{Name: "t4g.small", Burst: b}
+	for _, tc := range []struct {
+		name string
+		cpu  int64
+		line float64
+	}{
+		{name: "idle: the whole baseline unused", cpu: 0, line: -0.016},
+		{name: "below the baseline", cpu: 150, line: -0.01},
+		{name: "at the baseline", cpu: 400, line: 0},
+		{name: "one vCPU above", cpu: 1400, line: 0.04},
+		{name: "a millicore above", cpu: 401, line: 0.00004},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := b.CreditLine(tc.cpu); math.Abs(got-tc.line) > 1e-12 {
+				t.Errorf("CreditLine(%d) = %v, want %v", tc.cpu, got, tc.line)
+			}
+			if got, want := scheduling.NodePrice(it, 0.0168, tc.cpu, false).Credits, max(0, b.CreditLine(tc.cpu)); math.Abs(got-want) > 1e-12 {
+				t.Errorf("NodePrice's credits at %d = %v, CreditLine's positive part %v", tc.cpu, got, want)
+			}
+			if got, want := b.CreditLine(tc.cpu+250)-b.CreditLine(tc.cpu), 250*b.CreditRate(); math.Abs(got-want) > 1e-12 {
+				t.Errorf("CreditLine moves %v over 250 millicores from %d, 250·CreditRate = %v", got, tc.cpu, want)
+			}
+		})
+	}
+	var none *scheduling.Burst
+	if none.CreditLine(5000) != 0 || none.CreditRate() != 0 {
+		t.Errorf("a type that is not burstable pays credits: line %v, rate %v", none.CreditLine(5000), none.CreditRate())
+	}
+}
+
 // burstCatalog is a burstable 2-core type with a 10% baseline per core,
 // cheap by list price, beside 2- and 8-core types priced 0.03 $/core-hour;
 // every node's volumes cost 0.002 $/h.

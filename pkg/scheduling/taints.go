@@ -11,9 +11,18 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
+// Untolerated is the one definition of whether a pod with tolerations tols
+// may run on a node with taints, for packages outside the solver (the
+// lower bound's offerings): the first taint tols do not tolerate, and
+// true; PreferNoSchedule taints count unless preferNoScheduleOK.
+func Untolerated(taints []corev1.Taint, tols []corev1.Toleration, preferNoScheduleOK bool) (corev1.Taint, bool) {
+	return untolerated(taints, tols, preferNoScheduleOK)
+}
+
 // untolerated returns the first taint in taints that tols do not tolerate.
 // PreferNoSchedule taints count unless preferNoScheduleOK, as Karpenter
-// treats them as requirements until it relaxes them.
+// treats them as requirements until it relaxes them. Karpenter's
+// unregistered taint never counts: it is removed at registration.
 func untolerated(taints []corev1.Taint, tols []corev1.Toleration, preferNoScheduleOK bool) (corev1.Taint, bool) {
 	for i := range taints {
 		t := &taints[i]
