@@ -36,15 +36,17 @@ type Options struct {
 	// DefaultSyncedRecheckInterval).
 	SyncedRecheckInterval time.Duration
 	// CreatedTTL is how long a NodeClaim recorded by NodeClaimCreated is
-	// kept while no informer event has confirmed it (default
+	// trusted while no informer event has confirmed it; past it, Synced's
+	// list from the API server decides whether it still exists (default
 	// DefaultCreatedTTL).
 	CreatedTTL time.Duration
 }
 
-// DefaultCreatedTTL is how long the model keeps a NodeClaim its creator
-// recorded (NodeClaimCreated) without the informer confirming it: far
-// longer than an informer round trip, short enough that a NodeClaim
-// deleted before its first event reached the model does not linger.
+// DefaultCreatedTTL is how long the model trusts a NodeClaim its creator
+// recorded (NodeClaimCreated) without the informer confirming it, before
+// it asks the API server: far longer than an informer round trip and than
+// a list's latency, so a list that began past it was served after the
+// NodeClaim was created.
 const DefaultCreatedTTL = 30 * time.Second
 
 // DefaultSyncedRecheckInterval is how long Synced trusts a positive check
@@ -225,15 +227,20 @@ func (c *Cluster) updateNodeClaim(nc *v1.NodeClaim) {
 // just written, so the next batch counts it and the pods nominated to it
 // before the informer delivers it: there is one model of in-flight
 // capacity, this one. A NodeClaim the model already holds is left as it
-// is (what the informer delivered is at least as new). Until an informer
-// event confirms it, the NodeClaim is dropped after Options.CreatedTTL, so
-// one deleted before its first event reached the model cannot linger.
+// is (what the informer delivered is at least as new). The record stays
+// until an informer event confirms it or the NodeClaim is shown gone: by
+// the informer, or, for one deleted before its first event reached the
+// model (a re-list can skip both its events), by Synced's list from the
+// API server once the record is older than Options.CreatedTTL. An informer
+// slow to deliver never makes the model forget a NodeClaim the API server
+// holds: its pods would be planned again and launched twice (as Karpenter
+// keeps the NodeClaims its provisioner created until its informer sees
+// them or their deletion).
 func (c *Cluster) NodeClaimCreated(nc *v1.NodeClaim) {
 	nc = nc.DeepCopy()
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.expireCreatedLocked(now)
 	if _, ok := c.nodeClaimKeys[nc.Name]; ok {
 		return
 	}
@@ -242,16 +249,6 @@ func (c *Cluster) NodeClaimCreated(nc *v1.NodeClaim) {
 	c.nodeClaimKeys[nc.Name] = key
 	c.created[nc.Name] = now
 	c.changedLocked()
-}
-
-// expireCreatedLocked forgets the NodeClaims NodeClaimCreated recorded
-// that no informer event confirmed within Options.CreatedTTL.
-func (c *Cluster) expireCreatedLocked(now time.Time) {
-	for name, at := range c.created {
-		if now.Sub(at) > c.opts.CreatedTTL {
-			c.deleteNodeClaimLocked(name)
-		}
-	}
 }
 
 // DeleteNodeClaim forgets a NodeClaim and the nominations to it.
@@ -352,9 +349,6 @@ func (c *Cluster) nodes(deep bool) []*StateNode {
 	nominated := c.nom.liveByNodeClaimLocked(now, "")
 	out := make([]*StateNode, 0, len(c.entries))
 	for key, e := range c.entries {
-		if c.expiredLocked(e, now) {
-			continue
-		}
 		out = append(out, c.stateNodeLocked(key, e, nominated, deep))
 	}
 	c.mu.RUnlock()
@@ -375,7 +369,7 @@ func (c *Cluster) NodeByName(name string) (*StateNode, bool) {
 	defer c.mu.RUnlock()
 	key, ok := c.nodeKeys[name]
 	if !ok {
-		if key, ok = c.nodeClaimKeys[name]; !ok || c.expiredLocked(c.entries[key], now) {
+		if key, ok = c.nodeClaimKeys[name]; !ok {
 			return nil, false
 		}
 	}
@@ -392,17 +386,6 @@ func (c *Cluster) NodeByProviderID(providerID string) (*StateNode, bool) {
 		return nil, false
 	}
 	return c.stateNodeLocked(providerID, e, c.nominatedLocked(e, now), true), true
-}
-
-// expiredLocked reports whether e is only a NodeClaim recorded by
-// NodeClaimCreated that its informer did not confirm in time (dropped at
-// the next write; readers skip it already).
-func (c *Cluster) expiredLocked(e *entry, now time.Time) bool {
-	if e.node != nil || e.nodeClaim == nil {
-		return false
-	}
-	at, ok := c.created[e.nodeClaim.Name]
-	return ok && now.Sub(at) > c.opts.CreatedTTL
 }
 
 // entryLocked returns the entry for key, creating it.

@@ -4,30 +4,41 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestNodeClaimCreated checks the provisioner's record of a NodeClaim it
 // just created: counted (with its nominated pods) before the informer
-// delivers it, kept once the informer confirms it, dropped when no event
-// confirms it within CreatedTTL, and never overwriting what the informer
+// delivers it; kept, however late the informer is, while the API server
+// holds it; dropped, with its nominations, by the first Synced list past
+// CreatedTTL that no longer holds it; never overwriting what the informer
 // already delivered.
 func TestNodeClaimCreated(t *testing.T) {
+	web := types.NamespacedName{Namespace: "ns", Name: "web"}
 	tests := []struct {
 		name string
 		// informer runs before NodeClaimCreated when before is set, after
 		// it otherwise; nil: no informer event.
-		informer  func(c *Cluster)
-		before    bool
-		wantAfter bool // still tracked past CreatedTTL
+		informer func(c *Cluster)
+		before   bool
+		// inAPI: the API server holds the NodeClaim.
+		inAPI     bool
+		wantAfter bool // still tracked past CreatedTTL and a Synced list
 	}{
-		{name: "unconfirmed is dropped after the TTL"},
-		{name: "confirmed by the informer stays", informer: func(c *Cluster) { c.UpdateNodeClaim(nodeClaim("nc-1", "default", "")) }, wantAfter: true},
-		{name: "the informer's newer version is kept", before: true, wantAfter: true,
+		{name: "unconfirmed but held by the API server stays", inAPI: true, wantAfter: true},
+		{name: "unconfirmed and gone from the API server is dropped"},
+		{name: "confirmed by the informer stays", inAPI: true, wantAfter: true,
+			informer: func(c *Cluster) { c.UpdateNodeClaim(nodeClaim("nc-1", "default", "")) }},
+		{name: "the informer's newer version is kept", before: true, inAPI: true, wantAfter: true,
 			informer: func(c *Cluster) { c.UpdateNodeClaim(nodeClaim("nc-1", "default", "sim://i-1")) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, clk, _ := newTestCluster(t)
+			var objs []client.Object
+			if tt.inAPI {
+				objs = append(objs, nodeClaim("nc-1", "default", ""))
+			}
+			c, clk, _ := newTestCluster(t, objs...)
 			if tt.before {
 				tt.informer(c)
 			}
@@ -36,24 +47,36 @@ func TestNodeClaimCreated(t *testing.T) {
 			if tt.informer != nil && !tt.before {
 				tt.informer(c)
 			}
-			sn, ok := c.NodeByName("nc-1")
-			if !ok || len(sn.NominatedPods) != 1 || len(c.Nodes()) != 1 {
-				t.Fatalf("a created NodeClaim is tracked with its nominated pod: %v %+v", ok, sn)
+			tracked := func() bool {
+				sn, ok := c.NodeByName("nc-1")
+				if ok != (len(c.Nodes()) == 1) {
+					t.Fatalf("NodeByName %v, Nodes %d", ok, len(c.Nodes()))
+				}
+				if _, held := c.liveNomination(web); held != ok || (ok && len(sn.NominatedPods) != 1) {
+					t.Fatalf("tracked %v, pod nominated %v", ok, held)
+				}
+				return ok
 			}
-			if tt.before && sn.ProviderID() != "sim://i-1" {
+			if !tracked() {
+				t.Fatal("a created NodeClaim is tracked with its nominated pod")
+			}
+			if sn, _ := c.NodeByName("nc-1"); tt.before && sn.ProviderID() != "sim://i-1" {
 				t.Errorf("provider ID %q: the creator's older copy replaced the informer's", sn.ProviderID())
 			}
-			clk.Step(c.opts.CreatedTTL + 1)
-			_, ok = c.NodeByName("nc-1")
-			if ok != tt.wantAfter || (len(c.Nodes()) == 1) != tt.wantAfter {
-				t.Fatalf("tracked past the TTL: %v, want %v", ok, tt.wantAfter)
+			// Within the TTL a list does not judge the record: it may have
+			// been served before the NodeClaim was created.
+			c.Synced(t.Context())
+			if !tracked() {
+				t.Fatal("dropped by a list within the TTL")
 			}
-			if !tt.wantAfter {
-				// The next write purges it, with its nominations.
-				c.NodeClaimCreated(nodeClaim("nc-2", "default", ""))
-				if _, nominated := c.liveNomination(types.NamespacedName{Namespace: "ns", Name: "web"}); nominated {
-					t.Error("a pod nominated to a dropped NodeClaim is still nominated")
-				}
+			clk.Step(c.opts.CreatedTTL + 1)
+			if !tracked() {
+				t.Fatal("dropped past the TTL before any list showed it gone")
+			}
+			clk.Step(c.opts.SyncedRecheckInterval)
+			c.Synced(t.Context())
+			if got := tracked(); got != tt.wantAfter {
+				t.Fatalf("tracked past the TTL and a list: %v, want %v", got, tt.wantAfter)
 			}
 		})
 	}

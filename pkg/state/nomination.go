@@ -223,8 +223,7 @@ func (n *Nominations) PublishDecisions(pods []*corev1.Pod, now time.Time) {
 
 // Holds reports whether pod's nomination keeps it out of a provisioning
 // pass: it is live and not yet due for renewal (see renewAt), and its
-// NodeClaim is in the model (not an unconfirmed NodeClaimCreated record
-// past its TTL), not marked for deletion, and neither it nor its Node is
+// NodeClaim is in the model, not marked for deletion, and neither it nor its Node is
 // being deleted. until is when the nomination stops keeping the pod out
 // if nothing else happens: half a window before it would stop being live,
 // so the pass that plans the pod again (and, when its NodeClaim still has
@@ -246,7 +245,7 @@ func (n *Nominations) Holds(pod types.NamespacedName) (nodeClaimName string, unt
 		return "", time.Time{}, false
 	}
 	e, ok := c.entries[key]
-	if !ok || e.nodeClaim == nil || c.expiredLocked(e, now) || c.goingAwayLocked(key, e) {
+	if !ok || e.nodeClaim == nil || c.goingAwayLocked(key, e) {
 		return "", time.Time{}, false
 	}
 	return nom.nodeClaim, n.renewAt(nom), true

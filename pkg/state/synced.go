@@ -14,7 +14,11 @@ import (
 
 // Synced reports whether the model has seen every Node and NodeClaim the
 // API server holds: it lists both through Options.Reader and checks each
-// is tracked (a launched NodeClaim under its provider ID). A consumer that
+// is tracked (a launched NodeClaim under its provider ID), and forgets the
+// NodeClaims its creator recorded (NodeClaimCreated) more than
+// Options.CreatedTTL before the list began that the list no longer holds
+// and no informer event confirmed: deleted before the model saw them. A
+// consumer that
 // acts on an unsynced state could launch capacity that already exists or
 // remove capacity that is still needed, so it must wait instead. A failed
 // list counts as not synced.
@@ -49,6 +53,7 @@ func (c *Cluster) Synced(ctx context.Context) bool {
 }
 
 func (c *Cluster) synced(ctx context.Context) bool {
+	listed := c.opts.Clock.Now()
 	nodes := &metav1.PartialObjectMetadataList{}
 	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 	if err := c.opts.Reader.List(ctx, nodes); err != nil {
@@ -60,6 +65,7 @@ func (c *Cluster) synced(ctx context.Context) bool {
 		log.FromContext(ctx).Error(err, "listing nodeclaims to check cluster state sync")
 		return false
 	}
+	c.forgetUnlisted(nodeClaims, listed)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for i := range nodes.Items {
@@ -78,4 +84,36 @@ func (c *Cluster) synced(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// forgetUnlisted drops the NodeClaims recorded by NodeClaimCreated more
+// than Options.CreatedTTL before listed that no informer event confirmed
+// and that list, begun at listed, does not hold: the API server had them
+// when they were recorded, so they were deleted since, and their pods
+// must not wait for them. Younger records are left alone: the list may
+// have been served before they were created.
+func (c *Cluster) forgetUnlisted(list *v1.NodeClaimList, listed time.Time) {
+	stale := func(at time.Time) bool { return listed.Sub(at) > c.opts.CreatedTTL }
+	c.mu.RLock()
+	due := false
+	for _, at := range c.created {
+		due = due || stale(at)
+	}
+	c.mu.RUnlock()
+	if !due {
+		return
+	}
+	held := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		held[list.Items[i].Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Read again under the write lock: an informer event since may have
+	// confirmed a record, or a new one replaced it.
+	for name, at := range c.created {
+		if stale(at) && !held[name] {
+			c.deleteNodeClaimLocked(name)
+		}
+	}
 }
