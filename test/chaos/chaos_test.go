@@ -99,6 +99,17 @@ func runRounds(t *testing.T, cloud cloudHarness) {
 		}
 		seed = n
 	}
+	// CHAOS_UNTIL (an RFC 3339 time) is when a run stops starting rounds,
+	// so that a soak sharing a machine with a deadline ends by it; the
+	// round under way when it passes runs to its end.
+	var until time.Time
+	if s := os.Getenv("CHAOS_UNTIL"); s != "" {
+		u, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatalf("CHAOS_UNTIL=%q: want an RFC 3339 time such as 2026-11-29T12:45:00Z", s)
+		}
+		until = u
+	}
 	var seeds []uint64
 	if os.Getenv("CHAOS_SEED") == "" {
 		for _, r := range regressions {
@@ -117,6 +128,10 @@ func runRounds(t *testing.T, cloud cloudHarness) {
 	defer w.teardown() // before the replicas stop (cleanups)
 	t.Logf("the %s world (control plane, cloud, namesake cluster, observer) took %.0fs to start", cloud.name(), time.Since(setup).Seconds())
 	for _, s := range seeds {
+		if !until.IsZero() && time.Now().After(until) {
+			t.Logf("CHAOS_UNTIL %s has passed: no round started from seed %d on", until.Format(time.RFC3339), s)
+			break
+		}
 		if !w.round(t, s) {
 			break // the world is in an unknown state; one failure is enough
 		}
