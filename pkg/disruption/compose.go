@@ -96,10 +96,33 @@ func (e *engine) compose(first *Command) (*Command, error) {
 		take(cmd, in)
 		steps = append(steps, cmd)
 	}
-	if len(steps) == 1 {
-		return first, nil
+	// Each step passed kube-scheduler's replay on its own, but the command
+	// evicts every step's pods at once: the last steps go until the whole
+	// passes it too.
+	for ; len(steps) > 1; steps = steps[:len(steps)-1] {
+		if cmd := merge(steps, origin); e.realised(cmd) {
+			return cmd, nil
+		}
 	}
-	return merge(steps, origin), nil
+	return first, nil
+}
+
+// realised reports whether kube-scheduler would realise a composed command
+// as the one command it is: every step's pods evicted together, replayed
+// (follow) on the cluster before it.
+func (e *engine) realised(cmd *Command) bool {
+	byName := make(map[string]*candidate, len(e.cands))
+	for _, c := range e.cands {
+		byName[c.node.Name] = c
+	}
+	r := &result{failed: map[string]bool{}, replacements: cmd.Replacements, moves: cmd.Moves}
+	for _, name := range cmd.Candidates {
+		if c := byName[name]; c != nil {
+			r.cands = append(r.cands, c)
+		}
+	}
+	e.sim.follow(r)
+	return r.reason.IsZero()
 }
 
 func hasRoom(left budgetLeft) bool {
@@ -352,6 +375,7 @@ func (e *engine) validateSteps(cmd *Command) error {
 	cur := e
 	origin := map[*corev1.Pod]*corev1.Pod{}
 	first := 0
+	var steps []*Command
 	for i, step := range cmd.steps {
 		byName := map[string]*candidate{}
 		for _, c := range cur.cands {
@@ -376,6 +400,7 @@ func (e *engine) validateSteps(cmd *Command) error {
 		if err := stillOffers(now, step); err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
 		}
+		steps = append(steps, now)
 		if i == len(cmd.steps)-1 {
 			break
 		}
@@ -384,6 +409,9 @@ func (e *engine) validateSteps(cmd *Command) error {
 		if cur, err = newEngine(next); err != nil {
 			return err
 		}
+	}
+	if !e.realised(merge(steps, origin)) {
+		return fmt.Errorf("kube-scheduler would not realise the %d steps evicted together", len(steps))
 	}
 	return nil
 }

@@ -81,3 +81,35 @@ func TestComposedCommands(t *testing.T) {
 	}
 	t.Logf("%d composed commands", composed)
 }
+
+// TestComposedCommandsKubeSchedulerRealise: removing b alone (its large
+// pod onto a new c4) is a command; the next pass's step, a's three small
+// pods into the rest of that c4 and e's last cpu, passes kube-scheduler's
+// replay on its own too. Composed, though, the command evicts all four
+// pods at once, and kube-scheduler sends the small ones (the smallest
+// first) to the least allocated node, the empty c4, where the large pod
+// then finds no room: the whole must pass the replay, not only each step.
+func TestComposedCommandsKubeSchedulerRealise(t *testing.T) {
+	small := func(name string) *corev1.Pod { return pod(name, "500m", ownedBy("small")) }
+	in := input(t, pool(),
+		node{name: "e", it: "c8", pods: []*corev1.Pod{pod("big-resident", "7")}},
+		node{name: "a", it: "c4", pods: []*corev1.Pod{small("s1"), small("s2"), small("s3")}},
+		node{name: "b", it: "c8", pods: []*corev1.Pod{pod("large", "3", ownedBy("large"))}},
+	)
+	for _, tc := range []struct {
+		name   string
+		decide func(*disruption.Input) (*disruption.Decision, error)
+	}{{"composing every step", disruption.DecideComposingAll}, {"Decide", disruption.Decide}} {
+		d, err := tc.decide(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := d.Command
+		if cmd == nil {
+			t.Fatalf("%s: no command: b alone fits a c4", tc.name)
+		}
+		if len(cmd.Candidates) > 1 {
+			t.Fatalf("%s: command %s %v → %v counts on the large pod finding room on a new c4 that kube-scheduler fills with the small pods first", tc.name, cmd.Method, cmd.Candidates, replacementTypes(cmd))
+		}
+	}
+}
