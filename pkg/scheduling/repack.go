@@ -627,29 +627,18 @@ func (rp *repacker) add(it *rpItem, js [repackSides]int, sign int) bool {
 // a placement, and keeps the result only when the nodes cost less than
 // before; otherwise it puts everything back.
 func (sv *solver) applyRepack(nodes []*nodeState, rp *repacker, before float64) bool {
-	marks := make([]nodeMark, len(nodes))
-	for s, n := range nodes {
-		marks[s] = markOf(n)
-		marks[s].pods = append([]*corev1.Pod(nil), n.pods...)
-		marks[s].podCls = append([]*podClass(nil), n.podClasses...)
-	}
-	type moved struct {
-		pod      *corev1.Pod
-		c        *podClass
-		from, to *nodeState
-	}
-	var moves []moved
+	var moves []podMove
 	for i := range rp.items {
 		it := &rp.items[i]
 		want := rp.bestX[i*repackSides : i*repackSides+repackSides]
 		// Pods leave the sides that keep fewer than they had for the
 		// sides that get more.
-		var leaving []moved
+		var leaving []podMove
 		for s, from := range nodes {
 			k := it.on[s] - want[s]
 			for j := len(from.pods) - 1; j >= 0 && k > 0; j-- {
 				if from.podClasses[j] == it.c {
-					leaving = append(leaving, moved{pod: from.pods[j], c: it.c, from: from})
+					leaving = append(leaving, podMove{pod: from.pods[j], c: it.c, from: from})
 					k--
 				}
 			}
@@ -666,6 +655,49 @@ func (sv *solver) applyRepack(nodes []*nodeState, rp *repacker, before float64) 
 	if len(moves) == 0 {
 		return false
 	}
+	cheaper := func() bool {
+		after := 0.0
+		for _, x := range nodes {
+			if len(x.pods) == 0 {
+				continue
+			}
+			if t := sv.bestType(x); t >= 0 {
+				after += x.pool.price(t, x.requests)
+			} else {
+				after += x.pool.price(x.natural, x.requests)
+			}
+		}
+		return after < before-1e-9
+	}
+	if !sv.moveAll(nodes, moves, true, cheaper) {
+		return false
+	}
+	for _, x := range nodes {
+		sv.shrink(x)
+	}
+	return true
+}
+
+// podMove is one pod a local search sends from one planned node to
+// another.
+type podMove struct {
+	pod      *corev1.Pod
+	c        *podClass
+	from, to *nodeState
+}
+
+// moveAll takes every moving pod off its node, then places each on its
+// destination as a placement is checked (growing the node's type only with
+// grow), in the moves' order, keeping its zone and capacity type. When a
+// placement is refused or accept (if given) says no, everything goes back
+// as it was. It reports whether the moves were made.
+func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept func() bool) bool {
+	marks := make([]nodeMark, len(nodes))
+	for s, n := range nodes {
+		marks[s] = markOf(n)
+		marks[s].pods = append([]*corev1.Pod(nil), n.pods...)
+		marks[s].podCls = append([]*podClass(nil), n.podClasses...)
+	}
 	for _, m := range moves {
 		sv.removePod(m.from, m.pod, m.c)
 	}
@@ -680,7 +712,7 @@ func (sv *solver) applyRepack(nodes []*nodeState, rp *repacker, before float64) 
 		if m.c.base.ctRelevant {
 			a.ctAllowed &= m.from.cts
 		}
-		t, v := sv.newNodeFit(a, m.to, true)
+		t, v := sv.newNodeFit(a, m.to, grow)
 		if v != fits || a.allowed == 0 || a.ctAllowed == 0 || t.zones != m.to.zones || t.cts != m.to.cts {
 			ok = false
 			break
@@ -688,26 +720,10 @@ func (sv *solver) applyRepack(nodes []*nodeState, rp *repacker, before float64) 
 		sv.commitNew(m.c, m.to, t, m.pod)
 		done++
 	}
-	if ok {
-		after := 0.0
-		for _, x := range nodes {
-			if len(x.pods) == 0 {
-				continue
-			}
-			if t := sv.bestType(x); t >= 0 {
-				after += x.pool.price(t, x.requests)
-			} else {
-				after += x.pool.price(x.natural, x.requests)
-			}
-		}
-		if after < before-1e-9 {
-			for _, x := range nodes {
-				sv.shrink(x)
-			}
-			return true
-		}
+	if ok && (accept == nil || accept()) {
+		return true
 	}
-	// Not cheaper, or refused: every pod back where it was.
+	// Refused, or not accepted: every pod back where it was.
 	for k := done - 1; k >= 0; k-- {
 		sv.removePod(moves[k].to, moves[k].pod, moves[k].c)
 	}

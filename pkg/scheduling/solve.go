@@ -50,8 +50,8 @@ type Options struct {
 	// Karpenter's default: a pod with resource claims is not placed and
 	// gets a DynamicResources reason naming the setting.
 	PlanDynamicResources bool
-	// NoExchanges leaves out the last local searches (swap.go and
-	// repack.go: exchanges and re-splits of pods between new nodes).
+	// NoExchanges leaves out the last local searches (fill.go, swap.go
+	// and repack.go: exchanges and re-splits of pods between new nodes).
 	// Consolidation's simulations set it: they replace a few nodes at a
 	// time, and the exchanges found a tail of extra commands each saving
 	// one small node's price (on the 2,000-node shared cluster, 20
@@ -116,6 +116,7 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 	sv.improve()
 	sv.rebalance()
 	if !opts.NoExchanges {
+		sv.fill()
 		sv.swap()
 		sv.repack()
 	}

@@ -1,0 +1,357 @@
+package scheduling
+
+import (
+	"math/bits"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// fill mends what the greedy pass leaves on the large nodes that take the
+// rest of a zone's pods: such a node is sized by one resource (memory, say)
+// while whole steps of the other (CPU) idle, because the small nodes beside
+// it filled their CPU and left their memory idle in pieces too small for
+// any single pod to move. No move or one-for-one exchange closes that, but
+// a per-node knapsack does: for each small node whose binding resource is
+// the large node's idle one, fill takes off it at most one pod heavy in
+// that resource and packs the room it frees, plus the node's own idle
+// room, with the combination of the large node's pods (by request shape)
+// that carries the most of the large node's binding resource. The small
+// node keeps its type, the large node never grows, and pods keep their
+// zone and capacity type and are checked as placements are, so no step
+// makes the plan dearer; the large node drops a type each time enough of
+// its binding resource has left. The work is bounded by knapsack steps
+// proportional to the pods.
+func (sv *solver) fill() {
+	if len(sv.newNodes) < 2 {
+		return
+	}
+	budget := fillStepsPerPod * (len(sv.snap.Pods) + 1)
+	var fs filler
+	for _, r := range sv.dearestFirst() {
+		if budget <= 0 {
+			return
+		}
+		p := r.pool
+		if p.bursty || len(r.pods) < fillMinPods || bits.OnesCount64(r.zones) != 1 || r.natural < 0 {
+			continue
+		}
+		if fs.units == nil || fs.pool != p {
+			fs.pool, fs.units = p, p.unitPrices()
+		}
+		b, a, ok := fs.imbalance(r)
+		if !ok {
+			continue
+		}
+		budget -= sv.fillFrom(r, b, a, &fs, budget)
+	}
+}
+
+// Bounds of fill's work: knapsack steps per pending pod in all, the fewest
+// pods a large node needs to serve as the others' reservoir, and the most
+// of its pods one small node takes in one exchange.
+const (
+	fillStepsPerPod = 60
+	fillMinPods     = 24
+	fillMaxTake     = 4
+)
+
+// filler is fill's scratch, reused from node to node.
+type filler struct {
+	pool   *poolT
+	units  []float64
+	shapes []*fillShape
+	byKey  map[string]*fillShape
+	take   []int // per shape, how many the current combination takes
+	best   []int
+	bestB  int64
+	room   resVec
+	steps  int
+	max    int
+	b      int
+}
+
+// fillShape is one request shape among a reservoir's movable pods.
+type fillShape struct {
+	req  resVec
+	pods []*corev1.Pod
+	cls  []*podClass
+}
+
+// imbalance reports the reservoir's binding resource b and the one it
+// leaves idle a, when at least the pool's cheapest type's price of a
+// idles (at the pool's best unit prices).
+func (fs *filler) imbalance(n *nodeState) (b, a int, ok bool) {
+	if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
+		return 0, 0, false
+	}
+	c := fs.units[resCPU] * float64(n.requests[resCPU])
+	m := fs.units[resMemory] * float64(n.requests[resMemory])
+	step := n.pool.types[0].minPrice
+	switch {
+	case m-c >= step:
+		return resMemory, resCPU, true
+	case c-m >= step:
+		return resCPU, resMemory, true
+	}
+	return 0, 0, false
+}
+
+// fillFrom runs the exchanges between reservoir r (bound by resource b,
+// idling a) and the small nodes of its zone and capacity type, until r is
+// no longer imbalanced or the budget is spent. It returns the steps used.
+func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
+	used := 0
+	list := sv.lists[1+bits.TrailingZeros64(r.zones)]
+	receivers := make([]*nodeState, 0, len(list))
+	for _, s := range list {
+		if s == r || s.pool != r.pool || s.zones != r.zones || s.cts != r.cts || s.natural < 0 || len(s.pods) == 0 || len(s.pods) >= fillMinPods {
+			continue
+		}
+		if sv.merge(s.reqs, r.reqs) == nil {
+			continue
+		}
+		receivers = append(receivers, s)
+	}
+	// The small nodes with the most idle b first.
+	idle := func(s *nodeState) int64 { return s.pool.effAlloc[s.natural][b] - s.requests[b] }
+	sort.SliceStable(receivers, func(i, j int) bool { return idle(receivers[i]) > idle(receivers[j]) })
+	fs.inventory(sv, r)
+	for _, s := range receivers {
+		if used >= budget {
+			break
+		}
+		if _, _, ok := fs.imbalance(r); !ok {
+			break
+		}
+		// Only nodes bound by a: their idle b is what r lacks room for.
+		if fs.units[a]*float64(s.requests[a]) < fs.units[b]*float64(s.requests[b]) {
+			continue
+		}
+		steps, x, xc := sv.fillPlan(r, s, b, a, fs, budget-used)
+		used += steps + 1
+		if fs.bestB <= 0 {
+			continue
+		}
+		if sv.fillApply(r, s, x, xc, fs) {
+			sv.shrink(r)
+		}
+	}
+	return used
+}
+
+// inventory groups reservoir r's movable pods by request shape, heaviest
+// in the binding resource first.
+func (fs *filler) inventory(sv *solver, r *nodeState) {
+	if fs.byKey == nil {
+		fs.byKey = map[string]*fillShape{}
+	}
+	clear(fs.byKey)
+	fs.shapes = fs.shapes[:0]
+	for i, p := range r.pods {
+		c := r.podClasses[i]
+		if sv.fixedIn(c, r.zones, r.cts) {
+			continue
+		}
+		k := vecKey(c.base.req)
+		sh, ok := fs.byKey[k]
+		if !ok {
+			sh = &fillShape{req: c.base.req}
+			fs.byKey[k] = sh
+			fs.shapes = append(fs.shapes, sh)
+		}
+		sh.pods = append(sh.pods, p)
+		sh.cls = append(sh.cls, c)
+	}
+}
+
+// fillPlan chooses, for small node s, the pod (if any) it gives reservoir
+// r and the shapes of r's pods it takes in return: the most of r's binding
+// resource b that fits the room s would have, r staying within its type.
+// The chosen take is left in fs.best (fs.bestB its amount of b net of the
+// pod given, 0 for none).
+func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (int, *corev1.Pod, *podClass) {
+	p := s.pool
+	fs.b = b
+	fs.bestB = 0
+	fs.steps, fs.max = 0, budget
+	// Shapes heaviest in b first, so the search finds large takes early.
+	slices.SortStableFunc(fs.shapes, func(x, y *fillShape) int {
+		switch {
+		case x.req[b] > y.req[b]:
+			return -1
+		case x.req[b] < y.req[b]:
+			return 1
+		}
+		return 0
+	})
+	fs.take = resizeInts(fs.take, len(fs.shapes))
+	fs.best = resizeInts(fs.best, len(fs.shapes))
+	if len(fs.room) != len(s.requests) {
+		fs.room = make(resVec, len(s.requests))
+	}
+	rAlloc := r.pool.effAlloc[r.natural]
+	var bestX *corev1.Pod
+	var bestXC *podClass
+	var bestTake []int
+	bestGain := int64(0)
+	try := func(x *corev1.Pod, xc *podClass) {
+		var xr resVec
+		if xc != nil {
+			xr = xc.base.req
+		}
+		for i := range fs.room {
+			fs.room[i] = p.effAlloc[s.natural][i] - s.requests[i]
+			if xr != nil {
+				fs.room[i] += xr[i]
+			}
+		}
+		fs.bestB = 0
+		clear(fs.take)
+		fs.search(0, 0, 0)
+		if fs.bestB == 0 {
+			return
+		}
+		gain := fs.bestB
+		if xr != nil {
+			gain -= xr[b]
+			// r within its type once the take has left and x arrived.
+			for i := range rAlloc {
+				t := int64(0)
+				for k, sh := range fs.shapes {
+					t += int64(fs.best[k]) * sh.req[i]
+				}
+				if r.requests[i]-t+xr[i] > rAlloc[i] {
+					return
+				}
+			}
+			// And still bound by b, not turned into an a-bound node.
+			ta, tb := int64(0), int64(0)
+			for k, sh := range fs.shapes {
+				ta += int64(fs.best[k]) * sh.req[a]
+				tb += int64(fs.best[k]) * sh.req[b]
+			}
+			if fs.units[a]*float64(r.requests[a]-ta+xr[a]) > fs.units[b]*float64(r.requests[b]-tb+xr[b]) {
+				return
+			}
+		}
+		if gain > bestGain {
+			bestGain, bestX, bestXC = gain, x, xc
+			bestTake = append(bestTake[:0], fs.best...)
+		}
+	}
+	try(nil, nil)
+	seen := map[string]bool{}
+	for i, x := range s.pods {
+		xc := s.podClasses[i]
+		if sv.fixedIn(xc, s.zones, s.cts) || fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) {
+			continue
+		}
+		k := vecKey(xc.base.req)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if sv.hostnameOK(xc, r) != fits {
+			continue // r's hostname terms turn it away
+		}
+		try(x, xc)
+	}
+	if bestGain <= 0 {
+		fs.bestB = 0
+		return fs.steps, nil, nil
+	}
+	copy(fs.best, bestTake)
+	fs.bestB = bestGain
+	return fs.steps, bestX, bestXC
+}
+
+// search is a depth-first search over the shapes (with repetition, at
+// most fillMaxTake pods) for the take with the most of resource fs.b that
+// fits fs.room.
+func (fs *filler) search(from, depth int, got int64) {
+	fs.steps++
+	if got > fs.bestB {
+		fs.bestB = got
+		copy(fs.best, fs.take)
+	}
+	if depth == fillMaxTake || fs.steps >= fs.max {
+		return
+	}
+	for k := from; k < len(fs.shapes); k++ {
+		sh := fs.shapes[k]
+		if fs.take[k] >= len(sh.pods) || !sh.req.fits(fs.room) {
+			continue
+		}
+		// Shapes come heaviest in b first: no deeper take beats the best
+		// when even filling the room's b could not.
+		if got+fs.room[fs.b] <= fs.bestB {
+			return
+		}
+		for i := range fs.room {
+			fs.room[i] -= sh.req[i]
+		}
+		fs.take[k]++
+		fs.search(k, depth+1, got+sh.req[fs.b])
+		fs.take[k]--
+		for i := range fs.room {
+			fs.room[i] += sh.req[i]
+		}
+		if fs.steps >= fs.max {
+			return
+		}
+	}
+}
+
+// fillApply makes the exchange fillPlan chose: pod x (if any) from s to r
+// and the take from r to s, each pod checked as a placement on a node that
+// keeps its type; undone when any is refused. It reports whether it was
+// made.
+func (sv *solver) fillApply(r, s *nodeState, x *corev1.Pod, xc *podClass, fs *filler) bool {
+	var moves []podMove
+	if x != nil {
+		moves = append(moves, podMove{pod: x, c: xc, from: s, to: r})
+	}
+	// Per shape, the pods whose class s's hostname terms admit now (the
+	// moves are checked in full below), from the end of its list.
+	var picked [fillMaxTake][2]int
+	np := 0
+	for k, sh := range fs.shapes {
+		need := fs.best[k]
+		for i := len(sh.pods) - 1; i >= 0 && need > 0; i-- {
+			if sv.hostnameOK(sh.cls[i], s) != fits {
+				continue
+			}
+			moves = append(moves, podMove{pod: sh.pods[i], c: sh.cls[i], from: r, to: s})
+			picked[np] = [2]int{k, i}
+			np++
+			need--
+		}
+		if need > 0 {
+			return false
+		}
+	}
+	// Pods go to s before x goes to r: s needs x's room first, r has room
+	// for x only once the take has left.
+	slices.Reverse(moves)
+	if !sv.moveAll([]*nodeState{r, s}, moves, false, nil) {
+		return false
+	}
+	// Picked from the end of each list, so later indices go first.
+	for _, ki := range picked[:np] {
+		sh := fs.shapes[ki[0]]
+		sh.pods = slices.Delete(sh.pods, ki[1], ki[1]+1)
+		sh.cls = slices.Delete(sh.cls, ki[1], ki[1]+1)
+	}
+	return true
+}
+
+func resizeInts(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
