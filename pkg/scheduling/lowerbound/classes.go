@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/klog/v2"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -29,20 +27,33 @@ type podClass struct {
 // and capacity type, with what it holds after DaemonSet overhead, which
 // classes may run on it, and its price.
 type offering struct {
-	name    string
-	typ     *scheduling.InstanceType
-	price   float64 // list (+ volumes when billed), before credits
+	name string
+	typ  *scheduling.InstanceType
+	list float64 // the offering's list price
+	// price is what a node of the offering costs before its pods' CPU:
+	// scheduling.NodePrice with none requested.
+	price   float64
 	cap     []int64 // per dimension, after DaemonSet overhead
 	allowed []bool  // per class
 	sig     string  // allowed, as a key
 	// daemonCPU is the DaemonSet pods' CPU (millicores) on the node, for
 	// the credits of a burstable type.
 	daemonCPU int64
-	// surplus is a burstable type's credit price per millicore-hour above
-	// baseMilli; zero when the node pays no credits.
-	surplus   float64
-	baseMilli int64
+	// burst is set on the variant of a burstable type that pays credits
+	// (its CPU not cut to the baseline), for its linear form.
+	burst *scheduling.Burst
 }
+
+// paysCredits reports whether the offering's price grows with its pods'
+// CPU (by burst.CreditRate a millicore above the baseline).
+func (o *offering) paysCredits() bool { return o.burst.CreditRate() > 0 }
+
+// creditFloor is the constant of the offering's price as a linear form of
+// its pods' CPU: the price before credits plus the credits' linear form at
+// the DaemonSet pods' CPU (negative while the baseline is not used up).
+// A configuration above the baseline costs exactly this plus CreditRate a
+// millicore of its pods' CPU; one below it, more.
+func (o *offering) creditFloor() float64 { return o.price + o.burst.CreditLine(o.daemonCPU) }
 
 // dims are the resources the program counts: pods always, and every
 // resource a pending pod requests.
@@ -162,14 +173,8 @@ func antiGroups(pending []*corev1.Pod) map[*corev1.Pod][]int {
 // matching, so the check errs towards allowing (which only loosens the
 // bound).
 func admits(p *corev1.Pod, np *scheduling.NodePool, it *scheduling.InstanceType, zone, capacityType string) bool {
-	for i := range np.Taints {
-		t := &np.Taints[i]
-		if t.Key == v1.TaintKeyUnregistered || t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, t, false) {
-			return false
-		}
+	if _, bad := scheduling.Untolerated(np.Taints, p.Spec.Tolerations, true); bad {
+		return false
 	}
 	values := func(key string) ([]string, bool) {
 		switch key {

@@ -245,12 +245,10 @@ func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPric
 					continue
 				}
 				off := offering{name: fmt.Sprintf("%s/%s/%s/%s", np.Name, it.Name, o.Zone, o.CapacityType),
-					typ: it, price: o.Price, cap: capv, allowed: make([]bool, len(classes))}
+					typ: it, list: o.Price, price: scheduling.NodePrice(it, o.Price, 0, listPrices).Total(),
+					cap: capv, allowed: make([]bool, len(classes))}
 				if hasCPU {
 					off.daemonCPU = daemon[cpu]
-				}
-				if !listPrices {
-					off.price += it.VolumePrice
 				}
 				any := false
 				for c, cl := range classes {
@@ -261,18 +259,25 @@ func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPric
 					continue
 				}
 				variants := []offering{off}
-				if b := it.Burst; !listPrices && b != nil && hasCPU {
-					base := off
-					base.cap = slices.Clone(off.cap)
-					base.cap[cpu] = min(base.cap[cpu], max(0, b.BaselineMilliCPU-off.daemonCPU))
+				if b := it.Burst; !listPrices && b.CreditRate() > 0 && hasCPU {
+					variants = nil
+					if off.daemonCPU <= b.BaselineMilliCPU {
+						// The DaemonSet pods leave some baseline: a node
+						// whose pods stay within it pays no credits.
+						base := off
+						base.cap = slices.Clone(off.cap)
+						base.cap[cpu] = min(base.cap[cpu], b.BaselineMilliCPU-off.daemonCPU)
+						variants = append(variants, base)
+					}
 					full := off
 					full.name += "+credits"
-					full.surplus = b.SurplusPerVCPUHour / 1000
-					full.baseMilli = b.BaselineMilliCPU
-					variants = []offering{base, full}
+					full.burst = b
+					variants = append(variants, full)
 				}
 				for _, v := range variants {
-					sig := fmt.Sprint(v.cap, v.allowed, v.surplus, v.baseMilli, v.daemonCPU)
+					// Alike when they hold the same and their credits
+					// have the same linear form.
+					sig := fmt.Sprint(v.cap, v.allowed, v.burst.CreditRate(), v.burst.CreditLine(v.daemonCPU))
 					if i, ok := best[sig]; ok {
 						if v.price < out[i].price {
 							out[i] = v
@@ -372,7 +377,8 @@ type dualBound struct {
 	pi    []float64
 }
 
-// cost is what configuration n on offering o costs per hour.
+// cost is what configuration n on offering o costs per hour, by
+// scheduling.NodePrice with the CPU its pods and the DaemonSet pods request.
 func (g *generation) cost(o int, n []int) float64 {
 	off := &g.offers[o]
 	cpuMilli := off.daemonCPU
@@ -381,10 +387,7 @@ func (g *generation) cost(o int, n []int) float64 {
 			cpuMilli += int64(k) * g.reqs[c][i]
 		}
 	}
-	if off.surplus == 0 {
-		return off.price
-	}
-	return off.price + off.surplus*float64(max(0, cpuMilli-off.baseMilli))
+	return scheduling.NodePrice(off.typ, off.list, cpuMilli, g.opts.ListPrices).Total()
 }
 
 func (g *generation) add(o int, n []int) bool {
@@ -451,7 +454,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			k := g.knapsackFor(o, pi)
 			k.tables = tables[g.offers[o].sig]
 			off := &g.offers[o]
-			if off.surplus == 0 {
+			if !off.paysCredits() {
 				// The one-dimension tables alone often settle it.
 				if tb := k.tableBound(off.cap); tb <= off.price*(1+g.limits.Tolerance) {
 					maxRatio = max(maxRatio, tb/off.price)
@@ -463,13 +466,13 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 				continue
 			}
 			ratio := ub / off.price
-			if off.surplus > 0 {
+			if off.paysCredits() {
 				// Credits: search with the credit-adjusted values.
 				ratio = g.creditRatio(o, pi, ratio, scale, active, used)
 				adj := g.knapsackFor(o, pi)
 				for c := range adj.val {
 					if i, ok := g.d.index[corev1.ResourceCPU]; ok {
-						adj.val[c] -= off.surplus * float64(g.reqs[c][i])
+						adj.val[c] -= off.burst.CreditRate() * float64(g.reqs[c][i])
 					}
 				}
 				adj.open = k.open
@@ -489,8 +492,8 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 		for i, p := range prospects {
 			off := &g.offers[p.o]
 			target := off.price * (1 + g.limits.Tolerance)
-			if off.surplus > 0 {
-				target = off.price + off.surplus*float64(off.daemonCPU-off.baseMilli)
+			if off.paysCredits() {
+				target = off.creditFloor()
 				target += math.Abs(target) * g.limits.Tolerance
 			}
 			if added >= perRound && i >= perRound {
@@ -498,7 +501,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 				continue
 			}
 			n, _, ub := p.adj.search(p.s, target, g.limits.SearchBudget, g.nGroups)
-			if off.surplus > 0 {
+			if off.paysCredits() {
 				maxRatio = max(maxRatio, p.ratio)
 			} else {
 				maxRatio = max(maxRatio, ub/off.price)
@@ -558,7 +561,7 @@ func (g *generation) prove(pi []float64, budget int) float64 {
 		if len(s.order) == 0 {
 			continue
 		}
-		if off.surplus > 0 {
+		if off.paysCredits() {
 			ratio = max(ratio, g.creditRatio(o, pi, ub/off.price, scale, active, used))
 			continue
 		}
@@ -580,14 +583,14 @@ func (g *generation) prove(pi []float64, budget int) float64 {
 func (g *generation) creditRatio(o int, pi []float64, hi float64, scale []float64, active []int, used []bool) float64 {
 	off := &g.offers[o]
 	cpu, ok := g.d.index[corev1.ResourceCPU]
-	floor := off.price + off.surplus*float64(off.daemonCPU-off.baseMilli)
+	floor := off.creditFloor()
 	if !ok || floor <= 0 {
 		return hi
 	}
 	holds := func(theta float64) bool {
 		k := g.knapsackFor(o, pi)
 		for c := range k.val {
-			k.val[c] -= theta * off.surplus * float64(g.reqs[c][cpu])
+			k.val[c] -= theta * off.burst.CreditRate() * float64(g.reqs[c][cpu])
 		}
 		_, ub := k.bestSurrogate(scale, active, used)
 		return ub <= theta*floor

@@ -153,10 +153,7 @@ func columns(s *scheduling.Snapshot, names []corev1.ResourceName, listPrices boo
 	for _, k := range keys {
 		it := best[k]
 		alloc := it.Allocatable()
-		col := column{name: k, price: price[k], alloc: make([]float64, len(names))}
-		if !listPrices {
-			col.price += it.VolumePrice
-		}
+		col := column{name: k, price: scheduling.NodePrice(it, price[k], 0, listPrices).Total(), alloc: make([]float64, len(names))}
 		useful := false
 		cpu := -1
 		for i, name := range names {
@@ -172,14 +169,15 @@ func columns(s *scheduling.Snapshot, names []corev1.ResourceName, listPrices boo
 			continue
 		}
 		if b := it.Burst; !listPrices && b != nil && cpu >= 0 {
-			base := float64(b.BaselineMilliCPU) / 1000
-			if col.alloc[cpu] > base {
-				full := col
-				full.alloc = slices.Clone(col.alloc)
-				full.price += (col.alloc[cpu] - base) * b.SurplusPerVCPUHour
-				full.name += "+credits"
-				col.alloc[cpu] = base
-				cols = append(cols, full)
+			// A burstable type is two columns: its CPU cut to the
+			// baseline, and all of it at the price with credits.
+			if full := scheduling.NodePrice(it, price[k], alloc.Cpu().MilliValue(), false).Total(); full > col.price {
+				fullCol := col
+				fullCol.alloc = slices.Clone(col.alloc)
+				fullCol.price = full
+				fullCol.name += "+credits"
+				col.alloc[cpu] = float64(b.BaselineMilliCPU) / 1000
+				cols = append(cols, fullCol)
 			}
 		}
 		cols = append(cols, col)
