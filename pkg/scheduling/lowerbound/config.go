@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/pods"
@@ -369,6 +371,7 @@ type generation struct {
 	cols    []configColumn
 	seen    map[string]bool
 	working []int // the master's dual working set
+	rooms   *[]room
 }
 
 // dualBound is a valid bound and the duals it came from.
@@ -574,37 +577,51 @@ func (g *generation) prove(pi []float64, budget int) float64 {
 }
 
 // creditRatio bounds the ratio of dual value to price over the
-// configurations of a burstable offering that pays credits, whose price
-// is P' + s·cpu (P' the price less the credits of the baseline not taken
-// by DaemonSets; configurations under the baseline are the other
-// variant's, and here are only underpriced, which errs safe): the ratio is
-// at most θ where no configuration has Σ n·(π − θ·s·cpu) above θ·P'.
-// Bisection from hi, a bound at the price before credits.
+// configurations of a burstable offering that pays credits. A
+// configuration using cpu millicores costs max(P, F + s·cpu): P the price
+// before credits, F + s·cpu the credits' linear form over the baseline
+// (F = creditFloor, s = CreditRate). The maximum is at least any mix
+// λ·P + (1−λ)·(F + s·cpu), λ in [0, 1], so the ratio is at most θ
+// wherever, for some λ, no configuration has Σ n·(π − θ·(1−λ)·s·cpu)
+// above θ·(λ·P + (1−λ)·F). λ = 0 prices the configurations under the
+// baseline by a line that falls below P (loose where the baseline's
+// credits are worth much of the price); λ = 1 ignores the credits (hi, a
+// bound at the price before credits); the mixes between often bound
+// tighter than either. Bisection from hi for each λ of a grid; the least
+// holds.
 func (g *generation) creditRatio(o int, pi []float64, hi float64, scale []float64, active []int, used []bool) float64 {
 	off := &g.offers[o]
 	cpu, ok := g.d.index[corev1.ResourceCPU]
-	floor := off.creditFloor()
-	if !ok || floor <= 0 {
+	if !ok {
 		return hi
 	}
-	holds := func(theta float64) bool {
-		k := g.knapsackFor(o, pi)
-		for c := range k.val {
-			k.val[c] -= theta * off.burst.CreditRate() * float64(g.reqs[c][cpu])
+	rate, floor := off.burst.CreditRate(), off.creditFloor()
+	best := hi
+	for _, lambda := range []float64{0, 0.25, 0.5, 0.75} {
+		constant := lambda*off.price + (1-lambda)*floor
+		if constant <= 0 {
+			continue
 		}
-		_, ub := k.bestSurrogate(scale, active, used)
-		return ub <= theta*floor
-	}
-	lo := 0.0
-	for range 30 {
-		mid := (lo + hi) / 2
-		if holds(mid) {
-			hi = mid
-		} else {
-			lo = mid
+		holds := func(theta float64) bool {
+			k := g.knapsackFor(o, pi)
+			for c := range k.val {
+				k.val[c] -= theta * (1 - lambda) * rate * float64(g.reqs[c][cpu])
+			}
+			_, ub := k.bestSurrogate(scale, active, used)
+			return ub <= theta*constant
 		}
+		lo, up := 0.0, best
+		for range 30 {
+			mid := (lo + up) / 2
+			if holds(mid) {
+				up = mid
+			} else {
+				lo = mid
+			}
+		}
+		best = up
 	}
-	return hi
+	return best
 }
 
 // farley is the bound the duals pi give: pi scaled by 1/maxRatio is
@@ -617,35 +634,73 @@ func (g *generation) farley(pi []float64, maxRatio float64) float64 {
 	for c, p := range pi {
 		v += p * g.demand[c]
 	}
+	for _, room := range g.existingRooms() {
+		k := knapsack{val: pi, req: g.reqs, cap: room.free, bound: room.bound, groups: g.groups}
+		s, _ := k.bestSurrogate(sc, act, make([]bool, g.nGroups))
+		if len(s.order) == 0 {
+			continue
+		}
+		_, _, ub := k.search(&s, 0, g.limits.SearchBudget, g.nGroups)
+		v -= ub
+	}
+	return theta * v
+}
+
+// room is what an existing node can still take: its free capacity and the
+// most pods of each class it may hold.
+type room struct {
+	free  []int64
+	bound []int
+}
+
+// existingRooms lists the existing nodes that take pods (not marked for
+// deletion), each with its allocatable capacity less its pods' requests,
+// and the classes whose pods tolerate its taints and whose node selector
+// and required node affinity match its labels (Kubernetes' own matching).
+// A node still initialising is taken to shed every taint, which only
+// loosens the bound.
+func (g *generation) existingRooms() []room {
+	if g.rooms != nil {
+		return *g.rooms
+	}
+	var out []room
 	for _, n := range g.s.Nodes {
 		if n.MarkedForDeletion {
 			continue
 		}
-		free := g.d.vector(n.Allocatable)
+		r := room{free: g.d.vector(n.Allocatable), bound: make([]int, len(g.classes))}
 		if q, ok := n.Allocatable[corev1.ResourcePods]; ok {
-			free[g.d.index[corev1.ResourcePods]] = q.Value() * 1000
+			r.free[g.d.index[corev1.ResourcePods]] = q.Value() * 1000
 		}
 		for _, p := range n.Pods {
-			r := g.d.podVector(p)
-			for i := range free {
-				free[i] -= r[i]
+			v := g.d.podVector(p)
+			for i := range r.free {
+				r.free[i] -= v[i]
 			}
 		}
-		for i := range free {
-			free[i] = max(0, free[i])
+		for i := range r.free {
+			r.free[i] = max(0, r.free[i])
 		}
-		k := knapsack{val: pi, req: g.reqs, cap: free, bound: make([]int, len(g.classes)), groups: make([][]int, len(g.classes))}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: n.Labels}}
+		any := false
 		for c, cl := range g.classes {
-			k.bound[c] = cl.count
+			if n.Initialized {
+				if _, bad := scheduling.Untolerated(n.Taints, cl.pod.Spec.Tolerations, true); bad {
+					continue
+				}
+			}
+			if ok, err := nodeaffinity.GetRequiredNodeAffinity(cl.pod).Match(node); err != nil || !ok {
+				continue
+			}
+			r.bound[c] = cl.count
+			any = true
 		}
-		s, _ := k.bestSurrogate(sc, act, nil)
-		if len(s.order) == 0 {
-			continue
+		if any {
+			out = append(out, r)
 		}
-		_, _, ub := k.search(&s, 0, g.limits.SearchBudget, 0)
-		v -= ub
 	}
-	return theta * v
+	g.rooms = &out
+	return out
 }
 
 // tables are the one-dimension bounds at duals pi, per set of classes an

@@ -41,6 +41,15 @@ func burstable(it *scheduling.InstanceType, baseMilli int64, perVCPUHour float64
 	return it
 }
 
+// existingNode is an initialised node in zone with 4 cpu, 16Gi and 10
+// pods free.
+func existingNode(name, zone string, taints ...corev1.Taint) *scheduling.ExistingNode {
+	return &scheduling.ExistingNode{Name: name, Initialized: true, Taints: taints,
+		Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: zone},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+			corev1.ResourcePods: resource.MustParse("10")}}
+}
+
 // TestConfigurationsByHand checks cases whose optimum is worked out by
 // hand: the configuration bound sees what the resource LP cannot.
 func TestConfigurationsByHand(t *testing.T) {
@@ -51,6 +60,7 @@ func TestConfigurationsByHand(t *testing.T) {
 		name   string
 		types  []*scheduling.InstanceType
 		pods   []*corev1.Pod
+		nodes  []*scheduling.ExistingNode
 		lp     float64 // the resource LP
 		config float64 // the configuration LP (= the optimum here)
 	}{
@@ -84,9 +94,22 @@ func TestConfigurationsByHand(t *testing.T) {
 			lp:     0.54, // half the full-CPU column: (1 + 1.6·0.05) / 2
 			config: 1.03,
 		},
+		{
+			// Room for both on each node, but one is tainted and the
+			// other in the wrong zone: neither takes a pod.
+			name:  "existing nodes the pods may not use",
+			types: []*scheduling.InstanceType{instanceType("small", "2", "8Gi", 10, od("a", 1))},
+			pods:  []*corev1.Pod{inZone(pod("a", "1", "1Gi"), "a"), inZone(pod("b", "1", "1Gi"), "a")},
+			nodes: []*scheduling.ExistingNode{
+				existingNode("tainted", "a", corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}),
+				existingNode("elsewhere", "b"),
+			},
+			lp:     0,
+			config: 1,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &scheduling.Snapshot{NodePools: []*scheduling.NodePool{{Name: "p"}}, Pods: tc.pods,
+			s := &scheduling.Snapshot{NodePools: []*scheduling.NodePool{{Name: "p"}}, Pods: tc.pods, Nodes: tc.nodes,
 				InstanceTypes: map[string][]*scheduling.InstanceType{"p": tc.types}}
 			lp, err := Compute(s, scheduling.Options{})
 			if err != nil {
