@@ -39,22 +39,36 @@ const composedPrefix = "composed/"
 // compose extends a consolidation command with the commands the next
 // passes would find within what is left of the budget.
 //
-// It spends little: it composes only after a pass whose first simulation
-// gave the command (a search that had to peel is at the end of what it
-// finds cheaply, and the next steps would mostly peel too), and each
-// further step gets one simulation, so a composed pass costs at most one
-// simulation that finds nothing more than the pass alone. On the
-// 2,000-node cluster, where each simulation costs ~0.1 s, letting the
-// steps peel as a pass does cut no more commands and took 1.2 s more.
+// It spends little: each further step gets one simulation, so a composed
+// pass costs at most one simulation that finds nothing more than the pass
+// alone (on the 2,000-node cluster, where each simulation costs ~0.1 s,
+// letting the steps peel as a pass does took 1.2 s more). A command the
+// search found only after peeling is near the end of what budget-sized
+// sets give, and a budget-sized step would fail as its first set did: its
+// steps take sets no larger than it, which one simulation can confirm.
+// Emptiness composes too: the empty nodes and the consolidation the next
+// pass would find go in one command.
 func (e *engine) compose(first *Command) (*Command, error) {
-	if (first.Method != MethodMultiNode && first.Method != MethodSingleNode) || (e.sim.solves > 1 && !e.composeAll) {
+	if first.Method != MethodMultiNode && first.Method != MethodSingleNode && first.Method != MethodEmptiness {
 		return first, nil
 	}
 	maxN := e.in.Options.MultiNodeMax
 	if maxN <= 0 {
 		maxN = DefaultMultiNodeMax
 	}
-	left := newBudgetLeft(e.allowed, first.Reason)
+	stepMax := maxN
+	if e.sim.solves > 1 && !e.composeAll {
+		stepMax = len(first.Candidates)
+	}
+	reason := first.Reason
+	if first.Method == MethodEmptiness {
+		// Empty nodes are underutilized too: the consolidation steps that
+		// follow take their candidates from what the Underutilized budget
+		// leaves once the empty nodes are counted, so the command keeps
+		// within it as a whole and is counted under it.
+		reason = ReasonUnderutilized
+	}
+	left := newBudgetLeft(e.allowed, reason)
 	taken := 0
 	take := func(cmd *Command, in *Input) {
 		pool := map[string]string{}
@@ -67,17 +81,22 @@ func (e *engine) compose(first *Command) (*Command, error) {
 		}
 	}
 	take(first, e.in)
+	for _, n := range left {
+		if n < 0 {
+			return first, nil
+		}
+	}
 	steps := []*Command{first}
 	origin := map[*corev1.Pod]*corev1.Pod{}
 	in := e.in
 	for len(steps) < maxComposedSteps && taken < maxN && hasRoom(left) {
 		in = afterCommand(in, steps[len(steps)-1], replacementsBefore(steps, len(steps)-1), origin)
-		in.Options.MultiNodeMax = maxN - taken
+		in.Options.MultiNodeMax = min(maxN-taken, stepMax)
 		sub, err := newEngine(in)
 		if err != nil {
 			return nil, err
 		}
-		sub.allowed = budgetsOf(left, first.Reason)
+		sub.allowed = budgetsOf(left, reason)
 		if !e.composeAll {
 			sub.simLimit = 1
 		}
@@ -95,6 +114,13 @@ func (e *engine) compose(first *Command) (*Command, error) {
 		}
 		take(cmd, in)
 		steps = append(steps, cmd)
+	}
+	if first.Method == MethodEmptiness && len(steps) > 1 {
+		// The empty nodes become a multi-node step of the command: a
+		// delete that needs no simulation to save, re-checked as any step.
+		lead := *first
+		lead.Method, lead.Reason = MethodMultiNode, reason
+		steps[0] = &lead
 	}
 	// Each step passed kube-scheduler's replay on its own, but the command
 	// evicts every step's pods at once: the last steps go until the whole

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // TestComposedCommands converges a real cluster, every consolidation
@@ -112,4 +113,114 @@ func TestComposedCommandsKubeSchedulerRealise(t *testing.T) {
 			t.Fatalf("%s: command %s %v → %v counts on the large pod finding room on a new c4 that kube-scheduler fills with the small pods first", tc.name, cmd.Method, cmd.Candidates, replacementTypes(cmd))
 		}
 	}
+}
+
+// TestEmptyNodesJoinConsolidation: the empty nodes of a pass and the
+// consolidation the next pass would find go as one command, counted under
+// the Underutilized budget once the empty nodes are taken from it; when
+// that budget cannot hold the empty nodes, or has nothing left after them,
+// emptiness goes alone under its own reason. The composed command
+// validates on the input it came from, and no longer once one of its
+// "empty" nodes runs a pod that asks not to be disrupted.
+func TestEmptyNodesJoinConsolidation(t *testing.T) {
+	two := []v1.Budget{{Nodes: "100%", Reasons: []v1.DisruptionReason{v1.DisruptionReasonEmpty}}, {Nodes: "1", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnderutilized}}}
+	for _, tc := range []struct {
+		name    string
+		budgets []v1.Budget
+		want    disruption.Reason
+		cands   int
+	}{
+		{name: "default budget", want: disruption.ReasonUnderutilized, cands: 3},
+		{name: "two nodes in all", budgets: []v1.Budget{{Nodes: "2"}}, want: disruption.ReasonEmpty, cands: 2},
+		{name: "fewer underutilized than empty nodes", budgets: two, want: disruption.ReasonEmpty, cands: 2},
+		{name: "no underutilized", budgets: []v1.Budget{{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnderutilized}}}, want: disruption.ReasonEmpty, cands: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := func() []node {
+				return []node{{name: "a", it: "c4"}, {name: "b", it: "c8"}, {name: "c", it: "c4", pods: []*corev1.Pod{pod("p", "1")}}, {name: "d", it: "c8", pods: []*corev1.Pod{pod("q", "7")}}}
+			}
+			np := pool()
+			if tc.budgets != nil {
+				np.Spec.Disruption.Budgets = tc.budgets
+			}
+			in := input(t, np, nodes()...)
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Command == nil {
+				t.Fatal("no command")
+			}
+			checkCommand(t, in, d)
+			cmd := d.Command
+			if cmd.Reason != tc.want || len(cmd.Candidates) != tc.cands {
+				t.Fatalf("%s command (%s) of %v, want %d candidates under %s", cmd.Method, cmd.Reason, cmd.Candidates, tc.cands, tc.want)
+			}
+			if tc.want == disruption.ReasonEmpty {
+				if cmd.Method != disruption.MethodEmptiness {
+					t.Fatalf("%s, want emptiness alone", cmd.Method)
+				}
+				return
+			}
+			if cmd.Method != disruption.MethodMultiNode || disruption.Steps(cmd) != 2 {
+				t.Fatalf("%s of %d steps, want one multi-node command of 2", cmd.Method, disruption.Steps(cmd))
+			}
+			if err := disruption.Validate(cmd, input(t, np, nodes()...)); err != nil {
+				t.Fatalf("the command fails validation on its own input: %v", err)
+			}
+			blocked := nodes()
+			blocked[0].pods = []*corev1.Pod{pod("late", "100m", annotated(v1.AnnotationDoNotDisrupt, "true"))}
+			if err := disruption.Validate(cmd, input(t, np, blocked...)); err == nil {
+				t.Fatal("the command still validates with a do-not-disrupt pod on its empty node a")
+			}
+		})
+	}
+}
+
+// TestPeeledCommandsCompose: a command its pass found only after peeling
+// (several simulations) composes further steps, each no larger than the
+// first, found with one simulation each; the command validates on the
+// input it came from. Before, such a command went alone and each of the
+// small commands of a descent's tail was a command of its own.
+func TestPeeledCommandsCompose(t *testing.T) {
+	c := loadCluster(t, "diverse-5000")
+	solves := 0
+	opts := disruption.Options{Solve: func(s *scheduling.Snapshot, o scheduling.Options) (*scheduling.Plan, error) {
+		solves++
+		return scheduling.Solve(s, o)
+	}}
+	composed := 0
+	for round := 0; round < 40; round++ {
+		in := c.Input(benchNow, opts)
+		before := solves
+		d, err := disruption.Decide(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Command == nil {
+			break
+		}
+		checkCommand(t, in, d)
+		sizes := disruption.StepSizes(d.Command)
+		// A pass that peeled ran at least two simulations before its
+		// command, and each composed step one more.
+		if len(sizes) > 1 && solves-before > len(sizes) {
+			composed++
+			for i, n := range sizes[1:] {
+				if n > sizes[0] {
+					t.Errorf("round %d: step %d takes %d nodes, more than the peeled first step's %d", round, i+2, n, sizes[0])
+				}
+			}
+			if err := disruption.Validate(d.Command, c.Input(benchNow, disruption.Options{})); err != nil {
+				t.Errorf("round %d: composed command %v fails validation on its own input: %v", round, sizes, err)
+			}
+		}
+		if err := c.Apply(d.Command); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if composed == 0 {
+		t.Fatal("no peeled command composed further steps")
+	}
+	t.Logf("%d peeled commands composed further steps", composed)
 }

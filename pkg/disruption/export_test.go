@@ -76,3 +76,15 @@ func Steps(cmd *Command) int { return max(len(cmd.steps), 1) }
 // DecideComposingAll is Decide with every consolidation command composing
 // further steps, each with a pass's full search.
 func DecideComposingAll(in *Input) (*Decision, error) { return decide(in, true) }
+
+// StepSizes is how many candidates each step of cmd takes.
+func StepSizes(cmd *Command) []int {
+	if len(cmd.steps) == 0 {
+		return []int{len(cmd.Candidates)}
+	}
+	out := make([]int, len(cmd.steps))
+	for i, s := range cmd.steps {
+		out[i] = len(s.Candidates)
+	}
+	return out
+}

@@ -46,8 +46,13 @@ func TestMethods(t *testing.T) {
 	}{
 		{
 			name:  "emptiness takes every empty node at once",
-			nodes: []node{{name: "a", it: "c4"}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("d", "1", daemon)}}, {name: "c", it: "c2", pods: []*corev1.Pod{pod("p", "1")}}},
+			nodes: []node{{name: "a", it: "c4"}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("d", "1", daemon)}}, {name: "c", it: "c2", pods: []*corev1.Pod{pod("p", "1500m")}}},
 			want:  disruption.MethodEmptiness, candidates: []string{"a", "b"},
+		},
+		{
+			name:  "empty nodes and an underutilized one go in one command",
+			nodes: []node{{name: "a", it: "c4"}, {name: "b", it: "c8", pods: []*corev1.Pod{pod("d", "1", daemon)}}, {name: "c", it: "c2", pods: []*corev1.Pod{pod("p", "1")}}},
+			want:  disruption.MethodMultiNode, candidates: []string{"a", "b", "c"}, replacements: []string{"c1"},
 		},
 		{
 			name:  "emptiness within the budget, dearest first",
