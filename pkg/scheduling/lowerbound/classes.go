@@ -2,6 +2,7 @@ package lowerbound
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -166,35 +167,36 @@ func antiGroups(pending []*corev1.Pod) map[*corev1.Pod][]int {
 	return out
 }
 
-// admits reports whether pod p may run on a node of pool np, type it, in
-// zone and capacityType: it tolerates the pool's taints, and its node
-// selector and required node affinity can hold for some node the offering
-// launches. A label whose value the offering does not decide is taken as
-// matching, so the check errs towards allowing (which only loosens the
-// bound).
-func admits(p *corev1.Pod, np *scheduling.NodePool, it *scheduling.InstanceType, zone, capacityType string) bool {
+// offeringLabels are the labels a node of pool np and type it, bought in
+// zone and capacityType, carries, each with the values it may take: the
+// zone, capacity type and NodePool, the pool's template labels, and the
+// type's requirements. A label not listed is one the offering does not
+// decide.
+func offeringLabels(np *scheduling.NodePool, it *scheduling.InstanceType, zone, capacityType string) map[string][]string {
+	out := make(map[string][]string, len(it.Requirements)+len(np.Labels)+3)
+	maps.Copy(out, it.Requirements)
+	for k, v := range np.Labels {
+		out[k] = []string{v}
+	}
+	out[labelZone] = []string{zone}
+	out[v1.LabelCapacityType] = []string{capacityType}
+	out[v1.LabelNodePool] = []string{np.Name}
+	return out
+}
+
+// admits reports whether pod p may run on a node of pool np whose labels
+// are labels (offeringLabels): it tolerates the pool's taints, and its
+// node selector and required node affinity can hold for some node the
+// offering launches. A label whose value the offering does not decide is
+// taken as matching, so the check errs towards allowing (which only
+// loosens the bound); each requirement is decided by
+// v1.RequirementAdmitsAny.
+func admits(p *corev1.Pod, np *scheduling.NodePool, labels map[string][]string) bool {
 	if _, bad := scheduling.Untolerated(np.Taints, p.Spec.Tolerations, true); bad {
 		return false
 	}
-	values := func(key string) ([]string, bool) {
-		switch key {
-		case corev1.LabelTopologyZone:
-			return []string{zone}, true
-		case v1.LabelCapacityType:
-			return []string{capacityType}, true
-		case v1.LabelNodePool:
-			return []string{np.Name}, true
-		}
-		if v, ok := np.Labels[key]; ok {
-			return []string{v}, true
-		}
-		if v, ok := it.Requirements[key]; ok {
-			return v, true
-		}
-		return nil, false
-	}
 	match := func(key string, op corev1.NodeSelectorOperator, vals []string) bool {
-		cands, known := values(key)
+		cands, known := labels[key]
 		return !known || v1.RequirementAdmitsAny(op, vals, cands)
 	}
 	for k, v := range p.Spec.NodeSelector {

@@ -238,7 +238,8 @@ func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPric
 				if !o.Available || !scheduling.RequirementsAdmit(np.Requirements, labelZone, o.Zone) || !scheduling.RequirementsAdmit(np.Requirements, v1.LabelCapacityType, o.CapacityType) {
 					continue
 				}
-				daemon := daemonLoad(s, np, it, o, d)
+				labels := offeringLabels(np, it, o.Zone, o.CapacityType)
+				daemon := daemonLoad(s, np, labels, d)
 				capv := make([]int64, len(alloc))
 				for i := range alloc {
 					capv[i] = alloc[i] - daemon[i]
@@ -254,7 +255,7 @@ func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPric
 				}
 				any := false
 				for c, cl := range classes {
-					off.allowed[c] = admits(cl.pod, np, it, o.Zone, o.CapacityType)
+					off.allowed[c] = admits(cl.pod, np, labels)
 					any = any || off.allowed[c]
 				}
 				if !any {
@@ -300,23 +301,17 @@ func buildOfferings(s *scheduling.Snapshot, d dims, classes []podClass, listPric
 // selector and required node affinity match the node's labels, counting
 // only daemons whose terms name labels the offering decides (so a daemon
 // is never charged where it might not run).
-func daemonLoad(s *scheduling.Snapshot, np *scheduling.NodePool, it *scheduling.InstanceType, o scheduling.Offering, d dims) []int64 {
+func daemonLoad(s *scheduling.Snapshot, np *scheduling.NodePool, offered map[string][]string, d dims) []int64 {
 	total := make([]int64, len(d.names))
 	if len(s.DaemonSets) == 0 {
 		return total
 	}
 	labels := map[string]string{}
-	for k, v := range it.Requirements {
+	for k, v := range offered {
 		if len(v) == 1 {
 			labels[k] = v[0]
 		}
 	}
-	for k, v := range np.Labels {
-		labels[k] = v
-	}
-	labels[labelZone] = o.Zone
-	labels[v1.LabelCapacityType] = o.CapacityType
-	labels[v1.LabelNodePool] = np.Name
 	for _, dp := range scheduling.DaemonPodsFor(s.DaemonSets, labels, np.Taints) {
 		if !decided(dp, labels) {
 			continue
