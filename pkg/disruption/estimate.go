@@ -19,10 +19,12 @@ type estimator struct {
 	shapes shapeIndex
 	// spares are the schedulable nodes' free room, roomiest cpu first.
 	spares []spareNode
-	// repelled caches, per hostname anti-affinity selector, the nodes
-	// running a pod it selects.
-	repelled map[string]map[string]bool
-	nodes    []nodePods
+	// repelled caches, per hostname anti-affinity selector (by its
+	// protobuf encoding, and by pointer for the pod it came from), the
+	// nodes running a pod it selects.
+	repelled      map[string]map[string]bool
+	repelledBySel map[*metav1.LabelSelector]map[string]bool
+	nodes         []nodePods
 }
 
 type spareNode struct {
@@ -40,7 +42,7 @@ func (e *engine) estimator() *estimator {
 		return e.est
 	}
 	capa := e.capacity()
-	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[string]map[string]bool{}}
+	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[string]map[string]bool{}, repelledBySel: map[*metav1.LabelSelector]map[string]bool{}}
 	for _, n := range e.sim.base.Nodes {
 		est.nodes = append(est.nodes, nodePods{n.Name, n.Pods})
 		if free, ok := capa.spare[n.Name]; ok && free[2] > 0 {
@@ -68,8 +70,16 @@ func hostnameAnti(p *corev1.Pod) []*metav1.LabelSelector {
 }
 
 func (est *estimator) repels(ls *metav1.LabelSelector) map[string]bool {
-	key := metav1.FormatLabelSelector(ls)
+	if m, ok := est.repelledBySel[ls]; ok {
+		return m
+	}
+	enc, err := ls.Marshal()
+	if err != nil {
+		enc = []byte(metav1.FormatLabelSelector(ls))
+	}
+	key := string(enc)
 	if m, ok := est.repelled[key]; ok {
+		est.repelledBySel[ls] = m
 		return m
 	}
 	sel := parse(ls)
@@ -82,7 +92,7 @@ func (est *estimator) repels(ls *metav1.LabelSelector) map[string]bool {
 			}
 		}
 	}
-	est.repelled[key] = m
+	est.repelled[key], est.repelledBySel[ls] = m, m
 	return m
 }
 

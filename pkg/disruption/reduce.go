@@ -59,12 +59,25 @@ type reducer struct {
 func newReducer(capa *capacity, snap *scheduling.Snapshot) *reducer {
 	r := &reducer{capa: capa, terms: map[*corev1.Pod][]term{}, full: map[*corev1.Pod]corev1.ResourceList{}, holders: map[*corev1.Pod][]term{}, class: map[*corev1.Pod]int{}}
 	ids := map[string]int{}
+	// Pods of one workload carry equal anti-affinity: its terms are
+	// parsed once, keyed by its protobuf encoding (deterministic, and far
+	// cheaper than its String).
+	parsed := map[string][]term{}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Pods {
 			key := labels.Set(p.Labels).String()
 			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-				r.holders[p] = antiTerms(a.PodAntiAffinity)
-				key += "\x00" + a.PodAntiAffinity.String()
+				enc, err := a.PodAntiAffinity.Marshal()
+				if err != nil {
+					enc = []byte(a.PodAntiAffinity.String())
+				}
+				ts, ok := parsed[string(enc)]
+				if !ok {
+					ts = antiTerms(a.PodAntiAffinity)
+					parsed[string(enc)] = ts
+				}
+				r.holders[p] = ts
+				key += "\x00" + string(enc)
 			}
 			id, ok := ids[key]
 			if !ok {
