@@ -168,6 +168,10 @@ type Observer struct {
 	// Notes wait on judged until none is left.
 	judging int
 	judged  *sync.Cond
+	// missed are the deletions the pod watch missed that wait for the
+	// pod's events (observer_missed.go); one goroutine polls for them all
+	// while there are any.
+	missed []*missedDeletion
 	// foreign is the other cluster's live instances when Start ran.
 	foreign map[string]CloudInstance
 	// evicted are pods whose eviction was already judged.
@@ -361,8 +365,8 @@ func mapsEqual(a, b map[string]string) bool {
 // the DisruptionTarget condition the deleter set first. Judged as a
 // deletion without the Eviction API, it failed big sim round 2013: two
 // pods kube-controller-manager's taint-eviction controller deleted in the
-// second before the observer's watch came back. judgeMissedDeletion asks
-// the pod's events instead.
+// second before the observer's watch came back. onMissedDeletion asks
+// the pod's events instead (observer_missed.go).
 func (o *Observer) onPodDeleted(obj any) {
 	tomb, missed := obj.(cache.DeletedFinalStateUnknown)
 	if missed {
@@ -376,71 +380,13 @@ func (o *Observer) onPodDeleted(obj any) {
 	case hasDisruptionTarget(p):
 		// Judged by onPod when the condition came.
 	case missed:
-		o.mu.Lock()
-		o.judging++
-		o.mu.Unlock()
-		go func() {
-			defer func() {
-				o.mu.Lock()
-				o.judging--
-				o.judged.Broadcast()
-				o.mu.Unlock()
-			}()
-			o.judgeMissedDeletion(p)
-		}()
+		o.onMissedDeletion(p)
 	default:
 		o.judgeDeletion(p)
 	}
 	o.mu.Lock()
 	delete(o.podView, p.UID)
 	o.mu.Unlock()
-}
-
-// reasonTaintManagerEviction is the event kube-controller-manager's
-// taint-eviction controller records on a pod it deletes.
-const reasonTaintManagerEviction = "TaintManagerEviction"
-
-// judgeMissedDeletion judges a pod under a PDB whose deletion the watch
-// missed, by the events recorded on it (its UID): a TaintManagerEviction
-// is judged as the taint-eviction controller's deletion (the Node's
-// taints). Without one, how the pod went cannot be told (the Eviction
-// API, a ReplicaSet's scale-down and a direct deletion leave the same
-// tombstone; joiner's own Evicted event is no proof), so it is noted,
-// with the events found, not judged. The blind spot is the seconds a
-// watch takes to come back after an API server restart.
-func (o *Observer) judgeMissedDeletion(pod *corev1.Pod) {
-	if owner := metav1.GetControllerOf(pod); owner == nil || owner.Kind != "ReplicaSet" || !o.hasPDB(pod) {
-		return
-	}
-	var reasons []string
-	// kube-controller-manager records its event as it deletes; under load
-	// it can reach the API server after the deletion.
-	for range 20 {
-		reasons = o.podEventReasons(pod)
-		if slices.Contains(reasons, reasonTaintManagerEviction) {
-			o.judgeTaintEviction(pod, corev1.PodCondition{Reason: "DeletionByTaintManager", Message: "its " + reasonTaintManagerEviction + " event; the observer's watch missed the deletion"})
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	o.note("pod %s under a PDB went while the observer's pod watch was down (a tombstone: the last state it saw had no DisruptionTarget condition), and no %s event names it (its events: [%s]): how it was deleted is unknown, so it is not judged",
-		pod.Name, reasonTaintManagerEviction, strings.Join(reasons, ", "))
-}
-
-// podEventReasons are the reasons of the events recorded on pod (by UID).
-func (o *Observer) podEventReasons(pod *corev1.Pod) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := o.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
-	if err != nil {
-		return []string{"listing events: " + err.Error()}
-	}
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Reason)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // onPod judges evictions against the pod's PDBs and tracks do-not-disrupt

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -77,7 +78,12 @@ func (f *webFixture) pod(name string) *corev1.Pod {
 // its pod cache (the informer's, which runs ahead of the handler) holds
 // cached, its node cache nothing; a test feeds its handlers itself.
 func (f *webFixture) observer(t *testing.T, cached ...*corev1.Pod) *Observer {
-	o, err := NewObserver(ObserverOptions{Config: f.env.Config, Namespace: f.ns})
+	return f.observerOf(t, f.env.Config, cached...)
+}
+
+// observerOf is observer with its own client configuration.
+func (f *webFixture) observerOf(t *testing.T, config *rest.Config, cached ...*corev1.Pod) *Observer {
+	o, err := NewObserver(ObserverOptions{Config: config, Namespace: f.ns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,14 @@ package chaos
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -133,3 +136,64 @@ func TestObserverJudgesMissedDeletions(t *testing.T) {
 		})
 	}
 }
+
+// Deletions the pod watch missed come in bursts: big EC2 round 3023
+// restarted kube-apiserver while a scale-down deleted 95 pods, and 94
+// tombstones each polled the namespace's events on its own, twenty
+// times; the API server reads a namespace's events whole from etcd (4,171
+// of them, no watch cache), and the restarted kube-apiserver answering
+// them never became ready. A burst is judged from one list of events a
+// poll, however many pods wait, and each pod still as it would be alone.
+func TestObserverJudgesMissedDeletionsInBulk(t *testing.T) {
+	f := newWebFixture(t, true)
+	node := taintedNode(strings.ToLower(t.Name()), unregisteredTaint)
+	f.env.Create(t, node)
+	var lists atomic.Int32
+	config := rest.CopyConfig(f.env.Config)
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/events") {
+				lists.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	const pods = 30
+	var burst []*corev1.Pod
+	for i := range pods {
+		pod := f.pod(fmt.Sprintf("web-%d", i))
+		pod.Spec.NodeName = node.Name
+		burst = append(burst, pod)
+	}
+	// The first was the taint-eviction controller's, on a Node that still
+	// carries the taint.
+	f.env.Create(t, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-0.event", Namespace: f.ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: f.ns, Name: burst[0].Name, UID: burst[0].UID},
+		Reason:         reasonTaintManagerEviction, Message: "Marking for deletion Pod " + f.ns + "/" + burst[0].Name, Type: corev1.EventTypeNormal,
+	})
+	o := f.observerOf(t, config)
+	for _, pod := range burst {
+		o.onPod(pod)
+	}
+	for _, pod := range burst {
+		o.onPodDeleted(cache.DeletedFinalStateUnknown{Key: f.ns + "/" + pod.Name, Obj: pod})
+	}
+	expectJudged(t, o, "pod web-0 under a PDB was removed without eviction", "how it was deleted is unknown")
+	if v := o.Violations(); len(v) != 1 {
+		t.Errorf("%d violations, want 1 (web-0): %q", len(v), v)
+	}
+	if n := len(o.Notes()); n != pods-1 {
+		t.Errorf("%d notes, want %d (every pod but web-0)", n, pods-1)
+	}
+	// A list a poll, and one for the events of the pods given up at a
+	// poll; a pod's polls count from its arrival, so the burst may span
+	// two polls. One list a pod a poll would be 29 x 20.
+	if n := lists.Load(); n > 2*missedPolls {
+		t.Errorf("%d lists of events for %d missed deletions, want at most %d", n, pods, 2*missedPolls)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
