@@ -9,6 +9,7 @@ import (
 
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/simulate"
 )
 
@@ -25,6 +26,11 @@ func runDisruption(o *simulateOptions, stdin io.Reader, stdout io.Writer) error 
 		return fmt.Errorf("--rounds: want 0 (until no command) or more, got %d", o.rounds)
 	}
 	dopts := disruption.Options{SpotToSpot: o.spotToSpot, MinSavingsFraction: o.minSavings, Scheduling: o.schedulingOptions()}
+	scoring, err := schedulerconfig.LoadScoring(o.schedulerConfig)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	dopts.Scoring = scoring
 	if o.minSavings == 0 {
 		dopts.MinSavingsFraction = -1 // any strictly cheaper replacement
 	}

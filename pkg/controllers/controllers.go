@@ -48,6 +48,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/metrics"
 	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/overlay"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 	"github.com/joiner-dev/joiner/pkg/statuspage"
@@ -113,6 +114,11 @@ type Options struct {
 	// constraints by scheduler name (SCHEDULER_CONFIG), planned for pods
 	// without their own; nil when unset.
 	DefaultSpread map[string][]corev1.TopologySpreadConstraint
+	// Scoring is kube-scheduler's resource scoring by scheduler name
+	// (SCHEDULER_CONFIG): consolidation replays where kube-scheduler puts
+	// the pods a command evicts with it; nil means kube-scheduler's
+	// defaults.
+	Scoring map[string]schedulerconfig.Scoring
 	// CapacityBuffer plans CapacityBuffers' virtual pods (the
 	// CapacityBuffer feature gate); off, buffers only get an event naming
 	// the gate.
@@ -346,6 +352,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 		SpotToSpot:         o.SpotToSpotConsolidation,
 		MinSavingsFraction: minSavings(o.ConsolidationMinSavings),
 		Scheduling:         o.Scheduling,
+		Scoring:            o.Scoring,
 		PollInterval:       o.DisruptionPollInterval,
 		ValidationPeriod:   o.DisruptionValidationPeriod,
 	})

@@ -3,11 +3,13 @@ package disruption
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/pkg/pods"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // follow checks that kube-scheduler would realise a consolidation
@@ -21,34 +23,103 @@ import (
 // node for it, and the next pass re-packs again: upstream's "Wide
 // Deployments" saw 54 commands move 13,105 pods this way.
 //
-// follow replays the candidates' pods, smallest first, each onto the node
-// with the most room left, as LeastAllocated scores it, among the nodes the
-// simulation sent pods of the same controller to (nodes the solver found
-// feasible for them; a controller whose pods must not share a node, by
-// hostname anti-affinity or spread, takes no more of a node than the
-// simulation gave it). A pod that finds no room fails its candidate, as a
-// pod the solver could not place does, so multi-node consolidation peels
-// it and single-node consolidation passes over it.
+// follow replays the candidates' pods (see replay) and fails the candidate
+// of a pod that finds no room, as a pod the solver could not place does,
+// so multi-node consolidation peels it and single-node consolidation
+// passes over it.
 func (s *simulator) follow(r *result) {
 	if len(r.moves) == 0 {
 		return
 	}
+	var order []*corev1.Pod
+	for _, c := range r.cands {
+		order = append(order, c.pods...)
+	}
+	for _, p := range s.replay(r.moves, r.replacements, order).stranded {
+		from := ""
+		for _, m := range r.moves {
+			if m.Pod == p {
+				from = m.From
+			}
+		}
+		r.failed[from] = true
+		if r.reason.IsZero() {
+			r.reason = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(p)}
+		}
+	}
+}
+
+// Placement is where kube-scheduler, as the replay predicts it, puts one
+// pod a command evicts: an existing node by name, or Replacement (an
+// index into Command.Replacements) when Node is "", or nowhere (Node ""
+// and Replacement -1) when the pod finds no room.
+type Placement struct {
+	Pod         *corev1.Pod
+	Node        string
+	Replacement int
+}
+
+// Realise replays a command of one step as kube-scheduler would carry it
+// out, the check every consolidation command passed (follow): where each
+// evicted pod lands, in the order replayed (a pod that finds no room
+// lands nowhere), and why the first such pod does not land (zero Why when
+// every pod lands). It is what `simulate` and
+// tests compare with kube-scheduler's own bindings.
+func Realise(in *Input, cmd *Command) ([]Placement, Why) {
+	s := newSimulator(in)
+	var order []*corev1.Pod
+	for _, name := range cmd.Candidates {
+		for i := range in.Nodes {
+			if in.Nodes[i].Name == name {
+				order = append(order, in.Nodes[i].Pods...)
+			}
+		}
+	}
+	rp := s.replay(cmd.Moves, cmd.Replacements, order)
+	var why Why
+	if len(rp.stranded) > 0 {
+		why = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(rp.stranded[0])}
+	}
+	return rp.placed, why
+}
+
+// replayed is what a replay found: where each pod landed, in order, and
+// the pods that found no room (also in placed, landing nowhere).
+type replayed struct {
+	placed   []Placement
+	stranded []*corev1.Pod
+}
+
+// replay places the moved pods (those of order that moves name), smallest
+// first, each on the node kube-scheduler's resource score ranks first
+// (the scoring of the pod's scheduler profile, SCHEDULER_CONFIG's
+// NodeResourcesFit strategy and NodeResourcesBalancedAllocation: see
+// schedulerconfig.Scoring), among the nodes the simulation sent pods of the
+// same controller to (nodes the solver found feasible for them; a
+// controller whose pods must not share a node, by hostname anti-affinity
+// or spread, takes no more of a node than the simulation gave it).
+// kube-scheduler breaks a tie at random; the replay takes the first node
+// the simulation named.
+func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim, candPods []*corev1.Pod) replayed {
+	var out replayed
 	capa := s.capacity()
-	from := make(map[*corev1.Pod]bool, len(r.moves))
-	for _, m := range r.moves {
+	from := make(map[*corev1.Pod]bool, len(moves))
+	for _, m := range moves {
 		from[m.Pod] = true
 	}
+	scores := s.scores()
 	// The destinations: existing nodes by name, replacements by index as
 	// the cheapest launch option (what launches) less the DaemonSets.
 	room := map[string]vec{}
-	alloc := map[string]vec{}
-	for _, m := range r.moves {
+	dests := map[string]*destination{}
+	for _, m := range moves {
 		if _, seen := room[m.To]; m.Replacement >= 0 || seen {
 			continue
 		}
-		room[m.To], alloc[m.To] = capa.spare[m.To], capa.allocatable[m.To]
+		room[m.To] = capa.spare[m.To]
+		dests[m.To] = scores.existing(m.To)
 	}
-	for i, nc := range r.replacements {
+	for i, nc := range replacements {
 		it, _, ok := Launch(nc)
 		if !ok {
 			continue
@@ -65,7 +136,8 @@ func (s *simulator) follow(r *result) {
 			}
 		}
 		key := replacementKey(i)
-		room[key], alloc[key] = left, a
+		room[key] = left
+		dests[key] = scores.replacement(it, nc, from)
 	}
 	// Where the simulation sent each controller's pods, and how many.
 	type slot struct {
@@ -73,9 +145,8 @@ func (s *simulator) follow(r *result) {
 		count int
 	}
 	dest := map[types.UID][]*slot{}
-	var order []*corev1.Pod
-	byPod := map[*corev1.Pod]string{}
-	for _, m := range r.moves {
+	byPod := map[*corev1.Pod]bool{}
+	for _, m := range moves {
 		if pods.IsVirtual(m.Pod) {
 			continue
 		}
@@ -83,7 +154,7 @@ func (s *simulator) follow(r *result) {
 		if m.Replacement >= 0 {
 			node = replacementKey(m.Replacement)
 		}
-		byPod[m.Pod] = m.From
+		byPod[m.Pod] = true
 		owner := controllerOf(m.Pod)
 		var sl *slot
 		for _, x := range dest[owner] {
@@ -101,11 +172,10 @@ func (s *simulator) follow(r *result) {
 	// controllers' (each recreates its evicted pods in a batch), which no
 	// one controls: replay the one that hurts most, smallest pods first,
 	// so the large ones come last to what room the small ones left.
-	for _, c := range r.cands {
-		for _, p := range c.pods {
-			if _, ok := byPod[p]; ok {
-				order = append(order, p)
-			}
+	var order []*corev1.Pod
+	for _, p := range candPods {
+		if byPod[p] {
+			order = append(order, p)
 		}
 	}
 	size := func(p *corev1.Pod) float64 {
@@ -118,50 +188,54 @@ func (s *simulator) follow(r *result) {
 		owner := controllerOf(p)
 		exclusive := ownNode(p)
 		req := capa.request(p)
-		best, bestScore := "", -1.0
+		profile := scores.profile(p)
+		use := scores.usage(profile, p)
+		best, bestScore := "", int64(-1)
 		for _, sl := range dest[owner] {
 			if exclusive && taken[owner][sl.node] >= sl.count {
 				continue
 			}
-			left := room[sl.node].sub(req)
-			if !(vec{}).fits(left) {
+			if !(vec{}).fits(room[sl.node].sub(req)) {
 				continue
 			}
-			if score := leastAllocated(left, alloc[sl.node]); score > bestScore {
+			if score := dests[sl.node].score(scores, profile, use); score > bestScore {
 				best, bestScore = sl.node, score
 			}
 		}
 		if best == "" {
-			from := byPod[p]
-			r.failed[from] = true
-			if r.reason.IsZero() {
-				r.reason = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(p)}
-			}
+			out.stranded = append(out.stranded, p)
+			out.placed = append(out.placed, Placement{Pod: p, Replacement: -1})
 			continue
 		}
 		room[best] = room[best].sub(req)
+		dests[best].land(scores, p)
 		if taken[owner] == nil {
 			taken[owner] = map[string]int{}
 		}
 		taken[owner][best]++
+		pl := Placement{Pod: p, Node: best, Replacement: -1}
+		if i, ok := replacementIndex(best); ok {
+			pl.Node, pl.Replacement = "", i
+		}
+		out.placed = append(out.placed, pl)
 	}
+	return out
 }
 
 // replacementKey names the i-th replacement among the destinations (no
 // Node name has this shape).
-func replacementKey(i int) string { return "\x00replacement/" + strconv.Itoa(i) }
+func replacementKey(i int) string { return replacementPrefix + strconv.Itoa(i) }
 
-// leastAllocated is kube-scheduler's NodeResourcesFit LeastAllocated score
-// of a node left with room out of alloc: the mean share of cpu and memory
-// still free (weights 1 each, its defaults).
-func leastAllocated(left, alloc vec) float64 {
-	score := 0.0
-	for i := range 2 {
-		if alloc[i] > 0 {
-			score += float64(left[i]) / float64(alloc[i])
-		}
+const replacementPrefix = "\x00replacement/"
+
+// replacementIndex is the index replacementKey named, if key is one.
+func replacementIndex(key string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, replacementPrefix)
+	if !ok {
+		return 0, false
 	}
-	return score / 2
+	i, err := strconv.Atoi(rest)
+	return i, err == nil
 }
 
 // controllerOf is the UID that groups a pod with its identical siblings:

@@ -27,6 +27,8 @@ type simulator struct {
 	solves int
 	capa   *capacity
 	red    *reducer
+	// kube is what the replay of kube-scheduler's score reads (realise.go).
+	kube *kubeScores
 	// base is the cluster the simulations start from (see withLeaving).
 	base *scheduling.Snapshot
 	// totals feed the Balanced policy's score.

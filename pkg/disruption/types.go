@@ -7,6 +7,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -117,6 +118,11 @@ type Options struct {
 	// MIN_VALUES_POLICY); the simulation adds RequirePreferences unless
 	// preferences are ignored altogether.
 	Scheduling scheduling.Options
+	// Scoring is how kube-scheduler ranks the nodes a pod fits, by
+	// scheduler name (SCHEDULER_CONFIG's profiles): the replay of a
+	// consolidation command places the evicted pods with it (realise.go).
+	// A scheduler it does not name scores as kube-scheduler's defaults.
+	Scoring map[string]schedulerconfig.Scoring
 	// Solve is the solver consolidation simulates with; nil means
 	// scheduling.Solve.
 	Solve func(*scheduling.Snapshot, scheduling.Options) (*scheduling.Plan, error)

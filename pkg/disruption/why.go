@@ -97,8 +97,9 @@ const (
 	// initialised (Node).
 	WhyUninitializedNode WhyKind = "UninitializedNode"
 	// WhySchedulerWouldSpread: kube-scheduler, placing the evicted pods
-	// on the nodes with the most room first, would leave a pod (Pod) of
-	// the node no room where the simulation put it (realise.go).
+	// as its profile's resource score ranks the nodes (the most room first
+	// by default), would leave a pod (Pod) of the node no room where the
+	// simulation put it (realise.go).
 	WhySchedulerWouldSpread WhyKind = "SchedulerWouldSpread"
 	// WhyNoBudget: the NodePool's budget for the method's reason is used up
 	// (NodePool, Budget).
@@ -238,7 +239,7 @@ func (w Why) String() string {
 	case WhyUninitializedNode:
 		return fmt.Sprintf("would schedule against uninitialized node %q", w.Node)
 	case WhySchedulerWouldSpread:
-		return fmt.Sprintf("pod %q would not schedule where the simulation puts it: kube-scheduler sends evicted pods to the least allocated nodes first, which would leave it no room", w.Pod)
+		return fmt.Sprintf("pod %q would not schedule where the simulation puts it: kube-scheduler, placing the evicted pods as its resource score ranks the nodes, would leave it no room", w.Pod)
 	case WhyNoBudget:
 		return fmt.Sprintf("no disruption budget left for reason %s in NodePool %q", w.Budget, w.NodePool)
 	case WhyDriftPaused:

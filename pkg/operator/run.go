@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg *rest.Config, settings *options.Options, logge
 		StaticCapacity:             settings.FeatureGates.StaticCapacity,
 		CapacityBuffer:             settings.FeatureGates.CapacityBuffer,
 		DefaultSpread:              settings.DefaultSpread,
+		Scoring:                    settings.Scoring,
 		NodeOverlay:                settings.FeatureGates.NodeOverlay,
 		SpotToSpotConsolidation:    settings.FeatureGates.SpotToSpotConsolidation,
 		ConsolidationMinSavings:    settings.ConsolidationMinSavings,

@@ -1,15 +1,21 @@
-// Package schedulerconfig reads SCHEDULER_CONFIG: the cluster-default
-// topology spread constraints kube-scheduler applies to pods that declare
-// none, so joiner plans what kube-scheduler will then bind. It reads
-// kube-scheduler's own KubeSchedulerConfiguration (k8s.io/kube-scheduler
-// config/v1: each profile's PodTopologySpread args, defaultingType List or
-// System) and Karpenter's SCHEDULER_CONFIG document
-// (podTopologySpread.defaultConstraints), and refuses what kube-scheduler
-// refuses, naming the field.
+// Package schedulerconfig reads SCHEDULER_CONFIG, kube-scheduler's
+// configuration, for what joiner must plan as kube-scheduler will act:
 //
-// It decides only which constraints are in force per scheduler name; the
-// solver applies them (scheduling.DefaultSpread), deducing each pod's
-// selector as kube-scheduler does.
+//   - the cluster-default topology spread constraints kube-scheduler
+//     applies to pods that declare none, from kube-scheduler's own
+//     KubeSchedulerConfiguration (k8s.io/kube-scheduler config/v1: each
+//     profile's PodTopologySpread args, defaultingType List or System) or
+//     Karpenter's SCHEDULER_CONFIG document
+//     (podTopologySpread.defaultConstraints);
+//   - each profile's resource scoring (NodeResourcesFit's scoringStrategy
+//     and NodeResourcesBalancedAllocation, with their weights), with
+//     which consolidation replays where kube-scheduler puts the pods a
+//     command evicts (Scoring, scoring.go).
+//
+// It refuses what kube-scheduler refuses, naming the field. It decides
+// which constraints and scores are in force per scheduler name; the solver
+// applies the constraints (scheduling.DefaultSpread), deducing each pod's
+// selector as kube-scheduler does, and the disruption engine the scores.
 package schedulerconfig
 
 import (
@@ -50,16 +56,9 @@ func SystemDefaults() []corev1.TopologySpreadConstraint {
 // Load reads value, SCHEDULER_CONFIG: the path of a file, or the document
 // itself (as Karpenter's chart passes it). Empty means no defaults (nil).
 func Load(value string) (map[string][]corev1.TopologySpreadConstraint, error) {
-	if strings.TrimSpace(value) == "" {
-		return nil, nil
-	}
-	doc := []byte(value)
-	if !strings.ContainsAny(value, "\n:{") {
-		b, err := os.ReadFile(value)
-		if err != nil {
-			return nil, fmt.Errorf("scheduler-config: reading %s: %w", value, err)
-		}
-		doc = b
+	doc, err := read(value)
+	if err != nil || doc == nil {
+		return nil, err
 	}
 	out, err := Parse(doc)
 	if err != nil {
@@ -68,11 +67,52 @@ func Load(value string) (map[string][]corev1.TopologySpreadConstraint, error) {
 	return out, nil
 }
 
+// read is SCHEDULER_CONFIG's document: value itself, or the file it
+// names; nil when value is empty.
+func read(value string) ([]byte, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	if strings.ContainsAny(value, "\n:{") {
+		return []byte(value), nil
+	}
+	b, err := os.ReadFile(value)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler-config: reading %s: %w", value, err)
+	}
+	return b, nil
+}
+
 // Parse reads one document: a KubeSchedulerConfiguration (its kind says
 // so) or Karpenter's podTopologySpread document. The result maps scheduler
 // names to the constraints kube-scheduler defaults their pods with; a
 // profile without defaults maps to an empty list.
 func Parse(doc []byte) (map[string][]corev1.TopologySpreadConstraint, error) {
+	cfg, err := decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return parseKarpenter(doc)
+	}
+	out := map[string][]corev1.TopologySpreadConstraint{}
+	for i, p := range profiles(cfg) {
+		name := profileName(&p)
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("profiles[%d].schedulerName %q is repeated", i, name)
+		}
+		cs, err := profileDefaults(&p)
+		if err != nil {
+			return nil, fmt.Errorf("profiles[%d] (%s): %w", i, name, err)
+		}
+		out[name] = cs
+	}
+	return out, nil
+}
+
+// decode reads a KubeSchedulerConfiguration; nil (and no error) when the
+// document has no kind, as Karpenter's podTopologySpread document has not.
+func decode(doc []byte) (*schedv1.KubeSchedulerConfiguration, error) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -81,7 +121,7 @@ func Parse(doc []byte) (map[string][]corev1.TopologySpreadConstraint, error) {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
 	if head.Kind == "" {
-		return parseKarpenter(doc)
+		return nil, nil
 	}
 	if head.Kind != "KubeSchedulerConfiguration" || head.APIVersion != schedv1.SchemeGroupVersion.String() {
 		return nil, fmt.Errorf("%s %s is not a %s KubeSchedulerConfiguration nor Karpenter's podTopologySpread document", head.APIVersion, head.Kind, schedv1.SchemeGroupVersion)
@@ -90,28 +130,24 @@ func Parse(doc []byte) (map[string][]corev1.TopologySpreadConstraint, error) {
 	if err := yaml.UnmarshalStrict(doc, &cfg); err != nil {
 		return nil, fmt.Errorf("decoding KubeSchedulerConfiguration: %w", err)
 	}
-	profiles := cfg.Profiles
-	if len(profiles) == 0 {
-		// kube-scheduler's default: one profile, default-scheduler.
-		profiles = []schedv1.KubeSchedulerProfile{{}}
+	return &cfg, nil
+}
+
+// profiles are the configuration's profiles: kube-scheduler's one
+// default profile when it lists none.
+func profiles(cfg *schedv1.KubeSchedulerConfiguration) []schedv1.KubeSchedulerProfile {
+	if len(cfg.Profiles) == 0 {
+		return []schedv1.KubeSchedulerProfile{{}}
 	}
-	out := map[string][]corev1.TopologySpreadConstraint{}
-	for i := range profiles {
-		p := &profiles[i]
-		name := DefaultScheduler
-		if p.SchedulerName != nil && *p.SchedulerName != "" {
-			name = *p.SchedulerName
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("profiles[%d].schedulerName %q is repeated", i, name)
-		}
-		cs, err := profileDefaults(p)
-		if err != nil {
-			return nil, fmt.Errorf("profiles[%d] (%s): %w", i, name, err)
-		}
-		out[name] = cs
+	return cfg.Profiles
+}
+
+// profileName is the scheduler name a profile serves.
+func profileName(p *schedv1.KubeSchedulerProfile) string {
+	if p.SchedulerName != nil && *p.SchedulerName != "" {
+		return *p.SchedulerName
 	}
-	return out, nil
+	return DefaultScheduler
 }
 
 // profileDefaults are the constraints a profile defaults pods with: none

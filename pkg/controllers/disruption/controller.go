@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/pkg/livemodel"
 	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/pods"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/state"
 )
@@ -100,6 +101,10 @@ type Options struct {
 	// Scheduling are the solver settings consolidation simulates with
 	// (PREFERENCE_POLICY, MIN_VALUES_POLICY).
 	Scheduling scheduling.Options
+	// Scoring is kube-scheduler's resource scoring by scheduler name
+	// (SCHEDULER_CONFIG), with which the engine replays where
+	// kube-scheduler puts the pods a command evicts.
+	Scoring map[string]schedulerconfig.Scoring
 
 	// PollInterval is the time between two decisions (default 10 s).
 	PollInterval time.Duration

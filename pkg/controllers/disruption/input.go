@@ -37,7 +37,7 @@ func (c *Controller) buildInput(ctx context.Context) (*disruption.Input, error) 
 		Cluster:       snap.Cluster,
 		InstanceTypes: snap.InstanceTypes,
 		NodePools:     map[string]*v1.NodePool{},
-		Options:       disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction, Scheduling: c.opts.Scheduling},
+		Options:       disruption.Options{SpotToSpot: c.opts.SpotToSpot, MinSavingsFraction: c.opts.MinSavingsFraction, Scheduling: c.opts.Scheduling, Scoring: c.opts.Scoring},
 	}
 	for i := range pools.Items {
 		np := &pools.Items[i]

@@ -119,6 +119,9 @@ type Options struct {
 	// plans with; DefaultSpread is what Validate read from it.
 	SchedulerConfig string
 	DefaultSpread   map[string][]corev1.TopologySpreadConstraint
+	// Scoring is each profile's resource scoring that Validate read from
+	// SchedulerConfig: consolidation replays kube-scheduler with it.
+	Scoring map[string]schedulerconfig.Scoring
 
 	// AWS provider settings, named as Karpenter's.
 	//
@@ -224,7 +227,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	r.str(&o.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", MinValuesPolicyStrict, "Strict: a pod whose NodePool's minValues cannot be met stays pending; BestEffort: minValues is lowered to what the instance types offer, and the NodeClaim says so (karpenter.sh/nodeclaim-min-values-relaxed)")
 	r.bool(&o.IgnoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "Leave pods with Dynamic Resource Allocation claims unprovisioned, as Karpenter does by default; false plans nodes whose devices meet the claims (docs/dra.md)")
 	r.str(&o.FeatureGatesFlag, "feature-gates", "FEATURE_GATES", "", "Optional features: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay, CapacityBuffer (each =true|false, false by default), ReservedCapacity (true by default; capacity reservations of EC2NodeClasses), comma separated")
-	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler's default topology spread, planned for pods without constraints of their own: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1; each profile's PodTopologySpread defaultConstraints, defaultingType List or System) or Karpenter's podTopologySpread document, inline or as a file path")
+	r.str(&o.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "kube-scheduler's configuration: its default topology spread, planned for pods without constraints of their own, and its resource scoring (NodeResourcesFit's scoringStrategy, NodeResourcesBalancedAllocation), with which consolidation replays where kube-scheduler puts the pods a command evicts; a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1; each profile's PodTopologySpread defaultConstraints, defaultingType List or System) or Karpenter's podTopologySpread document, inline or as a file path")
 	// Karpenter's AWS settings.
 	r.aws().str(&o.ClusterName, "cluster-name", "CLUSTER_NAME", "joiner", "Cluster identity stamped on every instance joiner launches (with the cluster's kube-system UID); garbage collection only touches instances carrying it")
 	r.aws().str(&o.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join; empty asks EKS DescribeCluster")
@@ -355,8 +358,10 @@ func (o *Options) Validate() error {
 	}
 	if spread, err := schedulerconfig.Load(o.SchedulerConfig); err != nil {
 		errs = append(errs, err)
+	} else if scoring, err := schedulerconfig.LoadScoring(o.SchedulerConfig); err != nil {
+		errs = append(errs, err)
 	} else {
-		o.DefaultSpread = spread
+		o.DefaultSpread, o.Scoring = spread, scoring
 	}
 	if o.EKSControlPlane {
 		errs = append(errs, errors.New("eks-control-plane=true: that mode is EKS's own Karpenter (Auto Mode); joiner runs in the cluster, set it to false"))

@@ -1,0 +1,337 @@
+package realise_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/nodepool"
+	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestKubeSchedulerRealisesTheReplay: on one cluster, node e is nearly
+// full (7 of 8 cpu), a runs three small pods of one ReplicaSet and b one
+// large pod. Removing a and b for one new c4 saves the most: the solver
+// puts the large pod and a small one on the c4 and the other small ones
+// in e's last cpu. Whether kube-scheduler realises that depends on its
+// profile's NodeResourcesFit score, which the engine reads from the
+// configuration kube-scheduler runs with:
+//
+//   - LeastAllocated (kube-scheduler's default) sends the small pods,
+//     recreated first, to the emptiest node, the c4, and the large pod then
+//     fits nowhere: the engine must not issue that command (before the
+//     replay, it did, every time), and what it issues instead must land as
+//     replayed;
+//   - MostAllocated sends them to e, the fullest node with room, first,
+//     and the large pod finds its room on the c4: the engine must issue
+//     the command (a replay that assumed LeastAllocated refuses it), and
+//     kube-scheduler must bind each pod where the replay put it.
+func TestKubeSchedulerRealisesTheReplay(t *testing.T) {
+	scoring, err := schedulerconfig.ParseScoring([]byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + schedulerProfiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, scheduler string
+		// candidates is how many nodes the command must remove.
+		candidates int
+	}{
+		{name: "least allocated", scheduler: schedulerconfig.DefaultScheduler, candidates: 1},
+		{name: "most allocated", scheduler: mostAllocated, candidates: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			schedule := func(p *corev1.Pod) { p.Spec.SchedulerName = tc.scheduler }
+			small := func(name string) *corev1.Pod { return pod(name, "500m", ownedBy("small"), schedule) }
+			in := input(t,
+				node{name: "e", it: "c8", pods: []*corev1.Pod{pod("big-resident", "7", schedule)}},
+				node{name: "a", it: "c4", pods: []*corev1.Pod{small("s1"), small("s2"), small("s3")}},
+				node{name: "b", it: "c8", pods: []*corev1.Pod{pod("large", "3", ownedBy("large"), schedule)}},
+			)
+			in.Options.Scoring = scoring
+			d, err := disruption.Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := d.Command
+			if cmd == nil {
+				t.Fatal("no command: b alone fits a c4")
+			}
+			t.Logf("command: %s %v → %d replacements", cmd.Method, cmd.Candidates, len(cmd.Replacements))
+			placed, why := disruption.Realise(in, cmd)
+			if !why.IsZero() {
+				t.Errorf("the engine issued a command its own replay strands a pod of: %v", why)
+			}
+			got := realise(t, in, cmd, placed)
+			for i, p := range placed {
+				want := p.Node
+				if p.Replacement >= 0 {
+					want = replacementName(p.Replacement)
+				}
+				t.Logf("%d. %s: replayed on %q, kube-scheduler bound it to %q", i+1, p.Pod.Name, want, got[p.Pod.Name])
+				if got[p.Pod.Name] == "" {
+					t.Errorf("%s found no node: the command evicts a pod kube-scheduler cannot place", p.Pod.Name)
+				} else if got[p.Pod.Name] != want {
+					t.Errorf("%s: kube-scheduler bound it to %q, the replay put it on %q", p.Pod.Name, got[p.Pod.Name], want)
+				}
+			}
+			if len(cmd.Candidates) != tc.candidates {
+				t.Errorf("the command removes %v; want %d nodes", cmd.Candidates, tc.candidates)
+			}
+		})
+	}
+}
+
+// realise carries cmd out on the control plane as the cluster would: the
+// nodes that stay and the replacements as Nodes (tainted and labelled for
+// this test alone), the pods that stay bound to them, then the evicted
+// pods created one at a time in the order of placed, each left to
+// kube-scheduler. It returns where each evicted pod was bound, by name: an
+// existing node's name, replacementName(i), or "" when kube-scheduler
+// found it no node.
+func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed []disruption.Placement) map[string]string {
+	t.Helper()
+	env := test.Env(t)
+	ns := env.Namespace(t)
+	// Node names and label values are short: the test's name would pass
+	// the 63 characters a label value may have.
+	runs++
+	id := "run-" + strconv.Itoa(runs)
+	prefix := id + "-"
+	label, taint := "joiner.test/realise", corev1.Taint{Key: "joiner.test/realise", Value: id, Effect: corev1.TaintEffectNoSchedule}
+	gone := map[string]bool{}
+	for _, c := range cmd.Candidates {
+		gone[c] = true
+	}
+	newNode := func(name string, alloc corev1.ResourceList, mark bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: map[string]string{corev1.LabelHostname: prefix + name}}}
+		if mark {
+			n.Labels[label] = id
+			n.Spec.Taints = []corev1.Taint{taint}
+		}
+		n.Status.Capacity, n.Status.Allocatable = alloc, alloc
+		return n
+	}
+	var nodes []*corev1.Node
+	var stay []*corev1.Pod
+	for _, n := range in.Cluster.Nodes {
+		if gone[n.Name] {
+			continue
+		}
+		nodes = append(nodes, newNode(n.Name, n.Allocatable, true))
+		for _, p := range n.Pods {
+			stay = append(stay, apiPod(ns, p, prefix+n.Name))
+		}
+	}
+	for i, nc := range cmd.Replacements {
+		it, _, ok := disruption.Launch(nc)
+		if !ok {
+			t.Fatalf("replacement %d has no launch option", i)
+		}
+		nodes = append(nodes, newNode(replacementName(i), it.Allocatable(), true))
+		for _, p := range nc.Pods {
+			if !evicted(placed, p) {
+				stay = append(stay, apiPod(ns, p, prefix+replacementName(i)))
+			}
+		}
+	}
+	// A sentinel node and pod, created last: once kube-scheduler binds
+	// the pod, its informers have delivered every node and pod above (each
+	// watch delivers in order), so its first decision below sees them.
+	sentinelNode := newNode("sentinel", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false)
+	sentinelNode.Spec.Taints = []corev1.Taint{{Key: "joiner.test/sentinel", Value: id, Effect: corev1.TaintEffectNoSchedule}}
+	nodes = append(nodes, sentinelNode)
+	for _, n := range nodes {
+		status := n.Status
+		env.Create(t, n)
+		n.Status = status
+		if err := env.Client.Status().Update(t.Context(), n); err != nil {
+			t.Fatalf("setting node %s's allocatable: %v", n.Name, err)
+		}
+	}
+	for _, p := range stay {
+		env.Create(t, p)
+	}
+	sentinel := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sentinel", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers:   []corev1.Container{{Name: "c", Image: "sentinel"}},
+			NodeSelector: map[string]string{corev1.LabelHostname: sentinelNode.Name},
+			Tolerations:  []corev1.Toleration{{Key: "joiner.test/sentinel", Operator: corev1.TolerationOpExists}, notReady},
+		},
+	}
+	env.Create(t, sentinel)
+	if node := bound(t, sentinel); node != sentinelNode.Name {
+		t.Fatalf("the sentinel pod was bound to %q, want %s", node, sentinelNode.Name)
+	}
+	got := map[string]string{}
+	for _, pl := range placed {
+		p := apiPod(ns, pl.Pod, "")
+		p.Spec.NodeSelector = map[string]string{label: id}
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: id, Effect: taint.Effect})
+		env.Create(t, p)
+		got[pl.Pod.Name] = strings.TrimPrefix(bound(t, p), prefix)
+	}
+	return got
+}
+
+// runs numbers realise's runs (the test binary has its own control
+// plane).
+var runs int
+
+// bound waits for kube-scheduler to bind p and returns the node, or ""
+// when kube-scheduler reports it unschedulable.
+func bound(t *testing.T, p *corev1.Pod) string {
+	t.Helper()
+	node := ""
+	test.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		var cur corev1.Pod
+		if err := test.Env(t).Client.Get(ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+			return err
+		}
+		if cur.Spec.NodeName != "" {
+			node = cur.Spec.NodeName
+			return nil
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				t.Logf("%s: %s", p.Name, c.Message)
+				return nil
+			}
+		}
+		return fmt.Errorf("pod %s not yet scheduled", p.Name)
+	})
+	return node
+}
+
+func evicted(placed []disruption.Placement, p *corev1.Pod) bool {
+	for _, pl := range placed {
+		if pl.Pod == p {
+			return true
+		}
+	}
+	return false
+}
+
+func replacementName(i int) string { return "replacement-" + strconv.Itoa(i) }
+
+// apiPod is the API object of a fixture pod: its name, scheduler and
+// requests, bound to node unless node is "".
+func apiPod(ns string, p *corev1.Pod, node string) *corev1.Pod {
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			SchedulerName: p.Spec.SchedulerName,
+			NodeName:      node,
+			Containers:    []corev1.Container{{Name: "c", Image: "pause", Resources: p.Spec.Containers[0].Resources}},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+	}
+	if node == "" {
+		out.Spec.Tolerations = []corev1.Toleration{notReady}
+	}
+	return out
+}
+
+// notReady tolerates the taint kube-apiserver's TaintNodesByCondition puts
+// on every new Node, which no kubelet lifts here.
+var notReady = corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+// The fixtures: one zone, instance types c<n> with n cpu and 4 GiB per
+// cpu at $n/h, and a NodePool that consolidates at once.
+
+var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+func instanceType(cpu int) *scheduling.InstanceType {
+	name := "c" + strconv.Itoa(cpu)
+	return &scheduling.InstanceType{
+		Name: name,
+		Requirements: map[string][]string{
+			corev1.LabelInstanceTypeStable: {name}, corev1.LabelArchStable: {"amd64"}, corev1.LabelOSStable: {"linux"},
+			corev1.LabelTopologyZone: {"z1"}, v1.LabelCapacityType: {"on-demand"},
+		},
+		Capacity: corev1.ResourceList{
+			corev1.ResourceCPU: *resource.NewQuantity(int64(cpu), resource.DecimalSI), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 4*cpu)),
+			corev1.ResourcePods: resource.MustParse("110"),
+		},
+		Offerings: []scheduling.Offering{{Zone: "z1", CapacityType: "on-demand", Price: float64(cpu), Available: true}},
+	}
+}
+
+func pod(name, cpu string, mods ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi"),
+		}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func ownedBy(uid string) func(*corev1.Pod) {
+	yes := true
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: uid, UID: types.UID(uid), Controller: &yes}}
+	}
+}
+
+type node struct {
+	name, it string
+	pods     []*corev1.Pod
+}
+
+// input is the engine's Input for nodes of one NodePool.
+func input(t *testing.T, nodes ...node) *disruption.Input {
+	t.Helper()
+	its := []*scheduling.InstanceType{instanceType(1), instanceType(2), instanceType(4), instanceType(8)}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Disruption = v1.Disruption{
+		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+		Budgets:             []v1.Budget{{Nodes: "100%"}},
+	}
+	snap := &scheduling.Snapshot{Now: now, NodePools: []*scheduling.NodePool{nodepool.FromNodePool(np)}, InstanceTypes: map[string][]*scheduling.InstanceType{np.Name: its}}
+	in := &disruption.Input{Now: now, Cluster: snap, NodePools: map[string]*v1.NodePool{np.Name: np}}
+	for _, n := range nodes {
+		var it *scheduling.InstanceType
+		for _, x := range its {
+			if x.Name == n.it {
+				it = x
+			}
+		}
+		labels := map[string]string{
+			corev1.LabelInstanceTypeStable: n.it, corev1.LabelTopologyZone: "z1", v1.LabelCapacityType: "on-demand", corev1.LabelHostname: n.name,
+			v1.LabelNodePool: np.Name, v1.LabelNodeInitialized: "true", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+		}
+		for _, p := range n.pods {
+			p.Spec.NodeName = n.name
+		}
+		meta := metav1.ObjectMeta{Name: n.name, Labels: labels, CreationTimestamp: metav1.NewTime(now.Add(-24 * time.Hour))}
+		nc := &v1.NodeClaim{ObjectMeta: meta}
+		for _, c := range []string{v1.ConditionTypeInitialized, v1.ConditionTypeConsolidatable} {
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, LastTransitionTime: meta.CreationTimestamp})
+		}
+		in.Nodes = append(in.Nodes, disruption.Node{
+			Name: n.name, Node: &corev1.Node{ObjectMeta: meta}, NodeClaim: nc, NodePool: np.Name, Pods: n.pods,
+			InstanceType: n.it, Zone: "z1", CapacityType: "on-demand", Price: it.Offerings[0].Price, Initialized: true,
+		})
+		snap.Nodes = append(snap.Nodes, &scheduling.ExistingNode{Name: n.name, NodeClaim: n.name, NodePool: np.Name, Labels: labels, Initialized: true, Allocatable: it.Allocatable(), Pods: n.pods})
+	}
+	return in
+}
