@@ -275,9 +275,32 @@ func (t Usage) Clone() Usage {
 // containers' and overhead, as component-helpers sums them for
 // kube-scheduler).
 func (s Scoring) Usage(p *corev1.Pod) Usage {
+	u := Usage{Requested: make([]int64, len(s.resources)), NonZero: make([]int64, len(s.resources))}
+	if len(p.Spec.InitContainers) == 0 && p.Spec.Resources == nil {
+		// The common case, summed without the maps PodRequests builds
+		// (consolidation asks for every pod it moves): the containers'
+		// requests, each missing cpu or memory at its non-zero default,
+		// plus the overhead.
+		for _, c := range p.Spec.Containers {
+			for i, r := range s.resources {
+				q, ok := c.Resources.Requests[r]
+				v := quantityValue(r, q)
+				u.Requested[i] += v
+				if d, def := nonZeroDefaults[r]; def && !ok {
+					v = quantityValue(r, d)
+				}
+				u.NonZero[i] += v
+			}
+		}
+		for i, r := range s.resources {
+			o := quantity(p.Spec.Overhead, r)
+			u.Requested[i] += o
+			u.NonZero[i] += o
+		}
+		return u
+	}
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	nz := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults})
-	u := Usage{Requested: make([]int64, len(s.resources)), NonZero: make([]int64, len(s.resources))}
 	for i, r := range s.resources {
 		u.Requested[i], u.NonZero[i] = quantity(req, r), quantity(nz, r)
 	}
@@ -294,10 +317,12 @@ func (s Scoring) Allocatable(rl corev1.ResourceList) []int64 {
 }
 
 func quantity(rl corev1.ResourceList, r corev1.ResourceName) int64 {
-	q, ok := rl[r]
-	if !ok {
-		return 0
-	}
+	return quantityValue(r, rl[r])
+}
+
+// quantityValue is q in the unit the scores count r in: millicores for
+// cpu, else units.
+func quantityValue(r corev1.ResourceName, q resource.Quantity) int64 {
 	if r == corev1.ResourceCPU {
 		return q.MilliValue()
 	}
