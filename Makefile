@@ -208,7 +208,7 @@ fuzz:
 	done
 
 ## wide-deployments: upstream's "Wide Deployments" consolidation at WIDE_REPLICAS pods per Deployment (default
-## 20; make test runs 10, upstream 35) on kube-scheduler and kwok: pods moved, commands, node-count range and
+## 20, upstream 35; not in make test, whose check of the replay is pkg/controllers/disruption/realise) on kube-scheduler and kwok: pods moved, commands, node-count range and
 ## nodes launched for evicted pods (pkg/controllers/disruption/e2e/churn_test.go).
 WIDE_REPLICAS ?= 20
 wide-deployments: controlplane
