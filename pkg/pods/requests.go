@@ -2,6 +2,7 @@ package pods
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -53,4 +54,38 @@ func SumRequests(ps []*corev1.Pod) corev1.ResourceList {
 		RequestsInto(p, out)
 	}
 	return out
+}
+
+// nonZeroDefaults are what kube-scheduler's resource scores count for a
+// container that requests no cpu or memory (DefaultMilliCPURequest and
+// DefaultMemoryRequest of k8s.io/kubernetes/pkg/scheduler/util), so that
+// pods without requests do not all pile onto one node.
+var nonZeroDefaults = corev1.ResourceList{
+	corev1.ResourceCPU:    *resource.NewMilliQuantity(100, resource.DecimalSI),
+	corev1.ResourceMemory: *resource.NewQuantity(200*1024*1024, resource.DecimalSI),
+}
+
+// NonZeroRequestsInto adds to sum what kube-scheduler's NodeResourcesFit
+// score counts of p: Requests, a container (or init container) that
+// requests no cpu or memory counted at 100m and 200 MiB of it. A pod whose
+// containers all request both is summed as RequestsInto sums it.
+func NonZeroRequestsInto(p *corev1.Pod, sum corev1.ResourceList) {
+	if requestsCPUAndMemory(p.Spec.Containers) && requestsCPUAndMemory(p.Spec.InitContainers) {
+		RequestsInto(p, sum)
+		return
+	}
+	addInto(sum, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
+}
+
+func requestsCPUAndMemory(cs []corev1.Container) bool {
+	for i := range cs {
+		r := cs[i].Resources.Requests
+		if _, ok := r[corev1.ResourceCPU]; !ok {
+			return false
+		}
+		if _, ok := r[corev1.ResourceMemory]; !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -191,3 +191,33 @@ func equalSpec(a, b *corev1.Pod) bool {
 	}
 	return len(la) == len(lb)
 }
+
+// NonZeroRequestsInto counts a container's missing cpu or memory request
+// at kube-scheduler's non-zero defaults (100m, 200 MiB), but not an
+// explicit zero; a pod whose containers request both is summed as
+// RequestsInto sums it.
+func TestNonZeroRequestsInto(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		containers, init []corev1.Container
+		overhead         corev1.ResourceList
+		want             corev1.ResourceList
+	}{
+		{name: "both requested", containers: []corev1.Container{ctr("a", rl("cpu", "1", "memory", "1Gi"))}, want: rl("cpu", "1", "memory", "1Gi")},
+		{name: "nothing requested", containers: []corev1.Container{ctr("a", nil)}, want: rl("cpu", "100m", "memory", "200Mi")},
+		{name: "explicit zero cpu, one container without cpu", containers: []corev1.Container{ctr("a", rl("cpu", "0", "memory", "1Gi")), ctr("b", rl("memory", "1Gi"))},
+			want: rl("cpu", "100m", "memory", "2Gi")},
+		{name: "overhead added", containers: []corev1.Container{ctr("a", rl("cpu", "250m", "memory", "1Gi"))}, overhead: rl("cpu", "100m", "memory", "64Mi"), want: rl("cpu", "350m", "memory", "1088Mi")},
+		{name: "init container without requests", containers: []corev1.Container{ctr("a", rl("cpu", "50m", "memory", "100Mi"))}, init: []corev1.Container{ctr("i", nil)},
+			want: rl("cpu", "100m", "memory", "200Mi")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: corev1.PodSpec{Containers: tc.containers, InitContainers: tc.init, Overhead: tc.overhead}}
+			got := corev1.ResourceList{}
+			pods.NonZeroRequestsInto(p, got)
+			if !equal(got, tc.want) {
+				t.Errorf("non-zero requests %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

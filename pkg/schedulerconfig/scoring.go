@@ -8,9 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	schedv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 // The score plugins whose arguments and weights Scoring reads.
@@ -26,15 +27,6 @@ const (
 	maxNodeScore           = 100
 	maxCustomPriorityScore = 10
 )
-
-// The requests kube-scheduler's NodeResourcesFit score counts for a
-// container that requests no cpu or memory (schedutil.DefaultMilliCPURequest
-// and DefaultMemoryRequest in k8s.io/kubernetes/pkg/scheduler/util), so that
-// pods without requests do not all pile onto one node.
-var nonZeroDefaults = corev1.ResourceList{
-	corev1.ResourceCPU:    *resource.NewMilliQuantity(100, resource.DecimalSI),
-	corev1.ResourceMemory: *resource.NewQuantity(200*1024*1024, resource.BinarySI),
-}
 
 // Scoring is how one kube-scheduler profile ranks, by their resources, the
 // nodes a pod fits: NodeResourcesFit's scoring strategy (LeastAllocated,
@@ -271,36 +263,14 @@ func (t Usage) Clone() Usage {
 	return Usage{Requested: slices.Clone(t.Requested), NonZero: slices.Clone(t.NonZero)}
 }
 
-// Usage is what p requests of s's resources (its containers', init
-// containers' and overhead, as component-helpers sums them for
-// kube-scheduler).
+// Usage is what p requests of s's resources, as requested and as
+// NodeResourcesFit counts them (pods.RequestsInto, pods.NonZeroRequestsInto).
 func (s Scoring) Usage(p *corev1.Pod) Usage {
+	req := make(corev1.ResourceList, 4) // on the stack: they do not escape
+	nz := make(corev1.ResourceList, 4)
+	pods.RequestsInto(p, req)
+	pods.NonZeroRequestsInto(p, nz)
 	u := Usage{Requested: make([]int64, len(s.resources)), NonZero: make([]int64, len(s.resources))}
-	if len(p.Spec.InitContainers) == 0 && p.Spec.Resources == nil {
-		// The common case, summed without the maps PodRequests builds
-		// (consolidation asks for every pod it moves): the containers'
-		// requests, each missing cpu or memory at its non-zero default,
-		// plus the overhead.
-		for _, c := range p.Spec.Containers {
-			for i, r := range s.resources {
-				q, ok := c.Resources.Requests[r]
-				v := quantityValue(r, q)
-				u.Requested[i] += v
-				if d, def := nonZeroDefaults[r]; def && !ok {
-					v = quantityValue(r, d)
-				}
-				u.NonZero[i] += v
-			}
-		}
-		for i, r := range s.resources {
-			o := quantity(p.Spec.Overhead, r)
-			u.Requested[i] += o
-			u.NonZero[i] += o
-		}
-		return u
-	}
-	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	nz := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults})
 	for i, r := range s.resources {
 		u.Requested[i], u.NonZero[i] = quantity(req, r), quantity(nz, r)
 	}

@@ -1,7 +1,6 @@
 package schedulerconfig_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -139,44 +138,6 @@ func TestScore(t *testing.T) {
 			}
 			if got := tc.s.Score(tc.s.Usage(tc.pod), node, tc.s.Allocatable(alloc)); got != tc.want {
 				t.Errorf("score %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestUsageMatchesPodRequests: Usage sums plain pods itself; a pod with an
-// init container goes through component-helpers' PodRequests. A tiny init
-// container changes nothing (the pod requests the larger of it and the
-// containers' sum), so both ways must agree.
-func TestUsageMatchesPodRequests(t *testing.T) {
-	s := schedulerconfig.DefaultScoring()
-	req := func(kv ...string) corev1.ResourceList {
-		rl := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return rl
-	}
-	for _, tc := range []struct {
-		name       string
-		containers []corev1.ResourceList
-		overhead   corev1.ResourceList
-	}{
-		{"requests", []corev1.ResourceList{req("cpu", "1", "memory", "1Gi")}, nil},
-		{"no requests", []corev1.ResourceList{{}}, nil},
-		{"memory only, explicit zero cpu", []corev1.ResourceList{req("cpu", "0", "memory", "1Gi"), req("memory", "2Gi")}, nil},
-		{"overhead", []corev1.ResourceList{req("cpu", "250m")}, req("cpu", "100m", "memory", "64Mi")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &corev1.Pod{Spec: corev1.PodSpec{Overhead: tc.overhead}}
-			for _, rl := range tc.containers {
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Resources: corev1.ResourceRequirements{Requests: rl}})
-			}
-			with := p.DeepCopy()
-			with.Spec.InitContainers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: req("cpu", "0", "memory", "0")}}}
-			got, want := s.Usage(p), s.Usage(with)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("usage %v, PodRequests says %v", got, want)
 			}
 		})
 	}
