@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 	"sort"
@@ -13,8 +14,8 @@ import (
 // while whole steps of the other (CPU) idle, because the small nodes beside
 // it filled their CPU and left their memory idle in pieces too small for
 // any single pod to move. No move or one-for-one exchange closes that, but
-// a per-node knapsack does: for each small node whose binding resource is
-// the large node's idle one, fill takes off it at most one pod heavy in
+// a per-node knapsack does: for each other node of its zone whose binding
+// resource is the large node's idle one, fill takes off it at most one pod heavy in
 // that resource and packs the room it frees, plus the node's own idle
 // room, with the combination of the large node's pods (by request shape)
 // that carries the most of the large node's binding resource. The small
@@ -22,7 +23,9 @@ import (
 // zone and capacity type and are checked as placements are, so no step
 // makes the plan dearer; the large node drops a type each time enough of
 // its binding resource has left. The work is bounded by knapsack steps
-// proportional to the pods.
+// proportional to the pods. repack, after it, makes one pass over its
+// donors: fill leaves little for a second, which cost more CPU than
+// fill does.
 func (sv *solver) fill() {
 	if len(sv.newNodes) < 2 {
 		return
@@ -67,9 +70,12 @@ type filler struct {
 	best   []int
 	bestB  int64
 	room   resVec
-	steps  int
-	max    int
-	b      int
+	// receivers and seen are fillFrom's and fillPlan's scratch.
+	receivers []*nodeState
+	seen      []string
+	steps     int
+	max       int
+	b         int
 }
 
 // fillShape is one request shape among a reservoir's movable pods.
@@ -104,9 +110,9 @@ func (fs *filler) imbalance(n *nodeState) (b, a int, ok bool) {
 func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
 	used := 0
 	list := sv.lists[1+bits.TrailingZeros64(r.zones)]
-	receivers := make([]*nodeState, 0, len(list))
+	receivers := fs.receivers[:0]
 	for _, s := range list {
-		if s == r || s.pool != r.pool || s.zones != r.zones || s.cts != r.cts || s.natural < 0 || len(s.pods) == 0 || len(s.pods) >= fillMinPods {
+		if s == r || s.pool != r.pool || s.zones != r.zones || s.cts != r.cts || s.natural < 0 || len(s.pods) == 0 {
 			continue
 		}
 		if sv.merge(s.reqs, r.reqs) == nil {
@@ -114,10 +120,11 @@ func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
 		}
 		receivers = append(receivers, s)
 	}
+	fs.receivers = receivers
 	// The small nodes with the most idle b first.
 	idle := func(s *nodeState) int64 { return s.pool.effAlloc[s.natural][b] - s.requests[b] }
 	sort.SliceStable(receivers, func(i, j int) bool { return idle(receivers[i]) > idle(receivers[j]) })
-	fs.inventory(sv, r)
+	fs.inventory(sv, r, b)
 	for _, s := range receivers {
 		if used >= budget {
 			break
@@ -142,8 +149,9 @@ func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
 }
 
 // inventory groups reservoir r's movable pods by request shape, heaviest
-// in the binding resource first.
-func (fs *filler) inventory(sv *solver, r *nodeState) {
+// in its binding resource b first.
+func (fs *filler) inventory(sv *solver, r *nodeState, b int) {
+	fs.b = b
 	if fs.byKey == nil {
 		fs.byKey = map[string]*fillShape{}
 	}
@@ -164,6 +172,8 @@ func (fs *filler) inventory(sv *solver, r *nodeState) {
 		sh.pods = append(sh.pods, p)
 		sh.cls = append(sh.cls, c)
 	}
+	// Shapes heaviest in b first, so the search finds large takes early.
+	slices.SortStableFunc(fs.shapes, func(x, y *fillShape) int { return cmp.Compare(y.req[b], x.req[b]) })
 }
 
 // fillPlan chooses, for small node s, the pod (if any) it gives reservoir
@@ -173,19 +183,8 @@ func (fs *filler) inventory(sv *solver, r *nodeState) {
 // pod given, 0 for none).
 func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (int, *corev1.Pod, *podClass) {
 	p := s.pool
-	fs.b = b
 	fs.bestB = 0
 	fs.steps, fs.max = 0, budget
-	// Shapes heaviest in b first, so the search finds large takes early.
-	slices.SortStableFunc(fs.shapes, func(x, y *fillShape) int {
-		switch {
-		case x.req[b] > y.req[b]:
-			return -1
-		case x.req[b] < y.req[b]:
-			return 1
-		}
-		return 0
-	})
 	fs.take = resizeInts(fs.take, len(fs.shapes))
 	fs.best = resizeInts(fs.best, len(fs.shapes))
 	if len(fs.room) != len(s.requests) {
@@ -242,20 +241,20 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 		}
 	}
 	try(nil, nil)
-	seen := map[string]bool{}
+	fs.seen = fs.seen[:0]
 	for i, x := range s.pods {
 		xc := s.podClasses[i]
 		if sv.fixedIn(xc, s.zones, s.cts) || fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) {
 			continue
 		}
 		k := vecKey(xc.base.req)
-		if seen[k] {
+		if slices.Contains(fs.seen, k) {
 			continue
 		}
-		seen[k] = true
 		if sv.hostnameOK(xc, r) != fits {
-			continue // r's hostname terms turn it away
+			continue // r's hostname terms turn it away; another pod of its shape may do
 		}
+		fs.seen = append(fs.seen, k)
 		try(x, xc)
 	}
 	if bestGain <= 0 {

@@ -104,7 +104,7 @@ const (
 	repackStepsPerPod = 400
 	repackPairSteps   = 4000
 	repackTripleSteps = 1500
-	repackPasses      = 2
+	repackPasses      = 1
 	repackScan        = 96
 	repackPartnersMax = 3
 	repackMaxPods     = 24
