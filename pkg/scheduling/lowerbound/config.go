@@ -75,7 +75,9 @@ func (l ConfigLimits) withDefaults() ConfigLimits {
 	return l
 }
 
-// configColumn is one configuration in the master.
+// configColumn is one configuration in the master: on offering
+// (a new node), or, when offering is negative, on existing node
+// -1-offering of existingRooms (free, at most once).
 type configColumn struct {
 	offering int
 	n        []int
@@ -90,7 +92,8 @@ type configColumn struct {
 // the pods tolerate the pool's taints and their node selector and required
 // node affinity admit its labels. Pod affinity, topology spread and host
 // ports are left out (which only loosens the bound). Existing nodes take
-// pods for free, bounded by their free capacity.
+// pods for free, bounded by their free capacity, each one configuration
+// of the classes it admits.
 func Configurations(s *scheduling.Snapshot, opts scheduling.Options, limits ConfigLimits) (ConfigBound, error) {
 	limits = limits.withDefaults()
 	var pending []*corev1.Pod
@@ -378,6 +381,9 @@ type dualBound struct {
 // cost is what configuration n on offering o costs per hour, by
 // scheduling.NodePrice with the CPU its pods and the DaemonSet pods request.
 func (g *generation) cost(o int, n []int) float64 {
+	if o < 0 {
+		return 0
+	}
 	off := &g.offers[o]
 	cpuMilli := off.daemonCPU
 	if i, ok := g.d.index[corev1.ResourceCPU]; ok {
@@ -429,7 +435,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 	scale, active := g.surrogateScale()
 	const perRound = 8
 	for out.Iterations = 1; out.Iterations <= g.limits.MaxIterations; out.Iterations++ {
-		value, pi, err := g.master()
+		value, pi, mu, err := g.master()
 		if err != nil {
 			return best, fmt.Errorf("solving the configuration master: %w", err)
 		}
@@ -512,6 +518,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 				added++
 			}
 		}
+		added += g.priceExisting(pi, mu)
 		if maxRatio > 0 {
 			if lb := g.farley(pi, maxRatio); lb > best.value {
 				best = dualBound{value: lb, pi: pi}
@@ -538,6 +545,26 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 		best = dualBound{pi: make([]float64, len(g.classes))}
 	}
 	return best, nil
+}
+
+// priceExisting adds, for each existing node, the configuration of most
+// dual value it holds at duals pi when that is above the node's own dual
+// mu (what the master already lets it take), and says how many it added.
+func (g *generation) priceExisting(pi, mu []float64) int {
+	sc, act := g.surrogateScale()
+	added := 0
+	for e, room := range g.existingRooms() {
+		k := knapsack{val: pi, req: g.reqs, cap: room.free, bound: room.bound, groups: g.groups}
+		s, _ := k.bestSurrogate(sc, act, make([]bool, g.nGroups))
+		if len(s.order) == 0 {
+			continue
+		}
+		target := mu[e]*(1+g.limits.Tolerance) + 1e-9
+		if n, val, _ := k.search(&s, target, g.limits.SearchBudget, g.nGroups); val > target && g.add(-1-e, n) {
+			added++
+		}
+	}
+	return added
 }
 
 // prove is the largest ratio of dual value to price over every offering's
@@ -750,13 +777,15 @@ func (g *generation) surrogateScale() ([]float64, []int) {
 }
 
 // master solves the restricted master LP, min Σ cost·x subject to each
-// class's pods covered, over the columns so far, through its dual: max
-// Σ N·π subject to π·n ≤ cost for every column, π ≥ 0. The dual is solved
-// over a working set of columns (every seed, so each class is bounded,
-// and those found violated), growing it until every column holds, so
-// the duals are exactly optimal: a configuration that prices out is new.
-// The variables are y = N·π, so every row's scale is one.
-func (g *generation) master() (float64, []float64, error) {
+// class's pods covered and each existing node holding at most one of its
+// configurations, over the columns so far, through its dual: max Σ N·π −
+// Σ μ subject to π·n ≤ cost for every new node's column, π·n ≤ μ_e for
+// every column of existing node e, π, μ ≥ 0. The dual is solved over a
+// working set of columns (every seed, so each class is bounded, and those
+// found violated), growing it until every column holds, so the duals are
+// exact: a configuration that prices out is new. The variables are y =
+// N·π, so every row's scale is one. It returns the value, π and μ.
+func (g *generation) master() (float64, []float64, []float64, error) {
 	m := len(g.classes)
 	in := map[int]bool{}
 	for _, j := range g.working {
@@ -769,9 +798,9 @@ func (g *generation) master() (float64, []float64, error) {
 		}
 	}
 	for range 100 {
-		y, value, err := g.restrictedDual(g.working)
+		y, mu, value, err := g.restrictedDual(g.working)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		type violation struct {
 			j int
@@ -782,12 +811,15 @@ func (g *generation) master() (float64, []float64, error) {
 			if in[j] {
 				continue
 			}
-			v := -col.cost
+			v, scale := -col.cost, col.cost
+			if col.offering < 0 {
+				v, scale = -mu[-1-col.offering], 1
+			}
 			for r, k := range col.n {
 				v += float64(k) / g.demand[r] * y[r]
 			}
-			if v > 1e-9*col.cost {
-				viol = append(viol, violation{j, v / col.cost})
+			if v > 1e-9*scale {
+				viol = append(viol, violation{j, v / scale})
 			}
 		}
 		if len(viol) == 0 {
@@ -795,7 +827,7 @@ func (g *generation) master() (float64, []float64, error) {
 			for r := range m {
 				pi[r] = max(0, y[r]) / g.demand[r]
 			}
-			return value, pi, nil
+			return value, pi, mu, nil
 		}
 		sort.Slice(viol, func(a, b int) bool { return viol[a].v > viol[b].v })
 		for _, v := range viol[:min(len(viol), max(8, m/2))] {
@@ -803,19 +835,34 @@ func (g *generation) master() (float64, []float64, error) {
 			g.working = append(g.working, v.j)
 		}
 	}
-	return 0, nil, errors.New("the dual's working set did not settle")
+	return 0, nil, nil, errors.New("the dual's working set did not settle")
 }
 
-// restrictedDual solves max Σ y subject to Σ_r (n_r/N_r)·y_r ≤ cost for
-// the working columns, y ≥ 0, in gonum's standard form with a slack per
-// column (the slacks are a feasible first basis: every cost is ≥ 0).
-func (g *generation) restrictedDual(working []int) ([]float64, float64, error) {
-	m, w := len(g.classes), len(working)
-	a := mat.NewDense(w, m+w, nil)
-	c := make([]float64, m+w)
+// restrictedDual solves max Σ y − Σ μ subject to Σ_r (n_r/N_r)·y_r ≤
+// cost for the working columns of new nodes and Σ_r (n_r/N_r)·y_r − μ_e ≤
+// 0 for those of existing node e, y, μ ≥ 0, in gonum's standard form with
+// a slack per column (the slacks are a feasible first basis: every cost
+// is ≥ 0).
+func (g *generation) restrictedDual(working []int) ([]float64, []float64, float64, error) {
+	// A μ for each existing node with a working column (a variable in no
+	// row would be unbounded, and gonum refuses it).
+	muOf := map[int]int{}
+	for _, j := range working {
+		if e := -1 - g.cols[j].offering; e >= 0 {
+			if _, ok := muOf[e]; !ok {
+				muOf[e] = len(muOf)
+			}
+		}
+	}
+	m, nE, w := len(g.classes), len(muOf), len(working)
+	a := mat.NewDense(w, m+nE+w, nil)
+	c := make([]float64, m+nE+w)
 	b := make([]float64, w)
 	for r := range m {
 		c[r] = -1
+	}
+	for e := range nE {
+		c[m+e] = 1
 	}
 	basis := make([]int, w)
 	for i, j := range working {
@@ -825,20 +872,27 @@ func (g *generation) restrictedDual(working []int) ([]float64, float64, error) {
 				a.Set(i, r, float64(k)/g.demand[r])
 			}
 		}
-		a.Set(i, m+i, 1)
+		if col.offering < 0 {
+			a.Set(i, m+muOf[-1-col.offering], -1)
+		}
+		a.Set(i, m+nE+i, 1)
 		// Costs raised by up to a millionth, unevenly, so no two
 		// vertices tie; y is scaled back below.
 		_, frac := math.Modf(float64(j+1) * 0.6180339887)
 		b[i] = col.cost * (1 + 1e-6*frac)
-		basis[i] = m + i
+		basis[i] = m + nE + i
 	}
 	opt, x, err := lp.Simplex(c, a, b, 1e-10, basis)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	y := x[:m]
 	for r := range y {
 		y[r] /= 1 + 1e-6
 	}
-	return y, -opt / (1 + 1e-6), nil
+	mu := make([]float64, len(g.existingRooms()))
+	for e, v := range muOf {
+		mu[e] = x[m+v] / (1 + 1e-6)
+	}
+	return y, mu, -opt / (1 + 1e-6), nil
 }

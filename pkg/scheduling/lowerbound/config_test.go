@@ -107,6 +107,14 @@ func TestConfigurationsByHand(t *testing.T) {
 			lp:     0,
 			config: 1,
 		},
+		{
+			name:   "an existing node takes what it may",
+			types:  []*scheduling.InstanceType{instanceType("small", "2", "8Gi", 10, od("a", 1))},
+			pods:   []*corev1.Pod{inZone(pod("a", "1", "1Gi"), "a"), pod("b", "1", "1Gi"), pod("c", "1", "1Gi"), pod("d", "1", "1Gi")},
+			nodes:  []*scheduling.ExistingNode{existingNode("elsewhere", "b")},
+			lp:     0,
+			config: 1, // b, c, d on the existing node would leave a: one node
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scheduling.Snapshot{NodePools: []*scheduling.NodePool{{Name: "p"}}, Pods: tc.pods, Nodes: tc.nodes,
