@@ -216,23 +216,25 @@ func validateResources(rs []schedv1.ResourceSpec, field string) error {
 	return errors.Join(errs...)
 }
 
-// scoreWeight is a score plugin's weight in a profile: 0 when the profile
-// disables it (by name or "*", in multiPoint or score), else the weight
-// the score or multiPoint set enables it with, else def.
+// scoreWeight is a score plugin's weight in a profile, by kube-scheduler's
+// merge of plugin sets: the score extension point decides first (enabled
+// there, it runs; disabled there by name or "*", it does not, whatever
+// multiPoint says), then multiPoint the same way, else the default
+// plugins' weight def. An enabled plugin without a weight scores with def,
+// as kube-scheduler gives it the default weight (1 for both plugins read
+// here).
 func scoreWeight(p *schedv1.Plugins, name string, def int64) int64 {
 	if p == nil {
 		return def
 	}
 	for _, set := range []schedv1.PluginSet{p.Score, p.MultiPoint} {
-		for _, pl := range set.Enabled {
-			if pl.Name == name && pl.Weight != nil && *pl.Weight > 0 {
-				return int64(*pl.Weight)
+		if i := slices.IndexFunc(set.Enabled, func(pl schedv1.Plugin) bool { return pl.Name == name }); i >= 0 {
+			if w := set.Enabled[i].Weight; w != nil && *w > 0 {
+				return int64(*w)
 			}
+			return def
 		}
-	}
-	for _, set := range []schedv1.PluginSet{p.Score, p.MultiPoint} {
-		if slices.ContainsFunc(set.Disabled, func(pl schedv1.Plugin) bool { return pl.Name == name || pl.Name == "*" }) &&
-			!slices.ContainsFunc(set.Enabled, func(pl schedv1.Plugin) bool { return pl.Name == name }) {
+		if slices.ContainsFunc(set.Disabled, func(pl schedv1.Plugin) bool { return pl.Name == name || pl.Name == "*" }) {
 			return 0
 		}
 	}

@@ -37,6 +37,17 @@ func TestParseScoring(t *testing.T) {
         resources: [{name: cpu}, {name: memory, weight: 3}]
 `, want: map[string]schedv1.ScoringStrategyType{"default-scheduler": schedv1.LeastAllocated, "packer": schedv1.MostAllocated},
 			weights: map[string][2]int64{"default-scheduler": {1, 1}, "packer": {5, 0}}},
+		{name: "score decides before multiPoint: Fit re-enabled in score without a weight, Balanced disabled by score's \"*\"", doc: header + `profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: NodeResourcesBalancedAllocation, weight: 4}]
+      disabled: [{name: NodeResourcesFit}]
+    score:
+      enabled: [{name: NodeResourcesFit}]
+      disabled: [{name: "*"}]
+`, want: map[string]schedv1.ScoringStrategyType{"default-scheduler": schedv1.LeastAllocated},
+			weights: map[string][2]int64{"default-scheduler": {1, 0}}},
 		{name: "unknown strategy", doc: header + `profiles:
 - pluginConfig:
   - name: NodeResourcesFit
