@@ -143,9 +143,14 @@ func (e *engine) realised(cmd *Command) bool {
 	}
 	r := &result{failed: map[string]bool{}, replacements: cmd.Replacements, moves: cmd.Moves}
 	for _, name := range cmd.Candidates {
-		if c := byName[name]; c != nil {
-			r.cands = append(r.cands, c)
+		c := byName[name]
+		if c == nil {
+			// A candidate the engine no longer knows has pods the replay
+			// cannot evict: fail closed rather than pass a replay that
+			// left them out.
+			return false
 		}
+		r.cands = append(r.cands, c)
 	}
 	e.sim.follow(r)
 	return r.reason.IsZero()
