@@ -172,6 +172,10 @@ type Observer struct {
 	// pod's events (observer_missed.go); one goroutine polls for them all
 	// while there are any.
 	missed []*missedDeletion
+	// polling is whether a pollMissedDeletions runs: it is cleared only
+	// when the poller leaves, so a pod missed while the poller judges (its
+	// list already emptied) joins it instead of starting a second one.
+	polling bool
 	// foreign is the other cluster's live instances when Start ran.
 	foreign map[string]CloudInstance
 	// evicted are pods whose eviction was already judged.

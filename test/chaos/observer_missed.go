@@ -56,9 +56,8 @@ func (o *Observer) onMissedDeletion(pod *corev1.Pod) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.missed = append(o.missed, &missedDeletion{pod: pod})
-	// The poller leaves, under the lock, only once nothing waits: none
-	// runs now.
-	if len(o.missed) == 1 {
+	if !o.polling {
+		o.polling = true
 		o.judging++
 		go o.pollMissedDeletions()
 	}
@@ -75,6 +74,7 @@ func (o *Observer) pollMissedDeletions() {
 		}
 		o.mu.Lock()
 		if len(o.missed) == 0 {
+			o.polling = false
 			o.judging--
 			o.judged.Broadcast()
 			o.mu.Unlock()
