@@ -185,8 +185,8 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 	p := s.pool
 	fs.bestB = 0
 	fs.steps, fs.max = 0, budget
-	fs.take = resizeInts(fs.take, len(fs.shapes))
-	fs.best = resizeInts(fs.best, len(fs.shapes))
+	fs.take = resize(fs.take, len(fs.shapes))
+	fs.best = resize(fs.best, len(fs.shapes))
 	if len(fs.room) != len(s.requests) {
 		fs.room = make(resVec, len(s.requests))
 	}
@@ -344,13 +344,4 @@ func (sv *solver) fillApply(r, s *nodeState, x *corev1.Pod, xc *podClass, fs *fi
 		sh.cls = slices.Delete(sh.cls, ki[1], ki[1]+1)
 	}
 	return true
-}
-
-func resizeInts(s []int, n int) []int {
-	if cap(s) < n {
-		return make([]int, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }

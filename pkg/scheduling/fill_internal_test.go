@@ -37,8 +37,8 @@ func TestFillSearchTakesTheMostThatFits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &filler{shapes: tc.shapes, room: tc.room.clone(), b: resMemory, max: 1 << 20}
-			fs.take = resizeInts(nil, len(tc.shapes))
-			fs.best = resizeInts(nil, len(tc.shapes))
+			fs.take = resize[int](nil, len(tc.shapes))
+			fs.best = resize[int](nil, len(tc.shapes))
 			fs.search(0, 0, 0)
 			if fs.bestB != tc.want {
 				t.Fatalf("took %d MiB, want %d", fs.bestB, tc.want)

@@ -467,9 +467,9 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 	return rp.steps, sv.applyRepack(nodes, rp, before)
 }
 
-func resize(s []int32, n int) []int32 {
+func resize[T int | int32](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]int32, n)
+		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)
