@@ -467,6 +467,8 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 	return rp.steps, sv.applyRepack(nodes, rp, before)
 }
 
+// resize returns s at length n, zeroed, reusing its array when it is large
+// enough: repack and fill size their scratch slices per node this way.
 func resize[T int | int32](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
