@@ -98,8 +98,6 @@ type replayed struct {
 // same controller to (nodes the solver found feasible for them; a
 // controller whose pods must not share a node, by hostname anti-affinity
 // or spread, takes no more of a node than the simulation gave it).
-// A pod with a DoNotSchedule topology spread lands only where
-// PodTopologySpread's filter lets it (spread.go).
 // kube-scheduler breaks a tie at random; the replay takes the first node
 // the simulation named.
 func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim, candPods []*corev1.Pod) replayed {
@@ -186,21 +184,9 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 	}
 	sort.SliceStable(order, func(i, j int) bool { return size(order[i]) < size(order[j]) })
 	taken := map[types.UID]map[string]int{}
-	var sp spreads
-	var nodes []spreadNode
-	spreadNodes := func() []spreadNode {
-		if nodes == nil {
-			nodes = s.spreadNodes(replacements, from)
-		}
-		return nodes
-	}
 	for _, p := range order {
 		owner := controllerOf(p)
 		exclusive := ownNode(p)
-		var spread []spreadCheck
-		if hasHardSpread(p) {
-			spread = sp.constraints(p, spreadNodes)
-		}
 		req := capa.request(p)
 		profile := scores.profile(p)
 		use := scores.usage(profile, p)
@@ -209,7 +195,7 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 			if exclusive && taken[owner][sl.node] >= sl.count {
 				continue
 			}
-			if !(vec{}).fits(room[sl.node].sub(req)) || !allowed(spread, sl.node) {
+			if !(vec{}).fits(room[sl.node].sub(req)) {
 				continue
 			}
 			if score := dests[sl.node].score(scores, profile, use); score > bestScore {
@@ -223,9 +209,6 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 		}
 		room[best] = room[best].sub(req)
 		dests[best].land(scores, p)
-		if len(sp.byKey) > 0 {
-			sp.land(best, p)
-		}
 		if taken[owner] == nil {
 			taken[owner] = map[string]int{}
 		}

@@ -29,9 +29,6 @@ type simulator struct {
 	red    *reducer
 	// kube is what the replay of kube-scheduler's score reads (realise.go).
 	kube *kubeScores
-	// nodeObjs are the base nodes as Nodes, for the replay's spread filter
-	// (spread.go).
-	nodeObjs map[string]*corev1.Node
 	// base is the cluster the simulations start from (see withLeaving).
 	base *scheduling.Snapshot
 	// totals feed the Balanced policy's score.

@@ -69,76 +69,28 @@ func TestKubeSchedulerRealisesTheReplay(t *testing.T) {
 			if cmd == nil {
 				t.Fatal("no command: b alone fits a c4")
 			}
-			matchReplay(t, in, cmd)
+			t.Logf("command: %s %v → %d replacements", cmd.Method, cmd.Candidates, len(cmd.Replacements))
+			placed, why := disruption.Realise(in, cmd)
+			if !why.IsZero() {
+				t.Errorf("the engine issued a command its own replay strands a pod of: %v", why)
+			}
+			got := realise(t, in, cmd, placed)
+			for i, p := range placed {
+				want := p.Node
+				if p.Replacement >= 0 {
+					want = replacementName(p.Replacement)
+				}
+				t.Logf("%d. %s: replayed on %q, kube-scheduler bound it to %q", i+1, p.Pod.Name, want, got[p.Pod.Name])
+				if got[p.Pod.Name] == "" {
+					t.Errorf("%s found no node: the command evicts a pod kube-scheduler cannot place", p.Pod.Name)
+				} else if got[p.Pod.Name] != want {
+					t.Errorf("%s: kube-scheduler bound it to %q, the replay put it on %q", p.Pod.Name, got[p.Pod.Name], want)
+				}
+			}
 			if len(cmd.Candidates) != tc.candidates {
 				t.Errorf("the command removes %v; want %d nodes", cmd.Candidates, tc.candidates)
 			}
 		})
-	}
-}
-
-// TestKubeSchedulerRealisesTheSpread: pods w1..w4 of one ReplicaSet
-// spread over zones (maxSkew 1, DoNotSchedule). e (zone z1) and f (z2)
-// stay, their other pods may not be disrupted, and hold a w pod each: f
-// is full, e has room for several. Removing a (z1) and b (z2), one w pod
-// each, for a c1 saves the most: the solver puts one w pod on e and the
-// other on a c1 in z2. kube-scheduler sends the first recreated w pod to
-// e, the emptier node, and the second, which PodTopologySpread's filter
-// keeps out of z1 (three there, one in z2), to the c1. A replay that
-// ignored the spread sent both to e, where the resource score ranks
-// first; the replay must match kube-scheduler pod for pod.
-func TestKubeSchedulerRealisesTheSpread(t *testing.T) {
-	spread := func(p *corev1.Pod) {
-		p.Labels = map[string]string{"app": "w"}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "w"}},
-		}}
-	}
-	w := func(name string) *corev1.Pod { return pod(name, "500m", ownedBy("w"), spread) }
-	pinned := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} }
-	in := input(t,
-		node{name: "e", it: "c8", pods: []*corev1.Pod{pod("e-resident", "1", pinned), w("w1")}},
-		node{name: "f", it: "c8", zone: "z2", pods: []*corev1.Pod{pod("f-resident", "7500m", pinned), w("w2")}},
-		node{name: "a", it: "c4", pods: []*corev1.Pod{w("w3")}},
-		node{name: "b", it: "c4", zone: "z2", pods: []*corev1.Pod{w("w4")}},
-	)
-	d, err := disruption.Decide(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := d.Command
-	if cmd == nil {
-		t.Fatal("no command: a and b fit on e and a c1")
-	}
-	matchReplay(t, in, cmd)
-	if len(cmd.Candidates) != 2 || len(cmd.Replacements) != 1 {
-		t.Errorf("the command removes %v for %d replacements; want a and b for one c1", cmd.Candidates, len(cmd.Replacements))
-	}
-}
-
-// matchReplay replays cmd, carries it out on the control plane and fails
-// for each evicted pod kube-scheduler binds elsewhere than the replay put
-// it, or nowhere.
-func matchReplay(t *testing.T, in *disruption.Input, cmd *disruption.Command) {
-	t.Helper()
-	t.Logf("command: %s %v → %d replacements", cmd.Method, cmd.Candidates, len(cmd.Replacements))
-	placed, why := disruption.Realise(in, cmd)
-	if !why.IsZero() {
-		t.Errorf("the engine issued a command its own replay strands a pod of: %v", why)
-	}
-	got := realise(t, in, cmd, placed)
-	for i, p := range placed {
-		want := p.Node
-		if p.Replacement >= 0 {
-			want = replacementName(p.Replacement)
-		}
-		t.Logf("%d. %s: replayed on %q, kube-scheduler bound it to %q", i+1, p.Pod.Name, want, got[p.Pod.Name])
-		if got[p.Pod.Name] == "" {
-			t.Errorf("%s found no node: the command evicts a pod kube-scheduler cannot place", p.Pod.Name)
-		} else if got[p.Pod.Name] != want {
-			t.Errorf("%s: kube-scheduler bound it to %q, the replay put it on %q", p.Pod.Name, got[p.Pod.Name], want)
-		}
 	}
 }
 
@@ -163,8 +115,8 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 	for _, c := range cmd.Candidates {
 		gone[c] = true
 	}
-	newNode := func(name, zone string, alloc corev1.ResourceList, mark bool) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: map[string]string{corev1.LabelHostname: prefix + name, corev1.LabelTopologyZone: zone}}}
+	newNode := func(name string, alloc corev1.ResourceList, mark bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: map[string]string{corev1.LabelHostname: prefix + name}}}
 		if mark {
 			n.Labels[label] = id
 			n.Spec.Taints = []corev1.Taint{taint}
@@ -178,17 +130,17 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 		if gone[n.Name] {
 			continue
 		}
-		nodes = append(nodes, newNode(n.Name, n.Labels[corev1.LabelTopologyZone], n.Allocatable, true))
+		nodes = append(nodes, newNode(n.Name, n.Allocatable, true))
 		for _, p := range n.Pods {
 			stay = append(stay, apiPod(ns, p, prefix+n.Name))
 		}
 	}
 	for i, nc := range cmd.Replacements {
-		it, o, ok := disruption.Launch(nc)
+		it, _, ok := disruption.Launch(nc)
 		if !ok {
 			t.Fatalf("replacement %d has no launch option", i)
 		}
-		nodes = append(nodes, newNode(replacementName(i), o.Zone, it.Allocatable(), true))
+		nodes = append(nodes, newNode(replacementName(i), it.Allocatable(), true))
 		for _, p := range nc.Pods {
 			if !evicted(placed, p) {
 				stay = append(stay, apiPod(ns, p, prefix+replacementName(i)))
@@ -198,7 +150,7 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 	// A sentinel node and pod, created last: once kube-scheduler binds
 	// the pod, its informers have delivered every node and pod above (each
 	// watch delivers in order), so its first decision below sees them.
-	sentinelNode := newNode("sentinel", "z1", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false)
+	sentinelNode := newNode("sentinel", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false)
 	sentinelNode.Spec.Taints = []corev1.Taint{{Key: "joiner.test/sentinel", Value: id, Effect: corev1.TaintEffectNoSchedule}}
 	nodes = append(nodes, sentinelNode)
 	for _, n := range nodes {
@@ -275,17 +227,16 @@ func evicted(placed []disruption.Placement, p *corev1.Pod) bool {
 
 func replacementName(i int) string { return "replacement-" + strconv.Itoa(i) }
 
-// apiPod is the API object of a fixture pod: its name, labels, scheduler,
-// topology spread and requests, bound to node unless node is "".
+// apiPod is the API object of a fixture pod: its name, scheduler and
+// requests, bound to node unless node is "".
 func apiPod(ns string, p *corev1.Pod, node string) *corev1.Pod {
 	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, Labels: p.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns},
 		Spec: corev1.PodSpec{
-			SchedulerName:             p.Spec.SchedulerName,
-			TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
-			NodeName:                  node,
-			Containers:                []corev1.Container{{Name: "c", Image: "pause", Resources: p.Spec.Containers[0].Resources}},
-			Tolerations:               []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			SchedulerName: p.Spec.SchedulerName,
+			NodeName:      node,
+			Containers:    []corev1.Container{{Name: "c", Image: "pause", Resources: p.Spec.Containers[0].Resources}},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},
 	}
 	if node == "" {
@@ -298,7 +249,7 @@ func apiPod(ns string, p *corev1.Pod, node string) *corev1.Pod {
 // on every new Node, which no kubelet lifts here.
 var notReady = corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
-// The fixtures: zones z1 and z2, instance types c<n> with n cpu and 4 GiB per
+// The fixtures: one zone, instance types c<n> with n cpu and 4 GiB per
 // cpu at $n/h, and a NodePool that consolidates at once.
 
 var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
@@ -309,16 +260,13 @@ func instanceType(cpu int) *scheduling.InstanceType {
 		Name: name,
 		Requirements: map[string][]string{
 			corev1.LabelInstanceTypeStable: {name}, corev1.LabelArchStable: {"amd64"}, corev1.LabelOSStable: {"linux"},
-			corev1.LabelTopologyZone: {"z1", "z2"}, v1.LabelCapacityType: {"on-demand"},
+			corev1.LabelTopologyZone: {"z1"}, v1.LabelCapacityType: {"on-demand"},
 		},
 		Capacity: corev1.ResourceList{
 			corev1.ResourceCPU: *resource.NewQuantity(int64(cpu), resource.DecimalSI), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 4*cpu)),
 			corev1.ResourcePods: resource.MustParse("110"),
 		},
-		Offerings: []scheduling.Offering{
-			{Zone: "z1", CapacityType: "on-demand", Price: float64(cpu), Available: true},
-			{Zone: "z2", CapacityType: "on-demand", Price: float64(cpu), Available: true},
-		},
+		Offerings: []scheduling.Offering{{Zone: "z1", CapacityType: "on-demand", Price: float64(cpu), Available: true}},
 	}
 }
 
@@ -344,9 +292,8 @@ func ownedBy(uid string) func(*corev1.Pod) {
 }
 
 type node struct {
-	// zone is z1 unless set.
-	name, it, zone string
-	pods           []*corev1.Pod
+	name, it string
+	pods     []*corev1.Pod
 }
 
 // input is the engine's Input for nodes of one NodePool.
@@ -362,9 +309,6 @@ func input(t *testing.T, nodes ...node) *disruption.Input {
 	snap := &scheduling.Snapshot{Now: now, NodePools: []*scheduling.NodePool{nodepool.FromNodePool(np)}, InstanceTypes: map[string][]*scheduling.InstanceType{np.Name: its}}
 	in := &disruption.Input{Now: now, Cluster: snap, NodePools: map[string]*v1.NodePool{np.Name: np}}
 	for _, n := range nodes {
-		if n.zone == "" {
-			n.zone = "z1"
-		}
 		var it *scheduling.InstanceType
 		for _, x := range its {
 			if x.Name == n.it {
@@ -372,7 +316,7 @@ func input(t *testing.T, nodes ...node) *disruption.Input {
 			}
 		}
 		labels := map[string]string{
-			corev1.LabelInstanceTypeStable: n.it, corev1.LabelTopologyZone: n.zone, v1.LabelCapacityType: "on-demand", corev1.LabelHostname: n.name,
+			corev1.LabelInstanceTypeStable: n.it, corev1.LabelTopologyZone: "z1", v1.LabelCapacityType: "on-demand", corev1.LabelHostname: n.name,
 			v1.LabelNodePool: np.Name, v1.LabelNodeInitialized: "true", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
 		}
 		for _, p := range n.pods {
@@ -385,7 +329,7 @@ func input(t *testing.T, nodes ...node) *disruption.Input {
 		}
 		in.Nodes = append(in.Nodes, disruption.Node{
 			Name: n.name, Node: &corev1.Node{ObjectMeta: meta}, NodeClaim: nc, NodePool: np.Name, Pods: n.pods,
-			InstanceType: n.it, Zone: n.zone, CapacityType: "on-demand", Price: it.Offerings[0].Price, Initialized: true,
+			InstanceType: n.it, Zone: "z1", CapacityType: "on-demand", Price: it.Offerings[0].Price, Initialized: true,
 		})
 		snap.Nodes = append(snap.Nodes, &scheduling.ExistingNode{Name: n.name, NodeClaim: n.name, NodePool: np.Name, Labels: labels, Initialized: true, Allocatable: it.Allocatable(), Pods: n.pods})
 	}
