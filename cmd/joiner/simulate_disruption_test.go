@@ -22,8 +22,11 @@ func TestSimulateDisruptionDump(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Disruption: 4 managed nodes",
-		"1. emptiness (Empty): remove 1 node",
+		// The empty node goes in one command with the consolidation the
+		// next pass would find (docs/migrating.md: composed commands).
+		"1. multi-node-consolidation (Underutilized): remove 2 nodes",
 		"- empty-1  general/m6i.xlarge",
+		"pod prod/api-0: busy → asleep",
 		`disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation`,
 		"pdb prevents pod evictions (PodDisruptionBudget=[prod/db])",
 		"3 nodes have no NodeClaim in the input",
@@ -59,7 +62,8 @@ func TestSimulateDisruptionDumpJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
-	if len(doc.Commands) != 1 || doc.Commands[0].Method != "emptiness" || doc.Commands[0].Candidates[0].Node != "empty-1" {
+	if len(doc.Commands) != 1 || doc.Commands[0].Method != "multi-node-consolidation" || len(doc.Commands[0].Candidates) != 2 ||
+		doc.Commands[0].Candidates[0].Node != "empty-1" || doc.Commands[0].Candidates[1].Node != "busy" {
 		t.Errorf("commands %+v", doc.Commands)
 	}
 	want := map[string]struct {
@@ -68,10 +72,10 @@ func TestSimulateDisruptionDumpJSON(t *testing.T) {
 		kind      string
 		command   string
 	}{
-		"empty-1": {true, "", "", "emptiness"},
+		"empty-1": {true, "", "", "multi-node-consolidation"},
 		"pinned":  {false, "pdb prevents pod evictions", "PDB", ""},
 		"asleep":  {false, "do-not-disrupt", "NodeDoNotDisrupt", ""},
-		"busy":    {true, "", "", ""},
+		"busy":    {true, "", "", "multi-node-consolidation"},
 	}
 	for _, v := range doc.Verdicts {
 		w := want[v.Node]
