@@ -343,6 +343,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	}
 	disrupt, err := disruption.NewController(disruption.Options{
 		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
 		CloudProvider:      o.CloudProvider,
 		State:              booked,
 		Model:              model,

@@ -82,6 +82,11 @@ type NodeClaimCreator interface {
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server itself (the manager's
+	// GetAPIReader; default Client). The queue asks it before it believes
+	// the cache that a replacement is gone: under load the cache can lag
+	// the API server by longer than any grace.
+	APIReader client.Reader
 	// CloudProvider names the node class kinds joiner serves: NodeClaims
 	// of other kinds (Karpenter's own, during a migration) are never
 	// disrupted.
@@ -145,6 +150,9 @@ func (o *Options) validate() error {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.APIReader == nil && o.Client != nil {
+		o.APIReader = o.Client
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval

@@ -55,6 +55,10 @@ type fakeProvisioner struct {
 	kube    client.Client
 	state   *state.Cluster
 	created []string
+	// clock and took make creating a command's replacements take time, as
+	// creating hundreds of NodeClaims does on a loaded API server.
+	clock *clocktesting.FakeClock
+	took  time.Duration
 }
 
 // Snapshot holds the state's nodes, as the provisioner's would.
@@ -80,6 +84,9 @@ func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[stri
 	for _, nc := range out {
 		f.created = append(f.created, nc.Name)
 	}
+	if f.took > 0 {
+		f.clock.Step(f.took)
+	}
 	return out, nil
 }
 
@@ -101,7 +108,7 @@ func newUnit(t *testing.T) *unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube, state: cluster}}
+	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube, state: cluster, clock: clk}}
 	u.ctrl, err = NewController(Options{Client: kube, CloudProvider: fakecloud.New(), State: cluster, Model: u.prov, NodeClaims: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
