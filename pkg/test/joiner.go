@@ -54,26 +54,39 @@ type JoinerProcess struct {
 	LogPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
+	// exit is what Wait returned, set before done closes.
+	exit error
 }
 
 // StartJoiner runs bin with args and env (added to the test's environment).
 func StartJoiner(t testing.TB, bin, name string, args, env []string) *JoinerProcess {
 	t.Helper()
+	j, err := LaunchJoiner(t, bin, name, args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// LaunchJoiner is StartJoiner for a goroutine other than the test's (a
+// supervisor restarting a process): it returns what went wrong instead of
+// failing t.
+func LaunchJoiner(t testing.TB, bin, name string, args, env []string) (*JoinerProcess, error) {
 	j := &JoinerProcess{Name: name, done: make(chan struct{})}
 	j.LogPath = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
 	logFile, err := os.Create(j.LogPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("creating %s's log: %w", name, err)
 	}
 	j.cmd = exec.Command(bin, args...)
 	j.cmd.Env = append(os.Environ(), env...)
 	j.cmd.Stdout, j.cmd.Stderr = logFile, logFile
 	if err := j.cmd.Start(); err != nil {
 		logFile.Close()
-		t.Fatal(err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	go func() {
-		_ = j.cmd.Wait()
+		j.exit = j.cmd.Wait()
 		logFile.Close()
 		close(j.done)
 	}()
@@ -83,7 +96,7 @@ func StartJoiner(t testing.TB, bin, name string, args, env []string) *JoinerProc
 			t.Logf("%s log %s (last lines):\n%s", j.Name, j.LogPath, tailLines(j.LogPath, 40))
 		}
 	})
-	return j
+	return j, nil
 }
 
 // Pid is the process id.
@@ -97,6 +110,15 @@ func (j *JoinerProcess) Alive() bool {
 	default:
 		return true
 	}
+}
+
+// Done is closed once the process has exited.
+func (j *JoinerProcess) Done() <-chan struct{} { return j.done }
+
+// Exit is how the process ended (nil: status 0), once Done is closed.
+func (j *JoinerProcess) Exit() error {
+	<-j.done
+	return j.exit
 }
 
 // Stop ends the process gracefully (SIGTERM), killing it after 20s.

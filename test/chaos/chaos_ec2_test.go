@@ -158,13 +158,14 @@ func (c *ec2Cloud) namesake(t *testing.T, w *world) Identity {
 
 func (c *ec2Cloud) observed() Cloud { return EC2Cloud(c.server.Config()) }
 
-func (c *ec2Cloud) faultsMet(replicas []*test.JoinerProcess) string {
+func (c *ec2Cloud) faultsMet(replicas []*replica) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var parts []string
-	for _, j := range replicas {
-		if p := c.proxies[j.Name]; p != nil {
-			parts = append(parts, j.Name+": "+p.InjectedSummary())
+	for _, r := range replicas {
+		// A restarted replica's processes share its proxy.
+		if p := c.proxies[r.name]; p != nil {
+			parts = append(parts, r.name+": "+p.InjectedSummary())
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,13 +74,13 @@ var simFaultKinds = []struct{ kind, message string }{
 	{"capacity", "InsufficientInstanceCapacity: no capacity for the offering (simulated fault)"},
 }
 
-func (c *simCloud) faultsMet(replicas []*test.JoinerProcess) string {
+func (c *simCloud) faultsMet(replicas []*replica) string {
 	n, kinds := 0, make([]int, len(simFaultKinds))
-	for _, j := range replicas {
-		b, _ := os.ReadFile(j.LogPath)
-		n += strings.Count(string(b), "(simulated fault)")
+	for _, r := range replicas {
+		b := r.readLogs()
+		n += strings.Count(b, "(simulated fault)")
 		for i, k := range simFaultKinds {
-			kinds[i] += strings.Count(string(b), k.message)
+			kinds[i] += strings.Count(b, k.message)
 		}
 	}
 	parts := make([]string, len(kinds))

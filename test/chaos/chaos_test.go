@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,7 +159,7 @@ type cloudHarness interface {
 	// observed is the cloud's own inventory.
 	observed() Cloud
 	// faultsMet summarises the cloud faults the replicas met.
-	faultsMet(replicas []*test.JoinerProcess) string
+	faultsMet(replicas []*replica) string
 }
 
 // world is one cluster under test with its replicas, a namesake cluster
@@ -173,7 +174,7 @@ type world struct {
 	nodeClass   client.Object
 	nodePool    *v1.NodePool
 	web         *appsv1.Deployment
-	replicas    []*test.JoinerProcess
+	replicas    []*replica
 	started     int // replicas started so far, for names and seeds
 	observer    *Observer
 	roundSeed   uint64
@@ -189,12 +190,29 @@ type world struct {
 	// offeringsTTL is the replicas' --unavailable-offerings-ttl.
 	offeringsTTL time.Duration
 	cancel       context.CancelFunc
-	log          func(string, ...any)
+	// logMu guards logTo, the round's t.Logf (the whole test's between
+	// rounds): replicas' supervisors log from their own goroutines.
+	logMu sync.Mutex
+	logTo func(string, ...any)
+}
+
+// log writes to the log of the round under way.
+func (w *world) log(format string, args ...any) {
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	w.logTo(format, args...)
+}
+
+// setLog makes log write to logf.
+func (w *world) setLog(logf func(string, ...any)) {
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	w.logTo = logf
 }
 
 func newWorld(t *testing.T, cloud cloudHarness) *world {
 	env := test.Env(t)
-	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", log: t.Logf, big: os.Getenv("CHAOS_SIZE") == "big"}
+	w := &world{t: t, cloud: cloud, env: env, ns: env.Namespace(t), clusterName: "chaos", logTo: t.Logf, big: os.Getenv("CHAOS_SIZE") == "big"}
 	w.offeringsTTL = offeringsUnavailableTTL
 	if s := os.Getenv("CHAOS_OFFERINGS_TTL"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -428,26 +446,31 @@ func (w *world) startReplica(r *rand.Rand) string {
 		env = append(env, plantedbug.EnvVar+"="+string(w.planted))
 		desc += " planted bug " + string(w.planted)
 	}
-	j := test.StartJoiner(w.t, bin, name, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), false, cloudArgs...), env)
+	j := startReplicaProcess(w.t, w.log, name, bin, w.joinerArgs(w.env.ControlPlane.KubeconfigPath(), false, cloudArgs...), env)
 	w.replicas = append(w.replicas, j)
-	w.log("started %s (pid %d) with cloud faults %s", name, j.Pid(), desc)
+	w.log("started %s (pid %d) with cloud faults %s", name, j.current().Pid(), desc)
 	return name + " " + desc
 }
 
 // leader returns the alive replica holding the lease, waiting for a
 // failover to finish.
-func (w *world) leader(ctx context.Context) *test.JoinerProcess {
-	var found *test.JoinerProcess
+func (w *world) leader(ctx context.Context) *replica {
+	var found *replica
 	_ = test.Poll(ctx, 40*time.Second, func(context.Context) error {
-		for _, j := range w.replicas {
-			if j.Alive() && (j.LogContains("successfully acquired lease") || j.LogContains("Successfully acquired lease")) {
-				found = j
+		for _, r := range w.replicas {
+			if j := r.current(); j.Alive() && leads(j) {
+				found = r
 				return nil
 			}
 		}
 		return fmt.Errorf("no replica leads")
 	})
 	return found
+}
+
+// leads reports whether j's log says it acquired the lease.
+func leads(j *test.JoinerProcess) bool {
+	return j.LogContains("successfully acquired lease") || j.LogContains("Successfully acquired lease")
 }
 
 // fault is one scheduled fault: what, and the phase it waits for.
@@ -548,7 +571,8 @@ func (w *world) round(t *testing.T, seed uint64) bool {
 // promises it found (none: the round passed).
 func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	var problems []string
-	w.log = t.Logf
+	w.setLog(t.Logf)
+	defer w.setLog(w.t.Logf)
 	w.roundSeed = seed
 	s, r := plan(seed, w.big)
 	s.Cloud = w.cloud.name()
@@ -556,15 +580,16 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	notesBefore := len(w.observer.Notes())
 	clock := newRoundClock()
 	defer func() {
+		restarts := restartsReport(w.replicas[len(w.replicas)-len(s.ReplicaFaults):])
 		if len(problems) == 0 && !t.Failed() {
-			t.Logf("round %s passed: %s", s, clock)
+			t.Logf("round %s passed: %s; %s", s, clock, restarts)
 		} else {
-			t.Logf("round %s: %s", s, clock)
+			t.Logf("round %s: %s; %s", s, clock, restarts)
 		}
 	}()
 	// Each round's replicas draw their faults from its seed.
-	for _, j := range aliveReplicas(w.replicas) {
-		j.Stop()
+	for _, r := range w.replicas {
+		r.stop()
 	}
 	for range 2 {
 		s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
@@ -619,11 +644,14 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 		t.Logf("observer noted (no promise of joiner's broken):\n  %s", strings.Join(n, "\n  "))
 	}
 	roundReplicas := w.replicas[len(w.replicas)-len(s.ReplicaFaults):]
-	for _, j := range roundReplicas {
-		b, _ := os.ReadFile(j.LogPath)
-		for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
-			if strings.Contains(string(b), bad) {
-				problems = append(problems, fmt.Sprintf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60)))
+	for _, r := range roundReplicas {
+		// Every process the replica ran: a restart hides no crash.
+		for _, j := range r.processes() {
+			b, _ := os.ReadFile(j.LogPath)
+			for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
+				if strings.Contains(string(b), bad) {
+					problems = append(problems, fmt.Sprintf("%s's log holds %q:\n%s", j.Name, bad, j.Tail(60)))
+				}
 			}
 		}
 	}
@@ -641,22 +669,14 @@ func (w *world) keepLogs(t *testing.T, s *schedule) {
 		t.Logf("keeping the replicas' logs: %v", err)
 		return
 	}
-	for _, j := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
-		if b, err := os.ReadFile(j.LogPath); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, j.Name+".log"), b, 0o644)
+	for _, r := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
+		for name, path := range r.logs() {
+			if b, err := os.ReadFile(path); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+			}
 		}
 	}
 	t.Logf("replica logs kept in %s", dir)
-}
-
-func aliveReplicas(js []*test.JoinerProcess) []*test.JoinerProcess {
-	var out []*test.JoinerProcess
-	for _, j := range js {
-		if j.Alive() {
-			out = append(out, j)
-		}
-	}
-	return out
 }
 
 func (w *world) scale(t *testing.T, n int32) {
@@ -703,13 +723,13 @@ func (w *world) injectAt(t *testing.T, r *rand.Rand, s *schedule, phases ...stri
 			}
 			switch f.What {
 			case "kill-leader":
-				j := w.leader(t.Context())
-				if j == nil {
+				leader := w.leader(t.Context())
+				if leader == nil {
 					f.Outcome += "no leader to kill"
 					continue
 				}
-				j.Kill()
-				w.log("kill -9 %s (leader) during %s", j.Name, phase)
+				leader.kill()
+				w.log("kill -9 %s (leader) during %s", leader.name, phase)
 				s.ReplicaFaults = append(s.ReplicaFaults, w.startReplica(r))
 			case "restart-apiserver":
 				w.log("restarting kube-apiserver during %s", phase)
@@ -772,6 +792,13 @@ func (w *world) waitPhase(ctx context.Context, phase string) bool {
 // back, then stops the observer.
 func (w *world) teardown() {
 	defer w.cancel()
+	// The replicas give the nodes back, then are not restarted as the
+	// test's cleanups stop them.
+	defer func() {
+		for _, r := range w.replicas {
+			r.end()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := w.env.Client

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// TestReplicaRestartsAfterLosingItsLease: a replica whose lease is taken
+// from it exits on its own ("leader election lost": controller-runtime's
+// manager ends the process, as Karpenter's does; aws 3025 lost both
+// replicas so after a kube-apiserver restart). The harness starts it
+// again as kubelet would a Deployment's container: the same command line
+// and environment, after a short back-off, said in the round's log and
+// counted; and it leads again within a bound. A replica the harness kills
+// on purpose stays down (the harness replaces it by a new replica).
+func TestReplicaRestartsAfterLosingItsLease(t *testing.T) {
+	env := test.Env(t)
+	var mu sync.Mutex
+	var logged []string
+	w := &world{t: t, cloud: &simCloud{}, env: env, ns: env.Namespace(t), clusterName: "chaos-restart", offeringsTTL: offeringsUnavailableTTL,
+		logTo: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+			t.Logf(format, args...)
+		}}
+	w.cloud.start(t, w)
+	w.startReplica(rand.New(rand.NewPCG(1, 1)))
+	r := w.replicas[0]
+	defer r.end()
+
+	test.Eventually(t, 2*time.Minute, func(context.Context) error {
+		if !leads(r.current()) {
+			return fmt.Errorf("%s does not lead yet", r.name)
+		}
+		return nil
+	})
+	first := r.current()
+	cmdline, environ := procFile(t, first.Pid(), "cmdline"), procFile(t, first.Pid(), "environ")
+
+	// Another holder takes the lease for longer than the replica's renew
+	// deadline (controller-runtime's 10 s), so the replica cannot renew
+	// and loses it.
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: "kube-system", Name: w.clusterName + "-" + w.ns}
+	if err := env.Client.Get(t.Context(), key, lease); err != nil {
+		t.Fatalf("reading the replicas' lease: %v", err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity = ptr.To("chaos-test-thief")
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](20)
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	if err := env.Client.Update(t.Context(), lease); err != nil {
+		t.Fatalf("taking the replicas' lease: %v", err)
+	}
+	stolen := time.Now()
+
+	select {
+	case <-first.Done():
+	case <-time.After(time.Minute):
+		t.Fatalf("%s still runs a minute after its lease was taken", r.name)
+	}
+	// Back, and leading once the taken lease expired, within a bound.
+	const bound = 2 * time.Minute
+	test.Eventually(t, bound-time.Since(stolen), func(context.Context) error {
+		j := r.current()
+		if j == first {
+			return fmt.Errorf("%s exited (%s) and was not started again", r.name, exitOf(first))
+		}
+		if !j.Alive() || !leads(j) {
+			return fmt.Errorf("%s's restarted process (pid %d) does not lead yet", r.name, j.Pid())
+		}
+		return nil
+	})
+	t.Logf("%s leads again %.0fs after its lease was taken", r.name, time.Since(stolen).Seconds())
+
+	restarts := r.restartsSoFar()
+	if len(restarts) != 1 {
+		t.Fatalf("%d restarts recorded, want 1: %v", len(restarts), restarts)
+	}
+	if !strings.Contains(restarts[0].exit, "leader election lost") {
+		t.Errorf("the restart records the exit as %q, want joiner's %q", restarts[0].exit, "leader election lost")
+	}
+	if restarts[0].backoff != restartBackoffFirst {
+		t.Errorf("back-off %s before the first restart, want %s", restarts[0].backoff, restartBackoffFirst)
+	}
+	again := r.current()
+	if got := procFile(t, again.Pid(), "cmdline"); got != cmdline {
+		t.Errorf("restarted with the command line %q, want the first process's %q", got, cmdline)
+	}
+	if got := procFile(t, again.Pid(), "environ"); got != environ {
+		t.Errorf("restarted with another environment than the first process's")
+	}
+	if report := restartsReport(w.replicas); !strings.HasPrefix(report, "1 replica restart (replica-1 exited after") || !strings.Contains(report, "leader election lost") {
+		t.Errorf("the round's report says %q, want the restart counted and its cause", report)
+	}
+	mu.Lock()
+	saidExit := lineHolds(logged, "replica-1 (pid ", "exited on its own", "restarting it in 1s")
+	saidBack := lineHolds(logged, "restarted replica-1 (pid ")
+	mu.Unlock()
+	if !saidExit || !saidBack {
+		t.Errorf("the round's log does not say the replica exited and was restarted: %q", logged)
+	}
+
+	// Killed on purpose: stays down, no second restart.
+	r.kill()
+	time.Sleep(restartBackoff(len(restarts)) + 5*time.Second)
+	if r.alive() || len(r.processes()) != 2 || len(r.restartsSoFar()) != 1 {
+		t.Errorf("a replica killed by the harness was started again: %d processes, %d restarts, alive %v", len(r.processes()), len(r.restartsSoFar()), r.alive())
+	}
+}
+
+// procFile reads /proc/<pid>/<name> of a running child process.
+func procFile(t *testing.T, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+	if err != nil {
+		t.Fatalf("reading the process's %s: %v", name, err)
+	}
+	return string(b)
+}
+
+// lineHolds reports whether a line of lines holds every one of subs.
+func lineHolds(lines []string, subs ...string) bool {
+	for _, l := range lines {
+		all := true
+		for _, s := range subs {
+			all = all && strings.Contains(l, s)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRestartBackoff(t *testing.T) {
+	for _, c := range []struct {
+		quick int
+		want  time.Duration
+	}{{0, time.Second}, {1, 2 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second}, {9, 16 * time.Second}} {
+		if got := restartBackoff(c.quick); got != c.want {
+			t.Errorf("restartBackoff(%d) = %s, want %s", c.quick, got, c.want)
+		}
+	}
+}
