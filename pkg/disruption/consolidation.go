@@ -7,7 +7,9 @@ import (
 
 // DefaultMultiNodeMax bounds one multi-node command when Options does not:
 // far above Karpenter's 100, as the budget is the real limit (10% of 2,000
-// nodes is 200).
+// nodes is 200). The disruption controller bounds what a command launches:
+// one that would launch more than its MaxReplacements (100) is decided
+// again with MultiNodeMax at that.
 const DefaultMultiNodeMax = 1000
 
 // DefaultMaxSingleNodeSimulations bounds how many candidates single-node

@@ -1,0 +1,84 @@
+package disruption
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/scenario"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// Issue 34, conformance run P16: under the suite's 100 % budget one
+// multi-node command replaced the whole cluster (768 nodes by 700), and
+// each of its rollbacks left 700 empty nodes. A command launches at most
+// MaxReplacements replacements. The half-emptied diverse-5000 cluster
+// (1,000 nodes) under a 100 % budget is the same shape: the engine alone
+// replaces all 1,000 nodes by about 500 in one command.
+func TestReplacementsPerCommandAreCapped(t *testing.T) {
+	dir, err := scenario.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := scenario.LoadCluster(filepath.Join(dir, "diverse-5000.json"), filepath.Join(dir, "consolidation", "diverse-5000.half.cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NodePool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	in := c.Input(time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC), disruption.Options{})
+
+	uncapped, err := disruption.Decide(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd := uncapped.Command; cmd == nil || len(cmd.Replacements) <= MaxReplacements {
+		t.Fatalf("the engine alone should launch more than %d replacements here; got %+v", MaxReplacements, cmd)
+	}
+
+	ctrl := &Controller{decide: disruption.Decide}
+	dec, err := ctrl.decideWithin(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := dec.Command
+	if cmd == nil {
+		t.Fatal("no command under the cap; the cluster still has a consolidation")
+	}
+	if len(cmd.Replacements) > MaxReplacements || len(cmd.Candidates) > MaxReplacements {
+		t.Errorf("%s command replaces %d candidates by %d; want at most %d of either", cmd.Method, len(cmd.Candidates), len(cmd.Replacements), MaxReplacements)
+	}
+	if cmd.SavingsPerHour <= 0 {
+		t.Errorf("capped command saves %.2f $/h", cmd.SavingsPerHour)
+	}
+	if in.Options.MultiNodeMax != 0 {
+		t.Errorf("the caller's input was changed: MultiNodeMax %d", in.Options.MultiNodeMax)
+	}
+}
+
+// A command that only deletes, or replaces many nodes by a few, waits on
+// little: its size is the budgets' call, and it is not decided again.
+func TestCommandsLaunchingFewAreNotCapped(t *testing.T) {
+	for _, launches := range []int{0, 1, MaxReplacements} {
+		big := &disruption.Command{Method: disruption.MethodMultiNode, Reason: disruption.ReasonUnderutilized}
+		for i := range 3 * MaxReplacements {
+			big.Candidates = append(big.Candidates, string(rune('a'+i%26))+string(rune('a'+i/26)))
+		}
+		for range launches {
+			big.Replacements = append(big.Replacements, &scheduling.NewNodeClaim{})
+		}
+		calls := 0
+		ctrl := &Controller{decide: func(in *disruption.Input) (*disruption.Decision, error) {
+			calls++
+			return &disruption.Decision{Command: big}, nil
+		}}
+		dec, err := ctrl.decideWithin(&disruption.Input{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Command != big || calls != 1 {
+			t.Errorf("%d candidates by %d replacements: decided %d times, became %+v", len(big.Candidates), launches, calls, dec.Command)
+		}
+	}
+}
