@@ -3,6 +3,8 @@ package disruption
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+
 	"github.com/joiner-dev/joiner/pkg/schedulerconfig"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
@@ -16,6 +18,10 @@ type kubeScores struct {
 	nodes    map[string]*scheduling.ExistingNode
 	podUse   map[string]map[*corev1.Pod]schedulerconfig.Usage
 	nodeUse  map[string]map[string]schedulerconfig.Usage
+	// daemons are the cluster's DaemonSets, one pod each, and pools its
+	// NodePools by name: what a replacement will run beside the pods.
+	daemons []*corev1.Pod
+	pools   map[string]*scheduling.NodePool
 }
 
 // scores is built on first use: only consolidation replays.
@@ -26,6 +32,11 @@ func (s *simulator) scores() *kubeScores {
 			nodes:    make(map[string]*scheduling.ExistingNode, len(s.base.Nodes)),
 			podUse:   map[string]map[*corev1.Pod]schedulerconfig.Usage{},
 			nodeUse:  map[string]map[string]schedulerconfig.Usage{},
+			daemons:  s.base.DaemonSets,
+			pools:    make(map[string]*scheduling.NodePool, len(s.base.NodePools)),
+		}
+		for _, np := range s.base.NodePools {
+			k.pools[np.Name] = np
 		}
 		for name, sc := range s.in.Options.Scoring {
 			k.profiles[name] = sc
@@ -93,14 +104,29 @@ func (k *kubeScores) existing(name string) *destination {
 	return d
 }
 
-// replacement is a replacement of type it as a destination, before the
-// evicted pods land: its DaemonSets and the simulation's other pods (the
-// pending ones it planned there).
-func (k *kubeScores) replacement(it *scheduling.InstanceType, nc *scheduling.NewNodeClaim, moved map[*corev1.Pod]bool) *destination {
+// replacement is a replacement launched as type it and offering o as a
+// destination, before the evicted pods land: its DaemonSets and the
+// simulation's other pods (the pending ones it planned there).
+func (k *kubeScores) replacement(it *scheduling.InstanceType, o scheduling.Offering, nc *scheduling.NewNodeClaim, moved map[*corev1.Pod]bool) *destination {
 	d := &destination{alloc: it.Allocatable(), used: map[string]schedulerconfig.Usage{}}
+	var daemons []*corev1.Pod
+	if len(k.daemons) > 0 {
+		pool := k.pools[nc.NodePool]
+		launched := *nc
+		launched.InstanceTypes = []*scheduling.InstanceType{it}
+		labels := launchedLabels(&launched, "", pool)
+		labels[v1.LabelTopologyZone], labels[v1.LabelCapacityType] = o.Zone, o.CapacityType
+		var taints []corev1.Taint
+		if pool != nil {
+			taints = pool.Taints
+		}
+		daemons = scheduling.DaemonPodsFor(k.daemons, labels, taints)
+	}
 	d.start = func(profile string) schedulerconfig.Usage {
 		// Requests are every pod's plus the DaemonSets': take the evicted
-		// pods out, and add the others' non-zero defaults.
+		// pods out, and add what the scores count beyond the requests of
+		// the others, DaemonSet pods included (a container that requests
+		// no cpu or memory counts 100m and 200 MiB: pods.NonZeroRequestsInto).
 		req := k.profiles[profile].Allocatable(nc.Requests)
 		u := schedulerconfig.Usage{Requested: req, NonZero: append([]int64(nil), req...)}
 		for _, p := range nc.Pods {
@@ -112,6 +138,12 @@ func (k *kubeScores) replacement(it *scheduling.InstanceType, nc *scheduling.New
 				} else {
 					u.NonZero[i] += pu.NonZero[i] - pu.Requested[i]
 				}
+			}
+		}
+		for _, p := range daemons {
+			pu := k.usage(profile, p)
+			for i := range u.NonZero {
+				u.NonZero[i] += pu.NonZero[i] - pu.Requested[i]
 			}
 		}
 		return u
@@ -158,5 +190,17 @@ func (d *destination) land(k *kubeScores, p *corev1.Pod) {
 	for name, u := range d.used {
 		u.Add(k.usage(name, p))
 		d.used[name] = u
+	}
+}
+
+// unland takes back the last pod landed on d, p.
+func (d *destination) unland(k *kubeScores, p *corev1.Pod) {
+	d.landed = d.landed[:len(d.landed)-1]
+	for name, u := range d.used {
+		pu := k.usage(name, p)
+		for i := range pu.Requested {
+			u.Requested[i] -= pu.Requested[i]
+			u.NonZero[i] -= pu.NonZero[i]
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func (s *simulator) follow(r *result) {
 	for _, c := range r.cands {
 		order = append(order, c.pods...)
 	}
-	for _, p := range s.replay(r.moves, r.replacements, order).stranded {
+	for _, p := range s.replay(r.moves, r.replacements, order, nil).stranded {
 		from := ""
 		for _, m := range r.moves {
 			if m.Pod == p {
@@ -62,11 +63,34 @@ type Placement struct {
 // Realise replays a command of one step as kube-scheduler would carry it
 // out, the check every consolidation command passed (follow): where each
 // evicted pod lands, in the order replayed (a pod that finds no room
-// lands nowhere), and why the first such pod does not land (zero Why when
-// every pod lands). It is what `simulate` and
+// lands nowhere), and why a pod does not land (zero Why when every pod
+// lands whichever way kube-scheduler breaks its score ties). Where scores
+// tie, the placements are those of the first tied node, or of the tie
+// choice that strands a pod when one does. It is what `simulate` and
 // tests compare with kube-scheduler's own bindings.
 func Realise(in *Input, cmd *Command) ([]Placement, Why) {
-	s := newSimulator(in)
+	rp := newSimulator(in).replay(cmd.Moves, cmd.Replacements, commandPods(in, cmd), nil)
+	var why Why
+	if len(rp.stranded) > 0 {
+		why = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(rp.stranded[0])}
+	}
+	return rp.placed, why
+}
+
+// RealiseAlong replays cmd as Realise does, one pod at a time, but lets
+// bind say where each pod lands: bind gets the pod and the placements
+// kube-scheduler's score ties at the top (in the replay's order; none
+// when the pod finds no room) and returns the one taken, and the replay
+// goes on from there. A test drives the real kube-scheduler through it,
+// checking that each binding is one of the tied placements. A placement
+// that is no destination of the pod's controller, or has no room left,
+// lands nowhere.
+func RealiseAlong(in *Input, cmd *Command, bind func(p *corev1.Pod, tied []Placement) Placement) []Placement {
+	return newSimulator(in).replay(cmd.Moves, cmd.Replacements, commandPods(in, cmd), bind).placed
+}
+
+// commandPods are the pods of cmd's candidates, in the candidates' order.
+func commandPods(in *Input, cmd *Command) []*corev1.Pod {
 	var order []*corev1.Pod
 	for _, name := range cmd.Candidates {
 		for i := range in.Nodes {
@@ -75,12 +99,7 @@ func Realise(in *Input, cmd *Command) ([]Placement, Why) {
 			}
 		}
 	}
-	rp := s.replay(cmd.Moves, cmd.Replacements, order)
-	var why Why
-	if len(rp.stranded) > 0 {
-		why = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(rp.stranded[0])}
-	}
-	return rp.placed, why
+	return order
 }
 
 // replayed is what a replay found: where each pod landed, in order, and
@@ -90,37 +109,52 @@ type replayed struct {
 	stranded []*corev1.Pod
 }
 
-// replay places the moved pods (those of order that moves name), smallest
-// first, each on the node kube-scheduler's resource score ranks first
-// (the scoring of the pod's scheduler profile, SCHEDULER_CONFIG's
+// replay places the moved pods (those of candPods that moves name),
+// smallest first, each on the node kube-scheduler's resource score ranks
+// first (the scoring of the pod's scheduler profile, SCHEDULER_CONFIG's
 // NodeResourcesFit strategy and NodeResourcesBalancedAllocation: see
 // schedulerconfig.Scoring), among the nodes the simulation sent pods of the
 // same controller to (nodes the solver found feasible for them; a
 // controller whose pods must not share a node, by hostname anti-affinity
 // or spread, takes no more of a node than the simulation gave it).
-// kube-scheduler breaks a tie at random; the replay takes the first node
-// the simulation named.
-func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim, candPods []*corev1.Pod) replayed {
-	var out replayed
+//
+// No one controls how kube-scheduler breaks a tie between top-scored
+// nodes (at random before v1.36; since, by the order its parallel filters
+// list the feasible nodes, from a start that rotates), so the replay
+// claims no outcome a tie could change: where the tied nodes are
+// not interchangeable (see replayer.classes) and a pod still to come
+// could be left without room (replayer.safe), it follows every choice,
+// and a pod any choice strands is stranded. Past maxTieBranches choices it
+// stops and strands the pod of the tie it could not follow, so a command
+// it cannot prove is refused, never passed. bind, when set, makes each
+// choice instead (RealiseAlong).
+func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim, candPods []*corev1.Pod, bind func(*corev1.Pod, []Placement) Placement) replayed {
 	capa := s.capacity()
+	r := &replayer{
+		scores:   s.scores(),
+		capa:     capa,
+		room:     map[string]vec{},
+		dests:    map[string]*destination{},
+		slots:    map[types.UID][]*slot{},
+		onNode:   map[string][]*slot{},
+		branches: maxTieBranches,
+		bind:     bind,
+	}
 	from := make(map[*corev1.Pod]bool, len(moves))
 	for _, m := range moves {
 		from[m.Pod] = true
 	}
-	scores := s.scores()
 	// The destinations: existing nodes by name, replacements by index as
 	// the cheapest launch option (what launches) less the DaemonSets.
-	room := map[string]vec{}
-	dests := map[string]*destination{}
 	for _, m := range moves {
-		if _, seen := room[m.To]; m.Replacement >= 0 || seen {
+		if _, seen := r.room[m.To]; m.Replacement >= 0 || seen {
 			continue
 		}
-		room[m.To] = capa.spare[m.To]
-		dests[m.To] = scores.existing(m.To)
+		r.room[m.To] = capa.spare[m.To]
+		r.dests[m.To] = r.scores.existing(m.To)
 	}
 	for i, nc := range replacements {
-		it, _, ok := Launch(nc)
+		it, o, ok := Launch(nc)
 		if !ok {
 			continue
 		}
@@ -136,15 +170,10 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 			}
 		}
 		key := replacementKey(i)
-		room[key] = left
-		dests[key] = scores.replacement(it, nc, from)
+		r.room[key] = left
+		r.dests[key] = r.scores.replacement(it, o, nc, from)
 	}
 	// Where the simulation sent each controller's pods, and how many.
-	type slot struct {
-		node  string
-		count int
-	}
-	dest := map[types.UID][]*slot{}
 	byPod := map[*corev1.Pod]bool{}
 	for _, m := range moves {
 		if pods.IsVirtual(m.Pod) {
@@ -157,14 +186,15 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 		byPod[m.Pod] = true
 		owner := controllerOf(m.Pod)
 		var sl *slot
-		for _, x := range dest[owner] {
+		for _, x := range r.slots[owner] {
 			if x.node == node {
 				sl = x
 			}
 		}
 		if sl == nil {
-			sl = &slot{node: node}
-			dest[owner] = append(dest[owner], sl)
+			sl = &slot{owner: owner, node: node, exclusive: ownNode(m.Pod)}
+			r.slots[owner] = append(r.slots[owner], sl)
+			r.onNode[node] = append(r.onNode[node], sl)
 		}
 		sl.count++
 	}
@@ -172,54 +202,272 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 	// controllers' (each recreates its evicted pods in a batch), which no
 	// one controls: replay the one that hurts most, smallest pods first,
 	// so the large ones come last to what room the small ones left.
-	var order []*corev1.Pod
 	for _, p := range candPods {
 		if byPod[p] {
-			order = append(order, p)
+			r.order = append(r.order, p)
 		}
 	}
 	size := func(p *corev1.Pod) float64 {
 		v := capa.request(p)
 		return float64(v[0])/float64(max(capa.largest[0], 1)) + float64(v[1])/float64(max(capa.largest[1], 1))
 	}
-	sort.SliceStable(order, func(i, j int) bool { return size(order[i]) < size(order[j]) })
-	taken := map[types.UID]map[string]int{}
-	for _, p := range order {
-		owner := controllerOf(p)
-		exclusive := ownNode(p)
-		req := capa.request(p)
-		profile := scores.profile(p)
-		use := scores.usage(profile, p)
-		best, bestScore := "", int64(-1)
-		for _, sl := range dest[owner] {
-			if exclusive && taken[owner][sl.node] >= sl.count {
-				continue
+	sort.SliceStable(r.order, func(i, j int) bool { return size(r.order[i]) < size(r.order[j]) })
+	for _, p := range r.order {
+		if prof := r.scores.profile(p); !slices.Contains(r.profiles, prof) {
+			r.profiles = append(r.profiles, prof)
+		}
+	}
+	stranded := r.run(0)
+	return replayed{placed: r.placed, stranded: stranded}
+}
+
+// maxTieBranches bounds the tie choices one replay follows besides its
+// first path: each costs the rest of the replay, and a command whose
+// outcome hangs on more ties than that is refused.
+const maxTieBranches = 32
+
+// replayer is one replay's state: each destination's room and score
+// inputs, and each controller's slots.
+type replayer struct {
+	scores *kubeScores
+	capa   *capacity
+	order  []*corev1.Pod
+	// profiles are the scheduler profiles the pods of order score with.
+	profiles []string
+	room     map[string]vec
+	dests    map[string]*destination
+	// slots are, by controller, the nodes the simulation sent its pods
+	// to; onNode the same slots by node.
+	slots  map[types.UID][]*slot
+	onNode map[string][]*slot
+	// branches is how many more tie choices the replay may follow.
+	branches int
+	bind     func(*corev1.Pod, []Placement) Placement
+	placed   []Placement
+}
+
+// slot is a node the simulation sent count pods of one controller to,
+// taken of which the replay landed there.
+type slot struct {
+	owner        types.UID
+	node         string
+	exclusive    bool
+	count, taken int
+}
+
+// open reports whether another pod of the slot's controller may land on
+// its node: any number may, unless the controller's pods must not share a
+// node (then no more than the simulation put there).
+func (sl *slot) open() bool { return !sl.exclusive || sl.taken < sl.count }
+
+// run places order[i:] on the current path and returns the pods it
+// strands: those of the first tie choice that strands some, else of the
+// path that takes the first tied node each time (whose placements it
+// leaves in placed).
+func (r *replayer) run(i int) []*corev1.Pod {
+	var stranded []*corev1.Pod
+	for ; i < len(r.order); i++ {
+		p := r.order[i]
+		tied := r.top(p)
+		switch {
+		case r.bind != nil:
+			tied = r.chosen(p, tied)
+		case len(tied) > 1:
+			classes := r.classes(tied)
+			if len(classes) == 1 || r.safe(i) {
+				break
 			}
-			if !(vec{}).fits(room[sl.node].sub(req)) {
-				continue
-			}
-			if score := dests[sl.node].score(scores, profile, use); score > bestScore {
-				best, bestScore = sl.node, score
+			for _, alt := range classes[1:] {
+				if r.branches == 0 {
+					// Too many ties to follow: the command is not proven.
+					tied = nil
+					break
+				}
+				r.branches--
+				mark := len(r.placed)
+				r.land(p, alt)
+				if s := r.run(i + 1); len(s) > 0 {
+					return append(stranded, s...)
+				}
+				r.undo(mark)
 			}
 		}
-		if best == "" {
-			out.stranded = append(out.stranded, p)
-			out.placed = append(out.placed, Placement{Pod: p, Replacement: -1})
+		if len(tied) == 0 {
+			stranded = append(stranded, p)
+			r.placed = append(r.placed, Placement{Pod: p, Replacement: -1})
 			continue
 		}
-		room[best] = room[best].sub(req)
-		dests[best].land(scores, p)
-		if taken[owner] == nil {
-			taken[owner] = map[string]int{}
+		r.land(p, tied[0])
+	}
+	return stranded
+}
+
+// top is the nodes among p's controller's slots where p fits that
+// kube-scheduler's score ranks first, tied, in the slots' order.
+func (r *replayer) top(p *corev1.Pod) []string {
+	req := r.capa.request(p)
+	profile := r.scores.profile(p)
+	use := r.scores.usage(profile, p)
+	var best []string
+	bestScore := int64(-1)
+	for _, sl := range r.slots[controllerOf(p)] {
+		if !sl.open() || !(vec{}).fits(r.room[sl.node].sub(req)) {
+			continue
 		}
-		taken[owner][best]++
-		pl := Placement{Pod: p, Node: best, Replacement: -1}
-		if i, ok := replacementIndex(best); ok {
-			pl.Node, pl.Replacement = "", i
+		switch score := r.dests[sl.node].score(r.scores, profile, use); {
+		case score > bestScore:
+			best, bestScore = append(best[:0], sl.node), score
+		case score == bestScore:
+			best = append(best, sl.node)
 		}
-		out.placed = append(out.placed, pl)
+	}
+	return best
+}
+
+// chosen asks bind where p lands among tied and returns that node alone,
+// or none when bind names no node p may land on.
+func (r *replayer) chosen(p *corev1.Pod, tied []string) []string {
+	ps := make([]Placement, len(tied))
+	for i, n := range tied {
+		ps[i] = placement(p, n)
+	}
+	got := r.bind(p, ps)
+	node := got.Node
+	if got.Node == "" && got.Replacement >= 0 {
+		node = replacementKey(got.Replacement)
+	}
+	for _, sl := range r.slots[controllerOf(p)] {
+		if sl.node == node && sl.open() && (vec{}).fits(r.room[node].sub(r.capa.request(p))) {
+			return []string{node}
+		}
+	}
+	return nil
+}
+
+// land puts p on node.
+func (r *replayer) land(p *corev1.Pod, node string) {
+	r.room[node] = r.room[node].sub(r.capa.request(p))
+	r.dests[node].land(r.scores, p)
+	r.slotOf(p, node).taken++
+	r.placed = append(r.placed, placement(p, node))
+}
+
+// undo takes back the placements after the first mark.
+func (r *replayer) undo(mark int) {
+	for _, pl := range slices.Backward(r.placed[mark:]) {
+		if pl.Node == "" && pl.Replacement < 0 {
+			continue
+		}
+		node := pl.Node
+		if node == "" {
+			node = replacementKey(pl.Replacement)
+		}
+		r.room[node] = r.room[node].add(r.capa.request(pl.Pod))
+		r.dests[node].unland(r.scores, pl.Pod)
+		r.slotOf(pl.Pod, node).taken--
+	}
+	r.placed = r.placed[:mark]
+}
+
+func (r *replayer) slotOf(p *corev1.Pod, node string) *slot {
+	for _, sl := range r.slots[controllerOf(p)] {
+		if sl.node == node {
+			return sl
+		}
+	}
+	panic("replay: a pod landed outside its controller's slots")
+}
+
+// placement is p on the destination key node.
+func placement(p *corev1.Pod, node string) Placement {
+	if i, ok := replacementIndex(node); ok {
+		return Placement{Pod: p, Replacement: i}
+	}
+	return Placement{Pod: p, Node: node, Replacement: -1}
+}
+
+// classes groups the tied nodes into classes of interchangeable ones and
+// returns one node of each, the first tied first. Two nodes are
+// interchangeable when the replay cannot tell them apart from here on:
+// the same room, allocatable and usage for every profile scored, and the
+// same controllers' slots with the same places left on each. Swapping
+// them maps every way the rest of the replay can go to one with the same
+// outcome, so following one of a class is following all.
+func (r *replayer) classes(tied []string) []string {
+	out := tied[:1:1]
+	for _, n := range tied[1:] {
+		if !slices.ContainsFunc(out, func(m string) bool { return r.interchangeable(m, n) }) {
+			out = append(out, n)
+		}
 	}
 	return out
+}
+
+func (r *replayer) interchangeable(a, b string) bool {
+	if r.room[a] != r.room[b] {
+		return false
+	}
+	sa, sb := r.onNode[a], r.onNode[b]
+	if len(sa) != len(sb) {
+		return false
+	}
+	for _, x := range sa {
+		if !slices.ContainsFunc(sb, func(y *slot) bool {
+			return x.owner == y.owner && (!x.exclusive || x.count-x.taken == y.count-y.taken)
+		}) {
+			return false
+		}
+	}
+	da, db := r.dests[a], r.dests[b]
+	for _, prof := range r.profiles {
+		sc := r.scores.profiles[prof]
+		if !slices.Equal(sc.Allocatable(da.alloc), sc.Allocatable(db.alloc)) {
+			return false
+		}
+		ua, ub := da.usage(r.scores, prof), db.usage(r.scores, prof)
+		if !slices.Equal(ua.Requested, ub.Requested) || !slices.Equal(ua.NonZero, ub.NonZero) {
+			return false
+		}
+	}
+	return true
+}
+
+// safe reports that no pod of order[i:] can be left without room however
+// the ties among them break: each controller still to place has, on the
+// nodes its pods may take, room for every pod that could land there at
+// once, and places there for all its pods left (a sufficient condition:
+// false says only that a tie might matter).
+func (r *replayer) safe(i int) bool {
+	rest := r.order[i:]
+	worst := make(map[string]vec, len(r.room))
+	for n, v := range r.room {
+		worst[n] = v
+	}
+	left := map[types.UID]int{}
+	for _, p := range rest {
+		owner := controllerOf(p)
+		left[owner]++
+		for _, sl := range r.slots[owner] {
+			worst[sl.node] = worst[sl.node].sub(r.capa.request(p))
+		}
+	}
+	for owner, n := range left {
+		places := 0
+		for _, sl := range r.slots[owner] {
+			if !(vec{}).fits(worst[sl.node]) {
+				continue
+			}
+			if !sl.exclusive {
+				places = n
+				break
+			}
+			places += sl.count - sl.taken
+		}
+		if places < n {
+			return false
+		}
+	}
+	return true
 }
 
 // replacementKey names the i-th replacement among the destinations (no

@@ -3,6 +3,7 @@ package realise_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,12 +75,9 @@ func TestKubeSchedulerRealisesTheReplay(t *testing.T) {
 			if !why.IsZero() {
 				t.Errorf("the engine issued a command its own replay strands a pod of: %v", why)
 			}
-			got := realise(t, in, cmd, placed)
+			got := realiseAlong(t, in, cmd, false)
 			for i, p := range placed {
-				want := p.Node
-				if p.Replacement >= 0 {
-					want = replacementName(p.Replacement)
-				}
+				want := destination(p)
 				t.Logf("%d. %s: replayed on %q, kube-scheduler bound it to %q", i+1, p.Pod.Name, want, got[p.Pod.Name])
 				if got[p.Pod.Name] == "" {
 					t.Errorf("%s found no node: the command evicts a pod kube-scheduler cannot place", p.Pod.Name)
@@ -94,14 +92,58 @@ func TestKubeSchedulerRealisesTheReplay(t *testing.T) {
 	}
 }
 
-// realise carries cmd out on the control plane as the cluster would: the
-// nodes that stay and the replacements as Nodes (tainted and labelled for
-// this test alone), the pods that stay bound to them, then the evicted
-// pods created one at a time in the order of placed, each left to
-// kube-scheduler. It returns where each evicted pod was bound, by name: an
-// existing node's name, replacementName(i), or "" when kube-scheduler
-// found it no node.
-func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed []disruption.Placement) map[string]string {
+// realiseAlong carries cmd out on the control plane as the cluster would
+// (carryOut), the evicted pods created one at a time in the replay's
+// order, each left to kube-scheduler, and follows the replay along
+// kube-scheduler's bindings (disruption.RealiseAlong): each binding must
+// be one of the nodes the replay's scores tie at the top, and a pod
+// kube-scheduler cannot place one the replay finds no room for. It returns
+// where each evicted pod was bound, by name: an existing node's name,
+// replacementName(i), or "" when kube-scheduler found it no node.
+func realiseAlong(t *testing.T, in *disruption.Input, cmd *disruption.Command, reverse bool) map[string]string {
+	t.Helper()
+	bind := carryOut(t, in, cmd, reverse)
+	got := map[string]string{}
+	disruption.RealiseAlong(in, cmd, func(p *corev1.Pod, tied []disruption.Placement) disruption.Placement {
+		node := bind(p)
+		got[p.Name] = node
+		var names []string
+		for _, pl := range tied {
+			if destination(pl) == node {
+				return pl
+			}
+			names = append(names, destination(pl))
+		}
+		switch {
+		case node == "" && len(tied) > 0:
+			t.Errorf("%s: kube-scheduler found it no node, the replay has room on %v", p.Name, names)
+		case node != "":
+			t.Errorf("%s: kube-scheduler bound it to %q, the replay's top-scored nodes are %v", p.Name, node, names)
+		}
+		return disruption.Placement{Pod: p, Replacement: -1}
+	})
+	return got
+}
+
+// destination names where a placement lands as carryOut names nodes.
+func destination(p disruption.Placement) string {
+	if p.Replacement >= 0 {
+		return replacementName(p.Replacement)
+	}
+	return p.Node
+}
+
+// carryOut sets cmd up on the control plane as the cluster would carry it
+// out: the nodes that stay and the replacements as Nodes (tainted and
+// labelled for this test alone), the pods that stay bound to them, and on
+// each replacement the DaemonSets' pods that run there. It returns bind,
+// which creates one evicted pod, leaves it to kube-scheduler, and returns
+// the node it was bound to (an existing node's name or
+// replacementName(i)), or "" when kube-scheduler found it no node.
+// reverse creates the Nodes in the opposite order (the replacements
+// first): kube-scheduler breaks a tie by the order its filters list the
+// nodes.
+func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, reverse bool) (bind func(*corev1.Pod) string) {
 	t.Helper()
 	env := test.Env(t)
 	ns := env.Namespace(t)
@@ -135,16 +177,31 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 			stay = append(stay, apiPod(ns, p, prefix+n.Name))
 		}
 	}
+	moved := map[*corev1.Pod]bool{}
+	for _, m := range cmd.Moves {
+		moved[m.Pod] = true
+	}
 	for i, nc := range cmd.Replacements {
-		it, _, ok := disruption.Launch(nc)
+		it, o, ok := disruption.Launch(nc)
 		if !ok {
 			t.Fatalf("replacement %d has no launch option", i)
 		}
 		nodes = append(nodes, newNode(replacementName(i), it.Allocatable(), true))
 		for _, p := range nc.Pods {
-			if !evicted(placed, p) {
+			if !moved[p] {
 				stay = append(stay, apiPod(ns, p, prefix+replacementName(i)))
 			}
+		}
+		labels := map[string]string{corev1.LabelTopologyZone: o.Zone, v1.LabelCapacityType: o.CapacityType}
+		for k, vs := range it.Requirements {
+			if len(vs) == 1 {
+				labels[k] = vs[0]
+			}
+		}
+		for _, d := range scheduling.DaemonPodsFor(in.Cluster.DaemonSets, labels, nil) {
+			dp := apiPod(ns, d, prefix+replacementName(i))
+			dp.Name = d.Name + "-" + strconv.Itoa(i)
+			stay = append(stay, dp)
 		}
 	}
 	// A sentinel node and pod, created last: once kube-scheduler binds
@@ -152,6 +209,9 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 	// watch delivers in order), so its first decision below sees them.
 	sentinelNode := newNode("sentinel", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false)
 	sentinelNode.Spec.Taints = []corev1.Taint{{Key: "joiner.test/sentinel", Value: id, Effect: corev1.TaintEffectNoSchedule}}
+	if reverse {
+		slices.Reverse(nodes)
+	}
 	nodes = append(nodes, sentinelNode)
 	for _, n := range nodes {
 		status := n.Status
@@ -176,15 +236,13 @@ func realise(t *testing.T, in *disruption.Input, cmd *disruption.Command, placed
 	if node := bound(t, sentinel); node != sentinelNode.Name {
 		t.Fatalf("the sentinel pod was bound to %q, want %s", node, sentinelNode.Name)
 	}
-	got := map[string]string{}
-	for _, pl := range placed {
-		p := apiPod(ns, pl.Pod, "")
+	return func(pod *corev1.Pod) string {
+		p := apiPod(ns, pod, "")
 		p.Spec.NodeSelector = map[string]string{label: id}
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: id, Effect: taint.Effect})
 		env.Create(t, p)
-		got[pl.Pod.Name] = strings.TrimPrefix(bound(t, p), prefix)
+		return strings.TrimPrefix(bound(t, p), prefix)
 	}
-	return got
 }
 
 // runs numbers realise's runs (the test binary has its own control
@@ -214,15 +272,6 @@ func bound(t *testing.T, p *corev1.Pod) string {
 		return fmt.Errorf("pod %s not yet scheduled", p.Name)
 	})
 	return node
-}
-
-func evicted(placed []disruption.Placement, p *corev1.Pod) bool {
-	for _, pl := range placed {
-		if pl.Pod == p {
-			return true
-		}
-	}
-	return false
 }
 
 func replacementName(i int) string { return "replacement-" + strconv.Itoa(i) }

@@ -3,8 +3,10 @@
 // engine decides is carried out on a real control plane, its nodes made
 // Nodes, the pods that stay bound to them, and the pods it evicts created
 // one at a time in the replay's order (smallest first, the order that
-// hurts most); kube-scheduler's bindings must be the replay's placements,
-// and every evicted pod must find a node.
+// hurts most); kube-scheduler's bindings must be the replay's placements
+// (where the replay's scores tie, one of the tied nodes: the replay then
+// follows kube-scheduler's choice), and a pod kube-scheduler leaves
+// pending must be one the replay finds no room for.
 //
 // kube-scheduler runs with two profiles: its defaults (NodeResourcesFit
 // LeastAllocated) and mostAllocated. The engine reads the same
