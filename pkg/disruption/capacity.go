@@ -36,8 +36,14 @@ type capacity struct {
 	largest vec
 }
 
-func newCapacity(snap *scheduling.Snapshot) *capacity {
-	c := &capacity{podReq: map[*corev1.Pod]vec{}, spare: map[string]vec{}, allocatable: map[string]vec{}}
+// newCapacity reads snap's room; reqs, when set, is the pods' requests
+// another engine of the same decision has read (a pod's requests never
+// change), and is added to.
+func newCapacity(snap *scheduling.Snapshot, reqs map[*corev1.Pod]vec) *capacity {
+	if reqs == nil {
+		reqs = map[*corev1.Pod]vec{}
+	}
+	c := &capacity{podReq: reqs, spare: map[string]vec{}, allocatable: map[string]vec{}}
 	for _, n := range snap.Nodes {
 		used := vec{}
 		for _, p := range n.Pods {

@@ -88,7 +88,7 @@ func (e *engine) compose(first *Command) (*Command, error) {
 	}
 	steps := []*Command{first}
 	origin := map[*corev1.Pod]*corev1.Pod{}
-	in := e.in
+	in, prev := e.in, e
 	for len(steps) < maxComposedSteps && taken < maxN && hasRoom(left) {
 		in = afterCommand(in, steps[len(steps)-1], replacementsBefore(steps, len(steps)-1), origin)
 		in.Options.MultiNodeMax = min(maxN-taken, stepMax)
@@ -96,6 +96,8 @@ func (e *engine) compose(first *Command) (*Command, error) {
 		if err != nil {
 			return nil, err
 		}
+		sub.sim.share(prev.sim)
+		prev = sub
 		sub.allowed = budgetsOf(left, reason)
 		if !e.composeAll {
 			sub.simLimit = 1
@@ -437,9 +439,11 @@ func (e *engine) validateSteps(cmd *Command) error {
 		}
 		next := afterCommand(cur.in, now, first, origin)
 		first += len(now.Replacements)
+		parent := cur
 		if cur, err = newEngine(next); err != nil {
 			return err
 		}
+		cur.sim.share(parent.sim)
 	}
 	if !e.realised(merge(steps, origin)) {
 		return fmt.Errorf("kube-scheduler would not realise the %d steps evicted together", len(steps))

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,49 +48,91 @@ type reducer struct {
 	capa  *capacity
 	terms map[*corev1.Pod][]term
 	full  map[*corev1.Pod]corev1.ResourceList
+	*classes
+}
+
+// classes numbers the existing pods by their labels and anti-affinity
+// terms: pods of one class are equally relevant to any simulation, so
+// each simulation matches selectors once per class, not per pod. A pod's
+// class never changes, so the engines of one decision (a composed
+// command's steps, Validate's re-simulated steps) share one classes.
+type classes struct {
+	ids   map[string]int
+	class map[*corev1.Pod]int
 	// holders are existing pods with anti-affinity terms (they constrain
 	// whoever lands near them).
 	holders map[*corev1.Pod][]term
-	// class numbers the existing pods by their labels and anti-affinity
-	// terms: pods of one class are equally relevant to any simulation, so
-	// each simulation matches selectors once per class, not per pod.
-	class map[*corev1.Pod]int
+	// parsed: pods of one workload carry equal anti-affinity, so its
+	// terms are parsed once, keyed by its protobuf encoding
+	// (deterministic, and far cheaper than its String).
+	parsed map[string][]term
+	key    []byte
 }
 
-func newReducer(capa *capacity, snap *scheduling.Snapshot) *reducer {
-	r := &reducer{capa: capa, terms: map[*corev1.Pod][]term{}, full: map[*corev1.Pod]corev1.ResourceList{}, holders: map[*corev1.Pod][]term{}, class: map[*corev1.Pod]int{}}
-	ids := map[string]int{}
-	// Pods of one workload carry equal anti-affinity: its terms are
-	// parsed once, keyed by its protobuf encoding (deterministic, and far
-	// cheaper than its String).
-	parsed := map[string][]term{}
+func newClasses() *classes {
+	return &classes{ids: map[string]int{}, class: map[*corev1.Pod]int{}, holders: map[*corev1.Pod][]term{}, parsed: map[string][]term{}}
+}
+
+func newReducer(capa *capacity, snap *scheduling.Snapshot, cl *classes) *reducer {
+	if cl == nil {
+		cl = newClasses()
+	}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Pods {
-			key := labels.Set(p.Labels).String()
-			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-				enc, err := a.PodAntiAffinity.Marshal()
-				if err != nil {
-					enc = []byte(a.PodAntiAffinity.String())
-				}
-				ts, ok := parsed[string(enc)]
-				if !ok {
-					ts = antiTerms(a.PodAntiAffinity)
-					parsed[string(enc)] = ts
-				}
-				r.holders[p] = ts
-				key += "\x00" + string(enc)
-			}
-			id, ok := ids[key]
-			if !ok {
-				id = len(ids)
-				ids[key] = id
-			}
-			r.class[p] = id
+			cl.add(p)
 		}
 	}
-	return r
+	return &reducer{capa: capa, terms: map[*corev1.Pod][]term{}, full: map[*corev1.Pod]corev1.ResourceList{}, classes: cl}
 }
 
+// add classes p, once.
+func (cl *classes) add(p *corev1.Pod) {
+	if _, ok := cl.class[p]; ok {
+		return
+	}
+	key := appendLabels(cl.key[:0], p.Labels)
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		enc, err := a.PodAntiAffinity.Marshal()
+		if err != nil {
+			enc = []byte(a.PodAntiAffinity.String())
+		}
+		ts, ok := cl.parsed[string(enc)]
+		if !ok {
+			ts = antiTerms(a.PodAntiAffinity)
+			cl.parsed[string(enc)] = ts
+		}
+		cl.holders[p] = ts
+		key = append(append(key, 1), enc...)
+	}
+	// The lookup converts without copying; only a new class allocates
+	// its key.
+	id, ok := cl.ids[string(key)]
+	if !ok {
+		id = len(cl.ids)
+		cl.ids[string(key)] = id
+	}
+	cl.class[p] = id
+	cl.key = key
+}
+
+// appendLabels appends an encoding of ls that is equal for equal sets,
+// keys sorted, each key and value ended by a 0 byte (neither may hold
+// one): labels.Set.String's order without its strings.
+func appendLabels(buf []byte, ls map[string]string) []byte {
+	var arr [16]string
+	keys := arr[:0]
+	for k := range ls {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		buf = append(append(buf, k...), 0)
+		buf = append(append(buf, ls[k]...), 0)
+	}
+	return buf
+}
+
+// parse is a selector's labels.Selector.
 func parse(ls *metav1.LabelSelector) labels.Selector {
 	if ls == nil {
 		return labels.Nothing()

@@ -35,12 +35,25 @@ type simulator struct {
 	totals poolTotals
 	// full turns reduce off (tests compare both).
 	full bool
+	// reqs and classes are what the decision's first engine learnt about
+	// each pod, shared by the engines it builds on the clusters its
+	// command leaves (compose.go); nil in that first engine.
+	reqs    map[*corev1.Pod]vec
+	classes *classes
+}
+
+// share lets s reuse what parent has read about each pod.
+func (s *simulator) share(parent *simulator) {
+	s.reqs = parent.capacity().podReq
+	if parent.red != nil {
+		s.classes = parent.red.classes
+	}
 }
 
 // capacity is built on first use: emptiness and drift never need it.
 func (s *simulator) capacity() *capacity {
 	if s.capa == nil {
-		s.capa = newCapacity(s.base)
+		s.capa = newCapacity(s.base, s.reqs)
 	}
 	return s.capa
 }
@@ -156,7 +169,7 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 	}
 	if !s.full {
 		if s.red == nil {
-			s.red = newReducer(s.capacity(), base)
+			s.red = newReducer(s.capacity(), base, s.classes)
 		}
 		snap.Nodes = s.red.reduce(snap.Nodes, snap.Pods)
 	}
