@@ -25,6 +25,21 @@ type estimator struct {
 	repelled      map[string]map[string]bool
 	repelledBySel map[*metav1.LabelSelector]map[string]bool
 	nodes         []nodePods
+	// items and used are savings' buffers.
+	items []sized
+	used  []room
+}
+
+// sized is a pod with its requests.
+type sized struct {
+	p   *corev1.Pod
+	req vec
+}
+
+// room is what an estimate has put on spares[spare].
+type room struct {
+	spare int
+	v     vec
 }
 
 type spareNode struct {
@@ -99,22 +114,41 @@ func (est *estimator) repels(ls *metav1.LabelSelector) map[string]bool {
 // savings is the estimated $/h removing c alone would save (0 when
 // nothing cheaper seems to hold its pods).
 func (est *estimator) savings(c *candidate) float64 {
-	pods := append([]*corev1.Pod(nil), c.pods...)
-	sort.SliceStable(pods, func(i, j int) bool { return est.capa.request(pods[i])[0] > est.capa.request(pods[j])[0] })
-	used := map[string]vec{}
+	// Every candidate is estimated each pass: its pods and the room they
+	// take live in buffers the estimator reuses, not in fresh maps.
+	items := est.items[:0]
+	for _, p := range c.pods {
+		items = append(items, sized{p, est.capa.request(p)})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].req[0] > items[j].req[0] })
+	used := est.used[:0]
 	left := vec{}
-	for _, p := range pods {
-		req := est.capa.request(p)
+	for _, it := range items {
+		req := it.req
 		var repelled []map[string]bool
-		for _, ls := range hostnameAnti(p) {
+		for _, ls := range hostnameAnti(it.p) {
 			repelled = append(repelled, est.repels(ls))
 		}
 		placed := false
-		for _, s := range est.spares {
+		for i, s := range est.spares {
 			if s.free[0] < req[0] {
 				break
 			}
-			if s.name == c.node.Name || !req.add(used[s.name]).fits(s.free) {
+			if s.name == c.node.Name {
+				continue
+			}
+			u := -1
+			for k := range used {
+				if used[k].spare == i {
+					u = k
+					break
+				}
+			}
+			taken := vec{}
+			if u >= 0 {
+				taken = used[u].v
+			}
+			if !req.add(taken).fits(s.free) {
 				continue
 			}
 			ok := true
@@ -122,7 +156,11 @@ func (est *estimator) savings(c *candidate) float64 {
 				ok = ok && !m[s.name]
 			}
 			if ok {
-				used[s.name] = used[s.name].add(req)
+				if u >= 0 {
+					used[u].v = taken.add(req)
+				} else {
+					used = append(used, room{i, req})
+				}
 				placed = true
 				break
 			}
@@ -131,6 +169,7 @@ func (est *estimator) savings(c *candidate) float64 {
 			left = left.add(req)
 		}
 	}
+	est.items, est.used = items, used
 	if left == (vec{}) {
 		return c.node.Price
 	}
