@@ -83,7 +83,7 @@ type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server itself (the manager's
-	// GetAPIReader; default Client). The queue asks it before it believes
+	// GetAPIReader; required). The queue asks it before it believes
 	// the cache that a replacement is gone: under load the cache can lag
 	// the API server by longer than any grace.
 	APIReader client.Reader
@@ -151,8 +151,10 @@ func (o *Options) validate() error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.APIReader == nil && o.Client != nil {
-		o.APIReader = o.Client
+	if o.APIReader == nil {
+		// Falling back to Client would make the cache the judge of a
+		// replacement's deletion again (conformance run P16).
+		errs = append(errs, errors.New("API reader is required (the manager's uncached reader: the queue asks it before rolling a command back on a replacement the cache does not show)"))
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
@@ -342,25 +344,24 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 const MaxReplacements = 100
 
 // decideWithin decides, and decides again with multi-node consolidation
-// capped at MaxReplacements candidates when the command found launches
-// more replacements than that; the second decision costs a pass only then.
+// capped at MaxReplacements candidates when the multi-node command found
+// launches more replacements than that; the second decision costs a pass
+// only then. Only multi-node consolidation is capped: the cap bounds its
+// candidates, and consolidation never launches more nodes than it
+// removes, so the capped command launches at most MaxReplacements. Other
+// methods (drift replaces each node by what its pods need) are returned
+// as decided: an error here would skip the memo and block every later
+// pass the same way.
 func (c *Controller) decideWithin(in *disruption.Input) (*disruption.Decision, error) {
 	dec, err := c.decide(in)
-	if err != nil || dec.Command == nil || len(dec.Command.Replacements) <= MaxReplacements {
+	if err != nil || dec.Command == nil || dec.Command.Method != disruption.MethodMultiNode || len(dec.Command.Replacements) <= MaxReplacements {
 		return dec, err
 	}
 	capped := *in
 	if capped.Options.MultiNodeMax <= 0 || capped.Options.MultiNodeMax > MaxReplacements {
 		capped.Options.MultiNodeMax = MaxReplacements
 	}
-	dec, err = c.decide(&capped)
-	if err != nil {
-		return nil, err
-	}
-	if cmd := dec.Command; cmd != nil && len(cmd.Replacements) > MaxReplacements {
-		return nil, fmt.Errorf("%s command launches %d replacements, more than %d, with MultiNodeMax %d", cmd.Method, len(cmd.Replacements), MaxReplacements, capped.Options.MultiNodeMax)
-	}
-	return dec, nil
+	return c.decide(&capped)
 }
 
 // memoTTL bounds how long an unchanged cluster is not decided on again:

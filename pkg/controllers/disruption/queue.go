@@ -30,10 +30,14 @@ import (
 
 // unseenGrace is how long, once a command's replacements are all created,
 // one may stay invisible in the cache before the queue asks the API server
-// whether it is gone. Only the API server's answer rolls the command back:
-// in conformance run P16 (2,000 pods) the cache showed a replacement 35 s
-// after its creation, and two whole-cluster commands were rolled back on
-// replacements that were launching.
+// whether it is gone, and how long the API server's "it exists" then
+// holds before the queue asks again. Only the API server's answer rolls
+// the command back: in conformance run P16 (2,000 pods) the cache had not
+// shown one replacement 35 s after its creation and another 41 s after
+// it, and two whole-cluster commands were rolled back on replacements
+// that were launching. Asking again at most once per grace keeps a
+// lagging cache from turning every one-second tick into one uncached GET
+// per hidden replacement, against an API server already behind.
 const unseenGrace = 30 * time.Second
 
 // finishedMemory is how long candidates of a finished command still count
@@ -77,6 +81,9 @@ type item struct {
 	replacements []string
 	uids         map[string]types.UID
 	seen         map[string]bool
+	// confirmed is when the API server last showed a replacement the
+	// cache did not: until unseenGrace has passed, it counts as waiting.
+	confirmed map[string]time.Time
 	// running are the replacements seen launched (a provider ID): one
 	// that fails after that halts drift; one whose launch failed (the
 	// cloud had no capacity) only rolls the command back, as Karpenter
@@ -235,7 +242,7 @@ func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, e
 	for i := range in.Nodes {
 		byName[in.Nodes[i].Name] = &in.Nodes[i]
 	}
-	it := &item{cmd: cmd, seen: map[string]bool{}, uids: map[string]types.UID{}, running: map[string]bool{}}
+	it := &item{cmd: cmd, seen: map[string]bool{}, confirmed: map[string]time.Time{}, uids: map[string]types.UID{}, running: map[string]bool{}}
 	for _, name := range cmd.Candidates {
 		n, ok := byName[name]
 		if !ok || n.NodeClaim == nil {
@@ -292,8 +299,15 @@ func (q *Queue) process(ctx context.Context, it *item) {
 				waiting = append(waiting, name+" (not in the cache yet)")
 				continue
 			}
+			if at, ok := it.confirmed[name]; ok && now.Sub(at) < unseenGrace {
+				waiting = append(waiting, name+" (not in the cache yet; the API server holds it)")
+				continue
+			}
 			// The cache may only lag: ask the API server.
 			err = q.opts.APIReader.Get(ctx, types.NamespacedName{Name: name}, nc)
+			if err == nil {
+				it.confirmed[name] = now
+			}
 		}
 		switch {
 		case apierrors.IsNotFound(err):

@@ -122,3 +122,49 @@ func TestReplacementsTheCacheHasNotShownYet(t *testing.T) {
 		})
 	}
 }
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	gets map[string]int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets[key.Name]++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// The lag the queue was fixed for (P16: 35 and 41 s) outlasts the grace:
+// the API server is asked about a replacement the cache does not show at
+// most once per grace, not on every one-second tick, since the API server
+// behind such a cache is already overloaded.
+func TestLaggingCacheAsksTheAPIServerOncePerGrace(t *testing.T) {
+	u := newUnit(t)
+	cache := &laggingCache{Client: u.kube, hidden: map[string]bool{"replacement-b": true}}
+	reader := &countingReader{Reader: u.kube, gets: map[string]int{}}
+	var err error
+	u.ctrl, err = NewController(Options{Client: cache, APIReader: reader, CloudProvider: fakecloud.New(), State: u.state, Model: u.prov, NodeClaims: u.prov, Recorder: u.events, Clock: u.clock, ReplacementTimeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &disruption.Command{Method: disruption.MethodMultiNode, Reason: disruption.ReasonUnderutilized, Candidates: []string{"n1"},
+		Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}}
+	if err := u.ctrl.queue.Execute(u.ctx, cmd, u.input(u.node("n1"))); err != nil {
+		t.Fatal(err)
+	}
+	const ticks = 120
+	for range ticks {
+		u.clock.Step(time.Second)
+		u.ctrl.queue.Process(u.ctx)
+	}
+	if u.ctrl.queue.Len() != 1 {
+		t.Fatalf("command rolled back while the API server held its replacement; events %v", u.events.Reasons())
+	}
+	// 90 s past the grace: asked at about 31, 61, 91 and 121 s.
+	if got, limit := reader.gets["replacement-b"], (ticks-int(unseenGrace/time.Second))/int(unseenGrace/time.Second)+1; got == 0 || got > limit {
+		t.Errorf("asked the API server about the hidden replacement %d times in %d ticks; want 1 to %d", got, ticks, limit)
+	}
+	if got := reader.gets["replacement-a"]; got != 0 {
+		t.Errorf("asked the API server about a replacement the cache shows %d times", got)
+	}
+}

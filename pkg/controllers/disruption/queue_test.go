@@ -109,7 +109,7 @@ func newUnit(t *testing.T) *unit {
 		t.Fatal(err)
 	}
 	u := &unit{t: t, ctx: context.Background(), kube: kube, clock: clk, events: &events.Buffer{}, state: cluster, prov: &fakeProvisioner{kube: kube, state: cluster, clock: clk}}
-	u.ctrl, err = NewController(Options{Client: kube, CloudProvider: fakecloud.New(), State: cluster, Model: u.prov, NodeClaims: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
+	u.ctrl, err = NewController(Options{Client: kube, APIReader: kube, CloudProvider: fakecloud.New(), State: cluster, Model: u.prov, NodeClaims: u.prov, Recorder: u.events, Clock: clk, ReplacementTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,27 +58,43 @@ func TestReplacementsPerCommandAreCapped(t *testing.T) {
 }
 
 // A command that only deletes, or replaces many nodes by a few, waits on
-// little: its size is the budgets' call, and it is not decided again.
+// little: its size is the budgets' call, and it is not decided again. Nor
+// is a command of another method: the cap bounds multi-node
+// consolidation's candidates, and a drift command that launches more than
+// MaxReplacements is taken as decided, not turned into an error that
+// would block every later pass.
 func TestCommandsLaunchingFewAreNotCapped(t *testing.T) {
-	for _, launches := range []int{0, 1, MaxReplacements} {
-		big := &disruption.Command{Method: disruption.MethodMultiNode, Reason: disruption.ReasonUnderutilized}
-		for i := range 3 * MaxReplacements {
-			big.Candidates = append(big.Candidates, string(rune('a'+i%26))+string(rune('a'+i/26)))
-		}
-		for range launches {
-			big.Replacements = append(big.Replacements, &scheduling.NewNodeClaim{})
-		}
-		calls := 0
-		ctrl := &Controller{decide: func(in *disruption.Input) (*disruption.Decision, error) {
-			calls++
-			return &disruption.Decision{Command: big}, nil
-		}}
-		dec, err := ctrl.decideWithin(&disruption.Input{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dec.Command != big || calls != 1 {
-			t.Errorf("%d candidates by %d replacements: decided %d times, became %+v", len(big.Candidates), launches, calls, dec.Command)
-		}
+	for _, tc := range []struct {
+		name     string
+		method   disruption.Method
+		reason   disruption.Reason
+		launches int
+	}{
+		{name: "multi-node deleting only", method: disruption.MethodMultiNode, reason: disruption.ReasonUnderutilized, launches: 0},
+		{name: "multi-node replacing many by one", method: disruption.MethodMultiNode, reason: disruption.ReasonUnderutilized, launches: 1},
+		{name: "multi-node launching exactly the cap", method: disruption.MethodMultiNode, reason: disruption.ReasonUnderutilized, launches: MaxReplacements},
+		{name: "drift launching more than the cap", method: disruption.MethodDrift, reason: disruption.ReasonDrifted, launches: 2 * MaxReplacements},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := &disruption.Command{Method: tc.method, Reason: tc.reason}
+			for i := range 3 * MaxReplacements {
+				big.Candidates = append(big.Candidates, string(rune('a'+i%26))+string(rune('a'+i/26)))
+			}
+			for range tc.launches {
+				big.Replacements = append(big.Replacements, &scheduling.NewNodeClaim{})
+			}
+			calls := 0
+			ctrl := &Controller{decide: func(in *disruption.Input) (*disruption.Decision, error) {
+				calls++
+				return &disruption.Decision{Command: big}, nil
+			}}
+			dec, err := ctrl.decideWithin(&disruption.Input{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Command != big || calls != 1 {
+				t.Errorf("%d candidates by %d replacements: decided %d times, became %+v", len(big.Candidates), tc.launches, calls, dec.Command)
+			}
+		})
 	}
 }
