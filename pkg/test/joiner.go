@@ -61,7 +61,7 @@ type JoinerProcess struct {
 // StartJoiner runs bin with args and env (added to the test's environment).
 func StartJoiner(t testing.TB, bin, name string, args, env []string) *JoinerProcess {
 	t.Helper()
-	j, err := LaunchJoiner(t, bin, name, args, env)
+	j, err := LaunchJoiner(t, t.TempDir(), bin, name, args, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,15 @@ func StartJoiner(t testing.TB, bin, name string, args, env []string) *JoinerProc
 
 // LaunchJoiner is StartJoiner for a goroutine other than the test's (a
 // supervisor restarting a process): it returns what went wrong instead of
-// failing t.
-func LaunchJoiner(t testing.TB, bin, name string, args, env []string) (*JoinerProcess, error) {
+// failing t, and writes the log into logDir, which the caller made on the
+// test's goroutine (t.TempDir fails t, which only that goroutine may do).
+func LaunchJoiner(t testing.TB, logDir, bin, name string, args, env []string) (*JoinerProcess, error) {
 	j := &JoinerProcess{Name: name, done: make(chan struct{})}
-	j.LogPath = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
-	logFile, err := os.Create(j.LogPath)
+	logFile, err := os.CreateTemp(logDir, name+"-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("creating %s's log: %w", name, err)
 	}
+	j.LogPath = logFile.Name()
 	j.cmd = exec.Command(bin, args...)
 	j.cmd.Env = append(os.Environ(), env...)
 	j.cmd.Stdout, j.cmd.Stderr = logFile, logFile

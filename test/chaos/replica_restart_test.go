@@ -118,7 +118,11 @@ func TestReplicaRestartsAfterLosingItsLease(t *testing.T) {
 
 	// Killed on purpose: stays down, no second restart.
 	r.kill()
-	time.Sleep(restartBackoff(len(restarts)) + 5*time.Second)
+	select {
+	case <-r.supervised:
+	case <-time.After(time.Minute):
+		t.Fatal("the supervisor of a replica killed by the harness is still running a minute later")
+	}
 	if r.alive() || len(r.processes()) != 2 || len(r.restartsSoFar()) != 1 {
 		t.Errorf("a replica killed by the harness was started again: %d processes, %d restarts, alive %v", len(r.processes()), len(r.restartsSoFar()), r.alive())
 	}
@@ -150,11 +154,20 @@ func lineHolds(lines []string, subs ...string) bool {
 
 func TestRestartBackoff(t *testing.T) {
 	for _, c := range []struct {
+		name  string
 		quick int
 		want  time.Duration
-	}{{0, time.Second}, {1, 2 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second}, {9, 16 * time.Second}} {
-		if got := restartBackoff(c.quick); got != c.want {
-			t.Errorf("restartBackoff(%d) = %s, want %s", c.quick, got, c.want)
-		}
+	}{
+		{name: "first restart", quick: 0, want: time.Second},
+		{name: "second quick exit doubles", quick: 1, want: 2 * time.Second},
+		{name: "fourth quick exit", quick: 3, want: 8 * time.Second},
+		{name: "reaches the cap", quick: 4, want: 16 * time.Second},
+		{name: "stays at the cap", quick: 9, want: 16 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := restartBackoff(c.quick); got != c.want {
+				t.Errorf("restartBackoff(%d) = %s, want %s", c.quick, got, c.want)
+			}
+		})
 	}
 }

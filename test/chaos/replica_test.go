@@ -27,6 +27,9 @@ type replica struct {
 	name      string
 	bin       string
 	args, env []string
+	// logDir holds its processes' logs; made on the test's goroutine, as
+	// the supervisor, restarting from its own, cannot fail t.
+	logDir string
 	// t is the whole test's (a replica outlives a round); log is the
 	// world's, which writes to the round under way.
 	t   testing.TB
@@ -38,6 +41,9 @@ type replica struct {
 	restarts []restart
 	// ended: stopped or killed on purpose, so never restarted again.
 	ended bool
+	// supervised is closed when the supervisor has returned: no restart
+	// can follow.
+	supervised chan struct{}
 }
 
 // restart is one exit of a replica's process on its own and what the
@@ -83,8 +89,12 @@ func restartBackoff(n int) time.Duration {
 
 // startReplicaProcess starts a replica's first process and supervises it.
 func startReplicaProcess(t testing.TB, log func(string, ...any), name, bin string, args, env []string) *replica {
-	r := &replica{name: name, bin: bin, args: args, env: env, t: t, log: log}
-	r.procs = []*test.JoinerProcess{test.StartJoiner(t, bin, name, args, env)}
+	r := &replica{name: name, bin: bin, args: args, env: env, logDir: t.TempDir(), t: t, log: log, supervised: make(chan struct{})}
+	first, err := test.LaunchJoiner(t, r.logDir, bin, name, args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.procs = []*test.JoinerProcess{first}
 	go r.supervise(t.Context())
 	return r
 }
@@ -93,6 +103,7 @@ func startReplicaProcess(t testing.TB, log func(string, ...any), name, bin strin
 // own, until the replica is stopped or killed on purpose or ctx (the
 // test's, cancelled before its cleanups stop the processes) ends.
 func (r *replica) supervise(ctx context.Context) {
+	defer close(r.supervised)
 	quick := 0
 	for {
 		r.mu.Lock()
@@ -127,7 +138,7 @@ func (r *replica) supervise(ctx context.Context) {
 			r.mu.Unlock()
 			return
 		}
-		next, err := test.LaunchJoiner(r.t, r.bin, r.name, r.args, r.env)
+		next, err := test.LaunchJoiner(r.t, r.logDir, r.bin, r.name, r.args, r.env)
 		if err != nil {
 			rs.failed = err.Error()
 			r.restarts = append(r.restarts, rs)
