@@ -99,7 +99,7 @@ func (sv *solver) isMovable(c *podClass) bool {
 		if g.kind == kindAffinity && g.key == corev1.LabelHostname {
 			return false
 		}
-		if g.kind == kindSpread && (g.honorTaints || (g.honorAffinity && g.ownerReqs != nil && (len(g.ownerReqs.keys) > 0 || g.ownerZones != sv.allZones))) {
+		if g.kind == kindSpread && (g.honorTaints || (g.honorAffinity && g.narrowed(sv.allZones))) {
 			return false // whether the node counts could change as it narrows
 		}
 		if g.key != corev1.LabelHostname && g.key != corev1.LabelTopologyZone && g.key != v1.LabelCapacityType {

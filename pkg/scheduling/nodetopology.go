@@ -63,7 +63,17 @@ func (sv *solver) hostnameOK(c *podClass, n *nodeState) verdict {
 func (sv *solver) otherKeysOK(c *podClass, n *nodeState) verdict {
 	cb := c.base
 	for _, g := range c.own {
-		if g.key == corev1.LabelHostname || g.key == corev1.LabelTopologyZone {
+		if g.key == corev1.LabelHostname {
+			continue
+		}
+		if g.kind == kindSpread && n.ex != nil {
+			// kube-scheduler's PodTopologySpread filter turns a pod away
+			// from a node that lacks a constraint's topology key.
+			if _, ok := n.ex.Labels[g.key]; !ok {
+				return rejectPerm
+			}
+		}
+		if g.key == corev1.LabelTopologyZone {
 			continue
 		}
 		d, ok := sv.nodeDomain(n, g.key)

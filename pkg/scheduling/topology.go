@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,9 +50,12 @@ type topoGroup struct {
 	minDomains    int32
 	honorAffinity bool
 	honorTaints   bool
-	ownerReqs     *reqSet
-	ownerZones    uint64
-	ownerTols     []corev1.Toleration
+	// ownerAlts are, under nodeAffinityPolicy Honor, the nodes the owner
+	// pod may use: its node selector with each of its OR'ed required node
+	// affinity terms (one alternative without terms), as kube-scheduler
+	// counts them.
+	ownerAlts []ownerAlt
+	ownerTols []corev1.Toleration
 
 	counts    map[string]int // matching pods per domain (not hostname)
 	owners    map[string]int // required anti-affinity owners per domain
@@ -60,6 +64,25 @@ type topoGroup struct {
 
 	universeDone bool
 	universe     []string // domains a spread constraint is measured over
+}
+
+// ownerAlt is one alternative of the nodes a spread owner may use: the
+// requirements of its node selector and one required node affinity term,
+// the zone kept apart as a mask.
+type ownerAlt struct {
+	reqs  *reqSet
+	zones uint64
+}
+
+// narrowed reports whether the owner's node selection leaves out some
+// nodes (a spread's counts then depend on the nodes' labels).
+func (g *topoGroup) narrowed(allZones uint64) bool {
+	for _, a := range g.ownerAlts {
+		if len(a.reqs.keys) > 0 || a.zones != allZones {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *topoGroup) selects(ns string, l map[string]string) bool {
@@ -84,6 +107,7 @@ func (sv *solver) group(g *topoGroup, sig string) *topoGroup {
 // classGroups turns the pod's spread constraints and pod (anti-)affinity
 // terms into shared groups.
 func (sv *solver) classGroups(cb *classBase, p *corev1.Pod) error {
+	var ownerAlts []ownerAlt // built once, for the first constraint that honours node affinity
 	for _, tsc := range cb.spread {
 		sel, err := spreadSelector(tsc, p.Labels)
 		if err != nil {
@@ -97,17 +121,29 @@ func (sv *solver) classGroups(cb *classBase, p *corev1.Pod) error {
 		g.honorTaints = tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 		sig := fmt.Sprintf("s|%s|%s|%s|%d|%d|%v|%v", g.key, sel.String(), p.Namespace, g.maxSkew, g.minDomains, g.honorAffinity, g.honorTaints)
 		if g.honorAffinity {
-			b := reqBuilder{}
-			for k, c := range cb.terms[0] {
-				b[k] = c
+			// kube-scheduler counts a node that matches the pod's node
+			// selector and any one of its required node affinity terms
+			// (not the volumes' topology, which the solver adds to its
+			// own alternatives).
+			if ownerAlts == nil {
+				builders, err := podRequirementAlternatives(p, nil)
+				if err != nil {
+					return fmt.Errorf("topology spread constraint %s: %w", tsc.TopologyKey, err)
+				}
+				for _, b := range builders {
+					a := ownerAlt{zones: sv.allZones}
+					if z, ok := b[corev1.LabelTopologyZone]; ok {
+						a.zones = sv.zoneMask(z)
+						delete(b, corev1.LabelTopologyZone)
+					}
+					a.reqs = sv.intern(b.build())
+					ownerAlts = append(ownerAlts, a)
+				}
 			}
-			g.ownerZones = sv.allZones
-			if z, ok := b[corev1.LabelTopologyZone]; ok {
-				g.ownerZones = sv.zoneMask(z)
-				delete(b, corev1.LabelTopologyZone)
+			g.ownerAlts = ownerAlts
+			for _, a := range ownerAlts {
+				sig += "|" + a.reqs.signature() + fmt.Sprint(a.zones)
 			}
-			g.ownerReqs = sv.intern(b.build())
-			sig += "|" + g.ownerReqs.signature() + fmt.Sprint(g.ownerZones)
 		}
 		if g.honorTaints {
 			g.ownerTols = p.Spec.Tolerations
@@ -436,19 +472,8 @@ func (sv *solver) recordOwner(g *topoGroup, n *nodeState) {
 // spreadCounts reports whether pods on n count for spread group g under
 // its nodeAffinityPolicy and nodeTaintsPolicy.
 func (sv *solver) spreadCounts(g *topoGroup, n *nodeState) bool {
-	if g.honorAffinity && g.ownerReqs != nil {
-		if n.ex != nil {
-			if !labelsSatisfy(n.ex.Labels, g.ownerReqs) {
-				return false
-			}
-			if z, ok := n.ex.Labels[corev1.LabelTopologyZone]; ok && g.ownerZones != sv.allZones {
-				if zi, ok := sv.zoneIdx[z]; !ok || g.ownerZones&(1<<zi) == 0 {
-					return false
-				}
-			}
-		} else if n.zones&g.ownerZones == 0 || sv.merge(n.reqs, g.ownerReqs) == nil {
-			return false
-		}
+	if g.honorAffinity && len(g.ownerAlts) > 0 && !slices.ContainsFunc(g.ownerAlts, func(a ownerAlt) bool { return sv.altAdmits(a, n) }) {
+		return false
 	}
 	if g.honorTaints {
 		taints := n.taints()
@@ -457,6 +482,27 @@ func (sv *solver) spreadCounts(g *topoGroup, n *nodeState) bool {
 		}
 	}
 	return true
+}
+
+// altAdmits reports whether node n is one of those alternative a admits:
+// an existing node by its labels (a zone the alternative names must be the
+// node's), a planned one when its requirements can meet a's.
+func (sv *solver) altAdmits(a ownerAlt, n *nodeState) bool {
+	if n.ex == nil {
+		return n.zones&a.zones != 0 && sv.merge(n.reqs, a.reqs) != nil
+	}
+	if !labelsSatisfy(n.ex.Labels, a.reqs) {
+		return false
+	}
+	if a.zones == sv.allZones {
+		return true
+	}
+	z, ok := n.ex.Labels[corev1.LabelTopologyZone]
+	if !ok {
+		return false
+	}
+	zi, ok := sv.zoneIdx[z]
+	return ok && a.zones&(1<<zi) != 0
 }
 
 // nodeDomain is n's value for key, if decided.
@@ -496,65 +542,18 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 	}
 	g.universeDone = true
 	set := map[string]bool{}
+	alts := g.ownerAlts
+	if !g.honorAffinity || len(alts) == 0 {
+		alts = []ownerAlt{{zones: sv.allZones}}
+	}
 	for _, p := range sv.pools {
 		if g.honorTaints {
 			if _, bad := untolerated(p.np.Taints, g.ownerTols, true); bad {
 				continue
 			}
 		}
-		types := p.types
-		if g.honorAffinity && g.ownerReqs != nil {
-			m := sv.merge(p.base, g.ownerReqs)
-			if m == nil {
-				continue
-			}
-			fit := sv.typesFor(p, m)
-			types = nil
-			for i, t := range p.types {
-				if fit.has(i) {
-					types = append(types, t)
-				}
-			}
-		}
-		switch g.key {
-		case corev1.LabelTopologyZone:
-			var z uint64
-			for _, t := range types {
-				z |= t.offeredZones(p.cts)
-			}
-			z &= p.zones
-			if g.honorAffinity {
-				z &= g.ownerZones
-			}
-			for _, name := range sv.zoneNames(z) {
-				set[name] = true
-			}
-		case v1.LabelCapacityType:
-			for ci, name := range sv.cts {
-				if p.cts&(1<<ci) == 0 {
-					continue
-				}
-				for _, t := range types {
-					if t.avail[ci] != 0 {
-						set[name] = true
-						break
-					}
-				}
-			}
-		default:
-			if c, ok := p.base.get(g.key); ok && !c.comp {
-				for _, v := range c.vals {
-					set[v] = true
-				}
-			} else {
-				for _, t := range types {
-					for _, v := range t.reqs[g.key] {
-						if !ok || c.allows(v) {
-							set[v] = true
-						}
-					}
-				}
-			}
+		for _, a := range alts {
+			sv.poolDomains(g, p, a, set)
 		}
 	}
 	for _, n := range sv.existing {
@@ -562,20 +561,75 @@ func (sv *solver) spreadUniverse(g *topoGroup) []string {
 			set[v] = true
 		}
 	}
-	if g.honorAffinity && g.ownerReqs != nil {
-		if c, ok := g.ownerReqs.get(g.key); ok {
-			for v := range set {
-				if !c.allows(v) {
-					delete(set, v)
-				}
-			}
-		}
-	}
 	for v := range set {
 		g.universe = append(g.universe, v)
 	}
 	sort.Strings(g.universe)
 	return g.universe
+}
+
+// poolDomains adds to set the domains of g's key that pool p's nodes
+// admitted by alternative a (its requirements and zones, when they
+// narrow) may have.
+func (sv *solver) poolDomains(g *topoGroup, p *poolT, a ownerAlt, set map[string]bool) {
+	types := p.types
+	if a.reqs != nil {
+		m := sv.merge(p.base, a.reqs)
+		if m == nil {
+			return
+		}
+		fit := sv.typesFor(p, m)
+		types = nil
+		for i, t := range p.types {
+			if fit.has(i) {
+				types = append(types, t)
+			}
+		}
+	}
+	admit := func(v string) {
+		if a.reqs != nil {
+			if c, ok := a.reqs.get(g.key); ok && !c.allows(v) {
+				return
+			}
+		}
+		set[v] = true
+	}
+	switch g.key {
+	case corev1.LabelTopologyZone:
+		var z uint64
+		for _, t := range types {
+			z |= t.offeredZones(p.cts)
+		}
+		for _, name := range sv.zoneNames(z & p.zones & a.zones) {
+			set[name] = true
+		}
+	case v1.LabelCapacityType:
+		for ci, name := range sv.cts {
+			if p.cts&(1<<ci) == 0 {
+				continue
+			}
+			for _, t := range types {
+				if t.avail[ci] != 0 {
+					admit(name)
+					break
+				}
+			}
+		}
+	default:
+		if c, ok := p.base.get(g.key); ok && !c.comp {
+			for _, v := range c.vals {
+				admit(v)
+			}
+		} else {
+			for _, t := range types {
+				for _, v := range t.reqs[g.key] {
+					if !ok || c.allows(v) {
+						admit(v)
+					}
+				}
+			}
+		}
+	}
 }
 
 // spreadMin is the smallest count over g's domains (0 when fewer domains

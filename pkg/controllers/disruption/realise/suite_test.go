@@ -6,7 +6,9 @@
 // hurts most); kube-scheduler's bindings must be the replay's placements
 // (where the replay's scores tie, one of the tied nodes: the replay then
 // follows kube-scheduler's choice), and a pod kube-scheduler leaves
-// pending must be one the replay finds no room for.
+// pending must be one the replay finds no room for. It also judges the
+// solver's count of topology-spread domains (spreaddomains_test.go): the
+// solver and kube-scheduler place one pod on the same nodes.
 //
 // kube-scheduler runs with two profiles: its defaults (NodeResourcesFit
 // LeastAllocated) and mostAllocated. The engine reads the same
