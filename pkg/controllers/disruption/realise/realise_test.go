@@ -146,13 +146,8 @@ func destination(p disruption.Placement) string {
 func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, reverse bool) (bind func(*corev1.Pod) string) {
 	t.Helper()
 	env := test.Env(t)
-	ns := env.Namespace(t)
-	// Node names and label values are short: the test's name would pass
-	// the 63 characters a label value may have.
-	runs++
-	id := "run-" + strconv.Itoa(runs)
-	prefix := id + "-"
-	label, taint := "joiner.test/realise", corev1.Taint{Key: "joiner.test/realise", Value: id, Effect: corev1.TaintEffectNoSchedule}
+	r := newRun(t)
+	ns, id, prefix, label, taint := r.ns, r.id, r.prefix, r.label, r.taint
 	gone := map[string]bool{}
 	for _, c := range cmd.Candidates {
 		gone[c] = true
@@ -214,12 +209,7 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 	}
 	nodes = append(nodes, sentinelNode)
 	for _, n := range nodes {
-		status := n.Status
-		env.Create(t, n)
-		n.Status = status
-		if err := env.Client.Status().Update(t.Context(), n); err != nil {
-			t.Fatalf("setting node %s's allocatable: %v", n.Name, err)
-		}
+		createNode(t, n)
 	}
 	for _, p := range stay {
 		env.Create(t, p)
@@ -245,9 +235,36 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 	}
 }
 
-// runs numbers realise's runs (the test binary has its own control
+// runs numbers the tests' runs (the test binary has its own control
 // plane).
 var runs int
+
+// testRun is one run's corner of the shared control plane: a namespace,
+// and the label and taint that keep its pods on its own nodes. Node names
+// and label values are short: a test's name would pass the 63 characters
+// a label value may have.
+type testRun struct {
+	ns, id, prefix, label string
+	taint                 corev1.Taint
+}
+
+func newRun(t *testing.T) testRun {
+	runs++
+	id := "run-" + strconv.Itoa(runs)
+	const label = "joiner.test/realise"
+	return testRun{ns: test.Env(t).Namespace(t), id: id, prefix: id + "-", label: label, taint: corev1.Taint{Key: label, Value: id, Effect: corev1.TaintEffectNoSchedule}}
+}
+
+// createNode creates n with its status (allocatable) as given.
+func createNode(t *testing.T, n *corev1.Node) {
+	t.Helper()
+	status := n.Status
+	test.Env(t).Create(t, n)
+	n.Status = status
+	if err := test.Env(t).Client.Status().Update(t.Context(), n); err != nil {
+		t.Fatalf("setting node %s's allocatable: %v", n.Name, err)
+	}
+}
 
 // bound waits for kube-scheduler to bind p and returns the node, or ""
 // when kube-scheduler reports it unschedulable.

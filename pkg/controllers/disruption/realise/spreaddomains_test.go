@@ -74,11 +74,8 @@ func TestKubeSchedulerCountsSpreadDomainsAsTheSolver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := test.Env(t)
-			ns := env.Namespace(t)
-			runs++
-			id := "run-" + strconv.Itoa(runs)
-			prefix := id + "-"
-			label, taint := "joiner.test/realise", corev1.Taint{Key: "joiner.test/realise", Value: id, Effect: corev1.TaintEffectNoSchedule}
+			r := newRun(t)
+			ns, id, prefix, label, taint := r.ns, r.id, r.prefix, r.label, r.taint
 			alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
 			newPod := func(name string) *corev1.Pod {
 				p := &corev1.Pod{
@@ -98,11 +95,8 @@ func TestKubeSchedulerCountsSpreadDomainsAsTheSolver(t *testing.T) {
 					labels[k] = v
 				}
 				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + n.name, Labels: labels}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
-				env.Create(t, node)
 				node.Status.Capacity, node.Status.Allocatable = alloc, alloc
-				if err := env.Client.Status().Update(t.Context(), node); err != nil {
-					t.Fatalf("setting node %s's allocatable: %v", node.Name, err)
-				}
+				createNode(t, node)
 				en := &scheduling.ExistingNode{Name: node.Name, Labels: labels, Taints: node.Spec.Taints, Initialized: true, Allocatable: alloc}
 				for i := range n.pods {
 					p := newPod(n.name + "-web-" + strconv.Itoa(i))
