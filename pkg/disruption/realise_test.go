@@ -271,3 +271,45 @@ func TestReplayCountsDaemonsAtNonZeroDefaults(t *testing.T) {
 		t.Errorf("placements %v, want %v", got, want)
 	}
 }
+
+// TestReplayRefusesWhatTooManyTiesLeaveOpen: twenty-four small pods of w
+// may go to nodes a and b, which tie whenever they hold as many; x's
+// large pod fits a only if a ends with at most twelve of them. Every
+// way the ties break leaves a with twelve, but the replay would have to
+// follow 2^12 choices to show it, more than it follows (32 besides its
+// first path): it refuses the command rather than pass what it did not
+// check.
+func TestReplayRefusesWhatTooManyTiesLeaveOpen(t *testing.T) {
+	var ws []*corev1.Pod
+	moves, from := map[*corev1.Pod]string{}, map[*corev1.Pod]string{}
+	for i := range 24 {
+		w := pod(fmt.Sprintf("w%02d", i), "100m", ownedBy("w"))
+		ws = append(ws, w)
+		moves[w], from[w] = "a", "c"
+		if i%2 == 1 {
+			moves[w] = "b"
+		}
+	}
+	x := pod("x", "6800m", ownedBy("x"))
+	moves[x], from[x] = "a", "d"
+	in := input(t, pool(),
+		node{name: "a", it: "c8"},
+		node{name: "b", it: "c8"},
+		node{name: "c", it: "c4", pods: ws},
+		node{name: "d", it: "c8", pods: []*corev1.Pod{x}},
+	)
+	cmd := command([]string{"c", "d"}, nil, moves, from)
+	if _, why := disruption.Realise(in, cmd); why.Kind != disruption.WhySchedulerWouldSpread {
+		t.Errorf("the replay passes a command whose ties it did not follow: %v", why)
+	}
+	// Along the first tied node each time, x lands.
+	along := disruption.RealiseAlong(in, cmd, func(_ *corev1.Pod, tied []disruption.Placement) disruption.Placement {
+		if len(tied) == 0 {
+			t.Fatal("a pod finds no room along the first tied nodes")
+		}
+		return tied[0]
+	})
+	if got := landings(along)["x"]; got != "a" {
+		t.Errorf("x lands %s along the first tied nodes; want a", got)
+	}
+}
