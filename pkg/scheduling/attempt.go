@@ -4,7 +4,8 @@ package scheduling
 // topology allows right now, and in which order to try them.
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,7 +27,14 @@ type attempt struct {
 }
 
 func (sv *solver) newAttempt(c *podClass) *attempt {
-	a := &attempt{c: c, allowed: c.zones, preferred: c.zones, ctAllowed: c.cts}
+	return sv.resetAttempt(new(attempt), c)
+}
+
+// resetAttempt makes a the attempt of a pod of class c, keeping the
+// storage of its rankings: the local searches take a pod off and try it
+// elsewhere thousands of times, each attempt dropped after the try.
+func (sv *solver) resetAttempt(a *attempt, c *podClass) *attempt {
+	*a = attempt{c: c, allowed: c.zones, preferred: c.zones, ctAllowed: c.cts, zoneRank: a.zoneRank[:0], ctRank: a.ctRank[:0]}
 	cb := c.base
 	if cb.ctRelevant {
 		sv.capacityTypeTopology(a)
@@ -34,7 +42,7 @@ func (sv *solver) newAttempt(c *podClass) *attempt {
 	if !cb.zoneRelevant {
 		return a
 	}
-	score := make([]int, len(sv.zones))
+	var score [MaxZones]int
 	for _, g := range c.own {
 		if g.key != corev1.LabelTopologyZone {
 			continue
@@ -87,13 +95,15 @@ func (sv *solver) newAttempt(c *podClass) *attempt {
 			a.zoneRank = append(a.zoneRank, zi)
 		}
 	}
-	sort.SliceStable(a.zoneRank, func(i, j int) bool {
-		zi, zj := a.zoneRank[i], a.zoneRank[j]
+	slices.SortStableFunc(a.zoneRank, func(zi, zj int) int {
 		pi, pj := a.preferred&(1<<zi) != 0, a.preferred&(1<<zj) != 0
-		if pi != pj {
-			return pi
+		switch {
+		case pi && !pj:
+			return -1
+		case pj && !pi:
+			return 1
 		}
-		return score[zi] < score[zj]
+		return cmp.Compare(score[zi], score[zj])
 	})
 	return a
 }
@@ -102,7 +112,7 @@ func (sv *solver) newAttempt(c *podClass) *attempt {
 // capacity-type-keyed topology allows, least loaded first.
 func (sv *solver) capacityTypeTopology(a *attempt) {
 	c := a.c
-	score := make([]int, len(sv.cts))
+	var score [MaxCapacityTypes]int
 	for _, g := range c.own {
 		if g.key != v1.LabelCapacityType {
 			continue
@@ -125,5 +135,5 @@ func (sv *solver) capacityTypeTopology(a *attempt) {
 			a.ctRank = append(a.ctRank, ci)
 		}
 	}
-	sort.SliceStable(a.ctRank, func(i, j int) bool { return score[a.ctRank[i]] < score[a.ctRank[j]] })
+	slices.SortStableFunc(a.ctRank, func(ci, cj int) int { return cmp.Compare(score[ci], score[cj]) })
 }

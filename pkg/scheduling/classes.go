@@ -88,6 +88,9 @@ type podClass struct {
 	// movable caches solver.movable: 0 unknown, 1 movable, -1 not (the
 	// class's groups are fixed once the classes are built).
 	movable int8
+	// pinned caches what of solver.fixedIn depends on the class alone, as
+	// movable does.
+	pinned int8
 }
 
 type relaxState struct {

@@ -46,7 +46,7 @@ func (sv *solver) improve() {
 			if !sv.movable(c) {
 				continue
 			}
-			a := sv.takeOff(d, p, c)
+			a := sv.takeOff(d, p, c, &sv.tries[0])
 			to, tr := sv.scanNew(a, 0, false)
 			if to == nil || to == d || a.allowed == 0 || a.ctAllowed == 0 {
 				sv.commitNew(c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, p)
@@ -62,12 +62,12 @@ func (sv *solver) improve() {
 }
 
 // takeOff removes pod p (of class c) from planned node d and returns the
-// attempt to place it elsewhere: in d's zone and capacity type when its
-// topology counts them, so the move changes nothing other pods' topology
-// sees (improve's and rebalance's rule).
-func (sv *solver) takeOff(d *nodeState, p *corev1.Pod, c *podClass) *attempt {
+// attempt to place it elsewhere (a, reset): in d's zone and capacity type
+// when its topology counts them, so the move changes nothing other pods'
+// topology sees (improve's and rebalance's rule).
+func (sv *solver) takeOff(d *nodeState, p *corev1.Pod, c *podClass, a *attempt) *attempt {
 	sv.removePod(d, p, c)
-	a := sv.newAttempt(c)
+	sv.resetAttempt(a, c)
 	if c.base.zoneRelevant {
 		a.allowed &= d.zones
 		a.preferred &= d.zones
@@ -115,12 +115,15 @@ func (sv *solver) isMovable(c *podClass) bool {
 }
 
 // removePod takes p (placed with class c) off planned node n, undoing its
-// counts.
-func (sv *solver) removePod(n *nodeState, p *corev1.Pod, c *podClass) {
+// counts, and returns the index p had in n's pods (-1 when it was not
+// there).
+func (sv *solver) removePod(n *nodeState, p *corev1.Pod, c *podClass) int {
+	at := -1
 	for i := range n.pods {
 		if n.pods[i] == p {
 			n.pods = append(n.pods[:i], n.pods[i+1:]...)
 			n.podClasses = append(n.podClasses[:i], n.podClasses[i+1:]...)
+			at = i
 			break
 		}
 	}
@@ -159,6 +162,7 @@ func (sv *solver) removePod(n *nodeState, p *corev1.Pod, c *podClass) {
 			}
 		}
 	}
+	return at
 }
 
 // shrink moves a planned node to the cheapest type that still fits what is

@@ -126,7 +126,7 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 		if c.base.req[bind] <= 0 || !sv.movable(c) {
 			continue
 		}
-		a := sv.takeOff(d, pod, c)
+		a := sv.takeOff(d, pod, c, &sv.tries[0])
 		to, tr, cost, used := sv.receiver(a, d, nodes, budget-checks)
 		checks += used
 		if to == nil || a.allowed == 0 || a.ctAllowed == 0 {

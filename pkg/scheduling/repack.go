@@ -268,10 +268,24 @@ type rpItem struct {
 // repack of nodes with the given zones and capacity types.
 func (sv *solver) fixedIn(c *podClass, zones uint64, cts uint32) bool {
 	cb := c.base
-	if !sv.movable(c) || len(cb.hostPorts) > 0 || len(cb.devices) > 0 {
+	if (cb.zoneRelevant && bits.OnesCount64(zones) != 1) || (cb.ctRelevant && bits.OnesCount32(cts) != 1) {
 		return true
 	}
-	if (cb.zoneRelevant && bits.OnesCount64(zones) != 1) || (cb.ctRelevant && bits.OnesCount32(cts) != 1) {
+	if c.pinned == 0 {
+		c.pinned = -1
+		if sv.isPinned(c) {
+			c.pinned = 1
+		}
+	}
+	return c.pinned > 0
+}
+
+// isPinned reports whether pods of class c stay on their node in any
+// repack: not movable, with host ports or devices, or owners of required
+// hostname anti-affinity.
+func (sv *solver) isPinned(c *podClass) bool {
+	cb := c.base
+	if !sv.movable(c) || len(cb.hostPorts) > 0 || len(cb.devices) > 0 {
 		return true
 	}
 	for _, g := range c.own {
@@ -694,19 +708,22 @@ type podMove struct {
 // placement is refused or accept (if given) says no, everything goes back
 // as it was. It reports whether the moves were made.
 func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept func() bool) bool {
-	marks := make([]nodeMark, len(nodes))
-	for s, n := range nodes {
-		marks[s] = markOf(n)
-		marks[s].pods = append([]*corev1.Pod(nil), n.pods...)
-		marks[s].podCls = append([]*podClass(nil), n.podClasses...)
+	// The undo keeps what each node's pods were only as where each moving
+	// pod was: copying every node's pod list would cost a reservoir's few
+	// hundred pods per exchange tried.
+	marks := sv.moveMarks[:0]
+	for _, n := range nodes {
+		marks = append(marks, markOf(n))
 	}
+	at := sv.moveAt[:0]
 	for _, m := range moves {
-		sv.removePod(m.from, m.pod, m.c)
+		at = append(at, sv.removePod(m.from, m.pod, m.c))
 	}
+	sv.moveMarks, sv.moveAt = marks, at
 	done := 0
 	ok := true
 	for _, m := range moves {
-		a := sv.newAttempt(m.c)
+		a := sv.resetAttempt(&sv.tries[0], m.c)
 		if m.c.base.zoneRelevant {
 			a.allowed &= m.from.zones
 			a.preferred &= m.from.zones
@@ -725,13 +742,18 @@ func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept
 	if ok && (accept == nil || accept()) {
 		return true
 	}
-	// Refused, or not accepted: every pod back where it was.
+	// Refused, or not accepted: every pod back where it was. The placed
+	// pods are the last of their nodes' lists, taken off last first; the
+	// moved pods go back in the reverse of the order they left, each to
+	// the index it left from.
 	for k := done - 1; k >= 0; k-- {
 		sv.removePod(moves[k].to, moves[k].pod, moves[k].c)
 	}
-	for _, m := range moves {
+	for k := len(moves) - 1; k >= 0; k-- {
+		m := moves[k]
 		f := m.from
 		sv.commitNew(m.c, f, trial{reqs: f.reqs, zones: f.zones, cts: f.cts, types: f.types, natural: f.natural}, m.pod)
+		putBack(f, at[k])
 	}
 	for s, n := range nodes {
 		marks[s].restore(n)

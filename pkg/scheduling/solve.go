@@ -189,6 +189,12 @@ type solver struct {
 	swapCls   []*podClass
 	swapOrder []int
 	sum       resVec // rebalance's scratch sum
+	// moveAll's undo: the nodes' marks and where each moved pod was
+	moveMarks []nodeMark
+	moveAt    []int
+	// tries are the local searches' attempts, reused pod to pod (an
+	// exchange tries two pods at once)
+	tries [2]attempt
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {

@@ -258,8 +258,8 @@ func (sv *solver) exchange(d *nodeState, q *corev1.Pod, qc *podClass, n *nodeSta
 	dMark := markOf(d)
 	dAt := slices.Index(d.pods, q)
 	nPrice := n.pool.price(n.natural, n.requests)
-	aq := sv.takeOff(d, q, qc)
-	ap := sv.takeOff(n, pp, pc)
+	aq := sv.takeOff(d, q, qc, &sv.tries[0])
+	ap := sv.takeOff(n, pp, pc, &sv.tries[1])
 	tq, v := sv.newNodeFit(aq, n, grow)
 	if v == fits && aq.allowed != 0 && aq.ctAllowed != 0 && tq.zones == n.zones && (grow || tq.natural == n.natural) {
 		sv.commitNew(qc, n, tq, q)
