@@ -4,28 +4,30 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// fill mends what the greedy pass leaves on the large nodes that take the
-// rest of a zone's pods: such a node is sized by one resource (memory, say)
-// while whole steps of the other (CPU) idle, because the small nodes beside
-// it filled their CPU and left their memory idle in pieces too small for
-// any single pod to move. No move or one-for-one exchange closes that, but
-// a per-node knapsack does: for each other node of its zone whose binding
-// resource is the large node's idle one, fill takes off it at most one pod heavy in
-// that resource and packs the room it frees, plus the node's own idle
-// room, with the combination of the large node's pods (by request shape)
-// that carries the most of the large node's binding resource. The small
-// node keeps its type, the large node never grows, and pods keep their
-// zone and capacity type and are checked as placements are, so no step
-// makes the plan dearer; the large node drops a type each time enough of
-// its binding resource has left. The work is bounded by knapsack steps
-// proportional to the pods. repack, after it, makes one pass over its
-// donors: fill leaves little for a second, which cost more CPU than
-// fill does.
+// fill mends what the greedy pass leaves on the nodes that take the rest
+// of a zone's pods (the reservoirs): such a node is sized by one resource
+// (memory, say) while whole steps of the other (CPU) idle, because the
+// small nodes beside it filled their CPU and left their memory idle in
+// pieces too small for any single pod to move. No move or one-for-one
+// exchange closes that, but a per-node knapsack does: for each other node
+// of its zone, fill takes off it at most one pod heavy in the resource the
+// reservoir idles and packs the room it frees, plus the node's own idle
+// room, with the combination of the reservoir's pods (by request shape)
+// that carries the most of the resource the reservoir is bound by. The
+// small node keeps its type, the reservoir never grows, and pods keep
+// their zone and capacity type and are checked as placements are, so no
+// step makes the plan dearer; the reservoir drops a type each time enough
+// has left. A balanced reservoir gains as well: what it is bound by
+// alternates as it sheds, and the small nodes' idle room (rounding to
+// whole types, most of it) fills with its pods, so any node of a few pods
+// serves. The work is bounded by knapsack steps proportional to the pods,
+// and a reservoir stops after a run of small nodes that took nothing.
+// Solve runs it a second time after repack, whose re-splits leave new
+// idle room beside the reservoirs.
 func (sv *solver) fill() {
 	if len(sv.newNodes) < 2 {
 		return
@@ -43,21 +45,22 @@ func (sv *solver) fill() {
 		if fs.units == nil || fs.pool != p {
 			fs.pool, fs.units = p, p.unitPrices()
 		}
-		b, a, ok := fs.imbalance(r)
-		if !ok {
+		if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
 			continue
 		}
-		budget -= sv.fillFrom(r, b, a, &fs, budget)
+		budget -= sv.fillFrom(r, &fs, budget)
 	}
 }
 
 // Bounds of fill's work: knapsack steps per pending pod in all, the fewest
-// pods a large node needs to serve as the others' reservoir, and the most
-// of its pods one small node takes in one exchange.
+// pods a node needs to serve as the others' reservoir, the most of its
+// pods one small node takes in one exchange, and how many small nodes in a
+// row may take nothing before a reservoir stops.
 const (
 	fillStepsPerPod = 60
-	fillMinPods     = 24
+	fillMinPods     = 6
 	fillMaxTake     = 4
+	fillMisses      = 64
 )
 
 // filler is fill's scratch, reused from node to node.
@@ -65,14 +68,18 @@ type filler struct {
 	pool   *poolT
 	units  []float64
 	shapes []*fillShape
-	byKey  map[string]*fillShape
-	take   []int // per shape, how many the current combination takes
+	spare  []*fillShape // shapes of earlier reservoirs, for reuse
+	take   []int        // per shape, how many the current combination takes
 	best   []int
 	bestB  int64
 	room   resVec
-	// receivers and seen are fillFrom's and fillPlan's scratch.
+	// fillFrom's and fillPlan's scratch.
 	receivers []*nodeState
-	seen      []string
+	idle      []int64
+	rank      []int
+	seen      []resVec
+	bestTake  []int
+	moves     []podMove
 	steps     int
 	max       int
 	b         int
@@ -85,30 +92,21 @@ type fillShape struct {
 	cls  []*podClass
 }
 
-// imbalance reports the reservoir's binding resource b and the one it
-// leaves idle a, when at least the pool's cheapest type's price of a
-// idles (at the pool's best unit prices).
-func (fs *filler) imbalance(n *nodeState) (b, a int, ok bool) {
-	if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
-		return 0, 0, false
+// bound is the resource n's requests cost the most of at the pool's best
+// unit prices (the one its type is sized by), and the other.
+func (fs *filler) bound(n *nodeState) (b, a int) {
+	if fs.units[resCPU]*float64(n.requests[resCPU]) >= fs.units[resMemory]*float64(n.requests[resMemory]) {
+		return resCPU, resMemory
 	}
-	c := fs.units[resCPU] * float64(n.requests[resCPU])
-	m := fs.units[resMemory] * float64(n.requests[resMemory])
-	step := n.pool.types[0].minPrice
-	switch {
-	case m-c >= step:
-		return resMemory, resCPU, true
-	case c-m >= step:
-		return resCPU, resMemory, true
-	}
-	return 0, 0, false
+	return resMemory, resCPU
 }
 
-// fillFrom runs the exchanges between reservoir r (bound by resource b,
-// idling a) and the small nodes of its zone and capacity type, until r is
-// no longer imbalanced or the budget is spent. It returns the steps used.
-func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
-	used := 0
+// fillFrom runs the exchanges between reservoir r and the other nodes of
+// its zone and capacity type, those with the most idle room in what r is
+// bound by first, until the budget is spent or fillMisses nodes in a row
+// took nothing. It returns the steps used.
+func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
+	b, a := fs.bound(r)
 	list := sv.lists[1+bits.TrailingZeros64(r.zones)]
 	receivers := fs.receivers[:0]
 	for _, s := range list {
@@ -121,20 +119,18 @@ func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
 		receivers = append(receivers, s)
 	}
 	fs.receivers = receivers
-	// The small nodes with the most idle b first.
-	idle := func(s *nodeState) int64 { return s.pool.effAlloc[s.natural][b] - s.requests[b] }
-	sort.SliceStable(receivers, func(i, j int) bool { return idle(receivers[i]) > idle(receivers[j]) })
+	order := fs.order(receivers, b)
 	fs.inventory(sv, r, b)
-	for _, s := range receivers {
-		if used >= budget {
+	used, misses := 0, 0
+	for _, k := range order {
+		if used >= budget || misses >= fillMisses {
 			break
 		}
-		if _, _, ok := fs.imbalance(r); !ok {
-			break
-		}
-		// Only nodes bound by a: their idle b is what r lacks room for.
-		if fs.units[a]*float64(s.requests[a]) < fs.units[b]*float64(s.requests[b]) {
-			continue
+		s := receivers[k]
+		misses++
+		if nb, na := fs.bound(r); nb != b {
+			b, a = nb, na
+			fs.inventory(sv, r, b)
 		}
 		steps, x, xc := sv.fillPlan(r, s, b, a, fs, budget-used)
 		used += steps + 1
@@ -142,31 +138,48 @@ func (sv *solver) fillFrom(r *nodeState, b, a int, fs *filler, budget int) int {
 			continue
 		}
 		if sv.fillApply(r, s, x, xc, fs) {
+			misses = 0
 			sv.shrink(r)
 		}
 	}
 	return used
 }
 
+// order ranks the receivers by their idle room in resource b, the most
+// first (ties in list order), as indices into receivers.
+func (fs *filler) order(receivers []*nodeState, b int) []int {
+	fs.idle, fs.rank = fs.idle[:0], fs.rank[:0]
+	for k, s := range receivers {
+		fs.idle = append(fs.idle, s.pool.effAlloc[s.natural][b]-s.requests[b])
+		fs.rank = append(fs.rank, k)
+	}
+	slices.SortStableFunc(fs.rank, func(i, j int) int { return cmp.Compare(fs.idle[j], fs.idle[i]) })
+	return fs.rank
+}
+
 // inventory groups reservoir r's movable pods by request shape, heaviest
 // in its binding resource b first.
 func (fs *filler) inventory(sv *solver, r *nodeState, b int) {
 	fs.b = b
-	if fs.byKey == nil {
-		fs.byKey = map[string]*fillShape{}
-	}
-	clear(fs.byKey)
+	fs.spare = append(fs.spare, fs.shapes...)
 	fs.shapes = fs.shapes[:0]
 	for i, p := range r.pods {
 		c := r.podClasses[i]
 		if sv.fixedIn(c, r.zones, r.cts) {
 			continue
 		}
-		k := vecKey(c.base.req)
-		sh, ok := fs.byKey[k]
-		if !ok {
-			sh = &fillShape{req: c.base.req}
-			fs.byKey[k] = sh
+		// A reservoir has a few dozen shapes: a scan finds a pod's.
+		k := slices.IndexFunc(fs.shapes, func(sh *fillShape) bool { return slices.Equal(sh.req, c.base.req) })
+		var sh *fillShape
+		if k >= 0 {
+			sh = fs.shapes[k]
+		} else {
+			if n := len(fs.spare); n > 0 {
+				sh, fs.spare = fs.spare[n-1], fs.spare[:n-1]
+				sh.req, sh.pods, sh.cls = c.base.req, sh.pods[:0], sh.cls[:0]
+			} else {
+				sh = &fillShape{req: c.base.req}
+			}
 			fs.shapes = append(fs.shapes, sh)
 		}
 		sh.pods = append(sh.pods, p)
@@ -193,7 +206,7 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 	rAlloc := r.pool.effAlloc[r.natural]
 	var bestX *corev1.Pod
 	var bestXC *podClass
-	var bestTake []int
+	bestTake := fs.bestTake[:0]
 	bestGain := int64(0)
 	try := func(x *corev1.Pod, xc *podClass) {
 		var xr resVec
@@ -244,23 +257,23 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 	fs.seen = fs.seen[:0]
 	for i, x := range s.pods {
 		xc := s.podClasses[i]
-		if sv.fixedIn(xc, s.zones, s.cts) || fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) {
+		if fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) || sv.fixedIn(xc, s.zones, s.cts) {
 			continue
 		}
-		k := vecKey(xc.base.req)
-		if slices.Contains(fs.seen, k) {
+		if slices.ContainsFunc(fs.seen, func(v resVec) bool { return slices.Equal(v, xc.base.req) }) {
 			continue
 		}
 		if sv.hostnameOK(xc, r) != fits {
 			continue // r's hostname terms turn it away; another pod of its shape may do
 		}
-		fs.seen = append(fs.seen, k)
+		fs.seen = append(fs.seen, xc.base.req)
 		try(x, xc)
 	}
 	if bestGain <= 0 {
 		fs.bestB = 0
 		return fs.steps, nil, nil
 	}
+	fs.bestTake = bestTake
 	copy(fs.best, bestTake)
 	fs.bestB = bestGain
 	return fs.steps, bestX, bestXC
@@ -308,7 +321,8 @@ func (fs *filler) search(from, depth int, got int64) {
 // keeps its type; undone when any is refused. It reports whether it was
 // made.
 func (sv *solver) fillApply(r, s *nodeState, x *corev1.Pod, xc *podClass, fs *filler) bool {
-	var moves []podMove
+	moves := fs.moves[:0]
+	defer func() { fs.moves = moves[:0] }()
 	if x != nil {
 		moves = append(moves, podMove{pod: x, c: xc, from: s, to: r})
 	}

@@ -46,8 +46,8 @@ func TestSharedScenarioCost(t *testing.T) {
 		name    string
 		ceiling float64 // × LP+anti
 	}{
-		{name: "diverse-100", ceiling: 1.065},
-		{name: "diverse-1000", ceiling: 1.066},
+		{name: "diverse-100", ceiling: 1.050},
+		{name: "diverse-1000", ceiling: 1.059},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := loadShared(t, tc.name)

@@ -119,6 +119,7 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 		sv.fill()
 		sv.swap()
 		sv.repack()
+		sv.fill()
 	}
 	return sv, nil
 }
