@@ -153,7 +153,7 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 		gone[c] = true
 	}
 	newNode := func(name string, alloc corev1.ResourceList, mark bool) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: map[string]string{corev1.LabelHostname: prefix + name}}}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: map[string]string{corev1.LabelHostname: prefix + name, sentinelDomain: id}}}
 		if mark {
 			n.Labels[label] = id
 			n.Spec.Taints = []corev1.Taint{taint}
@@ -200,8 +200,14 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 		}
 	}
 	// A sentinel node and pod, created last: once kube-scheduler binds
-	// the pod, its informers have delivered every node and pod above (each
-	// watch delivers in order), so its first decision below sees them.
+	// the pod, its cache holds every node and pod above, so its first
+	// decision below sees them. Each watch delivers in order, but
+	// kube-scheduler's handlers of one informer run side by side (the
+	// scheduling queue's apart from the cache's), so a pod can reach the
+	// queue before the pods and Nodes created before it reach the cache:
+	// the sentinel pod needs the last pod created to be in the cache (a
+	// required pod affinity to it, in a domain all of this run's nodes
+	// share) and its own Node, and is retried until both are there.
 	sentinelNode := newNode("sentinel", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false)
 	sentinelNode.Spec.Taints = []corev1.Taint{{Key: "joiner.test/sentinel", Value: id, Effect: corev1.TaintEffectNoSchedule}}
 	if reverse {
@@ -210,6 +216,10 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 	nodes = append(nodes, sentinelNode)
 	for _, n := range nodes {
 		createNode(t, n)
+	}
+	if len(stay) > 0 {
+		last := stay[len(stay)-1]
+		last.Labels = map[string]string{sentinelDomain: id}
 	}
 	for _, p := range stay {
 		env.Create(t, p)
@@ -222,10 +232,27 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 			Tolerations:  []corev1.Toleration{{Key: "joiner.test/sentinel", Operator: corev1.TolerationOpExists}, notReady},
 		},
 	}
-	env.Create(t, sentinel)
-	if node := bound(t, sentinel); node != sentinelNode.Name {
-		t.Fatalf("the sentinel pod was bound to %q, want %s", node, sentinelNode.Name)
+	if len(stay) > 0 {
+		sentinel.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{sentinelDomain: id}},
+			TopologyKey:   sentinelDomain,
+		}}}}
 	}
+	env.Create(t, sentinel)
+	test.Eventually(t, time.Minute, func(ctx context.Context) error {
+		var cur corev1.Pod
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sentinel), &cur); err != nil {
+			return err
+		}
+		switch cur.Spec.NodeName {
+		case sentinelNode.Name:
+			return nil
+		case "":
+			return fmt.Errorf("the sentinel pod is not bound yet")
+		}
+		t.Fatalf("the sentinel pod was bound to %q, want %s", cur.Spec.NodeName, sentinelNode.Name)
+		return nil
+	})
 	return func(pod *corev1.Pod) string {
 		p := apiPod(ns, pod, "")
 		p.Spec.NodeSelector = map[string]string{label: id}
@@ -234,6 +261,10 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 		return strings.TrimPrefix(bound(t, p), prefix)
 	}
 }
+
+// sentinelDomain labels every node of a run, and the last pod carryOut
+// creates, with the run's id: the sentinel pod's affinity domain.
+const sentinelDomain = "joiner.test/realise-run"
 
 // runs numbers the tests' runs (the test binary has its own control
 // plane).
