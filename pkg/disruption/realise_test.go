@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,7 +132,12 @@ func replacement(ps ...*corev1.Pod) *scheduling.NewNodeClaim {
 // given: each pod to an existing node's name or to "replacement i".
 func command(candidates []string, replacements []*scheduling.NewNodeClaim, moves map[*corev1.Pod]string, from map[*corev1.Pod]string) *disruption.Command {
 	cmd := &disruption.Command{Method: disruption.MethodMultiNode, Candidates: candidates, Replacements: replacements}
-	for p, to := range moves {
+	// By pod name, not the map's order: the replay lists tied nodes in the
+	// order of the moves, and a test that follows the first tied node
+	// must follow the same one every run.
+	byName := slices.SortedFunc(maps.Keys(moves), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range byName {
+		to := moves[p]
 		m := disruption.Move{Pod: p, From: from[p], To: to, Replacement: -1}
 		if i, ok := strings.CutPrefix(to, "replacement "); ok {
 			m.To, m.Replacement = "", int(i[0]-'0')
