@@ -36,7 +36,8 @@ func (s *simulator) follow(r *result) {
 	for _, c := range r.cands {
 		order = append(order, c.pods...)
 	}
-	for _, p := range s.replay(r.moves, r.replacements, order, nil).stranded {
+	rp := s.replay(r.moves, r.replacements, order, nil)
+	for _, p := range rp.stranded {
 		from := ""
 		for _, m := range r.moves {
 			if m.Pod == p {
@@ -45,7 +46,7 @@ func (s *simulator) follow(r *result) {
 		}
 		r.failed[from] = true
 		if r.reason.IsZero() {
-			r.reason = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(p)}
+			r.reason = rp.why(p)
 		}
 	}
 }
@@ -72,7 +73,7 @@ func Realise(in *Input, cmd *Command) ([]Placement, Why) {
 	rp := newSimulator(in).replay(cmd.Moves, cmd.Replacements, commandPods(in, cmd), nil)
 	var why Why
 	if len(rp.stranded) > 0 {
-		why = Why{Kind: WhySchedulerWouldSpread, Pod: podKey(rp.stranded[0])}
+		why = rp.why(rp.stranded[0])
 	}
 	return rp.placed, why
 }
@@ -107,6 +108,17 @@ func commandPods(in *Input, cmd *Command) []*corev1.Pod {
 type replayed struct {
 	placed   []Placement
 	stranded []*corev1.Pod
+	// unfollowed is the pod whose tie the replay had no choices left to
+	// follow (stranded too, though no room was shown lacking).
+	unfollowed *corev1.Pod
+}
+
+// why is the reason stranded pod p fails its candidate.
+func (rp replayed) why(p *corev1.Pod) Why {
+	if p == rp.unfollowed {
+		return Why{Kind: WhySchedulerTiesUnfollowed, Pod: podKey(p)}
+	}
+	return Why{Kind: WhySchedulerWouldSpread, Pod: podKey(p)}
 }
 
 // replay places the moved pods (those of candPods that moves name),
@@ -122,7 +134,7 @@ type replayed struct {
 // nodes (at random before v1.36; since, by the order its parallel filters
 // list the feasible nodes, from a start that rotates), so the replay
 // claims no outcome a tie could change: where the tied nodes are
-// not interchangeable (see replayer.classes) and a pod still to come
+// not interchangeable (see replayer.distinctTied) and a pod still to come
 // could be left without room (replayer.safe), it follows every choice,
 // and a pod any choice strands is stranded. Past maxTieBranches choices it
 // stops and strands the pod of the tie it could not follow, so a command
@@ -231,7 +243,7 @@ func (s *simulator) replay(moves []Move, replacements []*scheduling.NewNodeClaim
 		}
 	}
 	stranded := r.run(0)
-	return replayed{placed: r.placed, stranded: stranded}
+	return replayed{placed: r.placed, stranded: stranded, unfollowed: r.unfollowed}
 }
 
 // maxTieBranches bounds the tie choices one replay follows besides its
@@ -257,6 +269,8 @@ type replayer struct {
 	branches int
 	bind     func(*corev1.Pod, []Placement) Placement
 	placed   []Placement
+	// unfollowed is the first pod whose tie was left unfollowed.
+	unfollowed *corev1.Pod
 }
 
 // slot is a node the simulation sent count pods of one controller to,
@@ -286,7 +300,7 @@ func (r *replayer) run(i int) []*corev1.Pod {
 		case r.bind != nil:
 			tied = r.chosen(p, tied)
 		case len(tied) > 1:
-			classes := r.classes(tied)
+			classes := r.distinctTied(tied)
 			if len(classes) == 1 || r.safe(i) {
 				break
 			}
@@ -294,6 +308,9 @@ func (r *replayer) run(i int) []*corev1.Pod {
 				if r.branches == 0 {
 					// Too many ties to follow: the command is not proven.
 					tied = nil
+					if r.unfollowed == nil {
+						r.unfollowed = p
+					}
 					break
 				}
 				r.branches--
@@ -399,14 +416,14 @@ func placement(p *corev1.Pod, node string) Placement {
 	return Placement{Pod: p, Node: node, Replacement: -1}
 }
 
-// classes groups the tied nodes into classes of interchangeable ones and
+// distinctTied groups the tied nodes into classes of interchangeable ones and
 // returns one node of each, the first tied first. Two nodes are
 // interchangeable when the replay cannot tell them apart from here on:
 // the same room, allocatable and usage for every profile scored, and the
 // same controllers' slots with the same places left on each. Swapping
 // them maps every way the rest of the replay can go to one with the same
 // outcome, so following one of a class is following all.
-func (r *replayer) classes(tied []string) []string {
+func (r *replayer) distinctTied(tied []string) []string {
 	out := tied[:1:1]
 	for _, n := range tied[1:] {
 		if !slices.ContainsFunc(out, func(m string) bool { return r.interchangeable(m, n) }) {

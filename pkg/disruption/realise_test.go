@@ -147,9 +147,10 @@ func command(candidates []string, replacements []*scheduling.NewNodeClaim, moves
 	return cmd
 }
 
-// TestReplayFollowsEveryTie: kube-scheduler breaks a tie between
-// top-scored nodes at random, so a command must land every pod whichever
-// way each tie breaks. Node e and a new c4 both have 1 of 4 cpu used;
+// TestReplayFollowsEveryTie: no one can predict how kube-scheduler
+// breaks a tie between top-scored nodes (by the order its parallel
+// filters list them, from a rotating start, without extenders), so a
+// command must land every pod whichever way each tie breaks. Node e and a new c4 both have 1 of 4 cpu used;
 // the simulation sends small pods s1 and s2 to e and s3 with the large
 // pod to the c4. Placed smallest first, s1 ties e and the c4: on e, s2
 // then goes to the c4, s3 ties again, and whichever it takes the large pod
@@ -305,7 +306,7 @@ func TestReplayRefusesWhatTooManyTiesLeaveOpen(t *testing.T) {
 		node{name: "d", it: "c8", pods: []*corev1.Pod{x}},
 	)
 	cmd := command([]string{"c", "d"}, nil, moves, from)
-	if _, why := disruption.Realise(in, cmd); why.Kind != disruption.WhySchedulerWouldSpread {
+	if _, why := disruption.Realise(in, cmd); why.Kind != disruption.WhySchedulerTiesUnfollowed {
 		t.Errorf("the replay passes a command whose ties it did not follow: %v", why)
 	}
 	// Along the first tied node each time, x lands.

@@ -101,6 +101,11 @@ const (
 	// by default), would leave a pod (Pod) of the node no room where the
 	// simulation put it (realise.go).
 	WhySchedulerWouldSpread WhyKind = "SchedulerWouldSpread"
+	// WhySchedulerTiesUnfollowed: where a pod (Pod) of the node lands
+	// hangs on more kube-scheduler score ties than the replay follows
+	// (realise.go maxTieBranches), so the command is not proven and not
+	// taken: no pod was shown to lack room.
+	WhySchedulerTiesUnfollowed WhyKind = "SchedulerTiesUnfollowed"
 	// WhyNoBudget: the NodePool's budget for the method's reason is used up
 	// (NodePool, Budget).
 	WhyNoBudget WhyKind = "NoBudget"
@@ -130,7 +135,7 @@ var WhyKinds = []WhyKind{
 	WhyPodDoNotDisrupt, WhyPDB,
 	WhyStatic, WhyConsolidationDisabled, WhyNotConsolidatable, WhyWhenEmpty, WhyUnknownOffering, WhyNoPrice,
 	WhyNotCheaper, WhyBalanced, WhyWouldCreateNodes, WhySpotToSpotDisabled, WhySpotToSpotTypes, WhyMinValues,
-	WhyPodsWouldNotSchedule, WhyUninitializedNode, WhySchedulerWouldSpread, WhyNoBudget,
+	WhyPodsWouldNotSchedule, WhyUninitializedNode, WhySchedulerWouldSpread, WhySchedulerTiesUnfollowed, WhyNoBudget,
 	WhyDriftPaused, WhyStaticScalingDown, WhyStaticAtLimit, WhyStaticNoInstanceType,
 }
 
@@ -240,6 +245,8 @@ func (w Why) String() string {
 		return fmt.Sprintf("would schedule against uninitialized node %q", w.Node)
 	case WhySchedulerWouldSpread:
 		return fmt.Sprintf("pod %q would not schedule where the simulation puts it: kube-scheduler, placing the evicted pods as its resource score ranks the nodes, would leave it no room", w.Pod)
+	case WhySchedulerTiesUnfollowed:
+		return fmt.Sprintf("where pod %q would land hangs on more kube-scheduler score ties than the replay follows: the command is not proven, so it is not taken", w.Pod)
 	case WhyNoBudget:
 		return fmt.Sprintf("no disruption budget left for reason %s in NodePool %q", w.Budget, w.NodePool)
 	case WhyDriftPaused:

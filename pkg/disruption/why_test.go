@@ -45,6 +45,7 @@ func TestWhyRendersEveryKind(t *testing.T) {
 		{"pods would not schedule, no reason", disruption.Why{Kind: disruption.WhyPodsWouldNotSchedule, Pod: "ns/web-0"}, `not all pods would schedule, pod "ns/web-0": no reason given`},
 		{"uninitialized node", disruption.Why{Kind: disruption.WhyUninitializedNode, Node: "n1"}, `would schedule against uninitialized node "n1"`},
 		{"scheduler would spread", disruption.Why{Kind: disruption.WhySchedulerWouldSpread, Pod: "ns/p"}, `pod "ns/p" would not schedule where the simulation puts it: kube-scheduler, placing the evicted pods as its resource score ranks the nodes, would leave it no room`},
+		{"scheduler ties unfollowed", disruption.Why{Kind: disruption.WhySchedulerTiesUnfollowed, Pod: "ns/p"}, `where pod "ns/p" would land hangs on more kube-scheduler score ties than the replay follows: the command is not proven, so it is not taken`},
 		{"no budget", disruption.Why{Kind: disruption.WhyNoBudget, NodePool: "p", Budget: disruption.ReasonUnderutilized}, `no disruption budget left for reason Underutilized in NodePool "p"`},
 		{"drift paused", disruption.Why{Kind: disruption.WhyDriftPaused, NodePool: "p", Detail: "replacement failed to initialize"}, `drift of NodePool "p" is paused: replacement failed to initialize`},
 		{"static scaling down", disruption.Why{Kind: disruption.WhyStaticScalingDown, NodePool: "fixed", Count: 2}, `static NodePool "fixed" is scaling down to 2 replicas`},
