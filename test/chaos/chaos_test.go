@@ -656,6 +656,17 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 		}
 	}
 	t.Logf("cloud faults met by the round's replicas: %s", w.cloud.faultsMet(roundReplicas))
+	if len(problems) > 0 {
+		// What each replica still running was doing (a stalled controller
+		// says nothing in its log), for the kept logs; the next round
+		// starts fresh replicas.
+		for _, r := range roundReplicas {
+			if r.alive() {
+				r.dumpStacks()
+				w.log("%s's goroutines dumped to its log (SIGQUIT)", r.name)
+			}
+		}
+	}
 	return s, problems
 }
 

@@ -126,6 +126,25 @@ func TestReplicaRestartsAfterLosingItsLease(t *testing.T) {
 	if r.alive() || len(r.processes()) != 2 || len(r.restartsSoFar()) != 1 {
 		t.Errorf("a replica killed by the harness was started again: %d processes, %d restarts, alive %v", len(r.processes()), len(r.restartsSoFar()), r.alive())
 	}
+
+	// A failed round's replicas dump their goroutines and stay down.
+	w.startReplica(rand.New(rand.NewPCG(2, 2)))
+	r2 := w.replicas[1]
+	defer r2.end()
+	test.Eventually(t, 2*time.Minute, func(context.Context) error {
+		if !leads(r2.current()) {
+			return fmt.Errorf("%s does not lead yet", r2.name)
+		}
+		return nil
+	})
+	r2.dumpStacks()
+	time.Sleep(restartBackoffFirst + 5*time.Second)
+	if r2.alive() || len(r2.processes()) != 1 {
+		t.Errorf("a replica whose goroutines were dumped was started again: %d processes, alive %v", len(r2.processes()), r2.alive())
+	}
+	if j := r2.current(); !j.LogContains("SIGQUIT") || !j.LogContains("goroutine ") || !j.LogContains("pkg/controllers/disruption") {
+		t.Errorf("%s's log holds no goroutine dump naming the disruption controller:\n%s", r2.name, j.Tail(20))
+	}
 }
 
 // procFile reads /proc/<pid>/<name> of a running child process.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,6 +215,23 @@ func (r *replica) stop() {
 func (r *replica) kill() {
 	r.end()
 	r.current().Kill()
+}
+
+// dumpStacks ends the replica for good with SIGQUIT, on which the Go
+// runtime writes every goroutine's stack to its log: what a stalled
+// replica was doing, for a failed round's kept logs.
+func (r *replica) dumpStacks() {
+	r.end()
+	j := r.current()
+	if !j.Alive() {
+		return
+	}
+	_ = syscall.Kill(j.Pid(), syscall.SIGQUIT)
+	select {
+	case <-j.Done():
+	case <-time.After(20 * time.Second):
+		j.Kill()
+	}
 }
 
 // logs are the replica's processes' logs by the name each is kept under:
