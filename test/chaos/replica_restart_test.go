@@ -142,8 +142,11 @@ func TestReplicaRestartsAfterLosingItsLease(t *testing.T) {
 	if r2.alive() || len(r2.processes()) != 1 {
 		t.Errorf("a replica whose goroutines were dumped was started again: %d processes, alive %v", len(r2.processes()), r2.alive())
 	}
-	if j := r2.current(); !j.LogContains("SIGQUIT") || !j.LogContains("goroutine ") || !j.LogContains("pkg/controllers/disruption") {
-		t.Errorf("%s's log holds no goroutine dump naming the disruption controller:\n%s", r2.name, j.Tail(20))
+	// The main goroutine is in every full dump; which controllers'
+	// goroutines show depends on what each is doing at that instant (an
+	// idle controller-runtime worker names no controller's package).
+	if j := r2.current(); !j.LogContains("SIGQUIT") || !j.LogContains("goroutine 1 ") || !j.LogContains("main.main(") {
+		t.Errorf("%s's log holds no goroutine dump (SIGQUIT, goroutine 1 in main.main):\n%s", r2.name, j.Tail(20))
 	}
 }
 
