@@ -102,6 +102,18 @@ type item struct {
 	deadline  time.Time
 }
 
+// providerIDs are the cluster state's keys of cs: the provider IDs of
+// those launched.
+func providerIDs(cs []candidate) []string {
+	var ids []string
+	for _, c := range cs {
+		if c.providerID != "" {
+			ids = append(ids, c.providerID)
+		}
+	}
+	return ids
+}
+
 // candidate is what the queue needs of a candidate once the Input is gone.
 type candidate struct {
 	name         string
@@ -174,13 +186,7 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 	q.mu.Unlock()
 	decisionsTotal.With(commandLabels(cmd)).Inc()
 
-	var ids []string
-	for _, c := range it.candidates {
-		if c.providerID != "" {
-			ids = append(ids, c.providerID)
-		}
-	}
-	q.opts.State.MarkForDeletion(ids...)
+	q.opts.State.MarkForDeletion(providerIDs(it.candidates)...)
 	errs := make([]error, len(it.candidates))
 	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
 		c := it.candidates[i]
@@ -385,12 +391,10 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 	})
 	pods := 0
 	msg := fmt.Sprintf("Disrupting Node: %s", decisionText(it.cmd))
-	var undeleted []string
+	var undeleted []candidate
 	for i, c := range it.candidates {
 		if !deleted[i] {
-			if c.providerID != "" {
-				undeleted = append(undeleted, c.providerID)
-			}
+			undeleted = append(undeleted, c)
 			continue
 		}
 		pods += c.pods
@@ -409,8 +413,8 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 	// such nodes used a 50% budget of 44 and no drifted node was
 	// replaced). Its taint stays until the finished memory lapses and
 	// the clean-up removes it: the delete may still have been applied.
-	if len(undeleted) > 0 {
-		q.opts.State.UnmarkForDeletion(undeleted...)
+	if ids := providerIDs(undeleted); len(ids) > 0 {
+		q.opts.State.UnmarkForDeletion(ids...)
 	}
 	q.mu.Lock()
 	q.remove(it)
@@ -435,11 +439,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 	logger := log.FromContext(ctx)
 	logger.Info("rolling back disruption command", logging.Method, it.cmd.Method, logging.Candidates, strings.Join(it.cmd.Candidates, ","), logging.Reason, why)
 	queueFailures.With(commandLabels(it.cmd)).Inc()
-	var ids []string
 	for _, c := range it.candidates {
-		if c.providerID != "" {
-			ids = append(ids, c.providerID)
-		}
 		if c.node != "" {
 			if err := untaint(ctx, q.opts.Client, c.node); err != nil {
 				logger.Error(err, "removing disrupted taint during rollback", logging.Node, klog.KRef("", c.node))
@@ -457,7 +457,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 			logger.Error(err, "clearing DisruptionReason during rollback", logging.NodeClaim, klog.KRef("", c.nodeClaim))
 		}
 	}
-	q.opts.State.UnmarkForDeletion(ids...)
+	q.opts.State.UnmarkForDeletion(providerIDs(it.candidates)...)
 	q.mu.Lock()
 	q.remove(it)
 	q.mu.Unlock()
