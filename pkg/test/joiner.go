@@ -128,6 +128,10 @@ func (j *JoinerProcess) Stop() { j.signal(syscall.SIGTERM) }
 // Kill ends the process as a crash would (SIGKILL).
 func (j *JoinerProcess) Kill() { j.signal(syscall.SIGKILL) }
 
+// DumpStacks ends the process with SIGQUIT, on which the Go runtime
+// writes every goroutine's stack to its log, killing it after 20s.
+func (j *JoinerProcess) DumpStacks() { j.signal(syscall.SIGQUIT) }
+
 func (j *JoinerProcess) signal(sig syscall.Signal) {
 	if !j.Alive() {
 		return

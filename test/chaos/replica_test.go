@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -222,16 +221,7 @@ func (r *replica) kill() {
 // replica was doing, for a failed round's kept logs.
 func (r *replica) dumpStacks() {
 	r.end()
-	j := r.current()
-	if !j.Alive() {
-		return
-	}
-	_ = syscall.Kill(j.Pid(), syscall.SIGQUIT)
-	select {
-	case <-j.Done():
-	case <-time.After(20 * time.Second):
-		j.Kill()
-	}
+	r.current().DumpStacks()
 }
 
 // logs are the replica's processes' logs by the name each is kept under:
