@@ -56,13 +56,20 @@ func SystemDefaults() []corev1.TopologySpreadConstraint {
 // Load reads value, SCHEDULER_CONFIG: the path of a file, or the document
 // itself (as Karpenter's chart passes it). Empty means no defaults (nil).
 func Load(value string) (map[string][]corev1.TopologySpreadConstraint, error) {
+	return load(value, Parse)
+}
+
+// load reads value, SCHEDULER_CONFIG, and parses its document with
+// parse; the zero T when value is empty.
+func load[T any](value string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
 	doc, err := read(value)
 	if err != nil || doc == nil {
-		return nil, err
+		return zero, err
 	}
-	out, err := Parse(doc)
+	out, err := parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler-config: %w", err)
+		return zero, fmt.Errorf("scheduler-config: %w", err)
 	}
 	return out, nil
 }

@@ -82,15 +82,7 @@ func (s *Scoring) index() {
 // KubeSchedulerConfiguration (Karpenter's podTopologySpread document), or
 // none, means kube-scheduler's defaults: nil.
 func LoadScoring(value string) (map[string]Scoring, error) {
-	doc, err := read(value)
-	if err != nil || doc == nil {
-		return nil, err
-	}
-	out, err := ParseScoring(doc)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler-config: %w", err)
-	}
-	return out, nil
+	return load(value, ParseScoring)
 }
 
 // ParseScoring reads the resource scoring of each profile of a
