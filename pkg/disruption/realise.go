@@ -341,7 +341,7 @@ func (r *replayer) top(p *corev1.Pod) []string {
 	var best []string
 	bestScore := int64(-1)
 	for _, sl := range r.slots[controllerOf(p)] {
-		if !sl.open() || !(vec{}).fits(r.room[sl.node].sub(req)) {
+		if !r.admits(sl, req) {
 			continue
 		}
 		switch score := r.dests[sl.node].score(r.scores, profile, use); {
@@ -361,17 +361,23 @@ func (r *replayer) chosen(p *corev1.Pod, tied []string) []string {
 	for i, n := range tied {
 		ps[i] = placement(p, n)
 	}
-	got := r.bind(p, ps)
-	node := got.Node
-	if got.Node == "" && got.Replacement >= 0 {
-		node = replacementKey(got.Replacement)
+	node, ok := r.bind(p, ps).key()
+	if !ok {
+		return nil
 	}
+	req := r.capa.request(p)
 	for _, sl := range r.slots[controllerOf(p)] {
-		if sl.node == node && sl.open() && (vec{}).fits(r.room[node].sub(r.capa.request(p))) {
+		if sl.node == node && r.admits(sl, req) {
 			return []string{node}
 		}
 	}
 	return nil
+}
+
+// admits reports whether a pod of sl's controller that requests req may
+// land on sl's node now: the slot is open and the node has the room.
+func (r *replayer) admits(sl *slot, req vec) bool {
+	return sl.open() && (vec{}).fits(r.room[sl.node].sub(req))
 }
 
 // land puts p on node.
@@ -385,12 +391,9 @@ func (r *replayer) land(p *corev1.Pod, node string) {
 // undo takes back the placements after the first mark.
 func (r *replayer) undo(mark int) {
 	for _, pl := range slices.Backward(r.placed[mark:]) {
-		if pl.Node == "" && pl.Replacement < 0 {
+		node, ok := pl.key()
+		if !ok {
 			continue
-		}
-		node := pl.Node
-		if node == "" {
-			node = replacementKey(pl.Replacement)
 		}
 		r.room[node] = r.room[node].add(r.capa.request(pl.Pod))
 		r.dests[node].unland(r.scores, pl.Pod)
@@ -414,6 +417,18 @@ func placement(p *corev1.Pod, node string) Placement {
 		return Placement{Pod: p, Replacement: i}
 	}
 	return Placement{Pod: p, Node: node, Replacement: -1}
+}
+
+// key is the destination key of pl's node, placement's inverse; false
+// when pl lands nowhere.
+func (pl Placement) key() (string, bool) {
+	switch {
+	case pl.Node != "":
+		return pl.Node, true
+	case pl.Replacement >= 0:
+		return replacementKey(pl.Replacement), true
+	}
+	return "", false
 }
 
 // distinctTied groups the tied nodes into classes of interchangeable ones and
