@@ -197,10 +197,6 @@ func (d *destination) land(k *kubeScores, p *corev1.Pod) {
 func (d *destination) unland(k *kubeScores, p *corev1.Pod) {
 	d.landed = d.landed[:len(d.landed)-1]
 	for name, u := range d.used {
-		pu := k.usage(name, p)
-		for i := range pu.Requested {
-			u.Requested[i] -= pu.Requested[i]
-			u.NonZero[i] -= pu.NonZero[i]
-		}
+		u.Sub(k.usage(name, p))
 	}
 }

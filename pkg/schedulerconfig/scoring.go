@@ -252,6 +252,14 @@ func (t *Usage) Add(u Usage) {
 	}
 }
 
+// Sub takes u, added before, back out of the running total t.
+func (t *Usage) Sub(u Usage) {
+	for i := range u.Requested {
+		t.Requested[i] -= u.Requested[i]
+		t.NonZero[i] -= u.NonZero[i]
+	}
+}
+
 // Clone is a copy of u that Add does not share.
 func (t Usage) Clone() Usage {
 	return Usage{Requested: slices.Clone(t.Requested), NonZero: slices.Clone(t.NonZero)}
