@@ -67,6 +67,12 @@ func (sv *solver) improve() {
 // topology sees (improve's and rebalance's rule).
 func (sv *solver) takeOff(d *nodeState, p *corev1.Pod, c *podClass, a *attempt) *attempt {
 	sv.removePod(d, p, c)
+	return sv.attemptFrom(a, c, d)
+}
+
+// attemptFrom resets a as the attempt of a pod of class c leaving node d:
+// kept to d's zone and capacity type where c's topology counts them.
+func (sv *solver) attemptFrom(a *attempt, c *podClass, d *nodeState) *attempt {
 	sv.resetAttempt(a, c)
 	if c.base.zoneRelevant {
 		a.allowed &= d.zones

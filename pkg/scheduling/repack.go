@@ -726,14 +726,7 @@ func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept
 	done := 0
 	ok := true
 	for _, m := range moves {
-		a := sv.resetAttempt(&sv.tries[0], m.c)
-		if m.c.base.zoneRelevant {
-			a.allowed &= m.from.zones
-			a.preferred &= m.from.zones
-		}
-		if m.c.base.ctRelevant {
-			a.ctAllowed &= m.from.cts
-		}
+		a := sv.attemptFrom(&sv.tries[0], m.c, m.from)
 		t, v := sv.newNodeFit(a, m.to, grow)
 		if v != fits || a.allowed == 0 || a.ctAllowed == 0 || t.zones != m.to.zones || t.cts != m.to.cts {
 			ok = false
