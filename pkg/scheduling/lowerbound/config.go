@@ -518,7 +518,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 				added++
 			}
 		}
-		added += g.priceExisting(pi, mu)
+		added += g.priceExisting(pi, mu, scale, active)
 		if maxRatio > 0 {
 			if lb := g.farley(pi, maxRatio); lb > best.value {
 				best = dualBound{value: lb, pi: pi}
@@ -550,12 +550,12 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 // priceExisting adds, for each existing node, the configuration of most
 // dual value it holds at duals pi when that is above the node's own dual
 // mu (what the master already lets it take), and says how many it added.
-func (g *generation) priceExisting(pi, mu []float64) int {
-	sc, act := g.surrogateScale()
+// scale and active are run's surrogateScale, which the duals do not change.
+func (g *generation) priceExisting(pi, mu, scale []float64, active []int) int {
 	added := 0
 	for e, room := range g.existingRooms() {
 		k := knapsack{val: pi, req: g.reqs, cap: room.free, bound: room.bound, groups: g.groups}
-		s, _ := k.bestSurrogate(sc, act, make([]bool, g.nGroups))
+		s, _ := k.bestSurrogate(scale, active, make([]bool, g.nGroups))
 		if len(s.order) == 0 {
 			continue
 		}
