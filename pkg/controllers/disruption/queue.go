@@ -45,6 +45,17 @@ const unseenGrace = 30 * time.Second
 // clean-up must not mistake their taint for a stale one.
 const finishedMemory = 2 * time.Minute
 
+// deletionRetryWindow is how long the queue keeps retrying, once a
+// second, the deletion of a finished command's candidates whose delete
+// failed (an API server restart resets the connection). Karpenter, too,
+// retries a command's candidate deletions until the command's 10-minute
+// limit. Meanwhile the candidates stay tainted and marked, as candidates
+// of a command in flight; after it, they are given up to the clean-up.
+const deletionRetryWindow = 10 * time.Minute
+
+// maxDeletionRetryDelay bounds the back-off between two such retries.
+const maxDeletionRetryDelay = 30 * time.Second
+
 // writeParallelism bounds the API writes one command makes at once (a
 // 100-node emptiness command taints and deletes side by side).
 const writeParallelism = 20
@@ -100,6 +111,13 @@ type item struct {
 	// replacements were launched).
 	createdAt time.Time
 	deadline  time.Time
+	// deleting is set once the command was carried out but some of its
+	// candidates' deletions failed: candidates are then those left to
+	// delete, retried until retryUntil.
+	deleting   bool
+	retryUntil time.Time
+	retryAt    time.Time
+	retryDelay time.Duration
 }
 
 // providerIDs are the cluster state's keys of cs: the provider IDs of
@@ -296,6 +314,12 @@ func (q *Queue) Process(ctx context.Context) {
 
 func (q *Queue) process(ctx context.Context, it *item) {
 	now := q.opts.Clock.Now()
+	if it.deleting {
+		if !now.Before(it.retryAt) {
+			q.finish(ctx, it)
+		}
+		return
+	}
 	var waiting []string
 	for _, name := range it.replacements {
 		nc := &v1.NodeClaim{}
@@ -376,6 +400,8 @@ func lastCondition(nc *v1.NodeClaim) string {
 
 // finish deletes the candidates' NodeClaims: the termination controllers
 // drain them (PDBs, terminationGracePeriod) and terminate the instances.
+// Candidates whose deletion failed keep the command in the queue, and
+// Process calls finish again for them until deletionRetryWindow passes.
 func (q *Queue) finish(ctx context.Context, it *item) {
 	logger := log.FromContext(ctx)
 	now := q.opts.Clock.Now()
@@ -406,29 +432,64 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 		}
 		logger.Info("disrupting node", logging.Node, klog.KRef("", c.node), logging.NodeClaim, klog.KRef("", c.nodeClaim), logging.NodePool, klog.KRef("", c.nodePool), logging.Reason, it.cmd.Reason, logging.Decision, decision(it.cmd))
 	}
-	// A candidate whose deletion failed (an API server restart resets
-	// the connection) is not going away: left marked, the engine would
-	// take it for deleting for good, never a candidate and always
-	// counted against its NodePool's budget (chaos round sim 2062: 22
-	// such nodes used a 50% budget of 44 and no drifted node was
-	// replaced). Its taint stays until the finished memory lapses and
-	// the clean-up removes it: the delete may still have been applied.
-	if ids := providerIDs(undeleted); len(ids) > 0 {
-		q.opts.State.UnmarkForDeletion(ids...)
+	if len(undeleted) > 0 {
+		first := it.retryUntil.IsZero()
+		if first {
+			it.retryUntil = now.Add(deletionRetryWindow)
+		}
+		names := make([]string, len(undeleted))
+		for i, c := range undeleted {
+			names[i] = c.nodeClaim
+		}
+		if now.Before(it.retryUntil) {
+			// Retried after 1 s, doubling to 30 s: an API server
+			// restart is over in seconds, and one that refuses for
+			// longer is not asked 20 times a second meanwhile.
+			it.retryDelay = min(max(2*it.retryDelay, queueTick), maxDeletionRetryDelay)
+			it.retryAt = now.Add(it.retryDelay)
+			q.mu.Lock()
+			q.forget(it.candidates, deleted, now)
+			it.candidates, it.deleting, it.launched = undeleted, true, true
+			if pods > 0 {
+				q.evictions = append(q.evictions, eviction{at: now, pods: pods})
+			}
+			q.mu.Unlock()
+			if first {
+				logger.Info("retrying the deletion of disrupted nodeclaims", logging.NodeClaims, strings.Join(names, ","), logging.Deadline, it.retryUntil.UTC().Format(time.RFC3339))
+			}
+			return
+		}
+		// Given up: left marked, the engine would take these candidates
+		// for deleting for good, never a candidate and always counted
+		// against their NodePool's budget (chaos round sim 2062: 22 such
+		// nodes used a 50% budget of 44 and no drifted node was
+		// replaced). Their taint stays until the finished memory lapses
+		// and the clean-up removes it: a delete may still have been
+		// applied.
+		logger.Info("giving up deleting disrupted nodeclaims", logging.NodeClaims, strings.Join(names, ","))
+		q.opts.State.UnmarkForDeletion(providerIDs(undeleted)...)
 	}
 	q.mu.Lock()
 	q.remove(it)
-	for _, c := range it.candidates {
-		q.finished[c.name] = now.Add(finishedMemory)
+	q.forget(it.candidates, nil, now)
+	q.evictions = append(q.evictions, eviction{at: now, pods: pods})
+	q.mu.Unlock()
+	q.updateEvictionGauge()
+}
+
+// forget moves candidates (those deleted, or all when deleted is nil) to
+// the finished memory, and drops what lapsed from it; q.mu must be held.
+func (q *Queue) forget(candidates []candidate, deleted []bool, now time.Time) {
+	for i, c := range candidates {
+		if deleted == nil || deleted[i] {
+			q.finished[c.name] = now.Add(finishedMemory)
+		}
 	}
 	for name, until := range q.finished {
 		if !now.Before(until) {
 			delete(q.finished, name)
 		}
 	}
-	q.evictions = append(q.evictions, eviction{at: now, pods: pods})
-	q.mu.Unlock()
-	q.updateEvictionGauge()
 }
 
 // rollBack undoes a command: the candidates lose the taint, the
