@@ -66,6 +66,10 @@ const (
 	DeprovisionCount = "deprovision-count"
 	Requests         = "requests"
 	SavingsPerHour   = "savings-per-hour"
+	Nodes            = "nodes"
+	Deleting         = "deleting"
+	Disrupting       = "disrupting"
+	NotReady         = "not-ready"
 
 	// Time.
 	Age      = "age"

@@ -185,6 +185,9 @@ type Controller struct {
 		key string
 		at  time.Time
 	}
+	// blocked is, per NodePool and reason whose budget blocked the last
+	// decision, the picture of the pool's nodes last logged.
+	blocked map[string]string
 
 	// decide and validate are the engine (swapped only by this package's
 	// tests, to drive the executor with a chosen command).
@@ -287,7 +290,7 @@ func (c *Controller) Disrupt(ctx context.Context) (*disruption.Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deciding: %w", err)
 	}
-	c.report(in, dec)
+	c.report(ctx, in, dec)
 	c.storeVerdicts(ctx, in, dec)
 	cmd := dec.Command
 	if cmd == nil {
