@@ -299,6 +299,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	}
 	nodeTermination, err := nodetermination.NewController(nodetermination.Options{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,

@@ -62,6 +62,9 @@ type Options struct {
 	// Every read of a pass (pods, NodeClaims, claims, volume attachments)
 	// is a cached one: a drain polls every second.
 	Client client.Client
+	// APIReader reads from the API server itself (the manager's
+	// GetAPIReader; required).
+	APIReader client.Reader
 	// CloudProvider terminates the node's instance.
 	CloudProvider cloudprovider.CloudProvider
 	// Recorder publishes events; Clock is injected for tests.
@@ -82,6 +85,8 @@ func NewController(opts Options) (*Controller, error) {
 	switch {
 	case opts.Client == nil:
 		return nil, errors.New("node termination: Client is required")
+	case opts.APIReader == nil:
+		return nil, errors.New("node termination: APIReader is required")
 	case opts.CloudProvider == nil:
 		return nil, errors.New("node termination: CloudProvider is required")
 	case opts.Recorder == nil:
@@ -141,15 +146,38 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	// A Node and its NodeClaim go together: deleting either deletes both.
+	// The cache's copy of a NodeClaim this pass deleted is a version
+	// behind, so it is read again from the API server for the conditions
+	// this pass records on it.
 	for _, nc := range nodeClaims {
 		if nc.DeletionTimestamp == nil {
 			if err := c.opts.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of terminating node: %w", nc.Name, err)
 			}
+			key := client.ObjectKeyFromObject(nc)
+			fresh := &v1.NodeClaim{}
+			if err := c.opts.APIReader.Get(ctx, key, fresh); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("reading deleted nodeclaim %s: %w", key.Name, err)
+			} else if err == nil {
+				*nc = *fresh
+			}
 		}
 	}
 	if err := c.taint(ctx, node); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return reconcile.Result{}, nil
+		case apierrors.IsConflict(err):
+			// Still conflicting after reading it afresh: a quiet retry.
+			return reconcile.Result{RequeueAfter: drainPollInterval}, nil
+		}
 		return reconcile.Result{}, err
+	}
+	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		// The API server's Node, read afresh, is already released (the
+		// cache had not seen this controller's last write) or is a new
+		// Node of the same name.
+		return reconcile.Result{}, nil
 	}
 	deadline := terminationDeadline(nodeClaims)
 
@@ -188,17 +216,28 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, c.removeFinalizer(ctx, node, "drained and instance terminated")
 }
 
-// removeFinalizer lets the API server delete the Node.
+// removeFinalizer lets the API server delete the Node. Only the write
+// that removes joiner's finalizer counts the Node as terminated: a pass on
+// a copy the cache has not updated since finds, on the API server's copy,
+// nothing to remove.
 func (c *Controller) removeFinalizer(ctx context.Context, node *corev1.Node, why string) error {
-	stored := node.DeepCopy()
-	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
-	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(err)
+	// The API server may answer the last finalizer's removal with the Node
+	// as deleted, its timestamps gone: they are taken before.
+	pool, deleted, created := node.Labels[v1.LabelNodePool], node.DeletionTimestamp.Time, node.CreationTimestamp.Time
+	wrote, err := patchFresh(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
+		return controllerutil.RemoveFinalizer(n, v1.TerminationFinalizer)
+	}, func(n *corev1.Node, p client.Patch) error {
+		return c.opts.Client.Patch(ctx, n, p)
+	})
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing the termination finalizer: %w", err))
 	}
-	pool := node.Labels[v1.LabelNodePool]
+	if !wrote {
+		return nil
+	}
 	metrics.NodesTerminated.WithLabelValues(pool).Inc()
-	metrics.NodesTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.DeletionTimestamp.Time).Seconds())
-	metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(node.CreationTimestamp.Time).Seconds())
+	metrics.NodesTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(deleted).Seconds())
+	metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(created).Seconds())
 	log.FromContext(ctx).Info("deleted node", logging.Reason, why)
 	return nil
 }
@@ -277,20 +316,29 @@ func terminationDeadline(nodeClaims []*v1.NodeClaim) time.Time {
 }
 
 // taint keeps new pods off the node and takes it out of load balancers.
+// A Node read afresh that is no longer terminating is left as it is.
 func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
-	hasTaint := v1.HasDisruptedTaint(node.Spec.Taints)
-	if hasTaint && node.Labels[labelExcludeFromLB] != "" {
-		return nil
-	}
-	stored := node.DeepCopy()
-	if !hasTaint {
-		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
-	}
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	node.Labels[labelExcludeFromLB] = "karpenter"
-	if err := c.opts.Client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	_, err := patchFresh(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
+		if n.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(n, v1.TerminationFinalizer) {
+			return false
+		}
+		changed := false
+		if !v1.HasDisruptedTaint(n.Spec.Taints) {
+			n.Spec.Taints = append(n.Spec.Taints, v1.DisruptedNoScheduleTaint)
+			changed = true
+		}
+		if n.Labels[labelExcludeFromLB] == "" {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[labelExcludeFromLB] = "karpenter"
+			changed = true
+		}
+		return changed
+	}, func(n *corev1.Node, p client.Patch) error {
+		return c.opts.Client.Patch(ctx, n, p)
+	})
+	if err != nil {
 		return fmt.Errorf("tainting terminating node: %w", err)
 	}
 	return nil
@@ -486,29 +534,29 @@ func instanceOf(node *corev1.Node, nodeClaims []*v1.NodeClaim) *v1.NodeClaim {
 // `kubectl get nodeclaim -o yaml` shows where the termination stands.
 func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClaim, condType string, st metav1.ConditionStatus, reason, message string) error {
 	for _, nc := range nodeClaims {
-		if nc.DeletionTimestamp == nil {
-			// Deleted by this pass: the copy in hand is a version behind,
-			// so the write would only conflict. The next pass records it.
-			continue
-		}
-		stored := nc.DeepCopy()
-		conds := nc.StatusConditions().WithClock(c.opts.Clock)
-		var changed bool
-		switch st {
-		case metav1.ConditionTrue:
-			changed = conds.SetTrueWithReason(condType, reason, message)
-		case metav1.ConditionFalse:
-			changed = conds.SetFalse(condType, reason, message)
-		default:
-			changed = conds.SetUnknownWithReason(condType, reason, message)
-		}
-		if !changed {
-			continue
-		}
-		// Conditions are a list: a plain merge patch would replace the whole
-		// list and could drop another controller's condition.
-		// A conflict is a quiet retry: the next pass recomputes the condition.
-		err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		// Conditions are a list: a plain merge patch replaces the whole
+		// list, so it is written under optimistic locking (patchFresh)
+		// lest it drop another controller's condition. A conflict that
+		// outlasts the re-reads is a quiet retry: the next pass recomputes
+		// the condition.
+		_, err := patchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+			if nc.DeletionTimestamp == nil {
+				// Not terminating (gone, or a new NodeClaim of the name):
+				// not this drain's to report on.
+				return false
+			}
+			conds := nc.StatusConditions().WithClock(c.opts.Clock)
+			switch st {
+			case metav1.ConditionTrue:
+				return conds.SetTrueWithReason(condType, reason, message)
+			case metav1.ConditionFalse:
+				return conds.SetFalse(condType, reason, message)
+			default:
+				return conds.SetUnknownWithReason(condType, reason, message)
+			}
+		}, func(nc *v1.NodeClaim, p client.Patch) error {
+			return c.opts.Client.Status().Patch(ctx, nc, p)
+		})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("recording %s on nodeclaim %s: %w", condType, nc.Name, err)
 		}

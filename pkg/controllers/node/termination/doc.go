@@ -15,4 +15,13 @@
 // Once the deadline nears, pods are deleted with a grace period that ends at
 // the deadline, PDBs and karpenter.sh/do-not-disrupt notwithstanding, which is
 // what terminationGracePeriod promises the user.
+//
+// Every pass reads from the manager's cache, which can lag minutes behind a
+// Node that kubelet (or kwok) heartbeats. Its writes (the taint and load
+// balancer label, the finalizer's removal, the NodeClaim's conditions)
+// rewrite lists whole, so they go under optimistic locking; one that
+// conflicts is computed again on the API server's own copy and written
+// with that copy's resourceVersion, so a lagging cache slows a write by one
+// read, never fails it pass after pass, and never drops another writer's
+// taint, finalizer or condition.
 package termination

@@ -69,7 +69,7 @@ func TestDrainPassesWriteOnlyChanges(t *testing.T) {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	ctrl, err := NewController(Options{Client: kube, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clk})
+	ctrl, err := NewController(Options{Client: kube, APIReader: kube, CloudProvider: cloud, Recorder: &events.Buffer{}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

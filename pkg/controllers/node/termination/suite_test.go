@@ -49,7 +49,7 @@ func start(t *testing.T) *harness {
 	mgr := env.NewManager(t)
 	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
 	nodeCtrl, err := termination.NewController(termination.Options{
-		Client: mgr.GetClient(), CloudProvider: h.cloud, Recorder: h.recorder,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: h.recorder,
 	})
 	if err != nil {
 		t.Fatal(err)

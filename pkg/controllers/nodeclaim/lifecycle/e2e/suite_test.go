@@ -140,7 +140,7 @@ func start(t *testing.T, o options) *harness {
 	}
 	// Node termination drains deleted Nodes and deletes their NodeClaims.
 	nodeTerm, err := nodetermination.NewController(nodetermination.Options{
-		Client: mgr.GetClient(), CloudProvider: h.cloud, Recorder: recorder,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: recorder,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,238 @@
+package termination_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
+	"github.com/joiner-dev/joiner/pkg/controllers/node/termination"
+	"github.com/joiner-dev/joiner/pkg/events"
+	"github.com/joiner-dev/joiner/pkg/test"
+)
+
+// laggingCache is a cache that has not seen the latest versions of one
+// Node and, when nodeClaim is set, of one NodeClaim: it returns the copies
+// it holds. Every other read goes to the manager's cache, and every write
+// to the API server.
+type laggingCache struct {
+	client.Client
+	node      *corev1.Node
+	nodeClaim *v1.NodeClaim
+}
+
+func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if n, ok := obj.(*corev1.Node); ok && key.Name == l.node.Name {
+		l.node.DeepCopyInto(n)
+		return nil
+	}
+	return l.Client.Get(ctx, key, obj, opts...)
+}
+
+func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if ncs, ok := list.(*v1.NodeClaimList); ok && l.nodeClaim != nil {
+		ncs.Items = []v1.NodeClaim{*l.nodeClaim.DeepCopy()}
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
+}
+
+// TestStaleNodeIsTaintedAndReleasedInOnePass reconciles, once, a deleted
+// Node whose cached copy is behind the API server, as it was for a thousand
+// nodes in the XL performance run (kwok's heartbeats moved every Node on
+// faster than the cache followed): after the copy was cached the Node's
+// status got a heartbeat, another writer added its own taint, and another
+// removed its finalizer. The Node's instance is already gone and it is not
+// Ready, so one pass taints it and removes joiner's finalizer. Both writes
+// must land in that pass, keep the other writers' taint, and neither drop
+// nor bring back anyone else's finalizer; a finalizer of a third writer
+// holds the Node so its end state can be read.
+func TestStaleNodeIsTaintedAndReleasedInOnePass(t *testing.T) {
+	const (
+		holds = "joiner.test/holds"
+		done  = "joiner.test/done"
+	)
+	other := corev1.Taint{Key: "joiner.test/other", Value: "writer", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name string
+		// tainted: the Node already has the disrupted taint and the load
+		// balancer label, so the pass only removes the finalizer.
+		tainted bool
+	}{
+		{name: "untainted"},
+		{name: "tainted", tainted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			env := test.Env(t)
+			mgr := env.NewManager(t)
+			test.StartManager(t, mgr)
+
+			name := test.Name(t, "stale")
+			node := &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:       name,
+					Labels:     map[string]string{corev1.LabelHostname: name, v1.LabelNodePool: "default"},
+					Finalizers: []string{v1.TerminationFinalizer, holds, done},
+				},
+				// No instance in the fake cloud has this ID: it is already
+				// terminated.
+				Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("%s:///zone-a/%s", fake.ProviderName, name)},
+			}
+			if tc.tainted {
+				node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+				node.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = "karpenter"
+			}
+			if err := env.Client.Create(ctx, node); err != nil {
+				t.Fatalf("creating node: %v", err)
+			}
+			t.Cleanup(func() { release(t, env.Client, node, holds) })
+			if err := env.Client.Delete(ctx, node); err != nil {
+				t.Fatalf("deleting node: %v", err)
+			}
+			cached := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+				t.Fatal(err)
+			}
+
+			// The API server's Node moves on; the cached copy does not.
+			heartbeat := metav1.NewTime(time.Now().Truncate(time.Second)) // the API server keeps seconds
+			moved := cached.DeepCopy()
+			moved.Status.Conditions = []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+				LastHeartbeatTime: heartbeat, LastTransitionTime: heartbeat,
+			}}
+			if err := env.Client.Status().Update(ctx, moved); err != nil {
+				t.Fatalf("heartbeat: %v", err)
+			}
+			moved.Spec.Taints = append(moved.Spec.Taints, other)
+			controllerutil.RemoveFinalizer(moved, done)
+			if err := env.Client.Update(ctx, moved); err != nil {
+				t.Fatalf("another writer's taint and finalizer: %v", err)
+			}
+
+			ctrl, err := termination.NewController(termination.Options{
+				Client:        laggingCache{Client: mgr.GetClient(), node: cached},
+				APIReader:     mgr.GetAPIReader(),
+				CloudProvider: fake.New(),
+				Recorder:      &events.Buffer{},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+				t.Fatalf("one pass on a stale copy: %v", err)
+			}
+
+			got := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Finalizers, []string{holds}) {
+				t.Errorf("finalizers %v, want only %s: joiner's removed, the other writer's removal kept", got.Finalizers, holds)
+			}
+			if !hasTaint(got, v1.DisruptedNoScheduleTaint) || !hasTaint(got, other) {
+				t.Errorf("taints %v, want the disrupted taint and the other writer's %s", got.Spec.Taints, other.Key)
+			}
+			if got.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] == "" {
+				t.Errorf("labels %v: not excluded from load balancers", got.Labels)
+			}
+			if len(got.Status.Conditions) == 0 || !got.Status.Conditions[0].LastHeartbeatTime.Equal(&heartbeat) {
+				t.Errorf("status conditions %v: the heartbeat was lost", got.Status.Conditions)
+			}
+		})
+	}
+}
+
+func hasTaint(n *corev1.Node, want corev1.Taint) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) && t.Value == want.Value })
+}
+
+// release removes the finalizers a test left on obj so the API server
+// deletes it.
+func release(t *testing.T, c client.Client, obj client.Object, finalizers ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return slices.Contains(finalizers, f) }))
+	if err := c.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+		t.Errorf("releasing %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// TestStaleNodeClaimRecordsTheTermination reconciles, once, a deleted Node
+// whose NodeClaim's cached copy is behind the API server: another
+// controller recorded a condition after the copy was cached. The node is
+// empty and its drain window over, so the pass records Drained,
+// VolumesDetached and InstanceTerminating on the NodeClaim; all three must
+// be written in that pass and the other controller's condition kept.
+func TestStaleNodeClaimRecordsTheTermination(t *testing.T) {
+	ctx := t.Context()
+	env := test.Env(t)
+	mgr := env.NewManager(t)
+	test.StartManager(t, mgr)
+	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
+	nc, node := h.launchWith(t, test.Name(t, "stale"), launchOptions{nodeClass: simNodeClass})
+	t.Cleanup(func() {
+		release(t, env.Client, node, v1.TerminationFinalizer)
+		release(t, env.Client, nc, v1.TerminationFinalizer)
+	})
+	for _, obj := range []client.Object{nc, node} {
+		if err := env.Client.Delete(ctx, obj); err != nil {
+			t.Fatalf("deleting %T: %v", obj, err)
+		}
+	}
+	cachedNode, cachedClaim := &corev1.Node{}, &v1.NodeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), cachedNode); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), cachedClaim); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another controller records its condition; the cached copy does not
+	// see it.
+	moved := cachedClaim.DeepCopy()
+	moved.StatusConditions().SetTrueWithReason("Other", "AnotherController", "")
+	if err := env.Client.Status().Update(ctx, moved); err != nil {
+		t.Fatalf("another controller's condition: %v", err)
+	}
+
+	ctrl, err := termination.NewController(termination.Options{
+		Client:        laggingCache{Client: mgr.GetClient(), node: cachedNode, nodeClaim: cachedClaim},
+		APIReader:     mgr.GetAPIReader(),
+		CloudProvider: h.cloud,
+		Recorder:      h.recorder,
+		// Past the drain window, which counts from the Node's deletion.
+		Clock: clocktesting.NewFakeClock(cachedNode.DeletionTimestamp.Add(time.Minute)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+		t.Fatalf("one pass on a stale nodeclaim: %v", err)
+	}
+
+	got := &v1.NodeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range []string{v1.ConditionTypeDrained, v1.ConditionTypeVolumesDetached, v1.ConditionTypeInstanceTerminating, "Other"} {
+		if c := got.StatusConditions().Get(cond); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("condition %s = %+v, want True; conditions %v", cond, c, got.Status.Conditions)
+		}
+	}
+}
