@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,53 +87,185 @@ func (e *engine) compose(first *Command) (*Command, error) {
 			return first, nil
 		}
 	}
-	steps := []*Command{first}
 	origin := map[*corev1.Pod]*corev1.Pod{}
-	in, prev := e.in, e
-	for len(steps) < maxComposedSteps && taken < maxN && hasRoom(left) {
-		in = afterCommand(in, steps[len(steps)-1], replacementsBefore(steps, len(steps)-1), origin)
+	// next plans the step after steps' last on the cluster that one leaves
+	// (in is the cluster it was planned on, prev its engine), within the
+	// budget left: the command the next pass would find there. It returns
+	// the cluster the step was planned on and its engine.
+	next := func(steps []*Command, in *Input, prev *engine) (*Command, *Input, *engine, error) {
+		last := len(steps) - 1
+		in = afterCommand(in, steps[last], replacementsBefore(steps, last), origin)
 		in.Options.MultiNodeMax = min(maxN-taken, stepMax)
 		sub, err := newEngine(in)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		sub.sim.share(prev.sim)
-		prev = sub
 		sub.allowed = budgetsOf(left, reason)
 		if !e.composeAll {
 			sub.simLimit = 1
 		}
 		cmd, err := sub.multiNode()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if cmd == nil && sub.simulations(1) > 0 {
 			if cmd, err = sub.singleNode(); err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
-		if cmd == nil {
-			break
-		}
-		take(cmd, in)
-		steps = append(steps, cmd)
+		return cmd, in, sub, nil
 	}
-	if first.Method == MethodEmptiness && len(steps) > 1 {
+	lead := first
+	if first.Method == MethodEmptiness {
 		// The empty nodes become a multi-node step of the command: a
 		// delete that needs no simulation to save, re-checked as any step.
-		lead := *first
-		lead.Method, lead.Reason = MethodMultiNode, reason
-		steps[0] = &lead
+		c := *first
+		c.Method, c.Reason = MethodMultiNode, reason
+		lead = &c
+	}
+	// Step i was planned on ins[i] by engs[i]; step i ≥ 1 with lefts[i]
+	// and takens[i] of the budget. opens[i] is step i as found, steps[i]
+	// as the command launches it (pinZones, once a step follows it).
+	steps, opens := []*Command{lead}, []*Command{lead}
+	ins, engs := []*Input{e.in}, []*engine{e}
+	lefts, takens := []budgetLeft{nil}, []int{0}
+	for len(steps) < maxComposedSteps && taken < maxN && hasRoom(left) {
+		last := len(steps) - 1
+		steps[last] = pinZones(opens[last])
+		cmd, in, sub, err := next(steps, ins[last], engs[last])
+		if err != nil {
+			return nil, err
+		}
+		if cmd == nil {
+			steps[last] = opens[last]
+			break
+		}
+		lefts, takens = append(lefts, maps.Clone(left)), append(takens, taken)
+		take(cmd, in)
+		steps, opens = append(steps, cmd), append(opens, cmd)
+		ins, engs = append(ins, in), append(engs, sub)
 	}
 	// Each step passed kube-scheduler's replay on its own, but the command
 	// evicts every step's pods at once: the last steps go until the whole
-	// passes it too.
+	// passes it too. A last step planned on its predecessor's pinned
+	// replacements is first planned again on them unpinned (its pods then
+	// keep off them as the replay may want), one simulation more.
 	for ; len(steps) > 1; steps = steps[:len(steps)-1] {
 		if cmd := merge(steps, origin); e.realised(cmd) {
 			return cmd, nil
 		}
+		k := len(steps) - 1
+		if steps[k-1] == opens[k-1] {
+			continue
+		}
+		left, taken = maps.Clone(lefts[k]), takens[k]
+		retry := append(slices.Clone(steps[:k-1]), opens[k-1])
+		cmd, _, _, err := next(retry, ins[k-1], engs[k-1])
+		if err != nil {
+			return nil, err
+		}
+		if cmd == nil {
+			continue
+		}
+		if m := merge(append(retry, cmd), origin); e.realised(m) {
+			return m, nil
+		}
 	}
 	return first, nil
+}
+
+// pinZones is cmd with each replacement whose offerings leave its zone
+// open pinned to the zone it launches in (Launch: its cheapest option,
+// which the pin keeps). A later step counts on the replacement as a node
+// of that zone: kube-scheduler's topology-spread filter turns a pod away
+// from a node without the constraint's key, so a replacement of unknown
+// zone takes no zone-spread pod, and one the step counts in a zone must
+// be launched there. The last step found keeps its replacements open (no
+// step counts on them); Validate pins the re-simulated steps as the
+// command's (pinLike). The pin only narrows the launch options, so each
+// step still saves what it did whichever option launches.
+func pinZones(cmd *Command) *Command {
+	var out *Command
+	for i, nc := range cmd.Replacements {
+		if zones := launchZones(nc); len(zones) > 1 {
+			if _, o, ok := Launch(nc); ok {
+				if out == nil {
+					c := *cmd
+					c.Replacements = slices.Clone(cmd.Replacements)
+					out = &c
+				}
+				out.Replacements[i] = pinZone(nc, o.Zone)
+			}
+		}
+	}
+	if out == nil {
+		return cmd
+	}
+	return out
+}
+
+// pinLike pins now's replacements (a re-simulated step) to the zones of
+// the command step's replacements they stand for (matched as stillOffers
+// matches them), so the steps after it are re-simulated on the nodes the
+// command launches.
+func pinLike(now, step *Command) *Command {
+	match, err := matchReplacements(now, step)
+	if err != nil {
+		return now
+	}
+	out := *now
+	out.Replacements = slices.Clone(now.Replacements)
+	for i, want := range step.Replacements {
+		have := now.Replacements[match[i]]
+		if zones := launchZones(want); len(zones) == 1 && len(launchZones(have)) > 1 {
+			out.Replacements[match[i]] = pinZone(have, zones[0])
+		}
+	}
+	return &out
+}
+
+// pinZone is nc launched only in zone: its requirements narrowed to it and
+// its instance types to those offered there. nc itself when a minValues
+// requirement could no longer hold.
+func pinZone(nc *scheduling.NewNodeClaim, zone string) *scheduling.NewNodeClaim {
+	for _, r := range nc.Requirements {
+		if r.MinValues != nil {
+			return nc
+		}
+	}
+	out := *nc
+	out.Requirements = setRequirement(nc.Requirements, v1.LabelTopologyZone, zone)
+	out.InstanceTypes = nil
+	names := []string{}
+	for _, it := range nc.InstanceTypes {
+		if _, ok := scheduling.CheapestOffering(it, out.Requirements); ok {
+			out.InstanceTypes = append(out.InstanceTypes, it)
+			names = append(names, it.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nc
+	}
+	if slices.ContainsFunc(nc.Requirements, func(r scheduling.Requirement) bool { return r.Key == v1.LabelInstanceType }) {
+		out.Requirements = setRequirement(out.Requirements, v1.LabelInstanceType, names...)
+	}
+	return &out
+}
+
+// launchZones are the zones nc may launch in: those of the available
+// offerings of its instance types that its requirements admit, sorted.
+func launchZones(nc *scheduling.NewNodeClaim) []string {
+	var zones []string
+	for _, it := range nc.InstanceTypes {
+		for _, o := range it.Offerings {
+			if scheduling.OfferingAllowed(o, nc.Requirements) && !slices.Contains(zones, o.Zone) {
+				zones = append(zones, o.Zone)
+			}
+		}
+	}
+	slices.Sort(zones)
+	return zones
 }
 
 // realised reports whether kube-scheduler would realise a composed command
@@ -433,10 +566,12 @@ func (e *engine) validateSteps(cmd *Command) error {
 		if err := stillOffers(now, step); err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
 		}
-		steps = append(steps, now)
 		if i == len(cmd.steps)-1 {
+			steps = append(steps, now)
 			break
 		}
+		now = pinLike(now, step)
+		steps = append(steps, now)
 		next := afterCommand(cur.in, now, first, origin)
 		first += len(now.Replacements)
 		parent := cur

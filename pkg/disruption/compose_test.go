@@ -1,12 +1,14 @@
 package disruption_test
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/disruption"
+	"github.com/joiner-dev/joiner/pkg/nodeclaims"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -177,19 +179,32 @@ func TestEmptyNodesJoinConsolidation(t *testing.T) {
 	}
 }
 
-// TestPeeledCommandsCompose: a command its pass found only after peeling
-// (several simulations) composes further steps, each no larger than the
-// first, found with one simulation each; the command validates on the
-// input it came from. Before, such a command went alone and each of the
-// small commands of a descent's tail was a command of its own.
-func TestPeeledCommandsCompose(t *testing.T) {
+// TestComposedDescent descends diverse-5000 with Decide and checks, on
+// every command, two things about composed steps:
+//
+//   - A command its pass found only after peeling (several simulations)
+//     composes further steps, each no larger than the first, found with
+//     one simulation each, and validates on the input it came from.
+//     Before, such a command went alone and each of the small commands of
+//     a descent's tail was a command of its own.
+//   - A composed step's replacement whose offerings leave its zone open is
+//     launched pinned to the zone it is cheapest in, so a later step may
+//     send a zone-spread pod there (kube-scheduler's spread filter turns a
+//     pod away from a node without the zone label, and so does the
+//     solver; before, no such pod landed on an earlier step's replacement,
+//     and this descent took two more commands). Every replacement that
+//     takes a zone-spread pod launches in one zone (the NodeClaim built
+//     from it requires that zone alone, as the plan counted it), some
+//     later step's zone-spread pod does land on an earlier step's
+//     replacement, and those commands validate on their own input.
+func TestComposedDescent(t *testing.T) {
 	c := loadCluster(t, "diverse-5000")
 	solves := 0
 	opts := disruption.Options{Solve: func(s *scheduling.Snapshot, o scheduling.Options) (*scheduling.Plan, error) {
 		solves++
 		return scheduling.Solve(s, o)
 	}}
-	composed := 0
+	peeled, across := 0, 0
 	for round := 0; round < 40; round++ {
 		in := c.Input(benchNow, opts)
 		before := solves
@@ -200,27 +215,83 @@ func TestPeeledCommandsCompose(t *testing.T) {
 		if d.Command == nil {
 			break
 		}
+		cmd := d.Command
 		checkCommand(t, in, d)
-		sizes := disruption.StepSizes(d.Command)
+		sizes := disruption.StepSizes(cmd)
+		validate := false
 		// A pass that peeled ran at least two simulations before its
 		// command, and each composed step one more.
 		if len(sizes) > 1 && solves-before > len(sizes) {
-			composed++
+			peeled++
+			validate = true
 			for i, n := range sizes[1:] {
 				if n > sizes[0] {
 					t.Errorf("round %d: step %d takes %d nodes, more than the peeled first step's %d", round, i+2, n, sizes[0])
 				}
 			}
-			if err := disruption.Validate(d.Command, c.Input(benchNow, disruption.Options{})); err != nil {
+		}
+		if crossesZoneSpread(t, round, in, cmd) {
+			across++
+			validate = true
+		}
+		if validate {
+			if err := disruption.Validate(cmd, c.Input(benchNow, disruption.Options{})); err != nil {
 				t.Errorf("round %d: composed command %v fails validation on its own input: %v", round, sizes, err)
 			}
 		}
-		if err := c.Apply(d.Command); err != nil {
+		if err := c.Apply(cmd); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	if composed == 0 {
-		t.Fatal("no peeled command composed further steps")
+	if peeled == 0 {
+		t.Error("no peeled command composed further steps")
 	}
-	t.Logf("%d peeled commands composed further steps", composed)
+	if across == 0 {
+		t.Error("no later step's zone-spread pod landed on an earlier step's replacement")
+	}
+	t.Logf("%d peeled commands composed further steps; %d send a later step's zone-spread pod to an earlier step's replacement", peeled, across)
+}
+
+// crossesZoneSpread reports whether cmd sends a zone-spread pod of one
+// step to a replacement an earlier step launches, and fails the test when
+// a replacement that takes a zone-spread pod may launch in several zones.
+func crossesZoneSpread(t *testing.T, round int, in *disruption.Input, cmd *disruption.Command) bool {
+	t.Helper()
+	stepOf := map[string]int{} // candidate → its step
+	i := 0
+	for s, n := range disruption.StepSizes(cmd) {
+		for ; n > 0; n-- {
+			stepOf[cmd.Candidates[i]] = s
+			i++
+		}
+	}
+	var launchedBy []int // replacement → the step that launches it
+	for s, n := range disruption.StepReplacements(cmd) {
+		for ; n > 0; n-- {
+			launchedBy = append(launchedBy, s)
+		}
+	}
+	crossed := false
+	for _, m := range cmd.Moves {
+		if m.To != "" || !slices.ContainsFunc(m.Pod.Spec.TopologySpreadConstraints, func(tsc corev1.TopologySpreadConstraint) bool {
+			return tsc.TopologyKey == corev1.LabelTopologyZone && tsc.WhenUnsatisfiable == corev1.DoNotSchedule
+		}) {
+			continue
+		}
+		repl := cmd.Replacements[m.Replacement]
+		nc := nodeclaims.NewNodeClaim(in.NodePools[repl.NodePool], repl)
+		var zones []string
+		for _, r := range nc.Spec.Requirements {
+			if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn {
+				zones = r.Values
+			}
+		}
+		if len(zones) != 1 {
+			t.Errorf("round %d: zone-spread pod %s moves to replacement %d, whose NodeClaim may launch in zones %v", round, m.Pod.Name, m.Replacement, zones)
+		}
+		if launchedBy[m.Replacement] < stepOf[m.From] {
+			crossed = true
+		}
+	}
+	return crossed
 }

@@ -147,26 +147,32 @@ func Validate(cmd *Command, in *Input) error {
 // cmd: as many replacements, each of cmd's offered, with all of its
 // instance types, by a distinct one of now's.
 func stillOffers(now, cmd *Command) error {
+	_, err := matchReplacements(now, cmd)
+	return err
+}
+
+// matchReplacements is, for each of cmd's replacements, the distinct one
+// of now's that offers all of its instance types (the solver may list
+// them in another order).
+func matchReplacements(now, cmd *Command) ([]int, error) {
 	if len(now.Replacements) != len(cmd.Replacements) {
-		return fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
+		return nil, fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
 	}
-	// Each replacement of the command must still be offered, with all of
-	// its instance types, by a distinct replacement of the new simulation
-	// (the solver may list them in another order).
 	used := make([]bool, len(now.Replacements))
+	match := make([]int, len(cmd.Replacements))
 	for i, want := range cmd.Replacements {
 		found := false
 		for j, have := range now.Replacements {
 			if !used[j] && offersAll(have, want) {
-				used[j], found = true, true
+				used[j], found, match[i] = true, true, j
 				break
 			}
 		}
 		if !found {
-			return fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name)
+			return nil, fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name)
 		}
 	}
-	return nil
+	return match, nil
 }
 
 // offersAll reports whether have's launch options include all of want's.

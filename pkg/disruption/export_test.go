@@ -88,3 +88,15 @@ func StepSizes(cmd *Command) []int {
 	}
 	return out
 }
+
+// StepReplacements is how many replacements each step of cmd launches.
+func StepReplacements(cmd *Command) []int {
+	if len(cmd.steps) == 0 {
+		return []int{len(cmd.Replacements)}
+	}
+	out := make([]int, len(cmd.steps))
+	for i, s := range cmd.steps {
+		out[i] = len(s.Replacements)
+	}
+	return out
+}
