@@ -3,6 +3,8 @@ package scheduling
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"maps"
 	"math/bits"
 	"slices"
 	"sort"
@@ -322,8 +324,17 @@ func labelSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
 }
 
 // buildExistingGroups registers the required anti-affinity of pods already
-// running, which keeps matching pending pods out of their domains.
+// running, which keeps matching pending pods out of their domains. The
+// pods of one workload carry equal terms: a term that reads neither the
+// pod's own labels (matchLabelKeys, mismatchLabelKeys) nor namespace
+// labels is turned into its group once per namespace and reused for every
+// pod that carries an equal one.
 func (sv *solver) buildExistingGroups() {
+	type seen struct {
+		term corev1.PodAffinityTerm
+		g    *topoGroup // nil: the term is unreadable
+	}
+	memo := map[[2]string][]seen{} // by namespace and topology key
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
 			a := p.Spec.Affinity
@@ -331,26 +342,66 @@ func (sv *solver) buildExistingGroups() {
 				continue
 			}
 			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				sel, err := affinitySelector(t, p.Labels)
-				if err != nil {
-					continue
+				reusable := len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0 && t.NamespaceSelector == nil
+				bucket := [2]string{p.Namespace, t.TopologyKey}
+				var g *topoGroup
+				found := false
+				if reusable {
+					for _, s := range memo[bucket] {
+						if sameTerm(s.term, t) {
+							g, found = s.g, true
+							break
+						}
+					}
 				}
-				ns, err := sv.termNamespaces(t, p.Namespace)
-				if err != nil {
-					continue
+				if !found {
+					g = sv.existingAntiGroup(t, p)
+					if reusable {
+						memo[bucket] = append(memo[bucket], seen{term: t, g: g})
+					}
 				}
-				g := &topoGroup{kind: kindAnti, key: normalizedKey(t.TopologyKey), sel: sel, namespaces: ns}
-				nsKeys := make([]string, 0, len(g.namespaces))
-				for n := range g.namespaces {
-					nsKeys = append(nsKeys, n)
+				if g != nil {
+					sv.recordOwner(g, n)
 				}
-				sort.Strings(nsKeys)
-				sig := fmt.Sprintf("a|%d|%s|%s|%v|%v|%s", kindAnti, g.key, sel.String(), g.namespaces == nil, false, strings.Join(nsKeys, ","))
-				g = sv.group(g, sig)
-				sv.recordOwner(g, n)
 			}
 		}
 	}
+}
+
+// sameTerm reports whether two affinity terms without namespace selectors
+// or label keys select the same pods in the same namespaces.
+func sameTerm(a, b corev1.PodAffinityTerm) bool {
+	if a.TopologyKey != b.TopologyKey || !slices.Equal(a.Namespaces, b.Namespaces) || (a.LabelSelector == nil) != (b.LabelSelector == nil) {
+		return false
+	}
+	if a.LabelSelector == nil {
+		return true
+	}
+	return maps.Equal(a.LabelSelector.MatchLabels, b.LabelSelector.MatchLabels) &&
+		slices.EqualFunc(a.LabelSelector.MatchExpressions, b.LabelSelector.MatchExpressions, func(x, y metav1.LabelSelectorRequirement) bool {
+			return x.Key == y.Key && x.Operator == y.Operator && slices.Equal(x.Values, y.Values)
+		})
+}
+
+// existingAntiGroup is the group of a running pod's required
+// anti-affinity term; nil when the term cannot be read.
+func (sv *solver) existingAntiGroup(t corev1.PodAffinityTerm, p *corev1.Pod) *topoGroup {
+	sel, err := affinitySelector(t, p.Labels)
+	if err != nil {
+		return nil
+	}
+	ns, err := sv.termNamespaces(t, p.Namespace)
+	if err != nil {
+		return nil
+	}
+	g := &topoGroup{kind: kindAnti, key: normalizedKey(t.TopologyKey), sel: sel, namespaces: ns}
+	nsKeys := make([]string, 0, len(g.namespaces))
+	for n := range g.namespaces {
+		nsKeys = append(nsKeys, n)
+	}
+	sort.Strings(nsKeys)
+	sig := fmt.Sprintf("a|%d|%s|%s|%v|%v|%s", kindAnti, g.key, sel.String(), g.namespaces == nil, false, strings.Join(nsKeys, ","))
+	return sv.group(g, sig)
 }
 
 func (sv *solver) linkSelectedBy(cb *classBase) {
@@ -377,24 +428,39 @@ func (sv *solver) linkSelectedBy(cb *classBase) {
 }
 
 // countExistingPods records the pods already bound to existing nodes.
+// Pods of one namespace and one label set are selected by the same
+// groups, so each such set is matched once: looked up by an order-free
+// hash of its labels (no sorted key built per pod, which cost most of
+// this at thousands of pods) and confirmed by comparing the labels.
 func (sv *solver) countExistingPods() {
-	memo := map[string][]*topoGroup{}
-	var b strings.Builder
+	type seen struct {
+		ns     string
+		labels map[string]string
+		gs     []*topoGroup
+	}
+	memo := map[uint64][]seen{}
+	seed := maphash.MakeSeed()
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
-			b.Reset()
-			b.WriteString(p.Namespace)
-			b.WriteByte('|')
-			writeSortedMap(&b, p.Labels)
-			k := b.String()
-			gs, ok := memo[k]
-			if !ok {
+			key := maphash.String(seed, p.Namespace)
+			for k, v := range p.Labels {
+				key += maphash.String(seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(seed, v)
+			}
+			var gs []*topoGroup
+			found := false
+			for _, s := range memo[key] {
+				if s.ns == p.Namespace && maps.Equal(s.labels, p.Labels) {
+					gs, found = s.gs, true
+					break
+				}
+			}
+			if !found {
 				for _, g := range sv.groups {
 					if g.selects(p.Namespace, p.Labels) {
 						gs = append(gs, g)
 					}
 				}
-				memo[k] = gs
+				memo[key] = append(memo[key], seen{ns: p.Namespace, labels: p.Labels, gs: gs})
 			}
 			for _, g := range gs {
 				sv.recordMatch(g, n)
