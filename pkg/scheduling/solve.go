@@ -50,8 +50,9 @@ type Options struct {
 	// Karpenter's default: a pod with resource claims is not placed and
 	// gets a DynamicResources reason naming the setting.
 	PlanDynamicResources bool
-	// NoExchanges leaves out the last local searches (fill.go, swap.go
-	// and repack.go: exchanges and re-splits of pods between new nodes).
+	// NoExchanges leaves out the last local searches (fill.go, swap.go,
+	// repack.go and topup.go: exchanges and re-splits of pods between new
+	// nodes, and the moves into the room they leave).
 	// Consolidation's simulations set it: they replace a few nodes at a
 	// time, and the exchanges found a tail of extra commands each saving
 	// one small node's price (on the 2,000-node shared cluster, 20
@@ -120,6 +121,7 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 		sv.swap()
 		sv.repack()
 		sv.fill()
+		sv.topUp()
 	}
 	return sv, nil
 }
