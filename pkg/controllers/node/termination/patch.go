@@ -3,6 +3,8 @@ package termination
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -17,18 +19,30 @@ import (
 // longer fail the write pass after pass. change reports whether obj needed
 // one; on a fresh copy that already has it nothing is written. patchFresh
 // reports whether it wrote; obj holds the API server's answer.
+//
+// The API server's copy must be the same object as the cache's: a Node
+// deleted and registered again under its name (an instance replaced with
+// the same host name) is another Node, whose finalizer and taints belong to
+// its own termination. When the UID differs, patchFresh changes nothing and
+// answers NotFound, as for an object that is gone, and obj is left as it
+// was.
 func patchFresh[O any, T interface {
 	*O
 	client.Object
 }](ctx context.Context, api client.Reader, obj T, change func(T) bool, write func(T, client.Patch) error) (bool, error) {
 	wrote, reread := false, false
+	uid := obj.GetUID()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		if reread {
 			key := client.ObjectKeyFromObject(obj)
-			*obj = *new(O) // a Get decodes into obj: start from nothing
-			if err := api.Get(ctx, key, obj); err != nil {
+			fresh := T(new(O))
+			if err := api.Get(ctx, key, fresh); err != nil {
 				return err
 			}
+			if uid != "" && fresh.GetUID() != uid {
+				return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+			}
+			*obj = *fresh
 		}
 		reread = true
 		stored := obj.DeepCopyObject().(T)

@@ -236,3 +236,95 @@ func TestStaleNodeClaimRecordsTheTermination(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleCopyDoesNotTouchANamesake reconciles, once, a Node whose cached
+// copy is of an earlier Node of the same name: that one was deleted and
+// released, and a new Node registered under the name (an instance replaced
+// with the same host name) before the cache caught up. The stale copy says
+// deleting, not Ready, instance gone; the pass's writes conflict and are
+// recomputed on the API server's copy, which is the new Node. The new Node
+// must keep joiner's finalizer (its own termination needs it) and get no
+// disrupted taint.
+func TestStaleCopyDoesNotTouchANamesake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// tainted: the stale copy already has the disrupted taint and the
+		// load balancer label, so the pass's first write is the
+		// finalizer's removal.
+		tainted bool
+	}{
+		{name: "untainted"},
+		{name: "tainted", tainted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			env := test.Env(t)
+			mgr := env.NewManager(t)
+			test.StartManager(t, mgr)
+
+			name := test.Name(t, "namesake")
+			newNode := func() *corev1.Node {
+				return &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{
+						Name:       name,
+						Labels:     map[string]string{corev1.LabelHostname: name, v1.LabelNodePool: "default"},
+						Finalizers: []string{v1.TerminationFinalizer},
+					},
+					// No instance in the fake cloud has this ID.
+					Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("%s:///zone-a/%s", fake.ProviderName, name)},
+				}
+			}
+			old := newNode()
+			if tc.tainted {
+				old.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+				old.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = "karpenter"
+			}
+			if err := env.Client.Create(ctx, old); err != nil {
+				t.Fatalf("creating node: %v", err)
+			}
+			if err := env.Client.Delete(ctx, old); err != nil {
+				t.Fatalf("deleting node: %v", err)
+			}
+			cached := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), cached); err != nil {
+				t.Fatal(err)
+			}
+			release(t, env.Client, old.DeepCopy(), v1.TerminationFinalizer)
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), &corev1.Node{}); err == nil || client.IgnoreNotFound(err) != nil {
+				t.Fatalf("the old node should be gone: %v", err)
+			}
+			namesake := newNode()
+			if err := env.Client.Create(ctx, namesake); err != nil {
+				t.Fatalf("registering the namesake: %v", err)
+			}
+			t.Cleanup(func() { release(t, env.Client, namesake, v1.TerminationFinalizer) })
+
+			ctrl, err := termination.NewController(termination.Options{
+				Client:        laggingCache{Client: mgr.GetClient(), node: cached},
+				APIReader:     mgr.GetAPIReader(),
+				CloudProvider: fake.New(),
+				Recorder:      &events.Buffer{},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(old)}); err != nil {
+				t.Fatalf("one pass on a namesake's stale copy: %v", err)
+			}
+
+			got := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(namesake), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.UID != namesake.UID {
+				t.Fatalf("node %s has UID %s, want the namesake's %s", name, got.UID, namesake.UID)
+			}
+			if !slices.Contains(got.Finalizers, v1.TerminationFinalizer) {
+				t.Errorf("finalizers %v: the namesake lost joiner's termination finalizer", got.Finalizers)
+			}
+			if hasTaint(got, v1.DisruptedNoScheduleTaint) {
+				t.Errorf("taints %v: the namesake was tainted as disrupted", got.Spec.Taints)
+			}
+		})
+	}
+}
