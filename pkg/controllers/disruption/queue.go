@@ -45,9 +45,10 @@ const unseenGrace = 30 * time.Second
 // clean-up must not mistake their taint for a stale one.
 const finishedMemory = 2 * time.Minute
 
-// deletionRetryWindow is how long the queue keeps retrying, once a
-// second, the deletion of a finished command's candidates whose delete
-// failed (an API server restart resets the connection). Karpenter, too,
+// deletionRetryWindow is how long the queue keeps retrying (after 1 s,
+// the delay doubling to maxDeletionRetryDelay) the deletion of a finished
+// command's candidates whose delete failed (an API server restart resets
+// the connection). Karpenter, too,
 // retries a command's candidate deletions until the command's 10-minute
 // limit. Meanwhile the candidates stay tainted and marked, as candidates
 // of a command in flight; after it, they are given up to the clean-up.
@@ -409,7 +410,9 @@ func (q *Queue) finish(ctx context.Context, it *item) {
 	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
 		c := it.candidates[i]
 		err := q.opts.Client.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.nodeClaim}}, client.Preconditions{UID: &c.nodeClaimUID})
-		if client.IgnoreNotFound(err) != nil {
+		// A conflict is the UID precondition failing: the candidate's
+		// NodeClaim is gone and its name is another's, as for NotFound.
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			logger.Error(err, "deleting disrupted nodeclaim", logging.NodeClaim, klog.KRef("", c.nodeClaim))
 			return
 		}

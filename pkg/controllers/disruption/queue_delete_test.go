@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -124,5 +126,46 @@ func TestFailedCandidateDeletionIsNotDeletingForever(t *testing.T) {
 	}
 	if v1.HasDisruptedTaint(u.getNode("n1").Spec.Taints) {
 		t.Error("the stale disrupted taint was not removed")
+	}
+}
+
+// namesakeDeletes answers every NodeClaim delete as the API server does
+// when the delete's UID precondition fails: the NodeClaim of that UID is
+// gone and another holds its name.
+type namesakeDeletes struct {
+	client.Client
+	attempts atomic.Int32
+}
+
+func (c *namesakeDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*v1.NodeClaim); ok {
+		c.attempts.Add(1)
+		return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, obj.GetName(),
+			errors.New("Precondition failed: UID in precondition: 1, UID in object meta: 2"))
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// A candidate whose NodeClaim is gone and whose name now belongs to
+// another NodeClaim is not retried for ten minutes: the UID precondition
+// will fail every time, and the namesake is not this command's to delete.
+func TestCandidateDeletionOfANamesakeIsNotRetried(t *testing.T) {
+	u := newUnit(t)
+	n1 := u.node("n1")
+	c := &namesakeDeletes{Client: u.kube}
+	u.ctrl.opts.Client = c
+	cmd := &disruption.Command{Method: disruption.MethodEmptiness, Reason: disruption.ReasonEmpty, Candidates: []string{"n1"}}
+	if err := u.ctrl.queue.Execute(u.ctx, cmd, u.input(n1)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		u.clock.Step(maxDeletionRetryDelay)
+		u.ctrl.queue.Process(u.ctx)
+	}
+	if got := c.attempts.Load(); got != 1 {
+		t.Errorf("%d delete attempts for a candidate whose UID precondition failed, want 1", got)
+	}
+	if u.ctrl.queue.Len() != 0 {
+		t.Errorf("%d commands still in flight for a candidate whose NodeClaim is gone", u.ctrl.queue.Len())
 	}
 }
