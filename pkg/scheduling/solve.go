@@ -94,6 +94,11 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 // portfolioMaxPods bounds the inputs solved with both pod orders.
 const portfolioMaxPods = 2000
 
+// topUpRounds bounds the extra rounds of fill and topUp after the first:
+// on diverse-5000 the first extra round saves 5 steps of the 1-vCPU type,
+// the second 4, a third none.
+const topUpRounds = 2
+
 type strategy int
 
 const (
@@ -122,6 +127,17 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 		sv.repack()
 		sv.fill()
 		sv.topUp()
+		// topUp shrinks the reservoirs and fills the small nodes' room,
+		// which gives fill exchanges it did not have: alternate the two
+		// while a round saves anything, at most topUpRounds more.
+		for range topUpRounds {
+			before := sv.cost()
+			sv.fill()
+			sv.topUp()
+			if sv.cost() >= before-1e-9 {
+				break
+			}
+		}
 	}
 	return sv, nil
 }
