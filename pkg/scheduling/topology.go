@@ -334,7 +334,14 @@ func (sv *solver) buildExistingGroups() {
 		term corev1.PodAffinityTerm
 		g    *topoGroup // nil: the term is unreadable
 	}
-	memo := map[[2]string][]seen{} // by namespace and topology key
+	// By namespace, topology key and the selector's matchLabels, so a
+	// namespace of many workloads does not compare every term with all.
+	type bucket struct {
+		namespace, topologyKey string
+		matchLabels            uint64
+	}
+	memo := map[bucket][]seen{}
+	seed := maphash.MakeSeed()
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
 			a := p.Spec.Affinity
@@ -343,11 +350,14 @@ func (sv *solver) buildExistingGroups() {
 			}
 			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				reusable := len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0 && t.NamespaceSelector == nil
-				bucket := [2]string{p.Namespace, t.TopologyKey}
+				b := bucket{namespace: p.Namespace, topologyKey: t.TopologyKey}
+				if t.LabelSelector != nil {
+					b.matchLabels = labelsHash(seed, t.LabelSelector.MatchLabels)
+				}
 				var g *topoGroup
 				found := false
 				if reusable {
-					for _, s := range memo[bucket] {
+					for _, s := range memo[b] {
 						if sameTerm(s.term, t) {
 							g, found = s.g, true
 							break
@@ -357,7 +367,7 @@ func (sv *solver) buildExistingGroups() {
 				if !found {
 					g = sv.existingAntiGroup(t, p)
 					if reusable {
-						memo[bucket] = append(memo[bucket], seen{term: t, g: g})
+						memo[b] = append(memo[b], seen{term: t, g: g})
 					}
 				}
 				if g != nil {
@@ -442,10 +452,7 @@ func (sv *solver) countExistingPods() {
 	seed := maphash.MakeSeed()
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
-			key := maphash.String(seed, p.Namespace)
-			for k, v := range p.Labels {
-				key += maphash.String(seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(seed, v)
-			}
+			key := maphash.String(seed, p.Namespace) + labelsHash(seed, p.Labels)
 			var gs []*topoGroup
 			found := false
 			for _, s := range memo[key] {
@@ -467,6 +474,17 @@ func (sv *solver) countExistingPods() {
 			}
 		}
 	}
+}
+
+// labelsHash hashes a label set whatever the map's iteration order (a sum
+// of its pairs' hashes); equal sets hash equal, and a caller confirms a
+// match with maps.Equal.
+func labelsHash(seed maphash.Seed, m map[string]string) uint64 {
+	var h uint64
+	for k, v := range m {
+		h += maphash.String(seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(seed, v)
+	}
+	return h
 }
 
 // hostCount is a node's count for one hostname-keyed group.
