@@ -1,11 +1,14 @@
 package disruption
 
 import (
+	"hash/maphash"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
 // estimator guesses, without the solver, what removing one candidate
@@ -19,15 +22,32 @@ type estimator struct {
 	shapes shapeIndex
 	// spares are the schedulable nodes' free room, roomiest cpu first.
 	spares []spareNode
-	// repelled caches, per hostname anti-affinity selector (by its
-	// protobuf encoding, and by pointer for the pod it came from), the
-	// nodes running a pod it selects.
-	repelled      map[string]map[string]bool
-	repelledBySel map[*metav1.LabelSelector]map[string]bool
-	nodes         []nodePods
+	// repelled caches, per hostname anti-affinity selector (by a hash of
+	// its fields, and by pointer for the pod it came from; selectors equal
+	// to one seen before share its entry), the nodes running a pod it
+	// selects.
+	repelled      map[uint64][]*repelled
+	repelledBySel map[*metav1.LabelSelector]*repelled
+	seed          maphash.Seed
+	// sels and repelBuf are savings' buffers.
+	sels     []*metav1.LabelSelector
+	repelBuf []*repelled
+	nodes    []nodePods
 	// items and used are savings' buffers.
 	items []sized
 	used  []room
+}
+
+// repelled is where a hostname anti-affinity selector keeps a pod off:
+// the nodes running a pod it selects, and the spares (by index, roomiest
+// first) that run none, which are all a pod of that selector may take.
+// Every node of the shared clusters runs one pod of the same such
+// workload, so scanning every spare for its pods found none free at a
+// cost of thousands of checks per candidate.
+type repelled struct {
+	sel    *metav1.LabelSelector
+	nodes  map[string]bool
+	spares []int
 }
 
 // sized is a pod with its requests.
@@ -57,7 +77,7 @@ func (e *engine) estimator() *estimator {
 		return e.est
 	}
 	capa := e.capacity()
-	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[string]map[string]bool{}, repelledBySel: map[*metav1.LabelSelector]map[string]bool{}}
+	est := &estimator{capa: capa, shapes: e.shapes(), repelled: map[uint64][]*repelled{}, repelledBySel: map[*metav1.LabelSelector]*repelled{}, seed: maphash.MakeSeed()}
 	for _, n := range e.sim.base.Nodes {
 		est.nodes = append(est.nodes, nodePods{n.Name, n.Pods})
 		if free, ok := capa.spare[n.Name]; ok && free[2] > 0 {
@@ -69,13 +89,12 @@ func (e *engine) estimator() *estimator {
 	return est
 }
 
-// hostnameAnti is the selector of p's required hostname anti-affinity
-// terms, "" when it has none.
-func hostnameAnti(p *corev1.Pod) []*metav1.LabelSelector {
+// hostnameAnti appends to out the selectors of p's required hostname
+// anti-affinity terms.
+func hostnameAnti(out []*metav1.LabelSelector, p *corev1.Pod) []*metav1.LabelSelector {
 	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
-		return nil
+		return out
 	}
-	var out []*metav1.LabelSelector
 	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 		if t.TopologyKey == corev1.LabelHostname && t.LabelSelector != nil {
 			out = append(out, t.LabelSelector)
@@ -84,31 +103,39 @@ func hostnameAnti(p *corev1.Pod) []*metav1.LabelSelector {
 	return out
 }
 
-func (est *estimator) repels(ls *metav1.LabelSelector) map[string]bool {
-	if m, ok := est.repelledBySel[ls]; ok {
-		return m
+func (est *estimator) repels(ls *metav1.LabelSelector) *repelled {
+	if r, ok := est.repelledBySel[ls]; ok {
+		return r
 	}
-	enc, err := ls.Marshal()
-	if err != nil {
-		enc = []byte(metav1.FormatLabelSelector(ls))
+	// Pods of one workload carry equal selectors, each its own copy:
+	// looked up by a hash of its fields, compared field by field.
+	h := maphash.Comparable(est.seed, len(ls.MatchExpressions))
+	for k, v := range ls.MatchLabels {
+		h += maphash.String(est.seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(est.seed, v)
 	}
-	key := string(enc)
-	if m, ok := est.repelled[key]; ok {
-		est.repelledBySel[ls] = m
-		return m
+	for _, r := range est.repelled[h] {
+		if scheduling.SameLabelSelector(r.sel, ls) {
+			est.repelledBySel[ls] = r
+			return r
+		}
 	}
 	sel := parse(ls)
-	m := map[string]bool{}
+	r := &repelled{sel: ls, nodes: map[string]bool{}}
 	for _, n := range est.nodes {
 		for _, q := range n.pods {
 			if sel.Matches(labels.Set(q.Labels)) {
-				m[n.name] = true
+				r.nodes[n.name] = true
 				break
 			}
 		}
 	}
-	est.repelled[key], est.repelledBySel[ls] = m, m
-	return m
+	for i, s := range est.spares {
+		if !r.nodes[s.name] {
+			r.spares = append(r.spares, i)
+		}
+	}
+	est.repelled[h], est.repelledBySel[ls] = append(est.repelled[h], r), r
+	return r
 }
 
 // savings is the estimated $/h removing c alone would save (0 when
@@ -125,12 +152,25 @@ func (est *estimator) savings(c *candidate) float64 {
 	left := vec{}
 	for _, it := range items {
 		req := it.req
-		var repelled []map[string]bool
-		for _, ls := range hostnameAnti(it.p) {
-			repelled = append(repelled, est.repels(ls))
+		repels := est.repelBuf[:0]
+		est.sels = hostnameAnti(est.sels[:0], it.p)
+		for _, ls := range est.sels {
+			repels = append(repels, est.repels(ls))
+		}
+		est.repelBuf = repels
+		// The spares the pod may take, roomiest first: all of them, or
+		// those its first selector leaves (the others are checked below).
+		n := len(est.spares)
+		if len(repels) > 0 {
+			n = len(repels[0].spares)
 		}
 		placed := false
-		for i, s := range est.spares {
+		for j := 0; j < n; j++ {
+			i := j
+			if len(repels) > 0 {
+				i = repels[0].spares[j]
+			}
+			s := est.spares[i]
 			if s.free[0] < req[0] {
 				break
 			}
@@ -152,8 +192,8 @@ func (est *estimator) savings(c *candidate) float64 {
 				continue
 			}
 			ok := true
-			for _, m := range repelled {
-				ok = ok && !m[s.name]
+			for _, r := range repels {
+				ok = ok && !r.nodes[s.name]
 			}
 			if ok {
 				if u >= 0 {

@@ -384,11 +384,14 @@ func sameTerm(a, b corev1.PodAffinityTerm) bool {
 	if a.TopologyKey != b.TopologyKey || !slices.Equal(a.Namespaces, b.Namespaces) || (a.LabelSelector == nil) != (b.LabelSelector == nil) {
 		return false
 	}
-	if a.LabelSelector == nil {
-		return true
-	}
-	return maps.Equal(a.LabelSelector.MatchLabels, b.LabelSelector.MatchLabels) &&
-		slices.EqualFunc(a.LabelSelector.MatchExpressions, b.LabelSelector.MatchExpressions, func(x, y metav1.LabelSelectorRequirement) bool {
+	return a.LabelSelector == nil || SameLabelSelector(a.LabelSelector, b.LabelSelector)
+}
+
+// SameLabelSelector reports whether two label selectors are equal, field
+// by field (the pods of one workload each carry their own copy).
+func SameLabelSelector(a, b *metav1.LabelSelector) bool {
+	return maps.Equal(a.MatchLabels, b.MatchLabels) &&
+		slices.EqualFunc(a.MatchExpressions, b.MatchExpressions, func(x, y metav1.LabelSelectorRequirement) bool {
 			return x.Key == y.Key && x.Operator == y.Operator && slices.Equal(x.Values, y.Values)
 		})
 }
