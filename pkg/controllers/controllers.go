@@ -290,6 +290,7 @@ func New(ctx context.Context, o Options) ([]Controller, error) {
 	}
 	claimTermination, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		CloudProvider: o.CloudProvider,
 		Recorder:      recorder,
 		Clock:         o.Clock,

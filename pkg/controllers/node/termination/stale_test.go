@@ -17,13 +17,13 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider/fake"
 	"github.com/joiner-dev/joiner/pkg/controllers/node/termination"
+	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
 
 // laggingCache is a cache that has not seen the latest versions of one
-// Node and, when nodeClaim is set, of one NodeClaim: it returns the copies
-// it holds. Every other read goes to the manager's cache, and every write
+// Node and one NodeClaim (each when set): it returns the copies it holds. Every other read goes to the manager's cache, and every write
 // to the API server.
 type laggingCache struct {
 	client.Client
@@ -32,8 +32,12 @@ type laggingCache struct {
 }
 
 func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if n, ok := obj.(*corev1.Node); ok && key.Name == l.node.Name {
+	if n, ok := obj.(*corev1.Node); ok && l.node != nil && key.Name == l.node.Name {
 		l.node.DeepCopyInto(n)
+		return nil
+	}
+	if nc, ok := obj.(*v1.NodeClaim); ok && l.nodeClaim != nil && key.Name == l.nodeClaim.Name {
+		l.nodeClaim.DeepCopyInto(nc)
 		return nil
 	}
 	return l.Client.Get(ctx, key, obj, opts...)
@@ -326,5 +330,72 @@ func TestStaleCopyDoesNotTouchANamesake(t *testing.T) {
 				t.Errorf("taints %v: the namesake was tainted as disrupted", got.Spec.Taints)
 			}
 		})
+	}
+}
+
+// TestStaleNodeClaimIsReleasedInOnePass reconciles, once, with the
+// NodeClaim termination controller, a deleted NodeClaim whose Node is gone
+// and whose instance is terminated, but whose cached copy is behind the API
+// server: another controller recorded a condition after the copy was
+// cached. The pass must remove joiner's finalizer and keep the other
+// controller's condition and finalizer (which holds the NodeClaim so its
+// end state can be read).
+func TestStaleNodeClaimIsReleasedInOnePass(t *testing.T) {
+	const holds = "joiner.test/holds"
+	ctx := t.Context()
+	env := test.Env(t)
+	mgr := env.NewManager(t)
+	test.StartManager(t, mgr)
+	name := test.Name(t, "stale")
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer, holds}, Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec: v1.NodeClaimSpec{
+			NodeClassRef: simNodeClass,
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+		},
+	}
+	if err := env.Client.Create(ctx, nc); err != nil {
+		t.Fatalf("creating nodeclaim: %v", err)
+	}
+	t.Cleanup(func() { release(t, env.Client, nc, v1.TerminationFinalizer, holds) })
+	// No instance in the fake cloud has this ID: it is already terminated.
+	nc.Status.ProviderID = fmt.Sprintf("%s:///zone-a/%s", fake.ProviderName, name)
+	if err := env.Client.Status().Update(ctx, nc); err != nil {
+		t.Fatalf("updating nodeclaim status: %v", err)
+	}
+	if err := env.Client.Delete(ctx, nc); err != nil {
+		t.Fatalf("deleting nodeclaim: %v", err)
+	}
+	cached := &v1.NodeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), cached); err != nil {
+		t.Fatal(err)
+	}
+	moved := cached.DeepCopy()
+	moved.StatusConditions().SetTrueWithReason("Other", "AnotherController", "")
+	if err := env.Client.Status().Update(ctx, moved); err != nil {
+		t.Fatalf("another controller's condition: %v", err)
+	}
+
+	ctrl, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
+		Client:        laggingCache{Client: mgr.GetClient(), nodeClaim: cached},
+		APIReader:     mgr.GetAPIReader(),
+		CloudProvider: fake.New(),
+		Recorder:      &events.Buffer{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)}); err != nil {
+		t.Fatalf("one pass on a stale nodeclaim: %v", err)
+	}
+	got := &v1.NodeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Finalizers, []string{holds}) {
+		t.Errorf("finalizers %v, want only %s", got.Finalizers, holds)
+	}
+	if c := got.StatusConditions().Get("Other"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the other controller's condition was lost: %v", got.Status.Conditions)
 	}
 }

@@ -55,7 +55,7 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	ncCtrl, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
-		Client: mgr.GetClient(), CloudProvider: h.cloud, Recorder: h.recorder,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: h.recorder,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,11 @@ const instancePollInterval = 2 * time.Second
 
 // Options are the controller's dependencies.
 type Options struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads from the API server itself (the manager's
+	// GetAPIReader; required): a write that conflicts on the cache's copy
+	// is redone on the API server's (PatchFresh).
+	APIReader     client.Reader
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      events.Recorder
 	Clock         clock.Clock
@@ -61,6 +65,8 @@ func NewController(opts Options) (*Controller, error) {
 	switch {
 	case opts.Client == nil:
 		return nil, errors.New("nodeclaim termination: Client is required")
+	case opts.APIReader == nil:
+		return nil, errors.New("nodeclaim termination: APIReader is required")
 	case opts.CloudProvider == nil:
 		return nil, errors.New("nodeclaim termination: CloudProvider is required")
 	case opts.Recorder == nil:
@@ -140,16 +146,25 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !gone {
 		return reconcile.Result{RequeueAfter: instancePollInterval}, err
 	}
-	stored := nc.DeepCopy()
-	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
-	if err := c.opts.Client.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The API server may answer the last finalizer's removal with the
+	// NodeClaim as deleted: what the metrics need is taken before.
+	pool, capacityType, deleted := nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.DeletionTimestamp.Time
+	terminating := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating)
+	wrote, err := PatchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+		return controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
+	}, func(nc *v1.NodeClaim, p client.Patch) error {
+		return c.opts.Client.Patch(ctx, nc, p)
+	})
+	if err != nil || !wrote {
+		// Not written: gone already, or the API server's copy had no
+		// finalizer left to remove (a pass on a copy the cache had not
+		// updated), so nothing is counted twice.
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	pool := nc.Labels[v1.LabelNodePool]
-	metrics.NodeClaimsTerminated.WithLabelValues(pool, nc.Labels[v1.LabelCapacityType]).Inc()
-	metrics.NodeClaimsTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(nc.DeletionTimestamp.Time).Seconds())
-	if cond := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
-		metrics.NodeClaimsInstanceTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(cond.LastTransitionTime.Time).Seconds())
+	metrics.NodeClaimsTerminated.WithLabelValues(pool, capacityType).Inc()
+	metrics.NodeClaimsTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(deleted).Seconds())
+	if terminating != nil && terminating.Status == metav1.ConditionTrue {
+		metrics.NodeClaimsInstanceTerminationDuration.WithLabelValues(pool).Observe(c.opts.Clock.Since(terminating.LastTransitionTime.Time).Seconds())
 	}
 	log.FromContext(ctx).Info("deleted nodeclaim", logging.ProviderID, nc.Status.ProviderID)
 	return reconcile.Result{}, nil
@@ -232,11 +247,11 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, r
 // recordInstanceTerminating sets InstanceTerminating on nc once; a conflict
 // is a quiet retry on the next pass.
 func (c *Controller) recordInstanceTerminating(ctx context.Context, nc *v1.NodeClaim) error {
-	stored := nc.DeepCopy()
-	if !nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating) {
-		return nil
-	}
-	err := c.opts.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	_, err := PatchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+		return nc.DeletionTimestamp != nil && nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating)
+	}, func(nc *v1.NodeClaim, p client.Patch) error {
+		return c.opts.Client.Status().Patch(ctx, nc, p)
+	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("recording instance termination: %w", err)
 	}

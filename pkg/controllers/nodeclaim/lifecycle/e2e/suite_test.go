@@ -131,7 +131,7 @@ func start(t *testing.T, o options) *harness {
 	if err := lc.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	term, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{Client: mgr.GetClient(), CloudProvider: h.cloud, Recorder: recorder})
+	term, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CloudProvider: h.cloud, Recorder: recorder})
 	if err != nil {
 		t.Fatal(err)
 	}

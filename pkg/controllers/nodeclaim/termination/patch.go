@@ -9,24 +9,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// patchFresh changes obj with change and writes the change with write under
-// optimistic locking, so a list it rewrites whole (a Node's taints, which
-// the API server treats as one atomic value; a NodeClaim's conditions;
-// finalizers) cannot drop what another writer added. obj is first the
-// cache's copy. When that copy is behind the API server the write conflicts,
-// and then obj is read again from the API server itself and the change
+// PatchFresh is how both termination controllers write what they change on
+// a Node or NodeClaim: it changes obj with change and writes the change
+// with write under optimistic locking, so a list it rewrites whole (a
+// Node's taints, which the API server treats as one atomic value; a
+// NodeClaim's conditions; finalizers) cannot drop what another writer
+// added. obj is first the cache's copy. When that copy is behind the API
+// server the write conflicts, and then obj is read again from the API server itself and the change
 // recomputed on it: a cache that lags behind a Node's heartbeats can no
 // longer fail the write pass after pass. change reports whether obj needed
-// one; on a fresh copy that already has it nothing is written. patchFresh
+// one; on a fresh copy that already has it nothing is written. PatchFresh
 // reports whether it wrote; obj holds the API server's answer.
 //
 // The API server's copy must be the same object as the cache's: a Node
 // deleted and registered again under its name (an instance replaced with
 // the same host name) is another Node, whose finalizer and taints belong to
-// its own termination. When the UID differs, patchFresh changes nothing and
+// its own termination. When the UID differs, PatchFresh changes nothing and
 // answers NotFound, as for an object that is gone, and obj is left as it
 // was.
-func patchFresh[O any, T interface {
+func PatchFresh[O any, T interface {
 	*O
 	client.Object
 }](ctx context.Context, api client.Reader, obj T, change func(T) bool, write func(T, client.Patch) error) (bool, error) {
