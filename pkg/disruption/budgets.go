@@ -9,6 +9,18 @@ import (
 // too, so a missing field never means "disrupt everything".
 var defaultBudget = []v1.Budget{{Nodes: "10%"}}
 
+// CountsTowardBudget reports whether n is one of the nodes its NodePool's
+// budget is a share of: a pool's initialised NodeClaims.
+func (n *Node) CountsTowardBudget() bool {
+	return n.NodePool != "" && n.NodeClaim != nil && n.Initialized
+}
+
+// ConsumesBudget reports whether n, counted toward its pool's budget,
+// already uses a part of it: NotReady, deleting, or being disrupted.
+func (n *Node) ConsumesBudget() bool {
+	return n.NotReady || n.Deleting || n.Disrupting
+}
+
 // AllowedDisruptions is Karpenter's budget mapping: per NodePool and reason,
 // the budget applied to the pool's initialised nodes, less the nodes that
 // already consume it (NotReady, deleting, or being disrupted), floored at 0.
@@ -17,11 +29,11 @@ func AllowedDisruptions(in *Input) map[string]map[Reason]int {
 	busy := map[string]int{}
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
-		if n.NodePool == "" || n.NodeClaim == nil || !n.Initialized {
+		if !n.CountsTowardBudget() {
 			continue
 		}
 		total[n.NodePool]++
-		if n.NotReady || n.Deleting || n.Disrupting {
+		if n.ConsumesBudget() {
 			busy[n.NodePool]++
 		}
 	}

@@ -96,16 +96,17 @@ func (c *Controller) logBlocked(ctx context.Context, in *disruption.Input, np *v
 	var deleting, disrupting []string
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
-		if n.NodePool != np.Name || n.NodeClaim == nil || !n.Initialized {
+		if n.NodePool != np.Name || !n.CountsTowardBudget() {
 			continue
 		}
 		nodes++
 		switch {
+		case !n.ConsumesBudget():
 		case n.Deleting:
 			deleting = append(deleting, n.Name)
 		case n.Disrupting:
 			disrupting = append(disrupting, n.Name)
-		case n.NotReady:
+		default:
 			notReady++
 		}
 	}
