@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -111,17 +112,30 @@ func TestStaleNodeIsTaintedAndReleasedInOnePass(t *testing.T) {
 
 			// The API server's Node moves on; the cached copy does not.
 			heartbeat := metav1.NewTime(time.Now().Truncate(time.Second)) // the API server keeps seconds
-			moved := cached.DeepCopy()
-			moved.Status.Conditions = []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-				LastHeartbeatTime: heartbeat, LastTransitionTime: heartbeat,
-			}}
-			if err := env.Client.Status().Update(ctx, moved); err != nil {
+			// kube-controller-manager's node lifecycle controller may taint
+			// the Node (as soon as its Ready condition is Unknown): each
+			// writer retries on the latest version, as a writer does.
+			moved := &corev1.Node{}
+			if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), moved); err != nil {
+					return err
+				}
+				moved.Status.Conditions = []corev1.NodeCondition{{
+					Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+					LastHeartbeatTime: heartbeat, LastTransitionTime: heartbeat,
+				}}
+				return env.Client.Status().Update(ctx, moved)
+			}); err != nil {
 				t.Fatalf("heartbeat: %v", err)
 			}
-			moved.Spec.Taints = append(moved.Spec.Taints, other)
-			controllerutil.RemoveFinalizer(moved, done)
-			if err := env.Client.Update(ctx, moved); err != nil {
+			if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), moved); err != nil {
+					return err
+				}
+				moved.Spec.Taints = append(moved.Spec.Taints, other)
+				controllerutil.RemoveFinalizer(moved, done)
+				return env.Client.Update(ctx, moved)
+			}); err != nil {
 				t.Fatalf("another writer's taint and finalizer: %v", err)
 			}
 
