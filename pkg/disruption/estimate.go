@@ -109,10 +109,7 @@ func (est *estimator) repels(ls *metav1.LabelSelector) *repelled {
 	}
 	// Pods of one workload carry equal selectors, each its own copy:
 	// looked up by a hash of its fields, compared field by field.
-	h := maphash.Comparable(est.seed, len(ls.MatchExpressions))
-	for k, v := range ls.MatchLabels {
-		h += maphash.String(est.seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(est.seed, v)
-	}
+	h := maphash.Comparable(est.seed, len(ls.MatchExpressions)) + scheduling.LabelsHash(est.seed, ls.MatchLabels)
 	for _, r := range est.repelled[h] {
 		if scheduling.SameLabelSelector(r.sel, ls) {
 			est.repelledBySel[ls] = r

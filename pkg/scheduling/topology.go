@@ -352,7 +352,7 @@ func (sv *solver) buildExistingGroups() {
 				reusable := len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0 && t.NamespaceSelector == nil
 				b := bucket{namespace: p.Namespace, topologyKey: t.TopologyKey}
 				if t.LabelSelector != nil {
-					b.matchLabels = labelsHash(seed, t.LabelSelector.MatchLabels)
+					b.matchLabels = LabelsHash(seed, t.LabelSelector.MatchLabels)
 				}
 				var g *topoGroup
 				found := false
@@ -455,7 +455,7 @@ func (sv *solver) countExistingPods() {
 	seed := maphash.MakeSeed()
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
-			key := maphash.String(seed, p.Namespace) + labelsHash(seed, p.Labels)
+			key := maphash.String(seed, p.Namespace) + LabelsHash(seed, p.Labels)
 			var gs []*topoGroup
 			found := false
 			for _, s := range memo[key] {
@@ -479,10 +479,10 @@ func (sv *solver) countExistingPods() {
 	}
 }
 
-// labelsHash hashes a label set whatever the map's iteration order (a sum
+// LabelsHash hashes a label set whatever the map's iteration order (a sum
 // of its pairs' hashes); equal sets hash equal, and a caller confirms a
-// match with maps.Equal.
-func labelsHash(seed maphash.Seed, m map[string]string) uint64 {
+// match by comparing the sets (maps.Equal, SameLabelSelector).
+func LabelsHash(seed maphash.Seed, m map[string]string) uint64 {
 	var h uint64
 	for k, v := range m {
 		h += maphash.String(seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(seed, v)
