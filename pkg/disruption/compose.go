@@ -489,7 +489,7 @@ func launchedLabels(nc *scheduling.NewNodeClaim, name string, pool *scheduling.N
 			}
 		}
 		for _, o := range it.Offerings {
-			if o.Available && scheduling.RequirementsAdmit(nc.Requirements, v1.LabelTopologyZone, o.Zone) && scheduling.RequirementsAdmit(nc.Requirements, v1.LabelCapacityType, o.CapacityType) {
+			if scheduling.OfferingAllowed(o, nc.Requirements) {
 				zones[o.Zone], types[o.CapacityType] = true, true
 			}
 		}
