@@ -414,12 +414,12 @@ func (c *Controller) cleanUp(ctx context.Context) error {
 		}
 		if sn.Node != nil && v1.HasDisruptedTaint(sn.Node.Spec.Taints) {
 			log.FromContext(ctx).Info("removing a disrupted taint no command accounts for", logging.Node, klog.KObj(sn.Node))
-			if err := untaint(ctx, c.opts.Client, sn.Node.Name); err != nil {
+			if err := untaint(ctx, c.opts.Client, c.opts.APIReader, sn.Node.Name); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		if sn.NodeClaim.StatusConditions().Get(v1.ConditionTypeDisruptionReason) != nil {
-			if err := clearDisruptionReason(ctx, c.opts.Client, sn.NodeClaim.Name); err != nil {
+			if err := clearDisruptionReason(ctx, c.opts.Client, c.opts.APIReader, sn.NodeClaim.Name); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -9,22 +9,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/controllers/optimistic"
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/events"
 )
 
-// Every write here reads the object, changes it and patches it under
-// optimistic locking, retrying on conflict: taints and conditions are
-// lists, and a plain merge patch would drop another writer's entries.
+// Every write here changes the cache's copy of the object and patches it
+// under optimistic locking (taints and conditions are lists, and a plain
+// merge patch would drop another writer's entries); a write that conflicts
+// is recomputed on the API server's own copy (optimistic.Patch), since the
+// cache's copy of a Node that kubelet's or kwok's heartbeats move on may
+// stay behind through every retry.
 
 // taint adds karpenter.sh/disrupted:NoSchedule to the node, so nothing
 // new lands on a candidate while its command is in flight.
-func taint(ctx context.Context, c client.Client, name string) error {
-	return patchNode(ctx, c, name, func(n *corev1.Node) bool {
+func taint(ctx context.Context, c client.Client, api client.Reader, name string) error {
+	return patchNode(ctx, c, api, name, func(n *corev1.Node) bool {
 		if n.DeletionTimestamp != nil || v1.HasDisruptedTaint(n.Spec.Taints) {
 			return false
 		}
@@ -35,8 +38,8 @@ func taint(ctx context.Context, c client.Client, name string) error {
 
 // untaint removes the disrupted taint from a node that is not being
 // deleted (node termination owns the taint of a deleting node).
-func untaint(ctx context.Context, c client.Client, name string) error {
-	return patchNode(ctx, c, name, func(n *corev1.Node) bool {
+func untaint(ctx context.Context, c client.Client, api client.Reader, name string) error {
+	return patchNode(ctx, c, api, name, func(n *corev1.Node) bool {
 		if n.DeletionTimestamp != nil {
 			return false
 		}
@@ -54,18 +57,14 @@ func untaint(ctx context.Context, c client.Client, name string) error {
 	})
 }
 
-func patchNode(ctx context.Context, c client.Client, name string, mutate func(*corev1.Node) bool) error {
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n := &corev1.Node{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
-			return err
-		}
-		stored := n.DeepCopy()
-		if !mutate(n) {
-			return nil
-		}
-		return c.Patch(ctx, n, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-	})
+func patchNode(ctx context.Context, c client.Client, api client.Reader, name string, mutate func(*corev1.Node) bool) error {
+	n := &corev1.Node{}
+	err := c.Get(ctx, types.NamespacedName{Name: name}, n)
+	if err == nil {
+		_, err = optimistic.Patch(ctx, api, n, mutate, func(n *corev1.Node, p client.Patch) error {
+			return c.Patch(ctx, n, p)
+		})
+	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating taints of node %s: %w", name, err)
 	}
@@ -74,15 +73,15 @@ func patchNode(ctx context.Context, c client.Client, name string, mutate func(*c
 
 // setDisruptionReason records on a candidate's NodeClaim why it is being
 // disrupted (Karpenter's DisruptionReason condition).
-func setDisruptionReason(ctx context.Context, c client.Client, name string, cmd *disruption.Command, now time.Time) error {
-	return patchNodeClaimStatus(ctx, c, name, func(nc *v1.NodeClaim) bool {
+func setDisruptionReason(ctx context.Context, c client.Client, api client.Reader, name string, cmd *disruption.Command, now time.Time) error {
+	return patchNodeClaimStatus(ctx, c, api, name, func(nc *v1.NodeClaim) bool {
 		return nc.StatusConditions().At(now).SetTrueWithReason(v1.ConditionTypeDisruptionReason, string(cmd.Reason), describe(cmd))
 	})
 }
 
 // clearDisruptionReason removes the condition when a command is abandoned.
-func clearDisruptionReason(ctx context.Context, c client.Client, name string) error {
-	return patchNodeClaimStatus(ctx, c, name, func(nc *v1.NodeClaim) bool {
+func clearDisruptionReason(ctx context.Context, c client.Client, api client.Reader, name string) error {
+	return patchNodeClaimStatus(ctx, c, api, name, func(nc *v1.NodeClaim) bool {
 		if nc.DeletionTimestamp != nil {
 			return false
 		}
@@ -90,18 +89,14 @@ func clearDisruptionReason(ctx context.Context, c client.Client, name string) er
 	})
 }
 
-func patchNodeClaimStatus(ctx context.Context, c client.Client, name string, mutate func(*v1.NodeClaim) bool) error {
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc := &v1.NodeClaim{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
-			return err
-		}
-		stored := nc.DeepCopy()
-		if !mutate(nc) {
-			return nil
-		}
-		return c.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-	})
+func patchNodeClaimStatus(ctx context.Context, c client.Client, api client.Reader, name string, mutate func(*v1.NodeClaim) bool) error {
+	nc := &v1.NodeClaim{}
+	err := c.Get(ctx, types.NamespacedName{Name: name}, nc)
+	if err == nil {
+		_, err = optimistic.Patch(ctx, api, nc, mutate, func(nc *v1.NodeClaim, p client.Patch) error {
+			return c.Status().Patch(ctx, nc, p)
+		})
+	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating %s of nodeclaim %s: %w", v1.ConditionTypeDisruptionReason, name, err)
 	}
@@ -120,27 +115,22 @@ const ReasonReplacementFailed = "ReplacementFailed"
 func haltDrift(ctx context.Context, opts *Options, pool, why string) error {
 	now := opts.Clock.Now()
 	msg := fmt.Sprintf("drift stopped: %s; the drifted nodes keep running. Drift resumes when the NodePool changes (fix the template or node class) or after %s", why, opts.DriftHaltDuration)
-	var updated *v1.NodePool
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		np := &v1.NodePool{}
-		if err := opts.Client.Get(ctx, types.NamespacedName{Name: pool}, np); err != nil {
-			return err
-		}
-		stored := np.DeepCopy()
-		if !np.StatusConditions().At(now).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg) {
-			updated = np
-			return nil
-		}
-		updated = np
-		return opts.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-	})
+	np := &v1.NodePool{}
+	err := opts.Client.Get(ctx, types.NamespacedName{Name: pool}, np)
+	if err == nil {
+		_, err = optimistic.Patch(ctx, opts.APIReader, np, func(np *v1.NodePool) bool {
+			return np.StatusConditions().At(now).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg)
+		}, func(np *v1.NodePool, p client.Patch) error {
+			return opts.Client.Status().Patch(ctx, np, p)
+		})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("setting %s on nodepool %s: %w", ConditionTypeDriftHalted, pool, err)
 	}
-	opts.Recorder.Publish(events.Warning(updated, events.DriftHalted, "Drift", "%s", msg))
+	opts.Recorder.Publish(events.Warning(np, events.DriftHalted, "Drift", "%s", msg))
 	return nil
 }
 

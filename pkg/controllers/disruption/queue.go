@@ -210,12 +210,12 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 	workqueue.ParallelizeUntil(ctx, writeParallelism, len(it.candidates), func(i int) {
 		c := it.candidates[i]
 		if c.node != "" {
-			if err := taint(ctx, q.opts.Client, c.node); err != nil {
+			if err := taint(ctx, q.opts.Client, q.opts.APIReader, c.node); err != nil {
 				errs[i] = err
 				return
 			}
 		}
-		errs[i] = setDisruptionReason(ctx, q.opts.Client, c.nodeClaim, cmd, q.opts.Clock.Now())
+		errs[i] = setDisruptionReason(ctx, q.opts.Client, q.opts.APIReader, c.nodeClaim, cmd, q.opts.Clock.Now())
 	})
 	if err := errors.Join(errs...); err != nil {
 		q.rollBack(ctx, it, fmt.Sprintf("marking the candidates failed: %v", err), false)
@@ -505,7 +505,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 	queueFailures.With(commandLabels(it.cmd)).Inc()
 	for _, c := range it.candidates {
 		if c.node != "" {
-			if err := untaint(ctx, q.opts.Client, c.node); err != nil {
+			if err := untaint(ctx, q.opts.Client, q.opts.APIReader, c.node); err != nil {
 				logger.Error(err, "removing disrupted taint during rollback", logging.Node, klog.KRef("", c.node))
 			}
 		}
@@ -517,7 +517,7 @@ func (q *Queue) rollBack(ctx context.Context, it *item, why string, replacementF
 			q.opts.Recorder.Publish(events.Warning(obj, events.DisruptionBlocked, "RollBack",
 				"Disruption (%s) rolled back, the node keeps running: %s", decisionText(it.cmd), why))
 		}
-		if err := clearDisruptionReason(ctx, q.opts.Client, c.nodeClaim); err != nil {
+		if err := clearDisruptionReason(ctx, q.opts.Client, q.opts.APIReader, c.nodeClaim); err != nil {
 			logger.Error(err, "clearing DisruptionReason during rollback", logging.NodeClaim, klog.KRef("", c.nodeClaim))
 		}
 	}

@@ -374,7 +374,7 @@ func TestCleanUpRemovesStaleDisruptedTaints(t *testing.T) {
 	u := newUnit(t)
 	u.node("stale")
 	n2 := u.node("busy")
-	if err := taint(u.ctx, u.kube, "stale"); err != nil {
+	if err := taint(u.ctx, u.kube, u.kube, "stale"); err != nil {
 		t.Fatal(err)
 	}
 	cmd := &disruption.Command{Method: disruption.MethodSingleNode, Reason: disruption.ReasonUnderutilized, Candidates: []string{"busy"}, Replacements: []*scheduling.NewNodeClaim{replacement()}}

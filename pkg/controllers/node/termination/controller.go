@@ -29,6 +29,7 @@ import (
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
 	nodeclaimtermination "github.com/joiner-dev/joiner/pkg/controllers/nodeclaim/termination"
+	"github.com/joiner-dev/joiner/pkg/controllers/optimistic"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
@@ -224,7 +225,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, node *corev1.Node, why
 	// The API server may answer the last finalizer's removal with the Node
 	// as deleted, its timestamps gone: they are taken before.
 	pool, deleted, created := node.Labels[v1.LabelNodePool], node.DeletionTimestamp.Time, node.CreationTimestamp.Time
-	wrote, err := nodeclaimtermination.PatchFresh(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
+	wrote, err := optimistic.Patch(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
 		return controllerutil.RemoveFinalizer(n, v1.TerminationFinalizer)
 	}, func(n *corev1.Node, p client.Patch) error {
 		return c.opts.Client.Patch(ctx, n, p)
@@ -318,7 +319,7 @@ func terminationDeadline(nodeClaims []*v1.NodeClaim) time.Time {
 // taint keeps new pods off the node and takes it out of load balancers.
 // A Node read afresh that is no longer terminating is left as it is.
 func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
-	_, err := nodeclaimtermination.PatchFresh(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
+	_, err := optimistic.Patch(ctx, c.opts.APIReader, node, func(n *corev1.Node) bool {
 		if n.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(n, v1.TerminationFinalizer) {
 			return false
 		}
@@ -535,11 +536,11 @@ func instanceOf(node *corev1.Node, nodeClaims []*v1.NodeClaim) *v1.NodeClaim {
 func (c *Controller) setCondition(ctx context.Context, nodeClaims []*v1.NodeClaim, condType string, st metav1.ConditionStatus, reason, message string) error {
 	for _, nc := range nodeClaims {
 		// Conditions are a list: a plain merge patch replaces the whole
-		// list, so it is written under optimistic locking (PatchFresh)
+		// list, so it is written under optimistic locking (optimistic.Patch)
 		// lest it drop another controller's condition. A conflict that
 		// outlasts the re-reads is a quiet retry: the next pass recomputes
 		// the condition.
-		_, err := nodeclaimtermination.PatchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+		_, err := optimistic.Patch(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
 			if nc.DeletionTimestamp == nil {
 				// Not terminating (gone, or a new NodeClaim of the name):
 				// not this drain's to report on.

@@ -30,6 +30,7 @@ import (
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/cloudprovider"
+	"github.com/joiner-dev/joiner/pkg/controllers/optimistic"
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/logging"
 	"github.com/joiner-dev/joiner/pkg/metrics"
@@ -45,7 +46,7 @@ type Options struct {
 	Client client.Client
 	// APIReader reads from the API server itself (the manager's
 	// GetAPIReader; required): a write that conflicts on the cache's copy
-	// is redone on the API server's (PatchFresh).
+	// is redone on the API server's (optimistic.Patch).
 	APIReader     client.Reader
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      events.Recorder
@@ -150,7 +151,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// NodeClaim as deleted: what the metrics need is taken before.
 	pool, capacityType, deleted := nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.DeletionTimestamp.Time
 	terminating := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating)
-	wrote, err := PatchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+	wrote, err := optimistic.Patch(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
 		return controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
 	}, func(nc *v1.NodeClaim, p client.Patch) error {
 		return c.opts.Client.Patch(ctx, nc, p)
@@ -247,7 +248,7 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, r
 // recordInstanceTerminating sets InstanceTerminating on nc once; a conflict
 // is a quiet retry on the next pass.
 func (c *Controller) recordInstanceTerminating(ctx context.Context, nc *v1.NodeClaim) error {
-	_, err := PatchFresh(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
+	_, err := optimistic.Patch(ctx, c.opts.APIReader, nc, func(nc *v1.NodeClaim) bool {
 		return nc.DeletionTimestamp != nil && nc.StatusConditions().WithClock(c.opts.Clock).SetTrue(v1.ConditionTypeInstanceTerminating)
 	}, func(nc *v1.NodeClaim, p client.Patch) error {
 		return c.opts.Client.Status().Patch(ctx, nc, p)

@@ -1,4 +1,7 @@
-package termination
+// Package optimistic writes a change to an object read from a controller's
+// cache under optimistic locking, and recomputes it on the API server's own
+// copy when the cache's is behind.
+package optimistic
 
 import (
 	"context"
@@ -9,8 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PatchFresh is how both termination controllers write what they change on
-// a Node or NodeClaim: it changes obj with change and writes the change
+// Patch is how joiner's controllers write what they change on a Node or a
+// NodeClaim (node and nodeclaim termination, disruption's taint and
+// DisruptionReason): it changes obj with change and writes the change
 // with write under optimistic locking, so a list it rewrites whole (a
 // Node's taints, which the API server treats as one atomic value; a
 // NodeClaim's conditions; finalizers) cannot drop what another writer
@@ -18,16 +22,16 @@ import (
 // server the write conflicts, and then obj is read again from the API server itself and the change
 // recomputed on it: a cache that lags behind a Node's heartbeats can no
 // longer fail the write pass after pass. change reports whether obj needed
-// one; on a fresh copy that already has it nothing is written. PatchFresh
+// one; on a fresh copy that already has it nothing is written. Patch
 // reports whether it wrote; obj holds the API server's answer.
 //
 // The API server's copy must be the same object as the cache's: a Node
 // deleted and registered again under its name (an instance replaced with
 // the same host name) is another Node, whose finalizer and taints belong to
-// its own termination. When the UID differs, PatchFresh changes nothing and
+// its own termination. When the UID differs, Patch changes nothing and
 // answers NotFound, as for an object that is gone, and obj is left as it
 // was.
-func PatchFresh[O any, T interface {
+func Patch[O any, T interface {
 	*O
 	client.Object
 }](ctx context.Context, api client.Reader, obj T, change func(T) bool, write func(T, client.Patch) error) (bool, error) {
