@@ -621,8 +621,15 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 	// ends: the wait covers it (a seed-1 EC2 round met one at 3m exactly,
 	// with Karpenter's TTL).
 	driftWait := wait + w.offeringsTTL
-	if err := test.Poll(ctx, driftWait, w.webOffDrifted(drifted)); err != nil {
+	started := time.Now()
+	stopReports := whileWaiting(stallEvery, func() {
+		w.logStall(ctx, fmt.Sprintf("drift step not over after %s", time.Since(started).Round(time.Second)), drifted)
+	})
+	err := test.Poll(ctx, driftWait, w.webOffDrifted(drifted))
+	stopReports()
+	if err != nil {
 		problems = append(problems, fmt.Sprintf("drifted nodes not replaced in %s: %v", driftWait, err))
+		w.logStall(ctx, "drifted nodes not replaced", drifted)
 	}
 	clock.step("drift")
 	// Settled, and still settled a while later (consolidation had its
