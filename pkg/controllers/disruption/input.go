@@ -82,7 +82,10 @@ func (c *Controller) node(sn *state.StateNode, its []*scheduling.InstanceType) d
 		NodeClaim:         sn.NodeClaim,
 		Pods:              sn.Pods,
 		MarkedForDeletion: sn.MarkedForDeletion,
-		Nominated:         sn.Nominated(),
-		Queued:            c.queue.Has(sn.Name()),
+		// A command's replacement in flight is held as a nominated node
+		// is (no candidate, not counted against budgets): the candidates'
+		// pods are bound for it.
+		Nominated: sn.Nominated() || c.queue.Replaces(sn.NodeClaim.Name),
+		Queued:    c.queue.Has(sn.Name()),
 	}, its, c.opts.Scheduling.ListPrices)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -101,6 +102,10 @@ type item struct {
 	// cloud had no capacity) only rolls the command back, as Karpenter
 	// does, and drift tries again.
 	running map[string]bool
+	// initialized are the replacements seen initialised: one deleted after
+	// that did not fail (another command took it, or someone deleted it),
+	// so losing it rolls the command back without halting drift.
+	initialized map[string]bool
 	// launched is set (under Queue.mu) once Execute created every
 	// replacement: before that, Process must not look at the item, or a
 	// command without its replacements yet would look finished.
@@ -165,6 +170,22 @@ func (q *Queue) Has(name string) bool {
 			if c.name == name {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// Replaces reports whether nodeClaim is a replacement a command in flight
+// waits on: its candidates' pods are bound for it, so no other command
+// may take it, however empty it is until they move.
+func (q *Queue) Replaces(nodeClaim string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, it := range q.items {
+		// Until launched is set, Execute (on the caller's goroutine) is
+		// still filling replacements in.
+		if it.launched && slices.Contains(it.replacements, nodeClaim) {
+			return true
 		}
 	}
 	return false
@@ -267,7 +288,7 @@ func (q *Queue) newItem(cmd *disruption.Command, in *disruption.Input) (*item, e
 	for i := range in.Nodes {
 		byName[in.Nodes[i].Name] = &in.Nodes[i]
 	}
-	it := &item{cmd: cmd, seen: map[string]bool{}, confirmed: map[string]time.Time{}, uids: map[string]types.UID{}, running: map[string]bool{}}
+	it := &item{cmd: cmd, seen: map[string]bool{}, confirmed: map[string]time.Time{}, uids: map[string]types.UID{}, running: map[string]bool{}, initialized: map[string]bool{}}
 	for _, name := range cmd.Candidates {
 		n, ok := byName[name]
 		if !ok || n.NodeClaim == nil {
@@ -342,24 +363,28 @@ func (q *Queue) process(ctx context.Context, it *item) {
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it %s", name, failedStage(it.running[name])), it.running[name])
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted %s", name, it.deletedStage(name)), it.failedToInitialize(name))
 			return
 		case err != nil:
 			log.FromContext(ctx).Error(err, "reading replacement nodeclaim", logging.NodeClaim, klog.KRef("", name))
 			return
 		case it.uids[name] != "" && nc.UID != it.uids[name]:
-			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted before it %s (a new NodeClaim has its name)", name, failedStage(it.running[name])), it.running[name])
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s was deleted %s (a new NodeClaim has its name)", name, it.deletedStage(name)), it.failedToInitialize(name))
 			return
 		}
 		it.seen[name] = true
 		if nc.Status.ProviderID != "" {
 			it.running[name] = true
 		}
+		initialized := nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized)
+		if initialized {
+			it.initialized[name] = true
+		}
 		if nc.DeletionTimestamp != nil {
-			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s is being deleted before it %s%s", name, failedStage(it.running[name]), lastCondition(nc)), it.running[name])
+			q.rollBack(ctx, it, fmt.Sprintf("replacement nodeclaim %s is being deleted %s%s", name, it.deletedStage(name), lastCondition(nc)), it.failedToInitialize(name))
 			return
 		}
-		if !nc.StatusConditions().IsTrue(v1.ConditionTypeInitialized) {
+		if !initialized {
 			waiting = append(waiting, name+lastCondition(nc))
 		}
 	}
@@ -372,13 +397,26 @@ func (q *Queue) process(ctx context.Context, it *item) {
 	}
 }
 
-// failedStage names what a failed replacement never did: launch (the
-// cloud refused it), or initialise once running.
-func failedStage(running bool) string {
-	if running {
-		return "initialized"
+// deletedStage says when a replacement that is gone was lost: before it
+// launched (the cloud refused it), before it initialised once running, or
+// after it initialised (it did not fail).
+func (it *item) deletedStage(name string) string {
+	switch {
+	case it.initialized[name]:
+		return "after it initialized"
+	case it.running[name]:
+		return "before it initialized"
 	}
-	return "launched"
+	return "before it launched"
+}
+
+// failedToInitialize reports whether a replacement that is gone failed
+// once running, before it initialised: the one loss that halts drift
+// (a NodeClaim of the new template that does not come up). One whose
+// launch failed is the cloud's capacity; one deleted after it initialised
+// is another writer's doing (aws 3090: an emptiness command took it).
+func (it *item) failedToInitialize(name string) bool {
+	return it.running[name] && !it.initialized[name]
 }
 
 // lastCondition says where a replacement stands, for messages.

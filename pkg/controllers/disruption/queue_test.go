@@ -250,6 +250,56 @@ func TestExecute(t *testing.T) {
 			wantEvents:      []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked, events.DriftHalted},
 		},
 		{
+			// Chaos aws 3090: one of a drift command's three replacements
+			// initialised and, empty while the command waited on the other
+			// two, was deleted by an emptiness command 4 s later; the queue
+			// called that a replacement that failed to initialise and
+			// halted drift for the pool for an hour, so the round's drifted
+			// nodes were never replaced. A replacement deleted after it
+			// initialised did not fail: the command rolls back (its
+			// capacity is gone) and drift tries again.
+			name: "a drift replacement deleted after it initialised rolls back without halting drift",
+			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
+			steps: func(u *unit) {
+				first := u.prov.created[0]
+				u.launch(first)
+				u.initialize(first)
+				u.ctrl.queue.Process(u.ctx)
+				if u.ctrl.queue.Len() != 1 {
+					u.t.Fatal("command finished with a replacement not initialised")
+				}
+				// Kept visible while it terminates, as the termination
+				// finalizer keeps a real one.
+				nc := u.getClaim(first)
+				nc.Finalizers = append(nc.Finalizers, v1.TerminationFinalizer)
+				if err := u.kube.Update(u.ctx, nc); err != nil {
+					u.t.Fatal(err)
+				}
+				if err := u.kube.Delete(u.ctx, u.getClaim(first)); err != nil {
+					u.t.Fatal(err)
+				}
+				u.ctrl.queue.Process(u.ctx)
+			},
+			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
+		},
+		{
+			// The same when the replacement is already gone by the time
+			// the queue looks again: the queue saw it initialised.
+			name: "a drift replacement gone after it initialised rolls back without halting drift",
+			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
+			steps: func(u *unit) {
+				first := u.prov.created[0]
+				u.launch(first)
+				u.initialize(first)
+				u.ctrl.queue.Process(u.ctx)
+				if err := u.kube.Delete(u.ctx, u.getClaim(first)); err != nil {
+					u.t.Fatal(err)
+				}
+				u.ctrl.queue.Process(u.ctx)
+			},
+			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
+		},
+		{
 			// Issue 34 (chaos rounds with drift): a replacement the cloud
 			// had no capacity for halted drift for an hour; Karpenter rolls
 			// the command back and drift tries again.
