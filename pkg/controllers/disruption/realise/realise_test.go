@@ -187,12 +187,17 @@ func carryOut(t *testing.T, in *disruption.Input, cmd *disruption.Command, rever
 				stay = append(stay, apiPod(ns, p, prefix+replacementName(i)))
 			}
 		}
-		labels := map[string]string{corev1.LabelTopologyZone: o.Zone, v1.LabelCapacityType: o.CapacityType}
+		// The type's single-valued requirements label the node, and the
+		// offering it launched on names its zone and capacity type (a type
+		// whose requirements list one capacity type may still be launched
+		// on an offering of another, as spot is in the daemons test).
+		labels := map[string]string{}
 		for k, vs := range it.Requirements {
 			if len(vs) == 1 {
 				labels[k] = vs[0]
 			}
 		}
+		labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType] = o.Zone, o.CapacityType
 		for _, d := range scheduling.DaemonPodsFor(in.Cluster.DaemonSets, labels, nil) {
 			dp := apiPod(ns, d, prefix+replacementName(i))
 			dp.Name = d.Name + "-" + strconv.Itoa(i)
