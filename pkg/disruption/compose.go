@@ -150,29 +150,39 @@ func (e *engine) compose(first *Command) (*Command, error) {
 	// evicts every step's pods at once: the last steps go until the whole
 	// passes it too. A last step planned on its predecessor's pinned
 	// replacements is first planned again on them unpinned (its pods then
-	// keep off them as the replay may want), one simulation more.
-	for ; len(steps) > 1; steps = steps[:len(steps)-1] {
-		if cmd := merge(steps, origin); e.realised(cmd) {
+	// keep off them as the replay may want), one simulation more. When the
+	// last step goes, the step before it becomes the last and launches its
+	// replacements open again: no step counts on their zones any more.
+	for len(steps) > 1 {
+		if cmd := merge(steps, origin); e.replays(cmd) {
 			return cmd, nil
 		}
 		k := len(steps) - 1
-		if steps[k-1] == opens[k-1] {
-			continue
+		if steps[k-1] != opens[k-1] {
+			left, taken = maps.Clone(lefts[k]), takens[k]
+			retry := append(slices.Clone(steps[:k-1]), opens[k-1])
+			cmd, _, _, err := next(retry, ins[k-1], engs[k-1])
+			if err != nil {
+				return nil, err
+			}
+			if cmd != nil {
+				if m := merge(append(retry, cmd), origin); e.replays(m) {
+					return m, nil
+				}
+			}
 		}
-		left, taken = maps.Clone(lefts[k]), takens[k]
-		retry := append(slices.Clone(steps[:k-1]), opens[k-1])
-		cmd, _, _, err := next(retry, ins[k-1], engs[k-1])
-		if err != nil {
-			return nil, err
-		}
-		if cmd == nil {
-			continue
-		}
-		if m := merge(append(retry, cmd), origin); e.realised(m) {
-			return m, nil
-		}
+		steps = steps[:k]
+		steps[k-1] = opens[k-1]
 	}
 	return first, nil
+}
+
+// replays is realised, or the test's stand-in for it.
+func (e *engine) replays(cmd *Command) bool {
+	if e.replayed != nil {
+		return e.replayed(cmd)
+	}
+	return e.realised(cmd)
 }
 
 // pinZones is cmd with each replacement whose offerings leave its zone
@@ -205,24 +215,54 @@ func pinZones(cmd *Command) *Command {
 	return out
 }
 
-// pinLike pins now's replacements (a re-simulated step) to the zones of
-// the command step's replacements they stand for (matched as stillOffers
-// matches them), so the steps after it are re-simulated on the nodes the
-// command launches.
-func pinLike(now, step *Command) *Command {
+// pinLike is now (a re-simulated step) with its replacements pinned to
+// the zones of the command step's replacements they stand for (matched as
+// stillOffers matches them), so the steps after it are re-simulated on the
+// nodes the command launches. It fails when the command launches a
+// replacement in one zone that no longer offers all of its instance
+// types: the command would launch it with fewer options than it was
+// planned with, or not at all, and the steps after it count on a node
+// there (left unpinned, they would be re-simulated on a node of no zone,
+// and the command would pass on a plan it cannot launch).
+func pinLike(now, step *Command) (*Command, error) {
 	match, err := matchReplacements(now, step)
 	if err != nil {
-		return now
+		return nil, err
 	}
 	out := *now
 	out.Replacements = slices.Clone(now.Replacements)
 	for i, want := range step.Replacements {
+		zones := launchZones(want)
+		if len(zones) != 1 {
+			continue
+		}
 		have := now.Replacements[match[i]]
-		if zones := launchZones(want); len(zones) == 1 && len(launchZones(have)) > 1 {
+		if !offersAllIn(have, want, zones[0]) {
+			return nil, fmt.Errorf("replacement %d (%s) launches in zone %s, where the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name, zones[0])
+		}
+		if len(launchZones(have)) > 1 {
 			out.Replacements[match[i]] = pinZone(have, zones[0])
 		}
 	}
-	return &out
+	return &out, nil
+}
+
+// offersAllIn reports whether have offers each of want's instance types in
+// zone, within have's requirements.
+func offersAllIn(have, want *scheduling.NewNodeClaim, zone string) bool {
+	reqs := setRequirement(have.Requirements, v1.LabelTopologyZone, zone)
+	offered := make(map[string]bool, len(have.InstanceTypes))
+	for _, it := range have.InstanceTypes {
+		if _, ok := scheduling.CheapestOffering(it, reqs); ok {
+			offered[it.Name] = true
+		}
+	}
+	for _, it := range want.InstanceTypes {
+		if !offered[it.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 // pinZone is nc launched only in zone: its requirements narrowed to it and
@@ -563,15 +603,16 @@ func (e *engine) validateSteps(cmd *Command) error {
 		if now == nil {
 			return fmt.Errorf("step %d: re-simulation no longer supports the command: %s", i+1, whyNot)
 		}
-		if err := stillOffers(now, step); err != nil {
+		// Every step is replayed as the command launches it, the last
+		// one too (its replacements open unless the plan itself kept one
+		// in a single zone).
+		if now, err = pinLike(now, step); err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
 		}
+		steps = append(steps, now)
 		if i == len(cmd.steps)-1 {
-			steps = append(steps, now)
 			break
 		}
-		now = pinLike(now, step)
-		steps = append(steps, now)
 		next := afterCommand(cur.in, now, first, origin)
 		first += len(now.Replacements)
 		parent := cur

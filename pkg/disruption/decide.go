@@ -20,6 +20,9 @@ type engine struct {
 	// consolidation searches (a composed step's share, compose.go).
 	simLimit   int
 	composeAll bool
+	// replayed, when set, stands in for realised when compose checks a
+	// composed command as a whole (tests force its last steps to go).
+	replayed func(*Command) bool
 }
 
 func newEngine(in *Input) (*engine, error) {
@@ -42,17 +45,19 @@ func (e *engine) capacity() *capacity { return e.sim.capacity() }
 // that yields a command wins, and a consolidation command may take the
 // next passes' commands as steps of its own (compose.go). Every managed
 // node gets a Verdict either way.
-func Decide(in *Input) (*Decision, error) { return decide(in, false) }
+func Decide(in *Input) (*Decision, error) { return decide(in, nil) }
 
-// decide is Decide; composeAll lets every consolidation command compose
-// further steps with a pass's full search (tests exercise compose.go with
-// it, where its thrift would rarely compose).
-func decide(in *Input, composeAll bool) (*Decision, error) {
+// decide is Decide with the engine set up by tune (tests exercise
+// compose.go through it: composing every step with a pass's full search,
+// where Decide's thrift would rarely compose).
+func decide(in *Input, tune func(*engine)) (*Decision, error) {
 	e, err := newEngine(in)
 	if err != nil {
 		return nil, err
 	}
-	e.composeAll = composeAll
+	if tune != nil {
+		tune(e)
+	}
 	d := &Decision{Verdicts: e.verdicts, Allowed: e.allowed}
 	for _, method := range []func() (*Command, error){e.emptiness, e.staticDrift, e.drift, e.multiNode, e.singleNode} {
 		cmd, err := method()

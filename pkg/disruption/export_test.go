@@ -75,7 +75,43 @@ func Steps(cmd *Command) int { return max(len(cmd.steps), 1) }
 
 // DecideComposingAll is Decide with every consolidation command composing
 // further steps, each with a pass's full search.
-func DecideComposingAll(in *Input) (*Decision, error) { return decide(in, true) }
+func DecideComposingAll(in *Input) (*Decision, error) {
+	return decide(in, func(e *engine) { e.composeAll = true })
+}
+
+// DecideComposingAtMost is DecideComposingAll with a composed command of
+// more than steps steps failing the whole-command replay, so its last
+// steps go; dropped says whether any went.
+func DecideComposingAtMost(in *Input, steps int) (d *Decision, dropped bool, err error) {
+	d, err = decide(in, func(e *engine) {
+		e.composeAll = true
+		e.replayed = func(cmd *Command) bool {
+			if len(cmd.steps) > steps {
+				dropped = true
+				return false
+			}
+			return e.realised(cmd)
+		}
+	})
+	return d, dropped, err
+}
+
+// StepZones is, for each step of cmd and each of its replacements, the
+// zones the replacement may launch in.
+func StepZones(cmd *Command) [][][]string {
+	steps := cmd.steps
+	if len(steps) == 0 {
+		steps = []*Command{cmd}
+	}
+	out := make([][][]string, len(steps))
+	for s, step := range steps {
+		out[s] = make([][]string, len(step.Replacements))
+		for i, nc := range step.Replacements {
+			out[s][i] = launchZones(nc)
+		}
+	}
+	return out
+}
 
 // StepSizes is how many candidates each step of cmd takes.
 func StepSizes(cmd *Command) []int {

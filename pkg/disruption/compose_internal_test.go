@@ -1,0 +1,64 @@
+package disruption
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
+
+// TestPinLike: Validate re-simulates a composed command's steps on the
+// replacements as the command launches them. A replacement the command
+// launches in one zone is pinned there in the re-simulated step, so the
+// steps after it count on a node of that zone, as when they were planned;
+// when that zone no longer offers all of the replacement's instance types
+// the command cannot launch what it planned, and the step fails. Before,
+// a re-simulated replacement whose zone offered none of its types was
+// returned unpinned (a node of no zone for the later steps) and the
+// command passed; one whose zone offered some of them was pinned to
+// those and passed too.
+func TestPinLike(t *testing.T) {
+	it := func(name string, zones ...string) *scheduling.InstanceType {
+		out := &scheduling.InstanceType{Name: name}
+		for _, z := range zones {
+			out.Offerings = append(out.Offerings, scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true})
+		}
+		return out
+	}
+	inZone := func(z string) []scheduling.Requirement {
+		return []scheduling.Requirement{{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}
+	}
+	pinned := &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1"), it("b", "z1")}, Requirements: inZone("z1")}
+	open := &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1", "z2"), it("b", "z1", "z2")}}
+	for _, tc := range []struct {
+		name  string
+		want  *scheduling.NewNodeClaim // the command's replacement
+		have  *scheduling.NewNodeClaim // the re-simulation's
+		zones []string                 // where the re-simulated one launches; nil: refused
+	}{
+		{name: "its zone still offers every type: pinned there", want: pinned, have: open, zones: []string{"z1"}},
+		{name: "already in its zone", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1"), it("b", "z1")}, Requirements: inZone("z1")}, zones: []string{"z1"}},
+		{name: "its zone offers none of its types", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z2", "z3"), it("b", "z2", "z3")}}},
+		{name: "its zone offers one of its two types", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1", "z2"), it("b", "z2")}}},
+		{name: "an open replacement stays open", want: open, have: open, zones: []string{"z1", "z2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := pinLike(&Command{Replacements: []*scheduling.NewNodeClaim{tc.have}}, &Command{Replacements: []*scheduling.NewNodeClaim{tc.want}})
+			if tc.zones == nil {
+				if err == nil {
+					t.Fatalf("re-simulated step accepted, launching in %v", launchZones(got.Replacements[0]))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if zones := launchZones(got.Replacements[0]); !slices.Equal(zones, tc.zones) {
+				t.Fatalf("re-simulated replacement launches in %v, want %v", zones, tc.zones)
+			}
+		})
+	}
+}
