@@ -342,19 +342,58 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 	if sum > limit {
 		return nil, Why{Kind: WhyNotCheaper}
 	}
+	exclude := ""
+	if len(cands) == 1 && len(ncs) == 1 {
+		exclude = cands[0].node.InstanceType // never churn a node into another of its own type
+	}
+	allowance := allowances(ncs, reqs, cheapest, sum, limit, exclude, s.listPrices())
 	out := make([]*scheduling.NewNodeClaim, len(ncs))
 	for i, nc := range ncs {
-		exclude := ""
-		if len(cands) == 1 && len(ncs) == 1 {
-			exclude = cands[0].node.InstanceType // never churn a node into another of its own type
-		}
-		repl, why := narrow(nc, reqs[i], cheapest[i]*limit/sum, exclude, allSpot && len(cands) == 1 && len(ncs) == 1, s.listPrices())
+		repl, why := narrow(nc, reqs[i], allowance[i], exclude, allSpot && len(cands) == 1 && len(ncs) == 1, s.listPrices())
 		if repl == nil {
 			return nil, why
 		}
 		out[i] = repl
 	}
 	return out, Why{}
+}
+
+// allowances shares limit among the replacements, each the most its
+// launch options may cost at their dearest offering: in proportion to
+// each one's cheapest option, or, when that leaves some replacement no
+// option (its cheapest type's dearest offering, in another zone, costs
+// more than its share), first what each needs to keep one option and the
+// rest in proportion. Either way they add up to limit, so whichever
+// options launch, the replacements cost at most limit together; the
+// second only rescues a set the first would refuse (a set of many
+// replacements, each barely cheaper than its candidate, where one zone's
+// dearer price used to sink the whole).
+func allowances(ncs []*scheduling.NewNodeClaim, reqs [][]scheduling.Requirement, cheapest []float64, sum, limit float64, exclude string, listPrices bool) []float64 {
+	out := make([]float64, len(ncs))
+	need := make([]float64, len(ncs))
+	proportional, total := true, 0.0
+	for i, nc := range ncs {
+		out[i] = cheapest[i] * limit / sum
+		need[i] = math.Inf(1)
+		cpu := nc.Requests.Cpu().MilliValue()
+		for _, it := range nc.InstanceTypes {
+			if it.Name == exclude {
+				continue
+			}
+			if _, ok := offeringPrice(it, reqs[i], cpu, listPrices); ok {
+				need[i] = min(need[i], dearestOffering(it, reqs[i], cpu, listPrices))
+			}
+		}
+		proportional = proportional && need[i] <= out[i]
+		total += need[i]
+	}
+	if proportional || total > limit {
+		return out
+	}
+	for i := range out {
+		out[i] = need[i] + (limit-total)*cheapest[i]/sum
+	}
+	return out
 }
 
 // narrow keeps nc's launch options priced at most allowance (other than
