@@ -20,5 +20,10 @@
 // Safe drift: when the replacements of a drift command fail to initialise,
 // drift stops for that NodePool (the DriftHalted condition and an event)
 // until the NodePool changes or DriftHaltDuration passes, instead of
-// replacing the next drifted node with another broken one.
+// replacing the next drifted node with another broken one. Only a
+// replacement that ran and was lost before it initialised counts: one the
+// cloud had no capacity for, or one lost after it initialised, rolls the
+// command back and drift tries again. While its command is in flight a
+// replacement is held as a nominated node is, so no other command takes
+// it while it is still empty (chaos aws 3090, test/chaos/README.md).
 package disruption

@@ -184,6 +184,33 @@ func (u *unit) launch(name string) {
 	}
 }
 
+// loseFirstReplacementInitialised launches and initialises the command's
+// first replacement, lets the queue see it (the command still waits on
+// the others), deletes it (kept visible while it terminates when
+// finalized, as the termination finalizer keeps a real one) and lets the
+// queue look again.
+func (u *unit) loseFirstReplacementInitialised(finalized bool) {
+	u.t.Helper()
+	first := u.prov.created[0]
+	u.launch(first)
+	u.initialize(first)
+	u.ctrl.queue.Process(u.ctx)
+	if u.ctrl.queue.Len() != 1 {
+		u.t.Fatal("command finished with a replacement not initialised")
+	}
+	if finalized {
+		nc := u.getClaim(first)
+		nc.Finalizers = append(nc.Finalizers, v1.TerminationFinalizer)
+		if err := u.kube.Update(u.ctx, nc); err != nil {
+			u.t.Fatal(err)
+		}
+	}
+	if err := u.kube.Delete(u.ctx, u.getClaim(first)); err != nil {
+		u.t.Fatal(err)
+	}
+	u.ctrl.queue.Process(u.ctx)
+}
+
 func replacement() *scheduling.NewNodeClaim {
 	return &scheduling.NewNodeClaim{NodePool: pool, Price: 0.1, InstanceTypes: []*scheduling.InstanceType{{Name: "c-2x", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
 }
@@ -258,45 +285,17 @@ func TestExecute(t *testing.T) {
 			// nodes were never replaced. A replacement deleted after it
 			// initialised did not fail: the command rolls back (its
 			// capacity is gone) and drift tries again.
-			name: "a drift replacement deleted after it initialised rolls back without halting drift",
-			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
-			steps: func(u *unit) {
-				first := u.prov.created[0]
-				u.launch(first)
-				u.initialize(first)
-				u.ctrl.queue.Process(u.ctx)
-				if u.ctrl.queue.Len() != 1 {
-					u.t.Fatal("command finished with a replacement not initialised")
-				}
-				// Kept visible while it terminates, as the termination
-				// finalizer keeps a real one.
-				nc := u.getClaim(first)
-				nc.Finalizers = append(nc.Finalizers, v1.TerminationFinalizer)
-				if err := u.kube.Update(u.ctx, nc); err != nil {
-					u.t.Fatal(err)
-				}
-				if err := u.kube.Delete(u.ctx, u.getClaim(first)); err != nil {
-					u.t.Fatal(err)
-				}
-				u.ctrl.queue.Process(u.ctx)
-			},
+			name:       "a drift replacement deleted after it initialised rolls back without halting drift",
+			cmd:        &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
+			steps:      func(u *unit) { u.loseFirstReplacementInitialised(true) },
 			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
 		},
 		{
 			// The same when the replacement is already gone by the time
 			// the queue looks again: the queue saw it initialised.
-			name: "a drift replacement gone after it initialised rolls back without halting drift",
-			cmd:  &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
-			steps: func(u *unit) {
-				first := u.prov.created[0]
-				u.launch(first)
-				u.initialize(first)
-				u.ctrl.queue.Process(u.ctx)
-				if err := u.kube.Delete(u.ctx, u.getClaim(first)); err != nil {
-					u.t.Fatal(err)
-				}
-				u.ctrl.queue.Process(u.ctx)
-			},
+			name:       "a drift replacement gone after it initialised rolls back without halting drift",
+			cmd:        &disruption.Command{Method: disruption.MethodDrift, Reason: disruption.ReasonDrifted, Candidates: []string{"n1"}, Replacements: []*scheduling.NewNodeClaim{replacement(), replacement()}},
+			steps:      func(u *unit) { u.loseFirstReplacementInitialised(false) },
 			wantEvents: []string{events.DisruptionLaunching, events.DisruptionWaitingReadiness, events.DisruptionBlocked},
 		},
 		{
