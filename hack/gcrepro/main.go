@@ -42,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -241,47 +242,13 @@ func main() {
 	logf("cleanup starts")
 	var wg sync.WaitGroup
 	var deletes atomic.Int64
-	kinds := map[string]func() ([]string, error){
-		"deployments": func() ([]string, error) {
-			l, err := kc.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: label})
-			if err != nil {
-				return nil, err
-			}
-			var out []string
-			for _, x := range l.Items {
-				out = append(out, x.Name)
-			}
-			return out, nil
-		},
-		"pods": func() ([]string, error) {
-			l, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: label})
-			if err != nil {
-				return nil, err
-			}
-			var out []string
-			for _, x := range l.Items {
-				out = append(out, x.Name)
-			}
-			return out, nil
-		},
-		"nodes": func() ([]string, error) {
-			l, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: label})
-			if err != nil {
-				return nil, err
-			}
-			var out []string
-			for _, x := range l.Items {
-				out = append(out, x.Name)
-			}
-			return out, nil
-		},
-	}
-	del := map[string]func(string) error{
-		"deployments": func(n string) error {
-			return kc.AppsV1().Deployments(ns).Delete(ctx, n, foreground())
-		},
-		"pods":  func(n string) error { return kc.CoreV1().Pods(ns).Delete(ctx, n, foreground()) },
-		"nodes": func(n string) error { return kc.CoreV1().Nodes().Delete(ctx, n, foreground()) },
+	// The kinds upstream's cleanup deletes that this run creates, listed and
+	// deleted by their metadata only, as upstream does.
+	mc := metadata.NewForConfigOrDie(cfg)
+	kinds := map[string]metadata.ResourceInterface{
+		"deployments": mc.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace(ns),
+		"pods":        mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(ns),
+		"nodes":       mc.Resource(corev1.SchemeGroupVersion.WithResource("nodes")),
 	}
 	done := map[string]time.Duration{}
 	var doneMu sync.Mutex
@@ -290,8 +257,8 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for time.Since(start) < *deadline {
-				names, err := kinds[kind]()
-				if err == nil && len(names) == 0 {
+				list, err := kinds[kind].List(ctx, metav1.ListOptions{LabelSelector: label})
+				if err == nil && len(list.Items) == 0 {
 					if kind == "pods" {
 						report(before, snapshot(ctx, cp, kc))
 					}
@@ -301,9 +268,13 @@ func main() {
 					logf("%s: none left after %s", kind, time.Since(start).Round(time.Second))
 					return
 				}
-				workqueue.ParallelizeUntil(ctx, 50, len(names), func(i int) {
-					if err := del[kind](names[i]); err != nil && !apierrors.IsNotFound(err) {
-						log.Printf("deleting %s %s: %v", kind, names[i], err)
+				var items []metav1.PartialObjectMetadata
+				if err == nil {
+					items = list.Items
+				}
+				workqueue.ParallelizeUntil(ctx, 50, len(items), func(i int) {
+					if err := kinds[kind].Delete(ctx, items[i].Name, foreground()); err != nil && !apierrors.IsNotFound(err) {
+						log.Printf("deleting %s %s: %v", kind, items[i].Name, err)
 					}
 					deletes.Add(1)
 				})
