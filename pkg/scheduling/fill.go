@@ -119,11 +119,15 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 		receivers = append(receivers, s)
 	}
 	fs.receivers = receivers
-	order := fs.order(receivers, b)
+	fs.order(receivers, b)
 	fs.inventory(sv, r, b)
 	used, misses := 0, 0
-	for _, k := range order {
+	for {
 		if used >= budget || misses >= fillMisses {
+			break
+		}
+		k, ok := fs.next()
+		if !ok {
 			break
 		}
 		s := receivers[k]
@@ -146,15 +150,60 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 }
 
 // order ranks the receivers by their idle room in resource b, the most
-// first (ties in list order), as indices into receivers.
-func (fs *filler) order(receivers []*nodeState, b int) []int {
+// first (ties in list order), for next to hand out. A reservoir usually
+// stops after a short prefix of the ranking (fillMisses in a row that
+// took nothing), so the ranking is a heap popped as far as it is read
+// rather than a sort of the zone's every node.
+func (fs *filler) order(receivers []*nodeState, b int) {
 	fs.idle, fs.rank = fs.idle[:0], fs.rank[:0]
 	for k, s := range receivers {
 		fs.idle = append(fs.idle, s.pool.effAlloc[s.natural][b]-s.requests[b])
 		fs.rank = append(fs.rank, k)
 	}
-	slices.SortStableFunc(fs.rank, func(i, j int) int { return cmp.Compare(fs.idle[j], fs.idle[i]) })
-	return fs.rank
+	for i := len(fs.rank)/2 - 1; i >= 0; i-- {
+		fs.down(i)
+	}
+}
+
+// next pops the receiver with the most idle room left in the ranking.
+func (fs *filler) next() (int, bool) {
+	n := len(fs.rank)
+	if n == 0 {
+		return 0, false
+	}
+	k := fs.rank[0]
+	fs.rank[0] = fs.rank[n-1]
+	fs.rank = fs.rank[:n-1]
+	fs.down(0)
+	return k, true
+}
+
+// before orders the heap: more idle room first, then list order.
+func (fs *filler) before(i, j int) bool {
+	a, b := fs.rank[i], fs.rank[j]
+	if fs.idle[a] != fs.idle[b] {
+		return fs.idle[a] > fs.idle[b]
+	}
+	return a < b
+}
+
+func (fs *filler) down(i int) {
+	n := len(fs.rank)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && fs.before(r, l) {
+			m = r
+		}
+		if !fs.before(m, i) {
+			return
+		}
+		fs.rank[i], fs.rank[m] = fs.rank[m], fs.rank[i]
+		i = m
+	}
 }
 
 // inventory groups reservoir r's movable pods by request shape, heaviest
