@@ -53,6 +53,10 @@ type classBase struct {
 	// devices are the pods' device requests (IGNORE_DRA_REQUESTS=false).
 	devices  []DeviceRequest
 	variants []*podClass
+	// twin numbers the classes' distinct namespace and labels: pods of
+	// the same twin are selected by the same topology groups, so
+	// exchanging two of them keeps every count (twins.go).
+	twin int
 }
 
 // shapeT is what classes with identical requests share: how far into each
@@ -122,6 +126,7 @@ func (sv *solver) buildClasses() error {
 	})
 	var b strings.Builder
 	shapes := map[string]*shapeT{}
+	twins := map[[2]string]int{}
 	for _, p := range pending {
 		if pods.IsOwnedByDaemonSet(p) {
 			continue
@@ -143,6 +148,7 @@ func (sv *solver) buildClasses() error {
 				shapes[sk] = cb.shape
 			}
 			byKey[key] = cb
+			cb.twin = twinOf(twins, key)
 			sv.classes = append(sv.classes, cb)
 			if err := sv.describeClass(cb, p); err != nil {
 				cb.err = classError(err)
@@ -159,6 +165,22 @@ func (sv *solver) buildClasses() error {
 	}
 	sv.countExistingPods()
 	return nil
+}
+
+// twinOf numbers the namespace and labels of a class key (classKey writes
+// them first, between its first three '|', which neither a namespace, a
+// request nor a label may contain), in the order they are first seen.
+func twinOf(twins map[[2]string]int, key string) int {
+	ns, rest, _ := strings.Cut(key, "|")
+	_, rest, _ = strings.Cut(rest, "|")
+	labels, _, _ := strings.Cut(rest, "|")
+	k := [2]string{ns, labels}
+	id, ok := twins[k]
+	if !ok {
+		id = len(twins)
+		twins[k] = id
+	}
+	return id
 }
 
 func classKey(b *strings.Builder, p *corev1.Pod, req resVec, spread []corev1.TopologySpreadConstraint) {

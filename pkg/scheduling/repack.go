@@ -703,11 +703,14 @@ type podMove struct {
 	pod      *corev1.Pod
 	c        *podClass
 	from, to *nodeState
+	// anyZone lets the pod land in another zone than the one it leaves:
+	// only for exchanges of twins (twins.go), which keep every count.
+	anyZone bool
 }
 
 // moveAll takes every moving pod off its node, then places each on its
 // destination as a placement is checked (growing the node's type only with
-// grow), in the moves' order, keeping its zone and capacity type. When a
+// grow), in the moves' order, keeping its zone (unless the move is anyZone) and capacity type. When a
 // placement is refused or accept (if given) says no, everything goes back
 // as it was. It reports whether the moves were made.
 func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept func() bool) bool {
@@ -727,6 +730,9 @@ func (sv *solver) moveAll(nodes []*nodeState, moves []podMove, grow bool, accept
 	ok := true
 	for _, m := range moves {
 		a := sv.attemptFrom(&sv.tries[0], m.c, m.from)
+		if m.anyZone {
+			a = sv.attemptAnyZone(&sv.tries[0], m.c, m.from)
+		}
 		t, v := sv.newNodeFit(a, m.to, grow)
 		if v != fits || a.allowed == 0 || a.ctAllowed == 0 || t.zones != m.to.zones || t.cts != m.to.cts {
 			ok = false

@@ -138,6 +138,12 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 				break
 			}
 		}
+		// Exchanges of twins free the pods' zones, the one thing every
+		// search before kept; fill and topUp then find room they had not.
+		if sv.exchangeTwins() {
+			sv.fill()
+			sv.topUp()
+		}
 	}
 	return sv, nil
 }

@@ -1,0 +1,176 @@
+package scheduling
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// exchangeTwins is the last local search, for what every search before it
+// leaves alone: a pod's zone. A pod that any zone-keyed topology term
+// counts keeps its zone in every other move, since moving it alone would
+// change a zone's count; on the shared diverse scenarios that is almost
+// every pod, so a zone whose nodes are bound by memory keeps a reservoir
+// with whole CPUs idle while the other zones keep memory idle on their
+// small nodes. Two pods of the same namespace and labels (twins) are
+// selected by the same groups, so exchanging them keeps every count, per
+// zone and per node alike, wherever they are: for each reservoir sized by
+// one resource while another idles (fillMinPods pods or more, dearest
+// first), its pods, heaviest in what it is bound by first, are each
+// exchanged for the twin lighter in it by the most on another node of the
+// same pool and capacity type, in any zone, that holds the pod in place
+// of its twin within its type, while the reservoir holds the twin within
+// its own. No node changes type on the way and both pods are checked as
+// placements are, so the pass never makes a plan dearer; the reservoir
+// drops to the cheapest type that holds what is left. It reports whether
+// any exchange was made (fill and topUp then find room they did not have).
+//
+// The other node is sought among the twinScan nodes with the most idle
+// room in the reservoir's binding resource (the gain cannot exceed it),
+// a class that found no twin is not tried again until an exchange is
+// made, and a reservoir stops after twinMisses pods in a row found none.
+func (sv *solver) exchangeTwins() bool {
+	var ex twinExchanger
+	for _, n := range sv.newNodes {
+		if n.natural >= 0 && len(n.pods) > 0 && !n.pool.bursty {
+			ex.nodes = append(ex.nodes, n)
+		}
+	}
+	budget := twinChecksPerPod * (len(sv.snap.Pods) + 1)
+	made := false
+	for _, r := range sv.dearestFirst() {
+		if budget <= 0 {
+			break
+		}
+		if r.pool.bursty || len(r.pods) < fillMinPods || bits.OnesCount64(r.zones) != 1 {
+			continue
+		}
+		bind, fullest, emptiest := r.binding()
+		if bind < 0 || fullest-emptiest < twinImbalance {
+			continue
+		}
+		n, used := sv.exchangeTwinsOf(r, bind, &ex, budget)
+		budget -= used
+		if n > 0 {
+			made = true
+			sv.shrink(r)
+		}
+	}
+	return made
+}
+
+// Bounds of exchangeTwins' work: twin comparisons per pending pod in all,
+// nodes scanned per reservoir pod, pods in a row without an exchange
+// before a reservoir stops, and how much fuller (in share of its type) a
+// reservoir's binding resource must be than its emptiest to be served.
+const (
+	twinChecksPerPod = 400
+	twinScan         = 256
+	twinMisses       = 64
+	twinImbalance    = 0.02
+)
+
+// twinExchanger is exchangeTwins' scratch, reused from reservoir to
+// reservoir.
+type twinExchanger struct {
+	nodes  []*nodeState // the planned nodes, most idle room first
+	pods   []*corev1.Pod
+	cls    []*podClass
+	order  []int
+	failed []*classBase
+	moves  [2]podMove
+	pair   [2]*nodeState
+}
+
+// exchangeTwinsOf runs reservoir r's exchanges, r bound by resource bind;
+// it returns how many it made and the comparisons it spent.
+func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, budget int) (int, int) {
+	idle := func(n *nodeState) int64 { return n.pool.effAlloc[n.natural][bind] - n.requests[bind] }
+	slices.SortStableFunc(ex.nodes, func(a, b *nodeState) int { return cmp.Compare(idle(b), idle(a)) })
+	ex.pods = append(ex.pods[:0], r.pods...)
+	ex.cls = append(ex.cls[:0], r.podClasses...)
+	ex.order = ex.order[:0]
+	for i := range ex.pods {
+		ex.order = append(ex.order, i)
+	}
+	slices.SortStableFunc(ex.order, func(i, j int) int { return cmp.Compare(ex.cls[j].base.req[bind], ex.cls[i].base.req[bind]) })
+	ex.failed = ex.failed[:0]
+	made, used, misses := 0, 0, 0
+	for _, i := range ex.order {
+		if used >= budget || misses >= twinMisses {
+			break
+		}
+		x, xc := ex.pods[i], ex.cls[i]
+		if sv.fixedIn(xc, r.zones, r.cts) || slices.Contains(ex.failed, xc.base) {
+			continue
+		}
+		misses++
+		rAlloc := r.pool.effAlloc[r.natural]
+		var to *nodeState
+		var y *corev1.Pod
+		var yc *podClass
+		best := int64(0)
+		for k, s := range ex.nodes {
+			// The gain is bounded by s's idle room in bind (an
+			// overestimate for nodes changed since the sort).
+			if k >= twinScan || idle(s) <= best {
+				break
+			}
+			if s == r || s.pool != r.pool || s.cts != r.cts {
+				continue
+			}
+			sAlloc := s.pool.effAlloc[s.natural]
+			for j, p := range s.pods {
+				pc := s.podClasses[j]
+				if pc.base.twin != xc.base.twin {
+					continue
+				}
+				used++
+				gain := xc.base.req[bind] - pc.base.req[bind]
+				if gain <= best || !swapFits(r.requests, xc.base.req, pc.base.req, rAlloc) || !swapFits(s.requests, pc.base.req, xc.base.req, sAlloc) || sv.fixedIn(pc, s.zones, s.cts) {
+					continue
+				}
+				to, y, yc, best = s, p, pc, gain
+			}
+		}
+		if to == nil || !sv.exchangeTwinPods(r, x, xc, to, y, yc, ex) {
+			ex.failed = append(ex.failed, xc.base)
+			continue
+		}
+		made++
+		misses = 0
+		ex.failed = ex.failed[:0]
+		sv.shrink(to)
+	}
+	return made, used
+}
+
+// exchangeTwinPods moves x from r to s and its twin y from s to r, both
+// checked as placements on nodes that keep their types. The twin goes
+// first, into its new zone's count as x leaves it; when that order is
+// refused (a spread whose minimum moved while both were off), the other
+// is tried.
+func (sv *solver) exchangeTwinPods(r *nodeState, x *corev1.Pod, xc *podClass, s *nodeState, y *corev1.Pod, yc *podClass, ex *twinExchanger) bool {
+	ex.pair = [2]*nodeState{r, s}
+	ex.moves = [2]podMove{
+		{pod: y, c: yc, from: s, to: r, anyZone: true},
+		{pod: x, c: xc, from: r, to: s, anyZone: true},
+	}
+	if sv.moveAll(ex.pair[:], ex.moves[:], false, nil) {
+		return true
+	}
+	ex.moves[0], ex.moves[1] = ex.moves[1], ex.moves[0]
+	return sv.moveAll(ex.pair[:], ex.moves[:], false, nil)
+}
+
+// attemptAnyZone is attemptFrom for a pod exchanged with its twin: its
+// zone is free (the exchange keeps every count), its capacity type kept.
+func (sv *solver) attemptAnyZone(a *attempt, c *podClass, d *nodeState) *attempt {
+	sv.resetAttempt(a, c)
+	if c.base.ctRelevant {
+		a.ctAllowed &= d.cts
+	}
+	return a
+}
