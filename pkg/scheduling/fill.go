@@ -33,7 +33,8 @@ func (sv *solver) fill() {
 		return
 	}
 	budget := fillStepsPerPod * (len(sv.snap.Pods) + 1)
-	var fs filler
+	// The scratch is the solver's: fill runs up to five times a solve.
+	fs := &sv.filler
 	for _, r := range sv.dearestFirst() {
 		if budget <= 0 {
 			return
@@ -48,7 +49,7 @@ func (sv *solver) fill() {
 		if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
 			continue
 		}
-		budget -= sv.fillFrom(r, &fs, budget)
+		budget -= sv.fillFrom(r, fs, budget)
 	}
 }
 

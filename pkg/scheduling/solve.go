@@ -220,6 +220,9 @@ type solver struct {
 	// tries are the local searches' attempts, reused pod to pod (an
 	// exchange tries two pods at once)
 	tries [2]attempt
+	// fill's and topUp's scratch, reused call to call
+	filler   filler
+	topUpper topUpper
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {

@@ -22,12 +22,12 @@ import (
 // never makes a plan dearer. Each pod is offered to the receivers whose
 // room its requests fit, a comparison of vectors; only those are checked.
 func (sv *solver) topUp() {
-	var tu topUpper
+	tu := &sv.topUpper
 	for _, r := range sv.dearestFirst() {
 		if r.pool.bursty || len(r.pods) < fillMinPods || bits.OnesCount64(r.zones) != 1 || r.natural < 0 {
 			continue
 		}
-		sv.topUpFrom(r, &tu)
+		sv.topUpFrom(r, tu)
 	}
 }
 
