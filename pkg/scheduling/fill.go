@@ -29,13 +29,18 @@ import (
 // Solve runs it a second time after repack, whose re-splits leave new
 // idle room beside the reservoirs.
 func (sv *solver) fill() {
+	sv.fillAmong(sv.dearestFirst())
+}
+
+// fillAmong is fill with the reservoirs taken from nodes, in their order.
+func (sv *solver) fillAmong(nodes []*nodeState) {
 	if len(sv.newNodes) < 2 {
 		return
 	}
 	budget := fillStepsPerPod * (len(sv.snap.Pods) + 1)
 	// The scratch is the solver's: fill runs up to five times a solve.
 	fs := &sv.filler
-	for _, r := range sv.dearestFirst() {
+	for _, r := range nodes {
 		if budget <= 0 {
 			return
 		}

@@ -88,7 +88,29 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 			best = alt
 		}
 	}
+	if !opts.NoExchanges {
+		best.exchangeAcrossZones()
+	}
 	return best.plan(), nil
+}
+
+// exchangeAcrossZones runs, once on the plan Solve keeps, the exchanges of
+// twins (twins.go), which free the pods' zones, the one thing every search
+// before kept; fill and topUp then serve the reservoirs those exchanges
+// changed, which have room they had not.
+func (sv *solver) exchangeAcrossZones() {
+	changed := sv.exchangeTwins()
+	if len(changed) == 0 {
+		return
+	}
+	var nodes []*nodeState
+	for _, n := range sv.dearestFirst() {
+		if changed[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	sv.fillAmong(nodes)
+	sv.topUpAmong(nodes)
 }
 
 // portfolioMaxPods bounds the inputs solved with both pod orders.
@@ -137,12 +159,6 @@ func solveWith(s *Snapshot, opts Options, st strategy) (*solver, error) {
 			if sv.cost() >= before-1e-9 {
 				break
 			}
-		}
-		// Exchanges of twins free the pods' zones, the one thing every
-		// search before kept; fill and topUp then find room they had not.
-		if sv.exchangeTwins() {
-			sv.fill()
-			sv.topUp()
 		}
 	}
 	return sv, nil

@@ -22,8 +22,14 @@ import (
 // never makes a plan dearer. Each pod is offered to the receivers whose
 // room its requests fit, a comparison of vectors; only those are checked.
 func (sv *solver) topUp() {
+	sv.topUpAmong(sv.dearestFirst())
+}
+
+// topUpAmong is topUp with the reservoirs taken from nodes, in their
+// order.
+func (sv *solver) topUpAmong(nodes []*nodeState) {
 	tu := &sv.topUpper
-	for _, r := range sv.dearestFirst() {
+	for _, r := range nodes {
 		if r.pool.bursty || len(r.pods) < fillMinPods || bits.OnesCount64(r.zones) != 1 || r.natural < 0 {
 			continue
 		}

@@ -24,14 +24,15 @@ import (
 // of its twin within its type, while the reservoir holds the twin within
 // its own. No node changes type on the way and both pods are checked as
 // placements are, so the pass never makes a plan dearer; the reservoir
-// drops to the cheapest type that holds what is left. It reports whether
-// any exchange was made (fill and topUp then find room they did not have).
+// drops to the cheapest type that holds what is left. It returns the
+// nodes its exchanges changed (fill and topUp then find room there that
+// they did not have).
 //
 // The other node is sought among the twinScan nodes with the most idle
 // room in the reservoir's binding resource (the gain cannot exceed it),
 // a class that found no twin is not tried again until an exchange is
 // made, and a reservoir stops after twinMisses pods in a row found none.
-func (sv *solver) exchangeTwins() bool {
+func (sv *solver) exchangeTwins() map[*nodeState]bool {
 	var ex twinExchanger
 	for _, n := range sv.newNodes {
 		if n.natural >= 0 && len(n.pods) > 0 && !n.pool.bursty {
@@ -39,7 +40,7 @@ func (sv *solver) exchangeTwins() bool {
 		}
 	}
 	budget := twinChecksPerPod * (len(sv.snap.Pods) + 1)
-	made := false
+	changed := map[*nodeState]bool{}
 	for _, r := range sv.dearestFirst() {
 		if budget <= 0 {
 			break
@@ -51,14 +52,13 @@ func (sv *solver) exchangeTwins() bool {
 		if bind < 0 || fullest-emptiest < twinImbalance {
 			continue
 		}
-		n, used := sv.exchangeTwinsOf(r, bind, &ex, budget)
+		n, used := sv.exchangeTwinsOf(r, bind, &ex, budget, changed)
 		budget -= used
 		if n > 0 {
-			made = true
 			sv.shrink(r)
 		}
 	}
-	return made
+	return changed
 }
 
 // Bounds of exchangeTwins' work: twin comparisons per pending pod in all,
@@ -75,7 +75,11 @@ const (
 // twinExchanger is exchangeTwins' scratch, reused from reservoir to
 // reservoir.
 type twinExchanger struct {
-	nodes  []*nodeState // the planned nodes, most idle room first
+	nodes []*nodeState // the planned nodes
+	// cands ranks the nodes by their idle room in resource bind[i], the
+	// most first, once per resource a reservoir is bound by in the pass.
+	cands  [][]twinCand
+	bind   []int
 	pods   []*corev1.Pod
 	cls    []*podClass
 	order  []int
@@ -84,11 +88,40 @@ type twinExchanger struct {
 	pair   [2]*nodeState
 }
 
+// twinCand is a node and its idle room in what the reservoir is bound by.
+type twinCand struct {
+	idle int64
+	n    *nodeState
+}
+
+// ranked is the nodes ranked by their idle room in resource bind (ties in
+// plan order), computed once per resource in a pass: exchanges only fill
+// the nodes they reach, so a node's rank overstates its room, never less
+// (a reservoir that shed is not offered the room it gained).
+func (ex *twinExchanger) ranked(bind int, idle func(*nodeState) int64) []twinCand {
+	if i := slices.Index(ex.bind, bind); i >= 0 {
+		return ex.cands[i]
+	}
+	cands := make([]twinCand, 0, len(ex.nodes))
+	for _, n := range ex.nodes {
+		cands = append(cands, twinCand{idle: idle(n), n: n})
+	}
+	slices.SortFunc(cands, func(a, b twinCand) int {
+		if c := cmp.Compare(b.idle, a.idle); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n.idx, b.n.idx)
+	})
+	ex.bind = append(ex.bind, bind)
+	ex.cands = append(ex.cands, cands)
+	return cands
+}
+
 // exchangeTwinsOf runs reservoir r's exchanges, r bound by resource bind;
 // it returns how many it made and the comparisons it spent.
-func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, budget int) (int, int) {
+func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, budget int, changed map[*nodeState]bool) (int, int) {
 	idle := func(n *nodeState) int64 { return n.pool.effAlloc[n.natural][bind] - n.requests[bind] }
-	slices.SortStableFunc(ex.nodes, func(a, b *nodeState) int { return cmp.Compare(idle(b), idle(a)) })
+	cands := ex.ranked(bind, idle)
 	ex.pods = append(ex.pods[:0], r.pods...)
 	ex.cls = append(ex.cls[:0], r.podClasses...)
 	ex.order = ex.order[:0]
@@ -112,13 +145,14 @@ func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, bud
 		var y *corev1.Pod
 		var yc *podClass
 		best := int64(0)
-		for k, s := range ex.nodes {
-			// The gain is bounded by s's idle room in bind (an
-			// overestimate for nodes changed since the sort).
-			if k >= twinScan || idle(s) <= best {
+		for k, cand := range cands {
+			// The gain is bounded by s's idle room in bind: at most what
+			// the ranking saw for a node an exchange has filled since.
+			if k >= twinScan || cand.idle <= best {
 				break
 			}
-			if s == r || s.pool != r.pool || s.cts != r.cts {
+			s := cand.n
+			if s == r || s.pool != r.pool || s.cts != r.cts || idle(s) <= best {
 				continue
 			}
 			sAlloc := s.pool.effAlloc[s.natural]
@@ -140,6 +174,7 @@ func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, bud
 			continue
 		}
 		made++
+		changed[to], changed[r] = true, true
 		misses = 0
 		ex.failed = ex.failed[:0]
 		sv.shrink(to)
