@@ -51,8 +51,9 @@ type Options struct {
 	// gets a DynamicResources reason naming the setting.
 	PlanDynamicResources bool
 	// NoExchanges leaves out the last local searches (fill.go, swap.go,
-	// repack.go and topup.go: exchanges and re-splits of pods between new
-	// nodes, and the moves into the room they leave).
+	// repack.go, topup.go and twins.go: exchanges and re-splits of pods
+	// between new nodes, within and across zones, and the moves into the
+	// room they leave).
 	// Consolidation's simulations set it: they replace a few nodes at a
 	// time, and the exchanges found a tail of extra commands each saving
 	// one small node's price (on the 2,000-node shared cluster, 20

@@ -67,7 +67,7 @@ func (sv *solver) exchangeTwins() map[*nodeState]bool {
 // reservoir's binding resource must be than its emptiest to be served.
 const (
 	twinChecksPerPod = 400
-	twinScan         = 256
+	twinScan         = 128
 	twinMisses       = 64
 	twinImbalance    = 0.02
 )
