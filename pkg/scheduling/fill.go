@@ -128,10 +128,7 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 	fs.order(receivers, b)
 	fs.inventory(sv, r, b)
 	used, misses := 0, 0
-	for {
-		if used >= budget || misses >= fillMisses {
-			break
-		}
+	for used < budget && misses < fillMisses {
 		k, ok := fs.next()
 		if !ok {
 			break
