@@ -237,6 +237,11 @@ func pinLike(now, step *Command) (*Command, error) {
 			continue
 		}
 		have := now.Replacements[match[i]]
+		if !slices.Contains(launchZones(have), zones[0]) {
+			// The re-simulation's own requirements (its pods' zone
+			// affinity) keep it out of the zone the command launches in.
+			return nil, fmt.Errorf("replacement %d (%s) launches in zone %s, where the re-simulation may no longer place it", i, want.InstanceTypes[0].Name, zones[0])
+		}
 		if !offersAllIn(have, want, zones[0]) {
 			return nil, fmt.Errorf("replacement %d (%s) launches in zone %s, where the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name, zones[0])
 		}
@@ -248,7 +253,8 @@ func pinLike(now, step *Command) (*Command, error) {
 }
 
 // offersAllIn reports whether have offers each of want's instance types in
-// zone, within have's requirements.
+// zone, within have's requirements. zone must be one of have's launch
+// zones: the zone requirement is replaced, not narrowed.
 func offersAllIn(have, want *scheduling.NewNodeClaim, zone string) bool {
 	reqs := setRequirement(have.Requirements, v1.LabelTopologyZone, zone)
 	offered := make(map[string]bool, len(have.InstanceTypes))

@@ -44,6 +44,11 @@ func TestPinLike(t *testing.T) {
 		{name: "its zone offers none of its types", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z2", "z3"), it("b", "z2", "z3")}}},
 		{name: "its zone offers one of its two types", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1", "z2"), it("b", "z2")}}},
 		{name: "an open replacement stays open", want: open, have: open, zones: []string{"z1", "z2"}},
+		// The re-simulation's own requirements (a pod's zone affinity) may
+		// forbid the zone the command launches in: pinning must not widen
+		// them, nor accept a node that stays elsewhere.
+		{name: "its pods now forbid the zone, two others allowed", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1", "z2", "z3"), it("b", "z1", "z2", "z3")}, Requirements: []scheduling.Requirement{{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z2", "z3"}}}}},
+		{name: "its pods now forbid the zone, one other allowed", want: pinned, have: &scheduling.NewNodeClaim{NodePool: "p", InstanceTypes: []*scheduling.InstanceType{it("a", "z1", "z2"), it("b", "z1", "z2")}, Requirements: inZone("z2")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := pinLike(&Command{Replacements: []*scheduling.NewNodeClaim{tc.have}}, &Command{Replacements: []*scheduling.NewNodeClaim{tc.want}})

@@ -307,8 +307,9 @@ const spotToSpotMinTypes = 15
 // cheaperReplacements narrows the solver's new nodes to launch options
 // such that, whichever option the cloud picks for each, together they cost
 // at most (1 − minSavings) × price and strictly less than price: each node
-// gets an allowance in proportion to its cheapest option. nil with
-// Karpenter's reason when that is impossible.
+// keeps the options whose dearest offering fits its allowance (allowances:
+// shares of that limit adding up to it). nil with Karpenter's reason when
+// that is impossible.
 func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []*candidate, price float64) ([]*scheduling.NewNodeClaim, Why) {
 	limit := min(price*(1-s.minSavings), math.Nextafter(price, 0))
 	allSpot := true

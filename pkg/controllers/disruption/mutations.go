@@ -17,12 +17,15 @@ import (
 	"github.com/joiner-dev/joiner/pkg/events"
 )
 
-// Every write here changes the cache's copy of the object and patches it
-// under optimistic locking (taints and conditions are lists, and a plain
-// merge patch would drop another writer's entries); a write that conflicts
-// is recomputed on the API server's own copy (optimistic.Patch), since the
-// cache's copy of a Node that kubelet's or kwok's heartbeats move on may
-// stay behind through every retry.
+// Every write here reads the object from the API server itself, changes it
+// and patches it under optimistic locking (taints and conditions are lists,
+// and a plain merge patch would drop another writer's entries); a write
+// that conflicts is recomputed on a fresh copy (optimistic.Patch). These
+// writes are a few per command, so the read costs little, and deciding
+// from the cache would be wrong both ways: a cache behind a Node's
+// heartbeats conflicts on every retry, and one that has not yet shown the
+// taint a command just wrote would find nothing to remove on a roll-back,
+// leaving the candidate tainted until the next pass's clean-up.
 
 // taint adds karpenter.sh/disrupted:NoSchedule to the node, so nothing
 // new lands on a candidate while its command is in flight.
@@ -59,7 +62,7 @@ func untaint(ctx context.Context, c client.Client, api client.Reader, name strin
 
 func patchNode(ctx context.Context, c client.Client, api client.Reader, name string, mutate func(*corev1.Node) bool) error {
 	n := &corev1.Node{}
-	err := c.Get(ctx, types.NamespacedName{Name: name}, n)
+	err := api.Get(ctx, types.NamespacedName{Name: name}, n)
 	if err == nil {
 		_, err = optimistic.Patch(ctx, api, n, mutate, func(n *corev1.Node, p client.Patch) error {
 			return c.Patch(ctx, n, p)
@@ -91,7 +94,7 @@ func clearDisruptionReason(ctx context.Context, c client.Client, api client.Read
 
 func patchNodeClaimStatus(ctx context.Context, c client.Client, api client.Reader, name string, mutate func(*v1.NodeClaim) bool) error {
 	nc := &v1.NodeClaim{}
-	err := c.Get(ctx, types.NamespacedName{Name: name}, nc)
+	err := api.Get(ctx, types.NamespacedName{Name: name}, nc)
 	if err == nil {
 		_, err = optimistic.Patch(ctx, api, nc, mutate, func(nc *v1.NodeClaim, p client.Patch) error {
 			return c.Status().Patch(ctx, nc, p)
@@ -116,7 +119,7 @@ func haltDrift(ctx context.Context, opts *Options, pool, why string) error {
 	now := opts.Clock.Now()
 	msg := fmt.Sprintf("drift stopped: %s; the drifted nodes keep running. Drift resumes when the NodePool changes (fix the template or node class) or after %s", why, opts.DriftHaltDuration)
 	np := &v1.NodePool{}
-	err := opts.Client.Get(ctx, types.NamespacedName{Name: pool}, np)
+	err := opts.APIReader.Get(ctx, types.NamespacedName{Name: pool}, np)
 	if err == nil {
 		_, err = optimistic.Patch(ctx, opts.APIReader, np, func(np *v1.NodePool) bool {
 			return np.StatusConditions().At(now).SetTrueWithReason(ConditionTypeDriftHalted, ReasonReplacementFailed, msg)

@@ -53,7 +53,8 @@ func (c frozenCache) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // TestWritesFromAStaleCacheLand writes each of disruption's changes to a
 // Node, a NodeClaim and a NodePool while the cache holds a copy the API
 // server has moved past (another writer's taint or condition came after
-// it): the write must land in one call and keep the other writer's entry.
+// it, or the command's own taint): the write must land in one call and
+// keep the other writer's entry.
 // Re-reading the cache on each conflict, as disruption did before,
 // conflicted on every retry and failed: in the XL performance run kwok's
 // heartbeats kept a thousand Nodes ahead of the cache.
@@ -98,6 +99,26 @@ func TestWritesFromAStaleCacheLand(t *testing.T) {
 				return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{v1.DisruptedNoScheduleTaint}}}
 			},
 			move: func(o client.Object) { n := o.(*corev1.Node); n.Spec.Taints = append(n.Spec.Taints, other) },
+			write: func(cache client.Client, api client.Reader, name string) error {
+				return untaint(ctx, cache, api, name)
+			},
+			check: func(t *testing.T, got client.Object) {
+				n := got.(*corev1.Node)
+				if hasTaint(n, v1.DisruptedNoScheduleTaint) || !hasTaint(n, other) {
+					t.Errorf("taints %v, want only the other writer's", n.Spec.Taints)
+				}
+			},
+		},
+		{
+			// A roll-back right after the command's taint, before the
+			// cache shows it: the taint must go now, not at the next
+			// pass's clean-up.
+			name: "untaint the cache has not seen",
+			obj:  func(name string) client.Object { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} },
+			move: func(o client.Object) {
+				n := o.(*corev1.Node)
+				n.Spec.Taints = append(n.Spec.Taints, v1.DisruptedNoScheduleTaint, other)
+			},
 			write: func(cache client.Client, api client.Reader, name string) error {
 				return untaint(ctx, cache, api, name)
 			},

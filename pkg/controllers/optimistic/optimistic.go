@@ -12,18 +12,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Patch is how joiner's controllers write what they change on a Node or a
-// NodeClaim (node and nodeclaim termination, disruption's taint and
-// DisruptionReason): it changes obj with change and writes the change
-// with write under optimistic locking, so a list it rewrites whole (a
-// Node's taints, which the API server treats as one atomic value; a
-// NodeClaim's conditions; finalizers) cannot drop what another writer
-// added. obj is first the cache's copy. When that copy is behind the API
-// server the write conflicts, and then obj is read again from the API server itself and the change
-// recomputed on it: a cache that lags behind a Node's heartbeats can no
-// longer fail the write pass after pass. change reports whether obj needed
-// one; on a fresh copy that already has it nothing is written. Patch
-// reports whether it wrote; obj holds the API server's answer.
+// Patch is how joiner's controllers write what they change on a Node, a
+// NodeClaim or a NodePool (node and nodeclaim termination, disruption's
+// taint, DisruptionReason and DriftHalted): it changes obj with change and
+// writes the change with write under optimistic locking, so a list it
+// rewrites whole (a Node's taints, which the API server treats as one
+// atomic value; conditions; finalizers) cannot drop what another writer
+// added. When obj is behind the API server the write conflicts, and then
+// obj is read again from the API server itself and the change recomputed
+// on it: a cache that lags behind a Node's heartbeats can no longer fail
+// the write pass after pass. change reports whether obj needs one; when it
+// says no, nothing is written and nothing re-read, so that answer is only
+// as fresh as obj. Termination passes the cache's copy (it reconciles
+// every Node often, and the watch event that brings a change in runs it
+// again); a caller that must not miss a change another write just made
+// passes a copy read from the API server. Patch reports whether it wrote;
+// obj holds the API server's answer.
 //
 // The API server's copy must be the same object as the cache's: a Node
 // deleted and registered again under its name (an instance replaced with
