@@ -156,9 +156,10 @@ var starvedKubelets = map[string][]string{
 // Each item of the collector's queue costs three API calls in a row (two
 // GETs and a PATCH), so its rate is its worker count over kube-apiserver's
 // latency, not its client's QPS, its rate limiter or its graph builder.
-// hack/gcrepro (200 kwok Nodes, 2,000 pods, the same cleanup) measured, on a
-// kube-apiserver held to a quarter of a core: 18 items a second at the
-// default 20 workers, 33 at 50, 39 at 100 (docs/conformance.md). In
+// hack/gcrepro (200 kwok Nodes, 2,000 pods, the same cleanup) measured, with
+// kube-apiserver getting about a quarter of a core on a loaded machine: 18
+// items a second at the default 20 workers, 33 at 50, 39 at 100
+// (docs/conformance.md). In
 // upstream's XL spec the Nodes wait in that queue behind thousands of pods,
 // and went at about one a second (P18). Large clusters run more workers
 // than the default (Gardener's shoot control planes run 30); 50 keeps most
