@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -130,5 +131,27 @@ func TestWhileWaitingStops(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if len(calls) != n {
 		t.Fatalf("%d reports after stop", len(calls)-n)
+	}
+}
+
+// TestDescribePDBs: the report sets a PDB's status beside the pods it
+// selects that are Running and Ready (aws 3130: 0 healthy by the status,
+// ten Ready pods).
+func TestDescribePDBs(t *testing.T) {
+	ready := func(name, app string, ok bool) corev1.Pod {
+		st := corev1.ConditionFalse
+		if ok {
+			st = corev1.ConditionTrue
+		}
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
+	}
+	pdb := policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DesiredHealthy: 9, ExpectedPods: 10, ObservedGeneration: 1}}
+	got := describePDBs([]policyv1.PodDisruptionBudget{pdb}, []corev1.Pod{ready("w1", "web", true), ready("w2", "web", true), ready("w3", "web", false), ready("d", "dnd", true)})
+	want := "pdb web: disruptionsAllowed 0, currentHealthy 0, desiredHealthy 9, expectedPods 10 (status of generation 1, spec 1); 2 of its pods Running and Ready"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("describePDBs = %q, want [%q]", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -69,6 +70,7 @@ func (w *world) stallReport(ctx context.Context, drifted map[string]bool) []stri
 		nodes  corev1.NodeList
 		claims v1.NodeClaimList
 		pods   corev1.PodList
+		pdbs   policyv1.PodDisruptionBudgetList
 	)
 	read := func(what string, f func(context.Context) error) {
 		ctx, cancel := context.WithTimeout(ctx, stallCallTimeout)
@@ -99,6 +101,9 @@ func (w *world) stallReport(ctx context.Context, drifted map[string]bool) []stri
 	})
 	read("nodeclaims", func(ctx context.Context) error { return w.env.Client.List(ctx, &claims) })
 	read("pods", func(ctx context.Context) error { return w.env.Client.List(ctx, &pods, client.InNamespace(w.ns)) })
+	read("poddisruptionbudgets", func(ctx context.Context) error {
+		return w.env.Client.List(ctx, &pdbs, client.InNamespace(w.ns))
+	})
 	var alive []string
 	for _, r := range w.replicas {
 		if r.alive() {
@@ -106,7 +111,8 @@ func (w *world) stallReport(ctx context.Context, drifted map[string]bool) []stri
 		}
 	}
 	lines = append(lines, fmt.Sprintf("replicas running: %s", strings.Join(alive, ", ")))
-	return append(lines, describeStall(time.Now(), lease, pool, nodes.Items, claims.Items, pods.Items, drifted)...)
+	lines = append(lines, describeStall(time.Now(), lease, pool, nodes.Items, claims.Items, pods.Items, drifted)...)
+	return append(lines, describePDBs(pdbs.Items, pods.Items)...)
 }
 
 // describeStall says, at now: who holds the lease and how long ago it was
@@ -201,6 +207,34 @@ func describeStall(now time.Time, lease *coordinationv1.Lease, pool *v1.NodePool
 			line += "; no verdict written"
 		}
 		lines = append(lines, line)
+	}
+	return lines
+}
+
+// describePDBs says what each PodDisruptionBudget's status allows next to
+// the pods it counts that are Running and Ready. Aws 3130: every drifted
+// node's verdict was "pdb prevents pod evictions" while all ten web pods
+// ran Ready, because kube-controller-manager's status said 0 healthy.
+func describePDBs(pdbs []policyv1.PodDisruptionBudget, pods []corev1.Pod) []string {
+	var lines []string
+	for _, pdb := range pdbs {
+		ready, app := 0, ""
+		if pdb.Spec.Selector != nil {
+			app = pdb.Spec.Selector.MatchLabels["app"]
+		}
+		for _, p := range pods {
+			if app == "" || p.Labels["app"] != app || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		st := pdb.Status
+		lines = append(lines, fmt.Sprintf("pdb %s: disruptionsAllowed %d, currentHealthy %d, desiredHealthy %d, expectedPods %d (status of generation %d, spec %d); %d of its pods Running and Ready",
+			pdb.Name, st.DisruptionsAllowed, st.CurrentHealthy, st.DesiredHealthy, st.ExpectedPods, st.ObservedGeneration, pdb.Generation, ready))
 	}
 	return lines
 }
