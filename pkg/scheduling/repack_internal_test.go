@@ -269,3 +269,35 @@ func podNames(n *nodeState) string {
 	}
 	return s
 }
+
+// anchorPod is a pod that needs a node of its own (required hostname
+// anti-affinity to every anchor), so a hand-made plan keeps one per node.
+func anchorPod(name, mem string) *corev1.Pod {
+	p := repackPod(name, "100m", mem, map[string]string{"app": "anchor"})
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anchor"}},
+			TopologyKey:   corev1.LabelHostname,
+		}},
+	}}
+	return p
+}
+
+// checkBooks fails the test when planned node n's requests are not the
+// sum of its pods' or overcommit its type.
+func checkBooks(t *testing.T, n *nodeState) {
+	t.Helper()
+	sum := make(resVec, len(n.requests))
+	for _, c := range n.podClasses {
+		sum.add(c.base.req)
+	}
+	for i := range sum {
+		if sum[i] != n.requests[i] {
+			t.Errorf("node %s requests %v, its pods sum to %v", podNames(n), n.requests, sum)
+			break
+		}
+	}
+	if !n.requests.fits(n.pool.effAlloc[n.natural]) {
+		t.Errorf("node %s overcommits its type %s", podNames(n), n.pool.types[n.natural].it.Name)
+	}
+}

@@ -35,17 +35,7 @@ func TestTopUpMovesIntoIdleRoom(t *testing.T) {
 		{name: "the receiver's anti-affinity refuses it", smallCPU: "1", refuse: true, before: 0.6, after: 0.6, smallAfter: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			anchor := func(name string) *corev1.Pod {
-				p := repackPod(name, "100m", "100Mi", map[string]string{"app": "anchor"})
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-						LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anchor"}},
-						TopologyKey:   corev1.LabelHostname,
-					}},
-				}}
-				return p
-			}
-			reservoir := []*corev1.Pod{anchor("a1")}
+			reservoir := []*corev1.Pod{anchorPod("a1", "100Mi")}
 			for i := 0; i < 6; i++ {
 				reservoir = append(reservoir, repackPod(fmt.Sprintf("web-%d", i), "500m", "512Mi", map[string]string{"app": "web"}))
 			}
@@ -58,7 +48,7 @@ func TestTopUpMovesIntoIdleRoom(t *testing.T) {
 					}},
 				}}
 			}
-			small := []*corev1.Pod{anchor("a2"), guest}
+			small := []*corev1.Pod{anchorPod("a2", "100Mi"), guest}
 			snap := &Snapshot{
 				NodePools:     []*NodePool{{Name: "default"}},
 				InstanceTypes: map[string][]*InstanceType{"default": repackCatalog()},
@@ -85,19 +75,7 @@ func TestTopUpMovesIntoIdleRoom(t *testing.T) {
 				t.Errorf("the small node moved from %s to %s", s.pool.types[smallType].it.Name, s.pool.types[s.natural].it.Name)
 			}
 			for _, n := range []*nodeState{r, s} {
-				sum := make(resVec, len(n.requests))
-				for _, c := range n.podClasses {
-					sum.add(c.base.req)
-				}
-				for i := range sum {
-					if sum[i] != n.requests[i] {
-						t.Errorf("node %s requests %v, its pods sum to %v", podNames(n), n.requests, sum)
-						break
-					}
-				}
-				if !n.requests.fits(n.pool.effAlloc[n.natural]) {
-					t.Errorf("node %s overcommits its type %s", podNames(n), n.pool.types[n.natural].it.Name)
-				}
+				checkBooks(t, n)
 				for _, p := range n.pods {
 					if tc.refuse && n == s && p.Labels["app"] == "web" {
 						t.Errorf("web pod %s landed beside the guest that refuses it", p.Name)
