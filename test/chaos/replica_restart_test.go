@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,17 +55,21 @@ func TestReplicaRestartsAfterLosingItsLease(t *testing.T) {
 	// Another holder takes the lease for longer than the replica's renew
 	// deadline (controller-runtime's 10 s), so the replica cannot renew
 	// and loses it.
+	// The replica renews the lease every few seconds, so the taking is
+	// retried on the latest version, as a real contender's would be.
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: "kube-system", Name: w.clusterName + "-" + w.ns}
-	if err := env.Client.Get(t.Context(), key, lease); err != nil {
-		t.Fatalf("reading the replicas' lease: %v", err)
-	}
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity = ptr.To("chaos-test-thief")
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](20)
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
-	if err := env.Client.Update(t.Context(), lease); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := env.Client.Get(t.Context(), key, lease); err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity = ptr.To("chaos-test-thief")
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](20)
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+		return env.Client.Update(t.Context(), lease)
+	}); err != nil {
 		t.Fatalf("taking the replicas' lease: %v", err)
 	}
 	stolen := time.Now()
