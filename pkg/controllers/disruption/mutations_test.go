@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -17,38 +16,6 @@ import (
 	"github.com/joiner-dev/joiner/pkg/events"
 	"github.com/joiner-dev/joiner/pkg/test"
 )
-
-// frozenCache is a manager's cache that holds an old copy of one object:
-// every read of it answers that copy, as a cache whose watch is behind the
-// object's heartbeats does, read after read. Everything else goes to the
-// API server.
-type frozenCache struct {
-	client.Client
-	held client.Object
-}
-
-func (c frozenCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if key.Name == c.held.GetName() && key.Namespace == c.held.GetNamespace() {
-		switch held := c.held.(type) {
-		case *corev1.Node:
-			if n, ok := obj.(*corev1.Node); ok {
-				held.DeepCopyInto(n)
-				return nil
-			}
-		case *v1.NodeClaim:
-			if nc, ok := obj.(*v1.NodeClaim); ok {
-				held.DeepCopyInto(nc)
-				return nil
-			}
-		case *v1.NodePool:
-			if np, ok := obj.(*v1.NodePool); ok {
-				held.DeepCopyInto(np)
-				return nil
-			}
-		}
-	}
-	return c.Client.Get(ctx, key, obj, opts...)
-}
 
 // TestWritesFromAStaleCacheLand writes each of disruption's changes to a
 // Node, a NodeClaim and a NodePool while the cache holds a copy the API
@@ -197,7 +164,7 @@ func TestWritesFromAStaleCacheLand(t *testing.T) {
 				t.Fatalf("the other writer: %v", err)
 			}
 
-			if err := tc.write(frozenCache{Client: env.Client, held: held}, env.Client, key.Name); err != nil {
+			if err := tc.write(test.StaleCache{Client: env.Client, Held: []client.Object{held}}, env.Client, key.Name); err != nil {
 				t.Fatalf("writing through a stale cache: %v", err)
 			}
 			got := obj.DeepCopyObject().(client.Object)

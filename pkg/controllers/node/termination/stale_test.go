@@ -24,24 +24,23 @@ import (
 )
 
 // laggingCache is a cache that has not seen the latest versions of one
-// Node and one NodeClaim (each when set): it returns the copies it holds. Every other read goes to the manager's cache, and every write
-// to the API server.
+// Node and one NodeClaim (each when set): it answers the copies it holds,
+// and lists only the held NodeClaim. Every other read goes to the
+// manager's cache, and every write to the API server.
 type laggingCache struct {
-	client.Client
-	node      *corev1.Node
+	test.StaleCache
 	nodeClaim *v1.NodeClaim
 }
 
-func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if n, ok := obj.(*corev1.Node); ok && l.node != nil && key.Name == l.node.Name {
-		l.node.DeepCopyInto(n)
-		return nil
+func lagging(c client.Client, node *corev1.Node, nodeClaim *v1.NodeClaim) laggingCache {
+	l := laggingCache{StaleCache: test.StaleCache{Client: c}, nodeClaim: nodeClaim}
+	if node != nil {
+		l.Held = append(l.Held, node)
 	}
-	if nc, ok := obj.(*v1.NodeClaim); ok && l.nodeClaim != nil && key.Name == l.nodeClaim.Name {
-		l.nodeClaim.DeepCopyInto(nc)
-		return nil
+	if nodeClaim != nil {
+		l.Held = append(l.Held, nodeClaim)
 	}
-	return l.Client.Get(ctx, key, obj, opts...)
+	return l
 }
 
 func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -140,7 +139,7 @@ func TestStaleNodeIsTaintedAndReleasedInOnePass(t *testing.T) {
 			}
 
 			ctrl, err := termination.NewController(termination.Options{
-				Client:        laggingCache{Client: mgr.GetClient(), node: cached},
+				Client:        lagging(mgr.GetClient(), cached, nil),
 				APIReader:     mgr.GetAPIReader(),
 				CloudProvider: fake.New(),
 				Recorder:      &events.Buffer{},
@@ -230,7 +229,7 @@ func TestStaleNodeClaimRecordsTheTermination(t *testing.T) {
 	}
 
 	ctrl, err := termination.NewController(termination.Options{
-		Client:        laggingCache{Client: mgr.GetClient(), node: cachedNode, nodeClaim: cachedClaim},
+		Client:        lagging(mgr.GetClient(), cachedNode, cachedClaim),
 		APIReader:     mgr.GetAPIReader(),
 		CloudProvider: h.cloud,
 		Recorder:      h.recorder,
@@ -318,7 +317,7 @@ func TestStaleCopyDoesNotTouchANamesake(t *testing.T) {
 			t.Cleanup(func() { release(t, env.Client, namesake, v1.TerminationFinalizer) })
 
 			ctrl, err := termination.NewController(termination.Options{
-				Client:        laggingCache{Client: mgr.GetClient(), node: cached},
+				Client:        lagging(mgr.GetClient(), cached, nil),
 				APIReader:     mgr.GetAPIReader(),
 				CloudProvider: fake.New(),
 				Recorder:      &events.Buffer{},
@@ -391,7 +390,7 @@ func TestStaleNodeClaimIsReleasedInOnePass(t *testing.T) {
 	}
 
 	ctrl, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
-		Client:        laggingCache{Client: mgr.GetClient(), nodeClaim: cached},
+		Client:        lagging(mgr.GetClient(), nil, cached),
 		APIReader:     mgr.GetAPIReader(),
 		CloudProvider: fake.New(),
 		Recorder:      &events.Buffer{},
