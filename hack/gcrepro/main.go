@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/procfs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -417,39 +418,32 @@ func filterLines(b []byte, keep []string) []string {
 	return out
 }
 
+// children names this process's direct children (the control plane's
+// components) by pid.
 func children() map[int]string {
 	out := map[int]string{}
 	me := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		rp := strings.LastIndexByte(s, ')')
-		fields := strings.Fields(s[rp+2:])
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == me {
-			out[pid] = s[strings.IndexByte(s, '(')+1 : rp]
+	procs, _ := procfs.AllProcs()
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil && st.PPID == me {
+			out[p.PID] = st.Comm
 		}
 	}
 	return out
 }
 
+// cpuTicks is pid's user and system CPU time in clock ticks, -1 when it
+// cannot be read.
 func cpuTicks(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return -1
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.Atoi(fields[11])
-	st, _ := strconv.Atoi(fields[12])
-	return u + st
+	st, err := p.Stat()
+	if err != nil {
+		return -1
+	}
+	return int(st.UTime + st.STime)
 }
 
 func logf(format string, args ...any) {

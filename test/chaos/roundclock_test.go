@@ -3,10 +3,12 @@ package chaos
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
+	"os/exec"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // roundClock records how long each step of a round took and how much CPU
@@ -38,43 +40,23 @@ func (c *roundClock) String() string {
 		wall.Seconds(), strings.Join(c.steps, ", "), cpu.Seconds(), cpu.Seconds()/wall.Seconds())
 }
 
-// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times.
-const clockTicks = 100
-
 // treeCPU is the CPU time (user and system) of this process and every
 // live descendant, each with its reaped children's: a descendant that
 // ended and was waited for counts in its parent's.
 func treeCPU() time.Duration {
-	entries, err := os.ReadDir("/proc")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return 0
 	}
 	parent := map[int]int{}
 	ticks := map[int]int64{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	for _, p := range procs {
+		st, err := p.Stat()
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the command's closing parenthesis: state is
-		// field 3, ppid 4, utime 14, stime 15, cutime 16, cstime 17.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 15 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
-		var sum int64
-		for _, i := range []int{11, 12, 13, 14} {
-			n, _ := strconv.ParseInt(f[i], 10, 64)
-			sum += n
-		}
-		ticks[pid] = sum
+		parent[p.PID] = st.PPID
+		ticks[p.PID] = int64(st.UTime) + int64(st.STime) + int64(st.CUTime) + int64(st.CSTime)
 	}
 	self := os.Getpid()
 	var total int64
@@ -87,4 +69,26 @@ func treeCPU() time.Duration {
 		}
 	}
 	return time.Duration(total) * time.Second / clockTicks
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times
+// (procfs reports them unconverted).
+const clockTicks = 100
+
+// TestTreeCPUCountsDescendants pins what a round's CPU figure includes: a
+// child's CPU counts while it runs and, once reaped, in this process's
+// children's times.
+func TestTreeCPUCountsDescendants(t *testing.T) {
+	before := treeCPU()
+	child := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if err := child.Run(); err != nil {
+		t.Fatalf("running the busy child: %v", err)
+	}
+	spent := child.ProcessState.UserTime() + child.ProcessState.SystemTime()
+	if spent < 100*time.Millisecond {
+		t.Fatalf("the busy child spent only %v of CPU; the test needs at least 100ms", spent)
+	}
+	if got := treeCPU() - before; got < spent-2*time.Second/clockTicks {
+		t.Errorf("treeCPU grew by %v while a reaped child spent %v", got, spent)
+	}
 }
