@@ -36,6 +36,14 @@ func TestWritesFromAStaleCacheLand(t *testing.T) {
 	hasTaint := func(n *corev1.Node, want corev1.Taint) bool {
 		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) })
 	}
+	// onlyOthersTaint checks an untaint: the disrupted taint is gone and
+	// the other writer's is kept.
+	onlyOthersTaint := func(t *testing.T, got client.Object) {
+		n := got.(*corev1.Node)
+		if hasTaint(n, v1.DisruptedNoScheduleTaint) || !hasTaint(n, other) {
+			t.Errorf("taints %v, want only the other writer's", n.Spec.Taints)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		// obj is created, cached as it is, then moved on by another writer
@@ -69,12 +77,7 @@ func TestWritesFromAStaleCacheLand(t *testing.T) {
 			write: func(cache client.Client, api client.Reader, name string) error {
 				return untaint(ctx, cache, api, name)
 			},
-			check: func(t *testing.T, got client.Object) {
-				n := got.(*corev1.Node)
-				if hasTaint(n, v1.DisruptedNoScheduleTaint) || !hasTaint(n, other) {
-					t.Errorf("taints %v, want only the other writer's", n.Spec.Taints)
-				}
-			},
+			check: onlyOthersTaint,
 		},
 		{
 			// A roll-back right after the command's taint, before the
@@ -89,12 +92,7 @@ func TestWritesFromAStaleCacheLand(t *testing.T) {
 			write: func(cache client.Client, api client.Reader, name string) error {
 				return untaint(ctx, cache, api, name)
 			},
-			check: func(t *testing.T, got client.Object) {
-				n := got.(*corev1.Node)
-				if hasTaint(n, v1.DisruptedNoScheduleTaint) || !hasTaint(n, other) {
-					t.Errorf("taints %v, want only the other writer's", n.Spec.Taints)
-				}
-			},
+			check: onlyOthersTaint,
 		},
 		{
 			name: "disruption reason",

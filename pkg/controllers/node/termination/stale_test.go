@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -138,18 +139,7 @@ func TestStaleNodeIsTaintedAndReleasedInOnePass(t *testing.T) {
 				t.Fatalf("another writer's taint and finalizer: %v", err)
 			}
 
-			ctrl, err := termination.NewController(termination.Options{
-				Client:        lagging(mgr.GetClient(), cached, nil),
-				APIReader:     mgr.GetAPIReader(),
-				CloudProvider: fake.New(),
-				Recorder:      &events.Buffer{},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
-				t.Fatalf("one pass on a stale copy: %v", err)
-			}
+			reconcileStale(t, mgr, client.ObjectKeyFromObject(node), cached, nil, termination.Options{})
 
 			got := &corev1.Node{}
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
@@ -168,6 +158,40 @@ func TestStaleNodeIsTaintedAndReleasedInOnePass(t *testing.T) {
 				t.Errorf("status conditions %v: the heartbeat was lost", got.Status.Conditions)
 			}
 		})
+	}
+}
+
+// reconcileStale runs one pass of node termination on key with a cache
+// that holds node and nodeClaim (each when set) as they were; opts's
+// cloud and recorder default to fresh fakes.
+func reconcileStale(t *testing.T, mgr manager.Manager, key client.ObjectKey, node *corev1.Node, nodeClaim *v1.NodeClaim, opts termination.Options) {
+	t.Helper()
+	opts.Client = lagging(mgr.GetClient(), node, nodeClaim)
+	opts.APIReader = mgr.GetAPIReader()
+	if opts.CloudProvider == nil {
+		opts.CloudProvider = fake.New()
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = &events.Buffer{}
+	}
+	ctrl, err := termination.NewController(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Reconcile(t.Context(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("one pass on a stale copy: %v", err)
+	}
+}
+
+// recordOtherCondition has another controller record its condition on
+// the API server's NodeClaim, after cached was read: the cached copy does
+// not see it.
+func recordOtherCondition(t *testing.T, c client.Client, cached *v1.NodeClaim) {
+	t.Helper()
+	moved := cached.DeepCopy()
+	moved.StatusConditions().SetTrueWithReason("Other", "AnotherController", "")
+	if err := c.Status().Update(t.Context(), moved); err != nil {
+		t.Fatalf("another controller's condition: %v", err)
 	}
 }
 
@@ -222,26 +246,14 @@ func TestStaleNodeClaimRecordsTheTermination(t *testing.T) {
 
 	// Another controller records its condition; the cached copy does not
 	// see it.
-	moved := cachedClaim.DeepCopy()
-	moved.StatusConditions().SetTrueWithReason("Other", "AnotherController", "")
-	if err := env.Client.Status().Update(ctx, moved); err != nil {
-		t.Fatalf("another controller's condition: %v", err)
-	}
+	recordOtherCondition(t, env.Client, cachedClaim)
 
-	ctrl, err := termination.NewController(termination.Options{
-		Client:        lagging(mgr.GetClient(), cachedNode, cachedClaim),
-		APIReader:     mgr.GetAPIReader(),
+	reconcileStale(t, mgr, client.ObjectKeyFromObject(node), cachedNode, cachedClaim, termination.Options{
 		CloudProvider: h.cloud,
 		Recorder:      h.recorder,
 		// Past the drain window, which counts from the Node's deletion.
 		Clock: clocktesting.NewFakeClock(cachedNode.DeletionTimestamp.Add(time.Minute)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
-		t.Fatalf("one pass on a stale nodeclaim: %v", err)
-	}
 
 	got := &v1.NodeClaim{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
@@ -316,18 +328,7 @@ func TestStaleCopyDoesNotTouchANamesake(t *testing.T) {
 			}
 			t.Cleanup(func() { release(t, env.Client, namesake, v1.TerminationFinalizer) })
 
-			ctrl, err := termination.NewController(termination.Options{
-				Client:        lagging(mgr.GetClient(), cached, nil),
-				APIReader:     mgr.GetAPIReader(),
-				CloudProvider: fake.New(),
-				Recorder:      &events.Buffer{},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(old)}); err != nil {
-				t.Fatalf("one pass on a namesake's stale copy: %v", err)
-			}
+			reconcileStale(t, mgr, client.ObjectKeyFromObject(old), cached, nil, termination.Options{})
 
 			got := &corev1.Node{}
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(namesake), got); err != nil {
@@ -383,11 +384,7 @@ func TestStaleNodeClaimIsReleasedInOnePass(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), cached); err != nil {
 		t.Fatal(err)
 	}
-	moved := cached.DeepCopy()
-	moved.StatusConditions().SetTrueWithReason("Other", "AnotherController", "")
-	if err := env.Client.Status().Update(ctx, moved); err != nil {
-		t.Fatalf("another controller's condition: %v", err)
-	}
+	recordOtherCondition(t, env.Client, cached)
 
 	ctrl, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
 		Client:        lagging(mgr.GetClient(), nil, cached),
