@@ -114,6 +114,9 @@ func (e *engine) compose(first *Command) (*Command, error) {
 				return nil, nil, nil, err
 			}
 		}
+		if cmd != nil && e.found != nil {
+			e.found(len(steps), cmd)
+		}
 		return cmd, in, sub, nil
 	}
 	lead := first
@@ -236,12 +239,10 @@ func pinLike(now, step *Command) (*Command, error) {
 		if len(zones) != 1 {
 			continue
 		}
+		// The match admits the zone under the re-simulation's own
+		// requirements (its pods' zone affinity); the zone must still
+		// offer every type.
 		have := now.Replacements[match[i]]
-		if !slices.Contains(launchZones(have), zones[0]) {
-			// The re-simulation's own requirements (its pods' zone
-			// affinity) keep it out of the zone the command launches in.
-			return nil, fmt.Errorf("replacement %d (%s) launches in zone %s, where the re-simulation may no longer place it", i, want.InstanceTypes[0].Name, zones[0])
-		}
 		if !offersAllIn(have, want, zones[0]) {
 			return nil, fmt.Errorf("replacement %d (%s) launches in zone %s, where the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name, zones[0])
 		}
@@ -253,8 +254,8 @@ func pinLike(now, step *Command) (*Command, error) {
 }
 
 // offersAllIn reports whether have offers each of want's instance types in
-// zone, within have's requirements. zone must be one of have's launch
-// zones: the zone requirement is replaced, not narrowed.
+// zone, within have's requirements. have's requirements must admit zone
+// (matchReplacements): the zone requirement is replaced, not narrowed.
 func offersAllIn(have, want *scheduling.NewNodeClaim, zone string) bool {
 	reqs := setRequirement(have.Requirements, v1.LabelTopologyZone, zone)
 	offered := make(map[string]bool, len(have.InstanceTypes))

@@ -67,3 +67,62 @@ func TestPinLike(t *testing.T) {
 		})
 	}
 }
+
+// TestStillOffersMatchesZones: a re-simulation supports a command only
+// when each replacement the command launches is one of the re-simulated
+// plan's nodes, zone included: the same instance types planned in another
+// zone (a zone-spread pod now counted elsewhere) leave the pods without
+// the node the plan puts them on. Replacements of the same types in
+// several zones are matched as a whole, not first come first served.
+// Before, replacements matched by their types' names alone: the first
+// case passed, and the last was refused (the command's z1 replacement
+// took the re-simulation's z2 one, and the z2 one found none).
+func TestStillOffersMatchesZones(t *testing.T) {
+	it := func(name string, zones ...string) *scheduling.InstanceType {
+		out := &scheduling.InstanceType{Name: name}
+		for _, z := range zones {
+			out.Offerings = append(out.Offerings, scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true})
+		}
+		return out
+	}
+	in := func(z string, types ...string) *scheduling.NewNodeClaim {
+		nc := &scheduling.NewNodeClaim{NodePool: "p"}
+		if z != "" {
+			nc.Requirements = []scheduling.Requirement{{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}
+		}
+		for _, name := range types {
+			nc.InstanceTypes = append(nc.InstanceTypes, it(name, "z1", "z2", "z3"))
+		}
+		return nc
+	}
+	cmd := func(ncs ...*scheduling.NewNodeClaim) *Command { return &Command{Replacements: ncs} }
+	for _, tc := range []struct {
+		name      string
+		now, want *Command
+		match     []int // nil: refused
+	}{
+		{name: "same types, now planned in another zone", now: cmd(in("z2", "a")), want: cmd(in("z1", "a"))},
+		{name: "same types, same zone", now: cmd(in("z1", "a", "b")), want: cmd(in("z1", "a")), match: []int{0}},
+		{name: "open now, pinned in the command", now: cmd(in("", "a")), want: cmd(in("z1", "a")), match: []int{0}},
+		{name: "pinned now, open in the command", now: cmd(in("z1", "a")), want: cmd(in("", "a"))},
+		{name: "two zones, listed the other way round", now: cmd(in("z2", "a"), in("z1", "a")), want: cmd(in("z1", "a"), in("z2", "a")), match: []int{1, 0}},
+		{name: "the open one must leave the pinned one its node", now: cmd(in("", "a"), in("z1", "a")), want: cmd(in("z1", "a"), in("", "a")), match: []int{1, 0}},
+		{name: "two in one zone, one now elsewhere", now: cmd(in("z1", "a"), in("z3", "a")), want: cmd(in("z1", "a"), in("z1", "a"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			match, err := matchReplacements(tc.now, tc.want)
+			if tc.match == nil {
+				if err == nil {
+					t.Fatalf("matched %v: the command launches its replacements where the re-simulation plans none", match)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(match, tc.match) {
+				t.Fatalf("matched %v, want %v", match, tc.match)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -23,6 +24,9 @@ type engine struct {
 	// replayed, when set, stands in for realised when compose checks a
 	// composed command as a whole (tests force its last steps to go).
 	replayed func(*Command) bool
+	// found, when set, sees each step compose finds, as found (before
+	// any zone pin), with its index in the command.
+	found func(step int, cmd *Command)
 }
 
 func newEngine(in *Input) (*engine, error) {
@@ -149,38 +153,70 @@ func Validate(cmd *Command, in *Input) error {
 }
 
 // stillOffers reports whether a re-simulation's command now supports
-// cmd: as many replacements, each of cmd's offered, with all of its
-// instance types, by a distinct one of now's.
+// cmd: as many replacements, each of cmd's matched by a distinct one of
+// now's that offers all of its instance types where cmd launches it.
 func stillOffers(now, cmd *Command) error {
 	_, err := matchReplacements(now, cmd)
 	return err
 }
 
 // matchReplacements is, for each of cmd's replacements, the distinct one
-// of now's that offers all of its instance types (the solver may list
-// them in another order).
+// of now's that offers all of its launch options (offersAll; the solver
+// may list them in another order). Types alone do not make a match: two
+// replacements of the same types may be planned in different zones (a
+// zone-spread pod's), and the node cmd launches must be one the
+// re-simulation's plan would place its pods on. The matching is a
+// bipartite one (augmenting paths), so that an open replacement taking the
+// one re-simulated node of a zone that a pinned one needs does not refuse
+// a command that still holds.
 func matchReplacements(now, cmd *Command) ([]int, error) {
 	if len(now.Replacements) != len(cmd.Replacements) {
 		return nil, fmt.Errorf("re-simulation needs %d replacements, the command has %d", len(now.Replacements), len(cmd.Replacements))
 	}
-	used := make([]bool, len(now.Replacements))
-	match := make([]int, len(cmd.Replacements))
+	fits := make([][]int, len(cmd.Replacements)) // want → the haves that offer it
 	for i, want := range cmd.Replacements {
-		found := false
 		for j, have := range now.Replacements {
-			if !used[j] && offersAll(have, want) {
-				used[j], found, match[i] = true, true, j
-				break
+			if offersAll(have, want) {
+				fits[i] = append(fits[i], j)
 			}
 		}
-		if !found {
-			return nil, fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types", i, want.InstanceTypes[0].Name)
+	}
+	owner := make([]int, len(now.Replacements)) // have → the want it serves, -1 none
+	for j := range owner {
+		owner[j] = -1
+	}
+	var seen []bool
+	var augment func(i int) bool
+	augment = func(i int) bool {
+		for _, j := range fits[i] {
+			if seen[j] {
+				continue
+			}
+			seen[j] = true
+			if owner[j] < 0 || augment(owner[j]) {
+				owner[j] = i
+				return true
+			}
 		}
+		return false
+	}
+	for i, want := range cmd.Replacements {
+		seen = make([]bool, len(now.Replacements))
+		if !augment(i) {
+			return nil, fmt.Errorf("replacement %d (%s): the re-simulation no longer offers all of its instance types where the command launches it", i, want.InstanceTypes[0].Name)
+		}
+	}
+	match := make([]int, len(cmd.Replacements))
+	for j, i := range owner {
+		match[i] = j
 	}
 	return match, nil
 }
 
-// offersAll reports whether have's launch options include all of want's.
+// offersAll reports whether have's launch options include all of want's:
+// each of want's instance types, and every zone and capacity type want may
+// launch it in admitted by have's requirements (have's own catalog may
+// have lost an offering since; pinLike checks a pinned zone's).
 func offersAll(have, want *scheduling.NewNodeClaim) bool {
 	names := make(map[string]bool, len(have.InstanceTypes))
 	for _, it := range have.InstanceTypes {
@@ -189,6 +225,12 @@ func offersAll(have, want *scheduling.NewNodeClaim) bool {
 	for _, it := range want.InstanceTypes {
 		if !names[it.Name] {
 			return false
+		}
+		for _, o := range it.Offerings {
+			if scheduling.OfferingAllowed(o, want.Requirements) &&
+				(!scheduling.RequirementsAdmit(have.Requirements, v1.LabelTopologyZone, o.Zone) || !scheduling.RequirementsAdmit(have.Requirements, v1.LabelCapacityType, o.CapacityType)) {
+				return false
+			}
 		}
 	}
 	return true

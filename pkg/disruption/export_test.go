@@ -81,8 +81,11 @@ func DecideComposingAll(in *Input) (*Decision, error) {
 
 // DecideComposingAtMost is DecideComposingAll with a composed command of
 // more than steps steps failing the whole-command replay, so its last
-// steps go; dropped says whether any went.
-func DecideComposingAtMost(in *Input, steps int) (d *Decision, dropped bool, err error) {
+// steps go; dropped says whether any went, and found is, per step index,
+// the zones of each replacement of the step last found there, as found
+// (before compose pinned it for a later step).
+func DecideComposingAtMost(in *Input, steps int) (d *Decision, dropped bool, found map[int][][]string, err error) {
+	found = map[int][][]string{}
 	d, err = decide(in, func(e *engine) {
 		e.composeAll = true
 		e.replayed = func(cmd *Command) bool {
@@ -92,8 +95,15 @@ func DecideComposingAtMost(in *Input, steps int) (d *Decision, dropped bool, err
 			}
 			return e.realised(cmd)
 		}
+		e.found = func(step int, cmd *Command) {
+			zones := make([][]string, len(cmd.Replacements))
+			for i, nc := range cmd.Replacements {
+				zones[i] = launchZones(nc)
+			}
+			found[step] = zones
+		}
 	})
-	return d, dropped, err
+	return d, dropped, found, err
 }
 
 // StepZones is, for each step of cmd and each of its replacements, the
