@@ -360,6 +360,37 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, down time.Duration
 	return nil
 }
 
+// Pause freezes a running component (SIGSTOP to its process group) until
+// resume is called (SIGCONT); resume may be called more than once, and Stop
+// works on a paused component. A paused kwok keeps holding the Leases of the
+// nodes it plays but stops renewing them, so kube-controller-manager finds
+// their kubelets silent and marks the Nodes and their pods not ready, as
+// when a host stalls; resumed, it plays those nodes again.
+func (cp *ControlPlane) Pause(component string) (resume func(), err error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped || !cp.started {
+		return nil, fmt.Errorf("pausing %s: the control plane is not running", component)
+	}
+	cp.procsMu.Lock()
+	var target *process
+	for _, p := range cp.procs {
+		if p.name == component && p.exitErr() == nil {
+			target = p
+		}
+	}
+	cp.procsMu.Unlock()
+	if target == nil {
+		return nil, fmt.Errorf("pausing %s: no such component running", component)
+	}
+	pgid := target.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pausing %s: %w", component, err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = syscall.Kill(-pgid, syscall.SIGCONT) }) }, nil
+}
+
 // component describes how to run one binary.
 type component struct {
 	name  string

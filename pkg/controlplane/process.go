@@ -73,6 +73,7 @@ func (p *process) stop(grace time.Duration) {
 	pgid := p.cmd.Process.Pid
 	if grace > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused process acts on SIGTERM only once it runs
 	}
 	select {
 	case <-p.exited:
