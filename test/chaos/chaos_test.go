@@ -547,6 +547,8 @@ const offeringsUnavailableTTL = 30 * time.Second
 // round runs one seeded round and reports whether it passed.
 func (w *world) round(t *testing.T, seed uint64) bool {
 	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		cpLogs := w.env.ControlPlane.LogDir()
+		cpMarks := markLogs(cpLogs)
 		// Deferred: a wait that gives up ends the round with t.Fatal.
 		defer func() {
 			s := w.schedule
@@ -557,7 +559,14 @@ func (w *world) round(t *testing.T, seed uint64) bool {
 				t.Logf("REPRODUCE: make chaos CLOUD=%s ROUNDS=1 SEED=%d\nschedule: %s", s.Cloud, seed, s)
 			}
 			if t.Failed() || os.Getenv("CHAOS_LOGS") != "" {
-				w.keepLogs(t, s)
+				dir := w.keepLogs(t, s)
+				if dir != "" && t.Failed() {
+					if err := keepLogsSince(cpLogs, cpMarks, filepath.Join(dir, "cp")); err != nil {
+						t.Logf("keeping the control plane's logs: %v", err)
+					} else {
+						t.Logf("the control plane's logs of the round kept in %s", filepath.Join(dir, "cp"))
+					}
+				}
 			}
 		}()
 		_, problems := w.play(t, seed)
@@ -680,12 +689,13 @@ func (w *world) play(t *testing.T, seed uint64) (*schedule, []string) {
 // keepLogs copies the round's replicas' logs out of the test's temporary
 // directories, which go when the test ends, and says where: under
 // CHAOS_LOGS when it is set (every round's, passed or not), else in a new
-// temporary directory.
-func (w *world) keepLogs(t *testing.T, s *schedule) {
+// temporary directory. It returns that directory ("" if it could not make
+// one); a failed round's control-plane logs join them there (cplogs_test.go).
+func (w *world) keepLogs(t *testing.T, s *schedule) string {
 	dir, err := os.MkdirTemp(os.Getenv("CHAOS_LOGS"), fmt.Sprintf("joiner-chaos-%s-%d-", s.Cloud, s.Seed))
 	if err != nil {
 		t.Logf("keeping the replicas' logs: %v", err)
-		return
+		return ""
 	}
 	for _, r := range w.replicas[len(w.replicas)-len(s.ReplicaFaults):] {
 		for name, path := range r.logs() {
@@ -695,6 +705,7 @@ func (w *world) keepLogs(t *testing.T, s *schedule) {
 		}
 	}
 	t.Logf("replica logs kept in %s", dir)
+	return dir
 }
 
 func (w *world) scale(t *testing.T, n int32) {
