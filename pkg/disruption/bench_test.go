@@ -77,10 +77,7 @@ func converge(tb testing.TB, c *scenario.Cluster, opts disruption.Options, maxRo
 	tb.Helper()
 	run := convergence{start: c.Cost(), methods: map[disruption.Method]int{}}
 	var solves int
-	opts.Solve = func(s *scheduling.Snapshot, o scheduling.Options) (*scheduling.Plan, error) {
-		solves++
-		return scheduling.Solve(s, o)
-	}
+	opts = disruption.CountSolves(opts, &solves)
 	for run.rounds < maxRounds {
 		in := c.Input(benchNow, opts)
 		c0, t0 := cpuTime(), time.Now()

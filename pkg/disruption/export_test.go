@@ -146,3 +146,10 @@ func StepReplacements(cmd *Command) []int {
 	}
 	return out
 }
+
+// CountSolves returns o with its simulations counted in n, solved as
+// without it (the benchmark measures the solver Decide runs).
+func CountSolves(o Options, n *int) Options {
+	o.solved = n
+	return o
+}

@@ -40,6 +40,12 @@ type simulator struct {
 	// command leaves (compose.go); nil in that first engine.
 	reqs    map[*corev1.Pod]vec
 	classes *classes
+	// prepared keeps what the solver reads that no simulation of the
+	// decision changes (every bound pod's requests, labels and
+	// anti-affinity terms, the instance types' resources), shared with
+	// the engines the decision builds on (share); nil when Options.Solve
+	// replaces the solver.
+	prepared *scheduling.Prepared
 }
 
 // share lets s reuse what parent has read about each pod.
@@ -47,6 +53,10 @@ func (s *simulator) share(parent *simulator) {
 	s.reqs = parent.capacity().podReq
 	if parent.red != nil {
 		s.classes = parent.red.classes
+	}
+	if s.prepared != nil && parent.prepared != nil {
+		s.prepared = parent.prepared
+		s.solve = s.prepared.Solve
 	}
 }
 
@@ -61,7 +71,8 @@ func (s *simulator) capacity() *capacity {
 func newSimulator(in *Input) *simulator {
 	s := &simulator{in: in, solve: in.Options.Solve, minSavings: in.Options.MinSavingsFraction}
 	if s.solve == nil {
-		s.solve = scheduling.Solve
+		s.prepared = scheduling.NewPrepared()
+		s.solve = s.prepared.Solve
 	}
 	switch {
 	case s.minSavings == 0:
@@ -174,6 +185,9 @@ func (s *simulator) simulate(cands []*candidate, requirePreferences bool) (*resu
 		snap.Nodes = s.red.reduce(snap.Nodes, snap.Pods)
 	}
 	s.solves++
+	if n := s.in.Options.solved; n != nil {
+		*n++
+	}
 	opts := s.in.Options.Scheduling
 	opts.RequirePreferences = requirePreferences && !opts.IgnorePreferences
 	opts.NoExchanges = true

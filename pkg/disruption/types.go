@@ -126,6 +126,9 @@ type Options struct {
 	// Solve is the solver consolidation simulates with; nil means
 	// scheduling.Solve.
 	Solve func(*scheduling.Snapshot, scheduling.Options) (*scheduling.Plan, error)
+	// solved counts the simulations when set (the benchmark's figure,
+	// export_test.go's CountSolves), whichever solver runs them.
+	solved *int
 }
 
 // DefaultMinSavingsFraction is the default Options.MinSavingsFraction.

@@ -131,14 +131,12 @@ func (sv *solver) buildClasses() error {
 		if pods.IsOwnedByDaemonSet(p) {
 			continue
 		}
-		req := sv.podVec(p)
-		b.Reset()
-		spread := sv.snap.DefaultSpread.For(p)
-		classKey(&b, p, req, spread)
-		key := b.String()
+		f := sv.pendingFacts(p)
+		req := sv.cachedPodVec(p, f)
+		key := sv.podClassKey(&b, p, f, req)
 		cb, ok := byKey[key]
 		if !ok {
-			cb = &classBase{idx: len(sv.classes), key: key, req: req, ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations, spread: spread}
+			cb = &classBase{idx: len(sv.classes), key: key, req: req.clone(), ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations, spread: sv.snap.DefaultSpread.For(p)}
 			sk := vecKey(req)
 			if cb.shape = shapes[sk]; cb.shape == nil {
 				cb.shape = &shapeT{}
@@ -181,6 +179,23 @@ func twinOf(twins map[[2]string]int, key string) int {
 		twins[k] = id
 	}
 	return id
+}
+
+// podClassKey is p's classKey, from f (p's facts, nil when the solve is
+// not prepared) when the solve shares the Prepared's dimensions and
+// default spread.
+func (sv *solver) podClassKey(b *strings.Builder, p *corev1.Pod, f *podFacts, req resVec) string {
+	if f == nil || sv.ri != sv.opts.prepared.ri {
+		b.Reset()
+		classKey(b, p, req, sv.snap.DefaultSpread.For(p))
+		return b.String()
+	}
+	if !f.keyed || f.keySpread != sv.snap.DefaultSpread {
+		b.Reset()
+		classKey(b, p, req, sv.snap.DefaultSpread.For(p))
+		f.key, f.keySpread, f.keyed = b.String(), sv.snap.DefaultSpread, true
+	}
+	return f.key
 }
 
 func classKey(b *strings.Builder, p *corev1.Pod, req resVec, spread []corev1.TopologySpreadConstraint) {

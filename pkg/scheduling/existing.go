@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
-	"github.com/joiner-dev/joiner/pkg/pods"
 )
 
 func (sv *solver) buildExisting() {
@@ -36,11 +35,14 @@ func (sv *solver) buildExisting() {
 			n.exCT = 1 << ci
 		}
 		for _, p := range en.Pods {
-			if pods.IsTerminal(p) {
+			// Every bound pod's facts are read here, terminal ones too:
+			// the topology counts number them (topology.go).
+			f := sv.opts.prepared.facts(p)
+			if f.terminal {
 				continue
 			}
-			n.requests.add(sv.podVec(p))
-			n.ports = append(n.ports, podHostPorts(p)...)
+			n.ports = append(n.ports, f.ports...)
+			n.requests.add(sv.cachedPodVec(p, f))
 			for _, v := range p.Spec.Volumes {
 				if v.PersistentVolumeClaim == nil {
 					continue

@@ -59,6 +59,10 @@ type Options struct {
 	// one small node's price (on the 2,000-node shared cluster, 20
 	// commands instead of 14 for the same end cost).
 	NoExchanges bool
+
+	// prepared is set by Prepared.Solve: the setup reads what does not
+	// change between its solves from it (prepared.go).
+	prepared *Prepared
 }
 
 // DefaultMaxInstanceTypes is used when Options.MaxInstanceTypes is zero
@@ -252,44 +256,8 @@ func newSolver(s *Snapshot, opts Options) (*solver, error) {
 		mergeMemo: map[[2]int]int{},
 		groupBy:   map[string]*topoGroup{},
 	}
-	var lists []corev1.ResourceList
-	for _, its := range s.InstanceTypes {
-		for _, it := range its {
-			lists = append(lists, it.Capacity)
-		}
-	}
-	for _, n := range s.Nodes {
-		lists = append(lists, n.Allocatable)
-	}
-	for _, np := range s.NodePools {
-		lists = append(lists, np.Limits)
-	}
-	// Every resource a pod asks for gets a dimension, so one no instance
-	// type offers makes the pod unplaceable instead of being ignored.
-	for _, ps := range [][]*corev1.Pod{s.Pods, s.DaemonSets} {
-		for _, p := range ps {
-			for i := range p.Spec.Containers {
-				lists = append(lists, p.Spec.Containers[i].Resources.Requests)
-			}
-			for i := range p.Spec.InitContainers {
-				lists = append(lists, p.Spec.InitContainers[i].Resources.Requests)
-			}
-			lists = append(lists, p.Spec.Overhead)
-			if p.Spec.Resources != nil {
-				lists = append(lists, p.Spec.Resources.Requests)
-			}
-		}
-	}
-	if opts.PlanDynamicResources {
-		sv.deviceDims = map[corev1.ResourceName]bool{}
-		for _, l := range s.deviceLists() {
-			lists = append(lists, l)
-			for n := range l {
-				sv.deviceDims[n] = true
-			}
-		}
-	}
-	sv.ri = newResourceIndex(lists)
+	sv.ri = sv.indexResources()
+	sv.usePrepared()
 	sv.scratch = make(resVec, len(sv.ri.names))
 	sv.indexVolumes()
 	if err := sv.internTopologyValues(); err != nil {

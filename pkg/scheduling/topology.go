@@ -327,48 +327,29 @@ func labelSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
 // running, which keeps matching pending pods out of their domains. The
 // pods of one workload carry equal terms: a term that reads neither the
 // pod's own labels (matchLabelKeys, mismatchLabelKeys) nor namespace
-// labels is turned into its group once per namespace and reused for every
-// pod that carries an equal one.
+// labels is numbered by the solve's Prepared (antiTermOf) and turned into
+// its group once per number, reused for every pod that carries an equal
+// one.
 func (sv *solver) buildExistingGroups() {
-	type seen struct {
-		term corev1.PodAffinityTerm
-		g    *topoGroup // nil: the term is unreadable
-	}
-	// By namespace, topology key and the selector's matchLabels, so a
-	// namespace of many workloads does not compare every term with all.
-	type bucket struct {
-		namespace, topologyKey string
-		matchLabels            uint64
-	}
-	memo := map[bucket][]seen{}
-	seed := maphash.MakeSeed()
+	pr := sv.opts.prepared
+	byID, made := make([]*topoGroup, pr.nAntiTerms), make([]bool, pr.nAntiTerms)
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
 			a := p.Spec.Affinity
 			if a == nil || a.PodAntiAffinity == nil {
 				continue
 			}
-			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				reusable := len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0 && t.NamespaceSelector == nil
-				b := bucket{namespace: p.Namespace, topologyKey: t.TopologyKey}
-				if t.LabelSelector != nil {
-					b.matchLabels = LabelsHash(seed, t.LabelSelector.MatchLabels)
-				}
+			f := pr.facts(p)
+			for i, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				var g *topoGroup
-				found := false
-				if reusable {
-					for _, s := range memo[b] {
-						if sameTerm(s.term, t) {
-							g, found = s.g, true
-							break
-						}
-					}
-				}
-				if !found {
+				switch id := f.anti[i]; {
+				case id < 0:
 					g = sv.existingAntiGroup(t, p)
-					if reusable {
-						memo[b] = append(memo[b], seen{term: t, g: g})
-					}
+				case made[id]:
+					g = byID[id]
+				default:
+					g = sv.existingAntiGroup(t, p)
+					byID[id], made[id] = g, true
 				}
 				if g != nil {
 					sv.recordOwner(g, n)
@@ -442,41 +423,33 @@ func (sv *solver) linkSelectedBy(cb *classBase) {
 
 // countExistingPods records the pods already bound to existing nodes.
 // Pods of one namespace and one label set are selected by the same
-// groups, so each such set is matched once: looked up by an order-free
-// hash of its labels (no sorted key built per pod, which cost most of
-// this at thousands of pods) and confirmed by comparing the labels.
+// groups, so each such set (numbered by the solve's Prepared, labelSetOf)
+// is matched once.
 func (sv *solver) countExistingPods() {
-	type seen struct {
-		ns     string
-		labels map[string]string
-		gs     []*topoGroup
-	}
-	memo := map[uint64][]seen{}
-	seed := maphash.MakeSeed()
+	pr := sv.opts.prepared
+	byID, matched := make([][]*topoGroup, pr.nLabelSets), make([]bool, pr.nLabelSets)
 	for _, n := range sv.existing {
 		for _, p := range n.ex.Pods {
-			key := maphash.String(seed, p.Namespace) + LabelsHash(seed, p.Labels)
-			var gs []*topoGroup
-			found := false
-			for _, s := range memo[key] {
-				if s.ns == p.Namespace && maps.Equal(s.labels, p.Labels) {
-					gs, found = s.gs, true
-					break
-				}
+			f := pr.facts(p)
+			if !matched[f.labelSet] {
+				byID[f.labelSet], matched[f.labelSet] = sv.selecting(p), true
 			}
-			if !found {
-				for _, g := range sv.groups {
-					if g.selects(p.Namespace, p.Labels) {
-						gs = append(gs, g)
-					}
-				}
-				memo[key] = append(memo[key], seen{ns: p.Namespace, labels: p.Labels, gs: gs})
-			}
-			for _, g := range gs {
+			for _, g := range byID[f.labelSet] {
 				sv.recordMatch(g, n)
 			}
 		}
 	}
+}
+
+// selecting are the groups whose selector matches p.
+func (sv *solver) selecting(p *corev1.Pod) []*topoGroup {
+	var gs []*topoGroup
+	for _, g := range sv.groups {
+		if g.selects(p.Namespace, p.Labels) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
 }
 
 // LabelsHash hashes a label set whatever the map's iteration order (a sum
