@@ -331,6 +331,7 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 		allSpot = allSpot && c.node.CapacityType == v1.CapacityTypeSpot
 	}
 	reqs := make([][]scheduling.Requirement, len(ncs))
+	options := make([][]option, len(ncs))
 	cheapest := make([]float64, len(ncs))
 	sum := 0.0
 	for i, nc := range ncs {
@@ -345,12 +346,10 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 			// a dearer on-demand node (Karpenter does the same).
 			reqs[i] = setRequirement(reqs[i], v1.LabelCapacityType, v1.CapacityTypeSpot)
 		}
+		options[i] = priceOptions(nc, reqs[i], s.listPrices())
 		cheapest[i] = math.Inf(1)
-		cpu := nc.Requests.Cpu().MilliValue()
-		for _, it := range nc.InstanceTypes {
-			if p, ok := offeringPrice(it, reqs[i], cpu, s.listPrices()); ok {
-				cheapest[i] = min(cheapest[i], p)
-			}
+		for _, o := range options[i] {
+			cheapest[i] = min(cheapest[i], o.cheapest)
 		}
 		sum += cheapest[i]
 	}
@@ -361,16 +360,37 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 	if len(cands) == 1 && len(ncs) == 1 {
 		exclude = cands[0].node.InstanceType // never churn a node into another of its own type
 	}
-	allowance := allowances(ncs, reqs, cheapest, sum, limit, exclude, s.listPrices())
+	allowance := allowances(options, cheapest, sum, limit, exclude)
 	out := make([]*scheduling.NewNodeClaim, len(ncs))
 	for i, nc := range ncs {
-		repl, why := narrow(nc, reqs[i], allowance[i], exclude, allSpot && len(cands) == 1 && len(ncs) == 1, s.listPrices())
+		repl, why := narrow(nc, reqs[i], options[i], allowance[i], exclude, allSpot && len(cands) == 1 && len(ncs) == 1, s.listPrices())
 		if repl == nil {
 			return nil, why
 		}
 		out[i] = repl
 	}
 	return out, Why{}
+}
+
+// option is one launch option of a replacement, priced once under the
+// replacement's requirements (NodePrice with its requested CPU): at its
+// cheapest allowed offering and at its dearest.
+type option struct {
+	it                *scheduling.InstanceType
+	cheapest, dearest float64
+}
+
+// priceOptions prices nc's launch options under reqs, in nc's order,
+// leaving out those with no allowed offering.
+func priceOptions(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, listPrices bool) []option {
+	out := make([]option, 0, len(nc.InstanceTypes))
+	cpu := nc.Requests.Cpu().MilliValue()
+	for _, it := range nc.InstanceTypes {
+		if p, ok := offeringPrice(it, reqs, cpu, listPrices); ok {
+			out = append(out, option{it: it, cheapest: p, dearest: dearestOffering(it, reqs, cpu, listPrices)})
+		}
+	}
+	return out
 }
 
 // allowances shares limit among the replacements, each the most its
@@ -383,20 +403,16 @@ func (s *simulator) cheaperReplacements(ncs []*scheduling.NewNodeClaim, cands []
 // second only rescues a set the first would refuse (a set of many
 // replacements, each barely cheaper than its candidate, where one zone's
 // dearer price used to sink the whole).
-func allowances(ncs []*scheduling.NewNodeClaim, reqs [][]scheduling.Requirement, cheapest []float64, sum, limit float64, exclude string, listPrices bool) []float64 {
-	out := make([]float64, len(ncs))
-	need := make([]float64, len(ncs))
+func allowances(options [][]option, cheapest []float64, sum, limit float64, exclude string) []float64 {
+	out := make([]float64, len(options))
+	need := make([]float64, len(options))
 	proportional, total := true, 0.0
-	for i, nc := range ncs {
+	for i, opts := range options {
 		out[i] = cheapest[i] * limit / sum
 		need[i] = math.Inf(1)
-		cpu := nc.Requests.Cpu().MilliValue()
-		for _, it := range nc.InstanceTypes {
-			if it.Name == exclude {
-				continue
-			}
-			if _, ok := offeringPrice(it, reqs[i], cpu, listPrices); ok {
-				need[i] = min(need[i], dearestOffering(it, reqs[i], cpu, listPrices))
+		for _, o := range opts {
+			if o.it.Name != exclude {
+				need[i] = min(need[i], o.dearest)
 			}
 		}
 		proportional = proportional && need[i] <= out[i]
@@ -411,29 +427,22 @@ func allowances(ncs []*scheduling.NewNodeClaim, reqs [][]scheduling.Requirement,
 	return out
 }
 
-// narrow keeps nc's launch options priced at most allowance (other than
-// exclude), cheapest first; spotToSpot applies Karpenter's single-node
-// spot-to-spot rule (at least 15 cheaper types, launch with the 15
-// cheapest). Options are priced by scheduling.NodePrice with nc's
-// requested CPU (listPrices: at their list prices alone).
-func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowance float64, exclude string, spotToSpot, listPrices bool) (*scheduling.NewNodeClaim, Why) {
-	type priced struct {
-		it    *scheduling.InstanceType
-		price float64
-	}
-	var keep []priced
-	cpu := nc.Requests.Cpu().MilliValue()
-	for _, it := range nc.InstanceTypes {
-		if it.Name == exclude {
-			continue
-		}
+// narrow keeps nc's launch options (options, priced under reqs) whose
+// dearest offering costs at most allowance (other than exclude), cheapest
+// first; spotToSpot applies Karpenter's single-node spot-to-spot rule (at
+// least 15 cheaper types, launch with the 15 cheapest). Options are priced
+// by scheduling.NodePrice with nc's requested CPU (listPrices: at their
+// list prices alone).
+func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, options []option, allowance float64, exclude string, spotToSpot, listPrices bool) (*scheduling.NewNodeClaim, Why) {
+	var keep []option
+	for _, o := range options {
 		// Filter on the dearest offering the requirements allow (the cloud
 		// may pick any of them), price on the cheapest.
-		if p, ok := offeringPrice(it, reqs, cpu, listPrices); ok && dearestOffering(it, reqs, cpu, listPrices) <= allowance {
-			keep = append(keep, priced{it, p})
+		if o.it.Name != exclude && o.dearest <= allowance {
+			keep = append(keep, o)
 		}
 	}
-	sort.SliceStable(keep, func(i, j int) bool { return keep[i].price < keep[j].price })
+	sort.SliceStable(keep, func(i, j int) bool { return keep[i].cheapest < keep[j].cheapest })
 	if len(keep) == 0 {
 		return nil, Why{Kind: WhyNotCheaper}
 	}
@@ -455,9 +464,9 @@ func narrow(nc *scheduling.NewNodeClaim, reqs []scheduling.Requirement, allowanc
 			return nil, Why{Kind: WhyMinValues, Key: r.Key, Count: int64(len(names)), Want: int64(*r.MinValues)}
 		}
 	}
-	out.Price = keep[0].price
+	out.Price = keep[0].cheapest
 	if o, ok := scheduling.CheapestOffering(keep[0].it, out.Requirements); ok {
-		out.PriceParts = scheduling.NodePrice(keep[0].it, o.Price, cpu, listPrices)
+		out.PriceParts = scheduling.NodePrice(keep[0].it, o.Price, nc.Requests.Cpu().MilliValue(), listPrices)
 	}
 	return &out, Why{}
 }

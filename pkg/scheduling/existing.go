@@ -4,6 +4,7 @@ package scheduling
 // snapshot, whether a pod fits one, and committing it there.
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,8 @@ func (sv *solver) buildExisting() {
 		return nodes[i].Name < nodes[j].Name
 	})
 	for _, en := range nodes {
-		n := &nodeState{idx: len(sv.existing), ex: en, alloc: sv.nodeAlloc(en), exTaints: existingTaints(en), volumes: map[string]int{}, volClaims: map[string]bool{}}
-		n.requests = make(resVec, len(sv.ri.names))
+		nf := sv.existingFacts(en)
+		n := &nodeState{idx: len(sv.existing), ex: en, alloc: nf.alloc, exTaints: nf.taints, requests: nf.requests.clone(), ports: slices.Clone(nf.ports)}
 		if z, ok := en.Labels[corev1.LabelTopologyZone]; !ok {
 			n.noZone = true
 		} else if zi, ok := sv.zoneIdx[z]; ok {
@@ -34,30 +35,62 @@ func (sv *solver) buildExisting() {
 		} else if ci, ok := sv.ctIdx[ct]; ok {
 			n.exCT = 1 << ci
 		}
-		for _, p := range en.Pods {
-			// Every bound pod's facts are read here, terminal ones too:
-			// the topology counts number them (topology.go).
-			f := sv.opts.prepared.facts(p)
-			if f.terminal {
-				continue
-			}
-			n.ports = append(n.ports, f.ports...)
-			n.requests.add(sv.cachedPodVec(p, f))
-			for _, v := range p.Spec.Volumes {
-				if v.PersistentVolumeClaim == nil {
-					continue
-				}
-				key := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
-				if n.volClaims[key] {
-					continue
-				}
-				n.volClaims[key] = true
-				if d := sv.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
-					n.volumes[d]++
+		if nf.claims {
+			for _, p := range en.Pods {
+				if !sv.opts.prepared.facts(p).terminal {
+					sv.attachClaims(n, p)
 				}
 			}
 		}
 		sv.existing = append(sv.existing, n)
+	}
+}
+
+// existingFacts are what a node brings to a solve before any pod moves:
+// its allocatable, taints, and its bound pods' requests and host ports.
+// Every bound pod's facts are read here, terminal ones too: the topology
+// counts number them (topology.go). A Prepared keeps them for its solve's
+// second pass over the same nodes (Solve's other pod order).
+func (sv *solver) existingFacts(en *ExistingNode) *nodeFacts {
+	pr := sv.opts.prepared
+	shared := !pr.local && sv.ri == pr.ri
+	if nf, ok := pr.nodes[en]; ok && shared {
+		return nf
+	}
+	nf := &nodeFacts{alloc: sv.nodeAlloc(en), taints: existingTaints(en), requests: make(resVec, len(sv.ri.names))}
+	for _, p := range en.Pods {
+		f := pr.facts(p)
+		if f.terminal {
+			continue
+		}
+		nf.ports = append(nf.ports, f.ports...)
+		nf.requests.add(sv.cachedPodVec(p, f))
+		nf.claims = nf.claims || f.claims
+	}
+	if shared {
+		pr.nodes[en] = nf
+	}
+	return nf
+}
+
+// attachClaims counts p's persistent volume claims against n's attach
+// limits, each claim once per node.
+func (sv *solver) attachClaims(n *nodeState, p *corev1.Pod) {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		key := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+		if n.volClaims[key] {
+			continue
+		}
+		if n.volClaims == nil {
+			n.volClaims, n.volumes = map[string]bool{}, map[string]int{}
+		}
+		n.volClaims[key] = true
+		if d := sv.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
+			n.volumes[d]++
+		}
 	}
 }
 
@@ -133,17 +166,6 @@ func (sv *solver) commitExisting(c *podClass, n *nodeState, p *corev1.Pod) {
 	c.base.placed++
 	n.requests.add(c.base.req)
 	n.pods = append(n.pods, p)
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		key := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
-		if !n.volClaims[key] {
-			n.volClaims[key] = true
-			if d := sv.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
-				n.volumes[d]++
-			}
-		}
-	}
+	sv.attachClaims(n, p)
 	sv.recordPlacement(c, n)
 }

@@ -49,6 +49,9 @@ type Prepared struct {
 	// solve has, so a small one does not take a thousand).
 	slab   []podFacts
 	expect int
+	// nodes are the facts of the nodes of the snapshot Solve is solving
+	// (Prepared.Solve clears them), read again by its second pod order.
+	nodes map[*ExistingNode]*nodeFacts
 	// local: the Prepared of one solve that Prepared.Solve did not start
 	// (usePrepared).
 	local bool
@@ -63,7 +66,9 @@ type podFacts struct {
 	names    []corev1.ResourceName
 	named    bool
 	terminal bool
-	ports    []hostPort
+	// claims: the pod mounts a persistent volume claim.
+	claims bool
+	ports  []hostPort
 	// labelSet is the pod's (namespace, labels) number.
 	labelSet int32
 	// anti are the ids of the pod's required anti-affinity terms, in
@@ -75,6 +80,16 @@ type podFacts struct {
 	key       string
 	keySpread *DefaultSpread
 	keyed     bool
+}
+
+// nodeFacts are what an existing node brings to a solve
+// (solver.existingFacts).
+type nodeFacts struct {
+	alloc, requests resVec
+	taints          []corev1.Taint
+	ports           []hostPort
+	// claims: some bound pod mounts a persistent volume claim.
+	claims bool
 }
 
 type labelSet struct {
@@ -111,6 +126,7 @@ func NewPrepared() *Prepared {
 		seed:        maphash.MakeSeed(),
 		labelSets:   map[uint64][]labelSet{},
 		antiTerms:   map[antiBucket][]antiTerm{},
+		nodes:       map[*ExistingNode]*nodeFacts{},
 		typeNames:   map[string]typeNames{},
 		scratchSeen: map[corev1.ResourceName]bool{},
 	}
@@ -120,6 +136,7 @@ func NewPrepared() *Prepared {
 // dynamic resources planned (opts.PlanDynamicResources) a pod's requests
 // depend on its claims' devices: those solves read everything afresh.
 func (pr *Prepared) Solve(s *Snapshot, opts Options) (*Plan, error) {
+	clear(pr.nodes)
 	if !opts.PlanDynamicResources {
 		opts.prepared = pr
 		if len(pr.pods) == 0 {
@@ -142,6 +159,7 @@ func (pr *Prepared) facts(p *corev1.Pod) *podFacts {
 	pr.slab = pr.slab[1:]
 	f.terminal = pods.IsTerminal(p)
 	f.ports = podHostPorts(p)
+	f.claims = slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })
 	f.labelSet = pr.labelSetOf(p)
 	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
