@@ -140,6 +140,30 @@ func (sv *solver) buildPools() error {
 	return nil
 }
 
+// typeFacts are what a pool reads of an instance type whatever the pool:
+// its requirements by normalized key (its name under the instance-type
+// label when it gives none), its capacity and allocatable. Read once per
+// solve, or once per Prepared while the solves share its dimensions.
+func (sv *solver) typeFacts(it *InstanceType) *typeFacts {
+	pr := sv.opts.prepared
+	if tf, ok := pr.types[it]; ok && pr.typesRI == sv.ri {
+		return tf
+	}
+	if pr.typesRI != sv.ri {
+		clear(pr.types)
+		pr.typesRI = sv.ri
+	}
+	tf := &typeFacts{reqs: make(map[string][]string, len(it.Requirements)+1), capacity: sv.ri.vec(it.Capacity), alloc: sv.ri.allocatable(it)}
+	for k, v := range it.Requirements {
+		tf.reqs[normalizedKey(k)] = sortedUnique(v)
+	}
+	if _, ok := tf.reqs[corev1.LabelInstanceTypeStable]; !ok {
+		tf.reqs[corev1.LabelInstanceTypeStable] = []string{it.Name}
+	}
+	pr.types[it] = tf
+	return tf
+}
+
 func (sv *solver) buildPoolTypes(p *poolT) {
 	its := sv.snap.InstanceTypes[p.np.Name]
 	backoffs, backedOff := activeBackoffs(p.np, sv.snap.Now)
@@ -151,13 +175,8 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			skipped = true
 			continue
 		}
-		t := &typeT{it: it, reqs: map[string][]string{}, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
-		for k, v := range it.Requirements {
-			t.reqs[normalizedKey(k)] = sortedUnique(v)
-		}
-		if _, ok := t.reqs[corev1.LabelInstanceTypeStable]; !ok {
-			t.reqs[corev1.LabelInstanceTypeStable] = []string{it.Name}
-		}
+		tf := sv.typeFacts(it)
+		t := &typeT{it: it, reqs: tf.reqs, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
 		// The pool's own requirements rule out some of the type's values
 		// (e.g. a pool limited to arm64).
 		ok := true
@@ -198,7 +217,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			t.minPrice += t.volumes
 			p.bursty = p.bursty || t.burst != nil
 		}
-		t.capacity = sv.ri.vec(it.Capacity)
+		t.capacity = tf.capacity
 		for k := range t.reqs {
 			p.definedKeys[k] = true
 		}
@@ -216,8 +235,9 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 	p.all = newBitset(len(p.types))
 	p.maxEff = make(resVec, len(sv.ri.names))
 	for i, t := range p.types {
-		alloc := sv.ri.allocatable(t.it)
+		alloc := sv.typeFacts(t.it).alloc
 		if sv.planDevices() {
+			alloc = alloc.clone()
 			sv.addDevices(alloc, sv.snap.Devices.InstanceTypes[t.it.Name])
 		}
 		d, ports := sv.daemonOverhead(p, t)

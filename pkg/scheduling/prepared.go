@@ -52,6 +52,14 @@ type Prepared struct {
 	// nodes are the facts of the nodes of the snapshot Solve is solving
 	// (Prepared.Solve clears them), read again by its second pod order.
 	nodes map[*ExistingNode]*nodeFacts
+	// types are the instance types' facts (solver.typeFacts), in the
+	// dimensions of typesRI.
+	types   map[*InstanceType]*typeFacts
+	typesRI *resourceIndex
+	// solving is the snapshot Prepared.Solve is solving, and solvingRI
+	// its index once read (its second pod order reads the same).
+	solving   *Snapshot
+	solvingRI *resourceIndex
 	// local: the Prepared of one solve that Prepared.Solve did not start
 	// (usePrepared).
 	local bool
@@ -92,6 +100,13 @@ type nodeFacts struct {
 	claims bool
 }
 
+// typeFacts are what a solve reads of an instance type whatever the
+// NodePool (solver.typeFacts).
+type typeFacts struct {
+	reqs            map[string][]string
+	capacity, alloc resVec
+}
+
 type labelSet struct {
 	ns     string
 	labels map[string]string
@@ -127,6 +142,7 @@ func NewPrepared() *Prepared {
 		labelSets:   map[uint64][]labelSet{},
 		antiTerms:   map[antiBucket][]antiTerm{},
 		nodes:       map[*ExistingNode]*nodeFacts{},
+		types:       map[*InstanceType]*typeFacts{},
 		typeNames:   map[string]typeNames{},
 		scratchSeen: map[corev1.ResourceName]bool{},
 	}
@@ -137,6 +153,7 @@ func NewPrepared() *Prepared {
 // depend on its claims' devices: those solves read everything afresh.
 func (pr *Prepared) Solve(s *Snapshot, opts Options) (*Plan, error) {
 	clear(pr.nodes)
+	pr.solving, pr.solvingRI = s, nil
 	if !opts.PlanDynamicResources {
 		opts.prepared = pr
 		if len(pr.pods) == 0 {
@@ -294,6 +311,9 @@ func addNames(seen map[corev1.ResourceName]bool, out *[]corev1.ResourceName, lis
 // It is pr.ri when the dimensions are the same, so the cached request
 // vectors hold; pr.ri is set by the first solve.
 func (pr *Prepared) resourceIndex(s *Snapshot) *resourceIndex {
+	if s == pr.solving && pr.solvingRI != nil {
+		return pr.solvingRI // Solve's second pod order
+	}
 	seen := map[corev1.ResourceName]bool{}
 	var extra []corev1.ResourceName
 	for name, its := range s.InstanceTypes {
@@ -334,12 +354,15 @@ func (pr *Prepared) resourceIndex(s *Snapshot) *resourceIndex {
 		}
 	}
 	slices.Sort(extra)
-	if pr.ri != nil && slices.Equal(pr.ri.names[resPods+1:], extra) {
-		return pr.ri
+	ri := pr.ri
+	if ri == nil || !slices.Equal(ri.names[resPods+1:], extra) {
+		ri = newResourceIndex([]corev1.ResourceList{namesList(extra)})
 	}
-	ri := newResourceIndex([]corev1.ResourceList{namesList(extra)})
 	if pr.ri == nil {
 		pr.ri = ri
+	}
+	if s == pr.solving {
+		pr.solvingRI = ri
 	}
 	return ri
 }
