@@ -486,7 +486,7 @@ func (sv *solver) repackNodes(nodes []*nodeState, rp *repacker, maxSteps int) (i
 
 // resize returns s at length n, zeroed, reusing its array when it is large
 // enough: repack and fill size their scratch slices per node this way.
-func resize[T int | int32](s []T, n int) []T {
+func resize[T int | int32 | uint64](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}

@@ -244,6 +244,7 @@ type solver struct {
 	// fill's and topUp's scratch, reused call to call
 	filler   filler
 	topUpper topUpper
+	twins    twinExchanger
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {

@@ -45,6 +45,21 @@ type topUpper struct {
 	order     []int
 	moves     [1]podMove
 	nodes     [2]*nodeState
+	// misfits are the request shapes no receiver had room for: the
+	// receivers only fill up, so a pod asking at least as much of every
+	// resource finds none either and is not offered again.
+	misfits []resVec
+}
+
+// misfit reports whether a pod of requests req asks at least as much of
+// every resource as a shape no receiver had room for.
+func (tu *topUpper) misfit(req resVec) bool {
+	for _, m := range tu.misfits {
+		if m.fits(req) {
+			return true
+		}
+	}
+	return false
 }
 
 // topUpFrom moves reservoir r's pods into the room of the other nodes of
@@ -72,21 +87,27 @@ func (sv *solver) topUpFrom(r *nodeState, tu *topUpper) {
 	}
 	slices.SortStableFunc(tu.order, func(i, j int) int { return cmp.Compare(tu.cls[j].base.req[bind], tu.cls[i].base.req[bind]) })
 	moved := false
+	tu.misfits = tu.misfits[:0]
 	for _, i := range tu.order {
 		p, c := tu.pods[i], tu.cls[i]
-		if sv.fixedIn(c, r.zones, r.cts) {
+		if sv.fixedIn(c, r.zones, r.cts) || tu.misfit(c.base.req) {
 			continue
 		}
+		room := false
 		for _, s := range tu.receivers {
 			if !fitsAdd(s.requests, c.base.req, s.pool.effAlloc[s.natural]) {
 				continue
 			}
+			room = true
 			tu.moves[0] = podMove{pod: p, c: c, from: r, to: s}
 			tu.nodes = [2]*nodeState{r, s}
 			if sv.moveAll(tu.nodes[:], tu.moves[:], false, nil) {
 				moved = true
 				break
 			}
+		}
+		if !room {
+			tu.misfits = append(tu.misfits, c.base.req)
 		}
 	}
 	if moved {

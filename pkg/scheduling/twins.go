@@ -33,14 +33,25 @@ import (
 // a class that found no twin is not tried again until an exchange is
 // made, and a reservoir stops after twinMisses pods in a row found none.
 func (sv *solver) exchangeTwins() map[*nodeState]bool {
-	var ex twinExchanger
+	// The scratch is the solver's: the pass runs while it saves.
+	ex := &sv.twins
+	ex.nodes, ex.bind = ex.nodes[:0], ex.bind[:0]
+	ex.twins = resize(ex.twins, len(sv.newNodes))
 	for _, n := range sv.newNodes {
 		if n.natural >= 0 && len(n.pods) > 0 && !n.pool.bursty {
 			ex.nodes = append(ex.nodes, n)
+			ex.twins[n.idx] = 0
+			for _, c := range n.podClasses {
+				ex.twins[n.idx] |= twinBit(c)
+			}
 		}
 	}
 	budget := twinChecksPerPod * (len(sv.snap.Pods) + 1)
-	changed := map[*nodeState]bool{}
+	if ex.changed == nil {
+		ex.changed = map[*nodeState]bool{}
+	}
+	changed := ex.changed
+	clear(changed)
 	for _, r := range sv.dearestFirst() {
 		if budget <= 0 {
 			break
@@ -52,7 +63,7 @@ func (sv *solver) exchangeTwins() map[*nodeState]bool {
 		if bind < 0 || fullest-emptiest < twinImbalance {
 			continue
 		}
-		n, used := sv.exchangeTwinsOf(r, bind, &ex, budget, changed)
+		n, used := sv.exchangeTwinsOf(r, bind, ex, budget, changed)
 		budget -= used
 		if n > 0 {
 			sv.shrink(r)
@@ -77,9 +88,16 @@ const (
 type twinExchanger struct {
 	nodes []*nodeState // the planned nodes
 	// cands ranks the nodes by their idle room in resource bind[i], the
-	// most first, once per resource a reservoir is bound by in the pass.
+	// most first, once per resource a reservoir is bound by in the pass
+	// (cands keeps the rankings of earlier passes for their arrays).
 	cands  [][]twinCand
 	bind   []int
+	// changed holds the nodes the pass's exchanges changed.
+	changed map[*nodeState]bool
+	// twins has, per planned node (by idx), the twinBit of each of its
+	// pods: an exchange swaps two pods of one twin, so the bits hold
+	// through the pass, and a node without x's bit is not searched.
+	twins []uint64
 	pods   []*corev1.Pod
 	cls    []*podClass
 	order  []int
@@ -87,6 +105,10 @@ type twinExchanger struct {
 	moves  [2]podMove
 	pair   [2]*nodeState
 }
+
+// twinBit is the bit of pods of class c in twinExchanger.twins (twin
+// numbers past 63 share bits: the bits only skip nodes).
+func twinBit(c *podClass) uint64 { return 1 << (c.base.twin % 64) }
 
 // twinCand is a node and its idle room in what the reservoir is bound by.
 type twinCand struct {
@@ -102,7 +124,11 @@ func (ex *twinExchanger) ranked(bind int, idle func(*nodeState) int64) []twinCan
 	if i := slices.Index(ex.bind, bind); i >= 0 {
 		return ex.cands[i]
 	}
-	cands := make([]twinCand, 0, len(ex.nodes))
+	k := len(ex.bind)
+	if k == len(ex.cands) {
+		ex.cands = append(ex.cands, nil)
+	}
+	cands := ex.cands[k][:0]
 	for _, n := range ex.nodes {
 		cands = append(cands, twinCand{idle: idle(n), n: n})
 	}
@@ -113,7 +139,7 @@ func (ex *twinExchanger) ranked(bind int, idle func(*nodeState) int64) []twinCan
 		return cmp.Compare(a.n.idx, b.n.idx)
 	})
 	ex.bind = append(ex.bind, bind)
-	ex.cands = append(ex.cands, cands)
+	ex.cands[k] = cands
 	return cands
 }
 
@@ -152,7 +178,7 @@ func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, bud
 				break
 			}
 			s := cand.n
-			if s == r || s.pool != r.pool || s.cts != r.cts || idle(s) <= best {
+			if s == r || s.pool != r.pool || s.cts != r.cts || ex.twins[s.idx]&twinBit(xc) == 0 || idle(s) <= best {
 				continue
 			}
 			sAlloc := s.pool.effAlloc[s.natural]
