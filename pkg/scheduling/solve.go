@@ -99,24 +99,38 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 	return best.plan(), nil
 }
 
-// exchangeAcrossZones runs, once on the plan Solve keeps, the exchanges of
+// exchangeAcrossZones runs, on the plan Solve keeps, the exchanges of
 // twins (twins.go), which free the pods' zones, the one thing every search
 // before kept; fill and topUp then serve the reservoirs those exchanges
-// changed, which have room they had not.
+// changed, which have room they had not. Their moves in turn leave other
+// nodes room for new exchanges of twins, so the round repeats while it
+// saves, at most crossRounds times.
 func (sv *solver) exchangeAcrossZones() {
-	changed := sv.exchangeTwins()
-	if len(changed) == 0 {
-		return
-	}
 	var nodes []*nodeState
-	for _, n := range sv.dearestFirst() {
-		if changed[n] {
-			nodes = append(nodes, n)
+	for range crossRounds {
+		before := sv.cost()
+		changed := sv.exchangeTwins()
+		if len(changed) == 0 {
+			return
+		}
+		nodes = nodes[:0]
+		for _, n := range sv.dearestFirst() {
+			if changed[n] {
+				nodes = append(nodes, n)
+			}
+		}
+		sv.fillAmong(nodes)
+		sv.topUpAmong(nodes)
+		if sv.cost() >= before-1e-9 {
+			return
 		}
 	}
-	sv.fillAmong(nodes)
-	sv.topUpAmong(nodes)
 }
+
+// crossRounds bounds exchangeAcrossZones' rounds: on diverse-10000 the
+// first saves 20 steps of the 1-vCPU type, the next six 24 in all, the
+// eighth none.
+const crossRounds = 8
 
 // portfolioMaxPods bounds the inputs solved with both pod orders.
 const portfolioMaxPods = 2000
