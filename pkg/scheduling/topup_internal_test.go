@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,87 @@ func TestTopUpMovesIntoIdleRoom(t *testing.T) {
 						t.Errorf("web pod %s landed beside the guest that refuses it", p.Name)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestTopUpAcrossZones lays out a reservoir in zone-a (an anchor, four
+// 0.5-cpu pods pinned to zone-a and two web pods, 3.1 cpu on the 4-cpu
+// type) beside a node in zone-b with 0.5 cpu or more idle on its 2-cpu
+// type. The
+// web pods are counted by a zone spread (maxSkew 1) that a spreader pod in
+// zone-b owns, so a web pod may leave zone-a only where the counts stay
+// within the skew: from 2 against 1 to 1 against 2, but not from 2
+// against 2 to 1 against 3. Within its zone topUp finds no room; across
+// zones (anyZone) it moves a web pod when the spread allows, and the
+// reservoir drops to the 3-cpu type.
+func TestTopUpAcrossZones(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		anyZone bool
+		webB    int // web pods on the zone-b node beside the spreader
+		after   float64
+	}{
+		{name: "a web pod moves where the spread allows", anyZone: true, webB: 0, after: 0.5},
+		{name: "not where the spread would break", anyZone: true, webB: 1, after: 0.6},
+		{name: "not without anyZone", anyZone: false, webB: 0, after: 0.6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inZone := func(p *corev1.Pod, zone string) *corev1.Pod {
+				p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: zone}
+				return p
+			}
+			web := map[string]string{"app": "web"}
+			reservoir := []*corev1.Pod{inZone(anchorPod("anchor-a", "100Mi"), "zone-a")}
+			for i := 0; i < 4; i++ {
+				reservoir = append(reservoir, inZone(repackPod(fmt.Sprintf("pinned-%d", i), "500m", "512Mi", map[string]string{"app": "pinned"}), "zone-a"))
+			}
+			reservoir = append(reservoir, repackPod("web-a1", "500m", "512Mi", web), repackPod("web-a2", "500m", "512Mi", web))
+			spreader := repackPod("spreader", "500m", "512Mi", web)
+			spreader.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew:           1,
+				TopologyKey:       corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector:     &metav1.LabelSelector{MatchLabels: web},
+			}}
+			other := []*corev1.Pod{inZone(anchorPod("anchor-b", "100Mi"), "zone-b"), spreader, repackPod("guest", "500m", "512Mi", map[string]string{"app": "guest"})}
+			for i := 0; i < tc.webB; i++ {
+				other = append(other, repackPod(fmt.Sprintf("web-b%d", i), "400m", "512Mi", web))
+			}
+			snap := &Snapshot{
+				NodePools:     []*NodePool{{Name: "default"}},
+				InstanceTypes: map[string][]*InstanceType{"default": twoZoneCatalog()},
+				Pods:          append(append([]*corev1.Pod(nil), reservoir...), other...),
+			}
+			sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := placeByHand(t, sv, nil, reservoir...)
+			s := placeByHand(t, sv, nil, other...)
+			// By hand: 3.1 cpu on 4 (0.4) and 1.1 or 1.5 cpu on 2 (0.2).
+			if got := sv.cost(); math.Abs(got-0.6) > 1e-9 {
+				t.Fatalf("hand-made plan costs %.2f, want 0.60 (%s | %s)", got, podNames(r), podNames(s))
+			}
+			sv.topUpAmong([]*nodeState{r}, tc.anyZone)
+			if got := sv.cost(); math.Abs(got-tc.after) > 1e-9 {
+				t.Errorf("after topUp the plan costs %.2f, want %.2f (%s | %s)", got, tc.after, podNames(r), podNames(s))
+			}
+			count := map[string]int{}
+			for _, n := range []*nodeState{r, s} {
+				checkBooks(t, n)
+				for _, p := range n.pods {
+					if p.Labels["app"] == "web" {
+						count[sv.zones[bits.TrailingZeros64(n.zones)]]++
+					}
+					if p.Labels["app"] == "pinned" && n != r {
+						t.Errorf("pod %s left its zone", p.Name)
+					}
+				}
+			}
+			if d := count["zone-a"] - count["zone-b"]; d > 1 || d < -1 {
+				t.Errorf("web pods per zone %v: the spread's skew exceeds 1", count)
 			}
 		})
 	}

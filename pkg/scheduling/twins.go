@@ -90,14 +90,14 @@ type twinExchanger struct {
 	// cands ranks the nodes by their idle room in resource bind[i], the
 	// most first, once per resource a reservoir is bound by in the pass
 	// (cands keeps the rankings of earlier passes for their arrays).
-	cands  [][]twinCand
-	bind   []int
+	cands [][]twinCand
+	bind  []int
 	// changed holds the nodes the pass's exchanges changed.
 	changed map[*nodeState]bool
 	// twins has, per planned node (by idx), the twinBit of each of its
 	// pods: an exchange swaps two pods of one twin, so the bits hold
 	// through the pass, and a node without x's bit is not searched.
-	twins []uint64
+	twins  []uint64
 	pods   []*corev1.Pod
 	cls    []*podClass
 	order  []int
@@ -129,6 +129,9 @@ func (ex *twinExchanger) ranked(bind int, idle func(*nodeState) int64) []twinCan
 		ex.cands = append(ex.cands, nil)
 	}
 	cands := ex.cands[k][:0]
+	if cap(cands) < len(ex.nodes) {
+		cands = make([]twinCand, 0, len(ex.nodes))
+	}
 	for _, n := range ex.nodes {
 		cands = append(cands, twinCand{idle: idle(n), n: n})
 	}
