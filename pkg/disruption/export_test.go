@@ -1,6 +1,14 @@
 package disruption
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-dev/joiner/pkg/scheduling"
+)
 
 // SimulateEach simulates removing each consolidation candidate alone, on
 // the reduced snapshot or the whole one, and says per node what the
@@ -152,4 +160,85 @@ func StepReplacements(cmd *Command) []int {
 func CountSolves(o Options, n *int) Options {
 	o.solved = n
 	return o
+}
+
+// EndPlan is one end state planned at once: the removed nodes (ranked),
+// what each costs, the new nodes of the plan that each one's pods feed,
+// the new nodes' prices, and the cluster's $/h once the plan is reached.
+type EndPlan struct {
+	Removed   []string
+	Price     map[string]float64
+	Feeds     map[string][]int
+	NewPrices []float64
+	Cost      float64
+}
+
+// PlanEnd plans an end state in one solve: the k consolidation candidates
+// whose removal the estimate says saves most go, and all of their pods
+// are solved together (preferences as required, with the solver's
+// exchanges, which the descent's simulations leave out) onto the other
+// nodes' room and new nodes. An experiment for the benchmark, not a
+// command: nothing here checks kube-scheduler's replay or room kept for
+// later commands.
+func PlanEnd(in *Input, k int) (*EndPlan, error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return nil, err
+	}
+	est := e.estimator()
+	var cands []*candidate
+	savings := map[*candidate]float64{}
+	for _, c := range e.cands {
+		if c.consolidatable {
+			cands = append(cands, c)
+			savings[c] = est.savings(c)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return savings[cands[i]] > savings[cands[j]] })
+	out := &EndPlan{Price: map[string]float64{}, Feeds: map[string][]int{}}
+	gone := map[string]bool{}
+	from := map[*corev1.Pod]string{}
+	snap := *e.sim.base
+	snap.Pods = slices.Clone(snap.Pods)
+	for _, c := range cands[:min(k, len(cands))] {
+		gone[c.node.Name] = true
+		out.Removed = append(out.Removed, c.node.Name)
+		out.Price[c.node.Name] = c.node.Price
+		for _, p := range c.pods {
+			from[p] = c.node.Name
+		}
+		snap.Pods = append(snap.Pods, c.pods...)
+	}
+	snap.Nodes = nil
+	for _, n := range e.sim.base.Nodes {
+		if !gone[n.Name] {
+			snap.Nodes = append(snap.Nodes, n)
+		}
+	}
+	for i := range in.Nodes {
+		if !gone[in.Nodes[i].Name] {
+			out.Cost += in.Nodes[i].Price
+		}
+	}
+	opts := in.Options.Scheduling
+	opts.RequirePreferences = true
+	plan, err := scheduling.Solve(&snap, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Unschedulable) > 0 {
+		return nil, fmt.Errorf("the plan leaves %d pods unschedulable", len(plan.Unschedulable))
+	}
+	for j, nc := range plan.NewNodeClaims {
+		out.Cost += nc.Price
+		out.NewPrices = append(out.NewPrices, nc.Price)
+		fed := map[string]bool{}
+		for _, p := range nc.Pods {
+			if c, ok := from[p]; ok && !fed[c] {
+				fed[c] = true
+				out.Feeds[c] = append(out.Feeds[c], j)
+			}
+		}
+	}
+	return out, nil
 }
