@@ -136,7 +136,10 @@ func (sv *solver) buildClasses() error {
 		key := sv.podClassKey(&b, p, f, req)
 		cb, ok := byKey[key]
 		if !ok {
-			cb = &classBase{idx: len(sv.classes), key: key, req: req.clone(), ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations, spread: sv.snap.DefaultSpread.For(p)}
+			if f != nil {
+				req = req.clone() // the Prepared's copy stays as read
+			}
+			cb = &classBase{idx: len(sv.classes), key: key, req: req, ns: p.Namespace, labels: p.Labels, tols: p.Spec.Tolerations, spread: sv.snap.DefaultSpread.For(p)}
 			sk := vecKey(req)
 			if cb.shape = shapes[sk]; cb.shape == nil {
 				cb.shape = &shapeT{}

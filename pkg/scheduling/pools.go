@@ -142,26 +142,53 @@ func (sv *solver) buildPools() error {
 
 // typeFacts are what a pool reads of an instance type whatever the pool:
 // its requirements by normalized key (its name under the instance-type
-// label when it gives none), its capacity and allocatable. Read once per
-// solve, or once per Prepared while the solves share its dimensions.
-func (sv *solver) typeFacts(it *InstanceType) *typeFacts {
+// label when it gives none), its capacity and allocatable. A solve of
+// its own reads them as its pools need them; a Prepared's solves read
+// each type once while they share its dimensions.
+func (sv *solver) typeFacts(it *InstanceType) (typeFacts, bool) {
 	pr := sv.opts.prepared
+	if pr.local {
+		return typeFacts{}, false
+	}
 	if tf, ok := pr.types[it]; ok && pr.typesRI == sv.ri {
-		return tf
+		return tf, true
 	}
 	if pr.typesRI != sv.ri {
 		clear(pr.types)
 		pr.typesRI = sv.ri
 	}
-	tf := &typeFacts{reqs: make(map[string][]string, len(it.Requirements)+1), capacity: sv.ri.vec(it.Capacity), alloc: sv.ri.allocatable(it)}
-	for k, v := range it.Requirements {
-		tf.reqs[normalizedKey(k)] = sortedUnique(v)
-	}
-	if _, ok := tf.reqs[corev1.LabelInstanceTypeStable]; !ok {
-		tf.reqs[corev1.LabelInstanceTypeStable] = []string{it.Name}
-	}
+	reqs, capacity := sv.readType(it)
+	tf := typeFacts{reqs: reqs, capacity: capacity, alloc: sv.ri.allocatable(it)}
 	pr.types[it] = tf
-	return tf
+	return tf, true
+}
+
+// typeRequirements are it's requirements and capacity (typeFacts).
+func (sv *solver) typeRequirements(it *InstanceType) (map[string][]string, resVec) {
+	if tf, ok := sv.typeFacts(it); ok {
+		return tf.reqs, tf.capacity
+	}
+	return sv.readType(it)
+}
+
+// typeAllocatable is it's allocatable (typeFacts); the caller must not
+// change it.
+func (sv *solver) typeAllocatable(it *InstanceType) resVec {
+	if tf, ok := sv.typeFacts(it); ok {
+		return tf.alloc
+	}
+	return sv.ri.allocatable(it)
+}
+
+func (sv *solver) readType(it *InstanceType) (map[string][]string, resVec) {
+	reqs := map[string][]string{}
+	for k, v := range it.Requirements {
+		reqs[normalizedKey(k)] = sortedUnique(v)
+	}
+	if _, ok := reqs[corev1.LabelInstanceTypeStable]; !ok {
+		reqs[corev1.LabelInstanceTypeStable] = []string{it.Name}
+	}
+	return reqs, sv.ri.vec(it.Capacity)
 }
 
 func (sv *solver) buildPoolTypes(p *poolT) {
@@ -175,8 +202,8 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			skipped = true
 			continue
 		}
-		tf := sv.typeFacts(it)
-		t := &typeT{it: it, reqs: tf.reqs, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
+		reqs, capacity := sv.typeRequirements(it)
+		t := &typeT{it: it, reqs: reqs, avail: make([]uint64, len(sv.cts)), minPrice: math.Inf(1)}
 		// The pool's own requirements rule out some of the type's values
 		// (e.g. a pool limited to arm64).
 		ok := true
@@ -217,7 +244,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 			t.minPrice += t.volumes
 			p.bursty = p.bursty || t.burst != nil
 		}
-		t.capacity = tf.capacity
+		t.capacity = capacity
 		for k := range t.reqs {
 			p.definedKeys[k] = true
 		}
@@ -235,7 +262,7 @@ func (sv *solver) buildPoolTypes(p *poolT) {
 	p.all = newBitset(len(p.types))
 	p.maxEff = make(resVec, len(sv.ri.names))
 	for i, t := range p.types {
-		alloc := sv.typeFacts(t.it).alloc
+		alloc := sv.typeAllocatable(t.it)
 		if sv.planDevices() {
 			alloc = alloc.clone()
 			sv.addDevices(alloc, sv.snap.Devices.InstanceTypes[t.it.Name])

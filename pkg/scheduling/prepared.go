@@ -54,7 +54,7 @@ type Prepared struct {
 	nodes map[*ExistingNode]*nodeFacts
 	// types are the instance types' facts (solver.typeFacts), in the
 	// dimensions of typesRI.
-	types   map[*InstanceType]*typeFacts
+	types   map[*InstanceType]typeFacts
 	typesRI *resourceIndex
 	// solving is the snapshot Prepared.Solve is solving, and solvingRI
 	// its index once read (its second pod order reads the same).
@@ -142,7 +142,7 @@ func NewPrepared() *Prepared {
 		labelSets:   map[uint64][]labelSet{},
 		antiTerms:   map[antiBucket][]antiTerm{},
 		nodes:       map[*ExistingNode]*nodeFacts{},
-		types:       map[*InstanceType]*typeFacts{},
+		types:       map[*InstanceType]typeFacts{},
 		typeNames:   map[string]typeNames{},
 		scratchSeen: map[corev1.ResourceName]bool{},
 	}
@@ -193,7 +193,7 @@ func (pr *Prepared) resourceNames(p *corev1.Pod) []corev1.ResourceName {
 	f := pr.facts(p)
 	if !f.named {
 		clear(pr.scratchSeen)
-		addNames(pr.scratchSeen, &f.names, podRequestLists(p))
+		addNames(pr.scratchSeen, &f.names, appendRequestLists(nil, p))
 		f.named = true
 	}
 	return f.names
@@ -259,7 +259,7 @@ func (sv *solver) indexResources() *resourceIndex {
 	}
 	for _, ps := range [][]*corev1.Pod{s.Pods, s.DaemonSets} {
 		for _, p := range ps {
-			lists = append(lists, podRequestLists(p)...)
+			lists = appendRequestLists(lists, p)
 		}
 	}
 	if sv.opts.PlanDynamicResources {
@@ -274,11 +274,10 @@ func (sv *solver) indexResources() *resourceIndex {
 	return newResourceIndex(lists)
 }
 
-// podRequestLists are the lists whose resource names a pending pod adds
-// to the solve's dimensions: so one that no instance type offers makes the
-// pod unplaceable instead of being ignored.
-func podRequestLists(p *corev1.Pod) []corev1.ResourceList {
-	lists := make([]corev1.ResourceList, 0, len(p.Spec.Containers)+len(p.Spec.InitContainers)+2)
+// appendRequestLists appends to lists those whose resource names a
+// pending pod adds to the solve's dimensions (its containers', init
+// containers', overhead's and pod-level requests).
+func appendRequestLists(lists []corev1.ResourceList, p *corev1.Pod) []corev1.ResourceList {
 	for i := range p.Spec.Containers {
 		lists = append(lists, p.Spec.Containers[i].Resources.Requests)
 	}
@@ -343,7 +342,7 @@ func (pr *Prepared) resourceIndex(s *Snapshot) *resourceIndex {
 		addNames(seen, &extra, []corev1.ResourceList{np.Limits})
 	}
 	for _, p := range s.DaemonSets {
-		addNames(seen, &extra, podRequestLists(p))
+		addNames(seen, &extra, appendRequestLists(nil, p))
 	}
 	for _, p := range s.Pods {
 		for _, n := range pr.resourceNames(p) {
