@@ -21,13 +21,7 @@ import (
 // command passed; one whose zone offered some of them was pinned to
 // those and passed too.
 func TestPinLike(t *testing.T) {
-	it := func(name string, zones ...string) *scheduling.InstanceType {
-		out := &scheduling.InstanceType{Name: name}
-		for _, z := range zones {
-			out.Offerings = append(out.Offerings, scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true})
-		}
-		return out
-	}
+	it := offeredIn
 	inZone := func(z string) []scheduling.Requirement {
 		return []scheduling.Requirement{{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}
 	}
@@ -78,13 +72,7 @@ func TestPinLike(t *testing.T) {
 // case passed, and the last was refused (the command's z1 replacement
 // took the re-simulation's z2 one, and the z2 one found none).
 func TestStillOffersMatchesZones(t *testing.T) {
-	it := func(name string, zones ...string) *scheduling.InstanceType {
-		out := &scheduling.InstanceType{Name: name}
-		for _, z := range zones {
-			out.Offerings = append(out.Offerings, scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true})
-		}
-		return out
-	}
+	it := offeredIn
 	in := func(z string, types ...string) *scheduling.NewNodeClaim {
 		nc := &scheduling.NewNodeClaim{NodePool: "p"}
 		if z != "" {
@@ -125,4 +113,13 @@ func TestStillOffersMatchesZones(t *testing.T) {
 			}
 		})
 	}
+}
+
+// offeredIn is an instance type offered on demand, at one price, in zones.
+func offeredIn(name string, zones ...string) *scheduling.InstanceType {
+	out := &scheduling.InstanceType{Name: name}
+	for _, z := range zones {
+		out.Offerings = append(out.Offerings, scheduling.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.1, Available: true})
+	}
+	return out
 }
