@@ -450,7 +450,7 @@ func (sv *solver) buildVariant(cb *classBase, level int, st relaxState) *podClas
 	}
 	c.poolOK = make([]int8, len(sv.pools))
 	c.poolTypes = make([]bitset, len(sv.pools))
-	c.exOK = make([]int8, len(sv.existing))
+	c.exOK = sv.existingVerdicts(cb.key, level)
 	for i := range c.cursors {
 		c.cursors[i] = make([]int, 1+len(sv.zones))
 	}

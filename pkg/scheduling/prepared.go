@@ -56,6 +56,10 @@ type Prepared struct {
 	// dimensions of typesRI.
 	types   map[*InstanceType]typeFacts
 	typesRI *resourceIndex
+	// exOK are, for the snapshot Solve is solving, each class variant's
+	// verdicts on the existing nodes (solver.existingVerdicts), by class
+	// key and relaxation level.
+	exOK map[variantKey][]int8
 	// solving is the snapshot Prepared.Solve is solving, and solvingRI
 	// its index once read (its second pod order reads the same).
 	solving   *Snapshot
@@ -107,6 +111,13 @@ type typeFacts struct {
 	capacity, alloc resVec
 }
 
+// variantKey names a class's relaxation step: the same in both pod
+// orders of one Solve.
+type variantKey struct {
+	class string
+	level int
+}
+
 type labelSet struct {
 	ns     string
 	labels map[string]string
@@ -143,6 +154,7 @@ func NewPrepared() *Prepared {
 		antiTerms:   map[antiBucket][]antiTerm{},
 		nodes:       map[*ExistingNode]*nodeFacts{},
 		types:       map[*InstanceType]typeFacts{},
+		exOK:        map[variantKey][]int8{},
 		typeNames:   map[string]typeNames{},
 		scratchSeen: map[corev1.ResourceName]bool{},
 	}
@@ -153,6 +165,7 @@ func NewPrepared() *Prepared {
 // depend on its claims' devices: those solves read everything afresh.
 func (pr *Prepared) Solve(s *Snapshot, opts Options) (*Plan, error) {
 	clear(pr.nodes)
+	clear(pr.exOK)
 	pr.solving, pr.solvingRI = s, nil
 	if !opts.PlanDynamicResources {
 		opts.prepared = pr
@@ -400,6 +413,25 @@ func (sv *solver) usePrepared() {
 	pr.ri, pr.local, pr.expect = sv.ri, true, boundPods(sv.snap)
 	pr.pods = make(map[*corev1.Pod]*podFacts, pr.expect)
 	sv.opts.prepared = pr
+}
+
+// existingVerdicts is where a class variant records whether it may ever
+// land on each existing node (fitExisting's exOK: 0 unknown, 1 yes, -1
+// no). The verdicts depend on the variant and the node alone, and both
+// pod orders of one Solve build the same variants on the same nodes in
+// the same order, so a Prepared's second pass reads the first one's.
+func (sv *solver) existingVerdicts(class string, level int) []int8 {
+	pr := sv.opts.prepared
+	if pr.local || pr.solving != sv.snap {
+		return make([]int8, len(sv.existing))
+	}
+	k := variantKey{class, level}
+	if v, ok := pr.exOK[k]; ok && len(v) == len(sv.existing) {
+		return v
+	}
+	v := make([]int8, len(sv.existing))
+	pr.exOK[k] = v
+	return v
 }
 
 // boundPods counts the pods bound to s's nodes.

@@ -20,7 +20,8 @@ import (
 // must be equal, field for field. The hand-made cluster makes the caches'
 // keys matter: equal anti-affinity terms in two namespaces (one group
 // each), equal labels in two namespaces (each counted by its own
-// namespace's spread), host ports, a terminal pod, and
+// namespace's spread), host ports, a terminal pod, a preference no node
+// meets (relaxed, its second step fits where its first does not), and
 // a simulation whose pending pod asks for a resource no other list names
 // (the resource dimensions change, and the cached requests may not be
 // read in them).
@@ -139,6 +140,10 @@ func handMadeCluster(t *testing.T) *scheduling.Snapshot {
 		pod("pinned", "300m", "256Mi", labeled("app", "batch"), nodeSelector(corev1.LabelHostname, "node-1")))
 	s.Pods = append(s.Pods, pods(2, "spread-pending", "1", "2Gi", labeled("app", "spread"),
 		spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, map[string]string{"app": "spread"}))...)
+	// A preference no node meets: provisioning relaxes it, and the
+	// relaxed step may land where the first may not.
+	s.Pods = append(s.Pods, pod("picky", "100m", "128Mi", labeled("app", "picky"),
+		preferredTerm(10, expr("example.com/tier", corev1.NodeSelectorOpIn, "gold"))))
 	return s
 }
 
