@@ -81,14 +81,15 @@ type filler struct {
 	room   resVec
 	// fillFrom's and fillPlan's scratch.
 	receivers []*nodeState
-	idle      []int64
-	rank      []int
-	seen      []resVec
-	bestTake  []int
-	moves     []podMove
-	steps     int
-	max       int
-	b         int
+	rank      []fillRank // order's heap
+	// hostOK holds, per class, whether r's hostname terms admit its pods.
+	hostOK   map[*podClass]verdict
+	seen     []resVec
+	bestTake []int
+	moves    []podMove
+	steps    int
+	max      int
+	b        int
 }
 
 // fillShape is one request shape among a reservoir's movable pods.
@@ -125,6 +126,7 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 		receivers = append(receivers, s)
 	}
 	fs.receivers = receivers
+	clear(fs.hostOK)
 	fs.order(receivers, b)
 	fs.inventory(sv, r, b)
 	used, misses := 0, 0
@@ -145,6 +147,7 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 			continue
 		}
 		if sv.fillApply(r, s, x, xc, fs) {
+			clear(fs.hostOK)
 			misses = 0
 			sv.shrink(r)
 		}
@@ -158,14 +161,33 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 // took nothing), so the ranking is a heap popped as far as it is read
 // rather than a sort of the zone's every node.
 func (fs *filler) order(receivers []*nodeState, b int) {
-	fs.idle, fs.rank = fs.idle[:0], fs.rank[:0]
+	fs.rank = fs.rank[:0]
 	for k, s := range receivers {
-		fs.idle = append(fs.idle, s.pool.effAlloc[s.natural][b]-s.requests[b])
-		fs.rank = append(fs.rank, k)
+		fs.rank = append(fs.rank, fillRank{idle: s.pool.effAlloc[s.natural][b] - s.requests[b], k: k})
 	}
 	for i := len(fs.rank)/2 - 1; i >= 0; i-- {
 		fs.down(i)
 	}
+}
+
+// joins is hostnameOK(c, r) for reservoir r, kept per class while r
+// changes only by the exchanges fillFrom makes (it forgets at each).
+func (fs *filler) joins(sv *solver, c *podClass, r *nodeState) verdict {
+	if v, ok := fs.hostOK[c]; ok {
+		return v
+	}
+	if fs.hostOK == nil {
+		fs.hostOK = map[*podClass]verdict{}
+	}
+	v := sv.hostnameOK(c, r)
+	fs.hostOK[c] = v
+	return v
+}
+
+// fillRank is a receiver in order's heap: its index and its idle room.
+type fillRank struct {
+	idle int64
+	k    int
 }
 
 // next pops the receiver with the most idle room left in the ranking.
@@ -174,7 +196,7 @@ func (fs *filler) next() (int, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	k := fs.rank[0]
+	k := fs.rank[0].k
 	fs.rank[0] = fs.rank[n-1]
 	fs.rank = fs.rank[:n-1]
 	fs.down(0)
@@ -183,11 +205,11 @@ func (fs *filler) next() (int, bool) {
 
 // before orders the heap: more idle room first, then list order.
 func (fs *filler) before(i, j int) bool {
-	a, b := fs.rank[i], fs.rank[j]
-	if fs.idle[a] != fs.idle[b] {
-		return fs.idle[a] > fs.idle[b]
+	a, b := &fs.rank[i], &fs.rank[j]
+	if a.idle != b.idle {
+		return a.idle > b.idle
 	}
-	return a < b
+	return a.k < b.k
 }
 
 func (fs *filler) down(i int) {
@@ -315,7 +337,7 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 		if slices.ContainsFunc(fs.seen, func(v resVec) bool { return slices.Equal(v, xc.base.req) }) {
 			continue
 		}
-		if sv.hostnameOK(xc, r) != fits {
+		if fs.joins(sv, xc, r) != fits {
 			continue // r's hostname terms turn it away; another pod of its shape may do
 		}
 		fs.seen = append(fs.seen, xc.base.req)
