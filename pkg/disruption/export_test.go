@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
+	"github.com/joiner-dev/joiner/pkg/pods"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 )
 
@@ -171,6 +173,11 @@ type EndPlan struct {
 	Feeds     map[string][]int
 	NewPrices []float64
 	Cost      float64
+
+	plan *scheduling.Plan
+	from map[*corev1.Pod]string // a removed node's pod → its node
+	// launched names the node each of the plan's new nodes became.
+	launched map[int]string
 }
 
 // PlanEnd plans an end state in one solve: the k consolidation candidates
@@ -195,7 +202,7 @@ func PlanEnd(in *Input, k int) (*EndPlan, error) {
 		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return savings[cands[i]] > savings[cands[j]] })
-	out := &EndPlan{Price: map[string]float64{}, Feeds: map[string][]int{}}
+	out := &EndPlan{Price: map[string]float64{}, Feeds: map[string][]int{}, launched: map[int]string{}}
 	gone := map[string]bool{}
 	from := map[*corev1.Pod]string{}
 	snap := *e.sim.base
@@ -229,6 +236,7 @@ func PlanEnd(in *Input, k int) (*EndPlan, error) {
 	if len(plan.Unschedulable) > 0 {
 		return nil, fmt.Errorf("the plan leaves %d pods unschedulable", len(plan.Unschedulable))
 	}
+	out.plan, out.from = plan, from
 	for j, nc := range plan.NewNodeClaims {
 		out.Cost += nc.Price
 		out.NewPrices = append(out.NewPrices, nc.Price)
@@ -242,3 +250,76 @@ func PlanEnd(in *Input, k int) (*EndPlan, error) {
 	}
 	return out, nil
 }
+
+// Command is the command that removes the plan's nodes named in removed
+// from in (the cluster as the plan's earlier commands left it): each of
+// their pods goes where the plan puts it, to a kept node, to one of the
+// plan's new nodes an earlier command launched (Launched), or to one this
+// command launches, as its cheapest type (so its price is what the plan
+// counted, whichever zone it launches in). replayed says whether
+// kube-scheduler's replay (realise.go) places the evicted pods so. An
+// experiment: the engine does not issue such commands.
+func (p *EndPlan) Command(in *Input, removed []string) (cmd *Command, launches []int, replayed bool, err error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	taking := map[string]bool{}
+	cmd = &Command{Method: MethodMultiNode, Reason: ReasonUnderutilized}
+	for _, name := range removed {
+		taking[name] = true
+		cmd.Candidates = append(cmd.Candidates, name)
+		cmd.SavingsPerHour += p.Price[name]
+	}
+	index := map[int]int{}
+	for j, nc := range p.plan.NewNodeClaims {
+		for _, pod := range nc.Pods {
+			from := p.from[pod]
+			if !taking[from] {
+				continue
+			}
+			if node, ok := p.launched[j]; ok {
+				cmd.Moves = append(cmd.Moves, Move{Pod: pod, From: from, To: node, Replacement: -1})
+				continue
+			}
+			if _, ok := index[j]; !ok {
+				it, o, ok := Launch(nc)
+				if !ok {
+					return nil, nil, false, fmt.Errorf("the plan's new node %d has no offering", j)
+				}
+				one := *nc
+				one.InstanceTypes = []*scheduling.InstanceType{it}
+				one.Requirements = setRequirement(nc.Requirements, v1.LabelInstanceType, it.Name)
+				one.Price = o.Price
+				index[j] = len(cmd.Replacements)
+				launches = append(launches, j)
+				cmd.Replacements = append(cmd.Replacements, &one)
+				cmd.SavingsPerHour -= o.Price
+			}
+			cmd.Moves = append(cmd.Moves, Move{Pod: pod, From: from, Replacement: index[j]})
+		}
+	}
+	for _, ex := range p.plan.Existing {
+		for _, pod := range ex.Pods {
+			if from := p.from[pod]; taking[from] {
+				cmd.Moves = append(cmd.Moves, Move{Pod: pod, From: from, To: ex.Node, Replacement: -1})
+			}
+		}
+	}
+	for _, m := range cmd.Moves {
+		if !pods.IsVirtual(m.Pod) {
+			cmd.PodsMoved++
+		}
+	}
+	r := &result{failed: map[string]bool{}, replacements: cmd.Replacements, moves: cmd.Moves}
+	for _, c := range e.cands {
+		if taking[c.node.Name] {
+			r.cands = append(r.cands, c)
+		}
+	}
+	e.sim.follow(r)
+	return cmd, launches, r.reason.IsZero(), nil
+}
+
+// Launched records the node the plan's new node j became.
+func (p *EndPlan) Launched(j int, node string) { p.launched[j] = node }
