@@ -40,6 +40,7 @@ func (sv *solver) fillAmong(nodes []*nodeState) {
 	budget := fillStepsPerPod * (len(sv.snap.Pods) + 1)
 	// The scratch is the solver's: fill runs up to five times a solve.
 	fs := &sv.filler
+	fs.epoch++ // the passes since the last changed the nodes
 	for _, r := range nodes {
 		if budget <= 0 {
 			return
@@ -50,6 +51,7 @@ func (sv *solver) fillAmong(nodes []*nodeState) {
 		}
 		if fs.units == nil || fs.pool != p {
 			fs.pool, fs.units = p, p.unitPrices()
+			fs.epoch++ // givers depend on the units
 		}
 		if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
 			continue
@@ -82,6 +84,9 @@ type filler struct {
 	// fillFrom's and fillPlan's scratch.
 	receivers []*nodeState
 	rank      []fillRank // order's heap
+	// given and epoch are givers' memory, per node by its idx.
+	given []fillGivers
+	epoch uint32
 	// hostOK holds, per class, whether r's hostname terms admit its pods.
 	hostOK   map[*podClass]verdict
 	seen     []resVec
@@ -147,6 +152,8 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 			continue
 		}
 		if sv.fillApply(r, s, x, xc, fs) {
+			fs.forget(r)
+			fs.forget(s)
 			clear(fs.hostOK)
 			misses = 0
 			sv.shrink(r)
@@ -329,11 +336,8 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 	}
 	try(nil, nil)
 	fs.seen = fs.seen[:0]
-	for i, x := range s.pods {
-		xc := s.podClasses[i]
-		if fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) || sv.fixedIn(xc, s.zones, s.cts) {
-			continue
-		}
+	for _, i := range fs.givers(sv, s, b, a) {
+		x, xc := s.pods[i], s.podClasses[i]
 		if slices.ContainsFunc(fs.seen, func(v resVec) bool { return slices.Equal(v, xc.base.req) }) {
 			continue
 		}
@@ -351,6 +355,50 @@ func (sv *solver) fillPlan(r, s *nodeState, b, a int, fs *filler, budget int) (i
 	copy(fs.best, bestTake)
 	fs.bestB = bestGain
 	return fs.steps, bestX, bestXC
+}
+
+// givers are the indices of small node s's pods that may go to a
+// reservoir bound by b: heavier in a than in b at the pool's unit prices,
+// and free to move. They are kept per node and resource until fill
+// changes the node (forget) or the pass ends: a reservoir reads dozens of
+// nodes, and a node is read by many reservoirs.
+func (fs *filler) givers(sv *solver, s *nodeState, b, a int) []int32 {
+	k := 0
+	if a == resMemory {
+		k = 1
+	}
+	if s.idx >= len(fs.given) {
+		fs.given = append(fs.given, make([]fillGivers, s.idx+1-len(fs.given))...)
+	}
+	g := &fs.given[s.idx]
+	if g.epoch[k] == fs.epoch {
+		return g.idx[k]
+	}
+	g.idx[k] = g.idx[k][:0]
+	for i := range s.pods {
+		xc := s.podClasses[i]
+		if fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) || sv.fixedIn(xc, s.zones, s.cts) {
+			continue
+		}
+		g.idx[k] = append(g.idx[k], int32(i))
+	}
+	g.epoch[k] = fs.epoch
+	return g.idx[k]
+}
+
+// forget drops what givers keeps of node n, whose pods changed.
+func (fs *filler) forget(n *nodeState) {
+	if n.idx < len(fs.given) {
+		fs.given[n.idx].epoch = [2]uint32{}
+	}
+}
+
+// fillGivers is what givers keeps of one node: its givers' indices per
+// resource a reservoir idles (cpu, memory), valid while epoch is the
+// filler's.
+type fillGivers struct {
+	epoch [2]uint32
+	idx   [2][]int32
 }
 
 // search is a depth-first search over the shapes (with repetition, at
