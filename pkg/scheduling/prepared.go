@@ -18,8 +18,12 @@ import (
 // each remove a few candidates and re-place their pods. Setting up a solve
 // reads every bound pod's requests, labels and anti-affinity terms, and
 // every instance type's resources; none of that changes between those
-// snapshots, so Prepared reads each pod and each NodePool's types once
-// and every later solve looks the answers up.
+// snapshots, so Prepared reads each pod and each instance type once and
+// every later solve looks the answers up. Within one Solve, whose two pod
+// orders each build the solver's state from the same snapshot, the second
+// also reuses the nodes' sums, the resource index and each class step's
+// verdicts on the existing nodes. A Solve without a Prepared reads its
+// bound pods through one of its own (usePrepared), so both take one path.
 //
 // It only caches what a solve would derive itself, keyed by the objects'
 // identity (a pod, a NodePool's slice of instance types), and a solve
