@@ -87,14 +87,16 @@ type filler struct {
 	// given and epoch are givers' memory, per node by its idx.
 	given []fillGivers
 	epoch uint32
-	// hostOK holds, per class, whether r's hostname terms admit its pods.
-	hostOK   map[*podClass]verdict
-	seen     []resVec
-	bestTake []int
-	moves    []podMove
-	steps    int
-	max      int
-	b        int
+	// hostOK holds, per class (by its base's idx), whether r's hostname
+	// terms admit its pods, valid while its epoch is hostEpoch.
+	hostOK    []fillJoin
+	hostEpoch uint32
+	seen      []resVec
+	bestTake  []int
+	moves     []podMove
+	steps     int
+	max       int
+	b         int
 }
 
 // fillShape is one request shape among a reservoir's movable pods.
@@ -131,7 +133,7 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 		receivers = append(receivers, s)
 	}
 	fs.receivers = receivers
-	clear(fs.hostOK)
+	fs.hostEpoch++
 	fs.order(receivers, b)
 	fs.inventory(sv, r, b)
 	used, misses := 0, 0
@@ -154,7 +156,7 @@ func (sv *solver) fillFrom(r *nodeState, fs *filler, budget int) int {
 		if sv.fillApply(r, s, x, xc, fs) {
 			fs.forget(r)
 			fs.forget(s)
-			clear(fs.hostOK)
+			fs.hostEpoch++
 			misses = 0
 			sv.shrink(r)
 		}
@@ -180,15 +182,23 @@ func (fs *filler) order(receivers []*nodeState, b int) {
 // joins is hostnameOK(c, r) for reservoir r, kept per class while r
 // changes only by the exchanges fillFrom makes (it forgets at each).
 func (fs *filler) joins(sv *solver, c *podClass, r *nodeState) verdict {
-	if v, ok := fs.hostOK[c]; ok {
-		return v
+	i := c.base.idx
+	if i >= len(fs.hostOK) {
+		fs.hostOK = append(fs.hostOK, make([]fillJoin, len(sv.classes)-len(fs.hostOK))...)
 	}
-	if fs.hostOK == nil {
-		fs.hostOK = map[*podClass]verdict{}
+	j := &fs.hostOK[i]
+	if j.epoch == fs.hostEpoch && j.c == c {
+		return j.v
 	}
-	v := sv.hostnameOK(c, r)
-	fs.hostOK[c] = v
-	return v
+	*j = fillJoin{c: c, v: sv.hostnameOK(c, r), epoch: fs.hostEpoch}
+	return j.v
+}
+
+// fillJoin is joins' memory of one class.
+type fillJoin struct {
+	c     *podClass
+	v     verdict
+	epoch uint32
 }
 
 // fillRank is a receiver in order's heap: its index and its idle room.
