@@ -41,6 +41,7 @@ func (sv *solver) fillAmong(nodes []*nodeState) {
 	// The scratch is the solver's: fill runs up to five times a solve.
 	fs := &sv.filler
 	fs.epoch++ // the passes since the last changed the nodes
+	fs.giverIdx = fs.giverIdx[:0]
 	for _, r := range nodes {
 		if budget <= 0 {
 			return
@@ -52,6 +53,7 @@ func (sv *solver) fillAmong(nodes []*nodeState) {
 		if fs.units == nil || fs.pool != p {
 			fs.pool, fs.units = p, p.unitPrices()
 			fs.epoch++ // givers depend on the units
+			fs.giverIdx = fs.giverIdx[:0]
 		}
 		if len(fs.units) <= resMemory || fs.units[resCPU] == 0 || fs.units[resMemory] == 0 {
 			continue
@@ -84,9 +86,11 @@ type filler struct {
 	// fillFrom's and fillPlan's scratch.
 	receivers []*nodeState
 	rank      []fillRank // order's heap
-	// given and epoch are givers' memory, per node by its idx.
-	given []fillGivers
-	epoch uint32
+	// given, giverIdx and epoch are givers' memory, per node by its idx
+	// (giverIdx holds the indices, emptied with each new epoch).
+	given    []fillGivers
+	giverIdx []int32
+	epoch    uint32
 	// hostOK holds, per class (by its base's idx), whether r's hostname
 	// terms admit its pods, valid while its epoch is hostEpoch.
 	hostOK    []fillJoin
@@ -378,22 +382,28 @@ func (fs *filler) givers(sv *solver, s *nodeState, b, a int) []int32 {
 		k = 1
 	}
 	if s.idx >= len(fs.given) {
-		fs.given = append(fs.given, make([]fillGivers, s.idx+1-len(fs.given))...)
+		given := make([]fillGivers, max(s.idx+1, len(sv.newNodes)))
+		copy(given, fs.given)
+		fs.given = given
+	}
+	if fs.giverIdx == nil {
+		fs.giverIdx = make([]int32, 0, len(sv.snap.Pods))
 	}
 	g := &fs.given[s.idx]
 	if g.epoch[k] == fs.epoch {
-		return g.idx[k]
+		return fs.giverIdx[g.from[k]:g.to[k]]
 	}
-	g.idx[k] = g.idx[k][:0]
+	g.from[k] = int32(len(fs.giverIdx))
 	for i := range s.pods {
 		xc := s.podClasses[i]
 		if fs.units[a]*float64(xc.base.req[a]) <= fs.units[b]*float64(xc.base.req[b]) || sv.fixedIn(xc, s.zones, s.cts) {
 			continue
 		}
-		g.idx[k] = append(g.idx[k], int32(i))
+		fs.giverIdx = append(fs.giverIdx, int32(i))
 	}
+	g.to[k] = int32(len(fs.giverIdx))
 	g.epoch[k] = fs.epoch
-	return g.idx[k]
+	return fs.giverIdx[g.from[k]:g.to[k]]
 }
 
 // forget drops what givers keeps of node n, whose pods changed.
@@ -403,12 +413,12 @@ func (fs *filler) forget(n *nodeState) {
 	}
 }
 
-// fillGivers is what givers keeps of one node: its givers' indices per
-// resource a reservoir idles (cpu, memory), valid while epoch is the
-// filler's.
+// fillGivers is what givers keeps of one node: per resource a reservoir
+// idles (cpu, memory), where its givers' indices lie in the filler's
+// giverIdx, valid while epoch is the filler's.
 type fillGivers struct {
-	epoch [2]uint32
-	idx   [2][]int32
+	epoch    [2]uint32
+	from, to [2]int32
 }
 
 // search is a depth-first search over the shapes (with repetition, at
