@@ -283,6 +283,23 @@ func anchorPod(name, mem string) *corev1.Pod {
 	return p
 }
 
+// twoNodesByHand solves nothing: it lays out, on one NodePool of
+// catalog's types, reservoir's pods on one planned node and other's on
+// another, as the local searches' tests start from.
+func twoNodesByHand(t *testing.T, catalog []*InstanceType, reservoir, other []*corev1.Pod) (*solver, *nodeState, *nodeState) {
+	t.Helper()
+	snap := &Snapshot{
+		NodePools:     []*NodePool{{Name: "default"}},
+		InstanceTypes: map[string][]*InstanceType{"default": catalog},
+		Pods:          append(append([]*corev1.Pod(nil), reservoir...), other...),
+	}
+	sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sv, placeByHand(t, sv, nil, reservoir...), placeByHand(t, sv, nil, other...)
+}
+
 // checkBooks fails the test when planned node n's requests are not the
 // sum of its pods' or overcommit its type.
 func checkBooks(t *testing.T, n *nodeState) {

@@ -50,17 +50,7 @@ func TestTopUpMovesIntoIdleRoom(t *testing.T) {
 				}}
 			}
 			small := []*corev1.Pod{anchorPod("a2", "100Mi"), guest}
-			snap := &Snapshot{
-				NodePools:     []*NodePool{{Name: "default"}},
-				InstanceTypes: map[string][]*InstanceType{"default": repackCatalog()},
-				Pods:          append(append([]*corev1.Pod(nil), reservoir...), small...),
-			}
-			sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := placeByHand(t, sv, nil, reservoir...)
-			s := placeByHand(t, sv, nil, small...)
+			sv, r, s := twoNodesByHand(t, repackCatalog(), reservoir, small)
 			if got := sv.cost(); math.Abs(got-tc.before) > 1e-9 {
 				t.Fatalf("hand-made plan costs %.2f, want %.2f", got, tc.before)
 			}
@@ -130,17 +120,7 @@ func TestTopUpAcrossZones(t *testing.T) {
 			for i := 0; i < tc.webB; i++ {
 				other = append(other, repackPod(fmt.Sprintf("web-b%d", i), "400m", "512Mi", web))
 			}
-			snap := &Snapshot{
-				NodePools:     []*NodePool{{Name: "default"}},
-				InstanceTypes: map[string][]*InstanceType{"default": twoZoneCatalog()},
-				Pods:          append(append([]*corev1.Pod(nil), reservoir...), other...),
-			}
-			sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := placeByHand(t, sv, nil, reservoir...)
-			s := placeByHand(t, sv, nil, other...)
+			sv, r, s := twoNodesByHand(t, twoZoneCatalog(), reservoir, other)
 			// By hand: 3.1 cpu on 4 (0.4) and 1.1 or 1.5 cpu on 2 (0.2).
 			if got := sv.cost(); math.Abs(got-0.6) > 1e-9 {
 				t.Fatalf("hand-made plan costs %.2f, want 0.60 (%s | %s)", got, podNames(r), podNames(s))

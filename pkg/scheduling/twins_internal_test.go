@@ -55,17 +55,7 @@ func TestExchangeTwinsAcrossZones(t *testing.T) {
 				reservoir = append(reservoir, repackPod(fmt.Sprintf("filler-%d", i), "100m", "1Gi", map[string]string{"app": "filler"}))
 			}
 			other := []*corev1.Pod{anchor("anchor-b", "zone-b", tc.anchorBMem), light}
-			snap := &Snapshot{
-				NodePools:     []*NodePool{{Name: "default"}},
-				InstanceTypes: map[string][]*InstanceType{"default": twoZoneCatalog()},
-				Pods:          append(append([]*corev1.Pod(nil), reservoir...), other...),
-			}
-			sv, err := newSolver(snap, Options{MaxInstanceTypes: DefaultMaxInstanceTypes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := placeByHand(t, sv, nil, reservoir...)
-			s := placeByHand(t, sv, nil, other...)
+			sv, r, s := twoNodesByHand(t, twoZoneCatalog(), reservoir, other)
 			if got := sv.cost(); math.Abs(got-tc.before) > 1e-9 {
 				t.Fatalf("hand-made plan costs %.2f, want %.2f (%s | %s)", got, tc.before, podNames(r), podNames(s))
 			}
