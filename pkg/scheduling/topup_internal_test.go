@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,6 +144,79 @@ func TestTopUpAcrossZones(t *testing.T) {
 			}
 			if d := count["zone-a"] - count["zone-b"]; d > 1 || d < -1 {
 				t.Errorf("web pods per zone %v: the spread's skew exceeds 1", count)
+			}
+		})
+	}
+}
+
+// TestZoneSpreadChecks pins, each on its own, the two forms of topUp's
+// spread rule: zoneSpreadsAllow, which picks the zones a pod may try, and
+// zoneSpreadsHold, which accepts a move on the counts as they are after
+// it (TestTopUpAcrossZones passes as long as either one refuses). Two web
+// pods in zone-a, the spreader and webB more in zone-b, maxSkew 1; the
+// anchors pin the two nodes' zones.
+func TestZoneSpreadChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		webB  int
+		allow bool // a web pod may leave zone-a for zone-b
+	}{
+		{name: "2 and 1: the move keeps the skew", webB: 0, allow: true},
+		{name: "2 and 2: the move breaks it", webB: 1, allow: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			web := map[string]string{"app": "web"}
+			anchorA, anchorB := anchorPod("anchor-a", "100Mi"), anchorPod("anchor-b", "100Mi")
+			anchorA.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "zone-a"}
+			anchorB.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "zone-b"}
+			reservoir := []*corev1.Pod{anchorA, repackPod("web-a1", "500m", "512Mi", web), repackPod("web-a2", "500m", "512Mi", web)}
+			spreader := repackPod("spreader", "500m", "512Mi", web)
+			spreader.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew:           1,
+				TopologyKey:       corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector:     &metav1.LabelSelector{MatchLabels: web},
+			}}
+			other := []*corev1.Pod{anchorB, spreader}
+			for i := 0; i < tc.webB; i++ {
+				other = append(other, repackPod(fmt.Sprintf("web-b%d", i), "400m", "512Mi", web))
+			}
+			sv, r, _ := twoNodesByHand(t, twoZoneCatalog(), reservoir, other)
+			var c *podClass
+			for i, p := range r.pods {
+				if p.Name == "web-a2" {
+					c = r.podClasses[i]
+				}
+			}
+			if c == nil {
+				t.Fatalf("web-a2 is not on the reservoir (%s)", podNames(r))
+			}
+			from, to := slices.Index(sv.zones, "zone-a"), slices.Index(sv.zones, "zone-b")
+			if from < 0 || to < 0 {
+				t.Fatalf("zones %v", sv.zones)
+			}
+			if !sv.zoneSpreadsHold(c) {
+				t.Fatalf("the hand-made plan breaks the spread")
+			}
+			if got := sv.zoneSpreadsAllow(c, from, to); got != tc.allow {
+				t.Errorf("zoneSpreadsAllow = %v, want %v", got, tc.allow)
+			}
+			// The counts as a move to zone-b leaves them.
+			var zoneGroups []*topoGroup
+			for _, g := range c.base.selectedBy {
+				if g.key == corev1.LabelTopologyZone {
+					zoneGroups = append(zoneGroups, g)
+				}
+			}
+			if len(zoneGroups) == 0 {
+				t.Fatal("no zone spread counts the web pods")
+			}
+			for _, g := range zoneGroups {
+				g.counts[sv.zones[from]]--
+				g.counts[sv.zones[to]]++
+			}
+			if got := sv.zoneSpreadsHold(c); got != tc.allow {
+				t.Errorf("zoneSpreadsHold after the move = %v, want %v", got, tc.allow)
 			}
 		})
 	}
