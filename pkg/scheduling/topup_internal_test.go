@@ -110,13 +110,7 @@ func TestTopUpAcrossZones(t *testing.T) {
 				reservoir = append(reservoir, inZone(repackPod(fmt.Sprintf("pinned-%d", i), "500m", "512Mi", map[string]string{"app": "pinned"}), "zone-a"))
 			}
 			reservoir = append(reservoir, repackPod("web-a1", "500m", "512Mi", web), repackPod("web-a2", "500m", "512Mi", web))
-			spreader := repackPod("spreader", "500m", "512Mi", web)
-			spreader.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-				MaxSkew:           1,
-				TopologyKey:       corev1.LabelTopologyZone,
-				WhenUnsatisfiable: corev1.DoNotSchedule,
-				LabelSelector:     &metav1.LabelSelector{MatchLabels: web},
-			}}
+			spreader := zoneSpreader(web)
 			other := []*corev1.Pod{inZone(anchorPod("anchor-b", "100Mi"), "zone-b"), spreader, repackPod("guest", "500m", "512Mi", map[string]string{"app": "guest"})}
 			for i := 0; i < tc.webB; i++ {
 				other = append(other, repackPod(fmt.Sprintf("web-b%d", i), "400m", "512Mi", web))
@@ -170,13 +164,7 @@ func TestZoneSpreadChecks(t *testing.T) {
 			anchorA.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "zone-a"}
 			anchorB.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "zone-b"}
 			reservoir := []*corev1.Pod{anchorA, repackPod("web-a1", "500m", "512Mi", web), repackPod("web-a2", "500m", "512Mi", web)}
-			spreader := repackPod("spreader", "500m", "512Mi", web)
-			spreader.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-				MaxSkew:           1,
-				TopologyKey:       corev1.LabelTopologyZone,
-				WhenUnsatisfiable: corev1.DoNotSchedule,
-				LabelSelector:     &metav1.LabelSelector{MatchLabels: web},
-			}}
+			spreader := zoneSpreader(web)
 			other := []*corev1.Pod{anchorB, spreader}
 			for i := 0; i < tc.webB; i++ {
 				other = append(other, repackPod(fmt.Sprintf("web-b%d", i), "400m", "512Mi", web))
@@ -220,4 +208,17 @@ func TestZoneSpreadChecks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zoneSpreader is a 0.5-cpu pod labelled labels that spreads the pods
+// labelled so over zones with maxSkew 1.
+func zoneSpreader(labels map[string]string) *corev1.Pod {
+	p := repackPod("spreader", "500m", "512Mi", labels)
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: labels},
+	}}
+	return p
 }
