@@ -103,19 +103,7 @@ func TestRepackResplitsTwoNodes(t *testing.T) {
 				if tc.hostSpread && apps["mem"] > 0 && apps["cpu"] > 1 {
 					t.Errorf("node %s holds %d cpu pods beside a memory pod spreading them 1 per node", podNames(n), apps["cpu"])
 				}
-				sum := make(resVec, len(n.requests))
-				for _, c := range n.podClasses {
-					sum.add(c.base.req)
-				}
-				for r := range sum {
-					if sum[r] != n.requests[r] {
-						t.Errorf("node %s requests %v, its pods sum to %v", podNames(n), n.requests, sum)
-						break
-					}
-				}
-				if len(n.pods) > 0 && !n.requests.fits(n.pool.effAlloc[n.natural]) {
-					t.Errorf("node %s overcommits its type %s", podNames(n), n.pool.types[n.natural].it.Name)
-				}
+				checkBooks(t, n)
 			}
 			plan := sv.plan()
 			if len(plan.NewNodeClaims) != 2 {

@@ -1,9 +1,7 @@
 package scheduling
 
 import (
-	"cmp"
 	"math/bits"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -109,13 +107,7 @@ func (sv *solver) topUpFrom(r *nodeState, tu *topUpper) {
 	if len(tu.receivers) == 0 {
 		return
 	}
-	tu.pods = append(tu.pods[:0], r.pods...)
-	tu.cls = append(tu.cls[:0], r.podClasses...)
-	tu.order = tu.order[:0]
-	for i := range tu.pods {
-		tu.order = append(tu.order, i)
-	}
-	slices.SortStableFunc(tu.order, func(i, j int) int { return cmp.Compare(tu.cls[j].base.req[bind], tu.cls[i].base.req[bind]) })
+	tu.pods, tu.cls, tu.order = heaviestFirst(r, bind, tu.pods, tu.cls, tu.order)
 	moved := false
 	tu.misfits, tu.crossMisfits = tu.misfits[:0], tu.crossMisfits[:0]
 	var cur *podClass

@@ -151,13 +151,7 @@ func (ex *twinExchanger) ranked(bind int, idle func(*nodeState) int64) []twinCan
 func (sv *solver) exchangeTwinsOf(r *nodeState, bind int, ex *twinExchanger, budget int, changed map[*nodeState]bool) (int, int) {
 	idle := func(n *nodeState) int64 { return n.pool.effAlloc[n.natural][bind] - n.requests[bind] }
 	cands := ex.ranked(bind, idle)
-	ex.pods = append(ex.pods[:0], r.pods...)
-	ex.cls = append(ex.cls[:0], r.podClasses...)
-	ex.order = ex.order[:0]
-	for i := range ex.pods {
-		ex.order = append(ex.order, i)
-	}
-	slices.SortStableFunc(ex.order, func(i, j int) int { return cmp.Compare(ex.cls[j].base.req[bind], ex.cls[i].base.req[bind]) })
+	ex.pods, ex.cls, ex.order = heaviestFirst(r, bind, ex.pods, ex.cls, ex.order)
 	ex.failed = ex.failed[:0]
 	made, used, misses := 0, 0, 0
 	for _, i := range ex.order {
@@ -237,4 +231,18 @@ func (sv *solver) attemptAnyZone(a *attempt, c *podClass, d *nodeState) *attempt
 		a.ctAllowed &= d.cts
 	}
 	return a
+}
+
+// heaviestFirst copies r's pods and their classes into pods and cls (reused
+// scratch) and lists their indices in order, heaviest in resource bind
+// first: the order in which the exchanges and topUp try a reservoir's pods.
+func heaviestFirst(r *nodeState, bind int, pods []*corev1.Pod, cls []*podClass, order []int) ([]*corev1.Pod, []*podClass, []int) {
+	pods = append(pods[:0], r.pods...)
+	cls = append(cls[:0], r.podClasses...)
+	order = order[:0]
+	for i := range pods {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(cls[j].base.req[bind], cls[i].base.req[bind]) })
+	return pods, cls, order
 }
