@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -196,6 +197,14 @@ type Observer struct {
 	// scale-down take the handler seconds to judge), so a judgement made
 	// from the cache counts what happened after the deletion it judges.
 	podView map[types.UID]*corev1.Pod
+	// unboundAt is, per pod, the resourceVersion at which the pod handler
+	// last saw it without a node, and nodeGoneAt, per Node name, the
+	// resourceVersion of the Node's deletion as its watch delivered it
+	// (never a tombstone's, which is older). Both are etcd revisions, one
+	// sequence for the whole API server, so a pod seen unbound after its
+	// node's deletion was bound to a node that no longer existed.
+	unboundAt  map[types.UID]uint64
+	nodeGoneAt map[string]uint64
 
 	pods       cache.Indexer
 	nodes      cache.Indexer
@@ -214,7 +223,7 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 	}
 	o := &Observer{opts: opts, kube: kube, dyn: dyn, seen: map[string]bool{}, evicted: map[string]bool{},
 		dnd: map[string][]string{}, allowed: map[string]bool{}, replaced: map[types.UID]replaceRecord{}, replaceDecisions: map[types.UID]string{},
-		podView: map[types.UID]*corev1.Pod{}}
+		podView: map[types.UID]*corev1.Pod{}, unboundAt: map[types.UID]uint64{}, nodeGoneAt: map[string]uint64{}}
 	o.judged = sync.NewCond(&o.mu)
 	return o, nil
 }
@@ -237,14 +246,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	nodeInf := nodes.Core().V1().Nodes().Informer()
 	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) { o.onNodeUpdate(old.(*corev1.Node), cur.(*corev1.Node)) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if n, ok := obj.(*corev1.Node); ok {
-				o.onNodeDeleted(ctx, n)
-			}
-		},
+		DeleteFunc: func(obj any) { o.onNodeGone(ctx, obj) },
 	})
 	claims := dynamicinformer.NewDynamicSharedInformerFactory(o.dyn, 0)
 	claimInf := claims.ForResource(nodeClaimsGVR).Informer()
@@ -390,6 +392,7 @@ func (o *Observer) onPodDeleted(obj any) {
 	}
 	o.mu.Lock()
 	delete(o.podView, p.UID)
+	delete(o.unboundAt, p.UID)
 	o.mu.Unlock()
 }
 
@@ -398,6 +401,9 @@ func (o *Observer) onPodDeleted(obj any) {
 func (o *Observer) onPod(pod *corev1.Pod) {
 	o.mu.Lock()
 	o.podView[pod.UID] = pod
+	if rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64); err == nil && pod.Spec.NodeName == "" {
+		o.unboundAt[pod.UID] = rv
+	}
 	o.mu.Unlock()
 	if pod.Annotations[annotationDoNotDisrupt] == "true" && pod.Spec.NodeName != "" {
 		o.mu.Lock()
@@ -428,8 +434,7 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 			o.judgeEviction(pod)
 		case "DeletionByPodGC":
 			if o.hasPDB(pod) {
-				o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained (node %s: %s)",
-					pod.Name, c.Reason, c.Message, pod.Spec.NodeName, o.nodeTaints(pod.Spec.NodeName))
+				o.judgeOrphaned(pod, c)
 			}
 		case "DeletionByTaintManager":
 			if o.hasPDB(pod) {
@@ -437,6 +442,37 @@ func (o *Observer) onPod(pod *corev1.Pod) {
 			}
 		}
 	}
+}
+
+// judgeOrphaned judges a pod under a PDB that kube-controller-manager's
+// pod garbage collector removed because its node no longer exists. A node
+// released with the pod on it is a violation: it went before it was
+// drained. A pod the observer saw unbound after its node's deletion was
+// bound by kube-scheduler to a node that no longer existed (the Binding
+// API does not check the node; after a kube-apiserver restart the
+// scheduler's Node watch comes back on its own backoff and its cache can
+// hold a deleted Node for seconds): no autoscaler can drain a pod onto a
+// node that is already gone, so it is noted, not held against joiner.
+func (o *Observer) judgeOrphaned(pod *corev1.Pod, c corev1.PodCondition) {
+	o.mu.Lock()
+	unbound, seenUnbound := o.unboundAt[pod.UID]
+	gone, seenGone := o.nodeGoneAt[pod.Spec.NodeName]
+	o.mu.Unlock()
+	when := fmt.Sprintf("pod last seen without a node: %s; the node's deletion: %s", rvString(unbound, seenUnbound), rvString(gone, seenGone))
+	if seenUnbound && seenGone && unbound > gone {
+		o.note("pod %s under a PDB was removed by the pod garbage collector (%s): kube-scheduler bound it to node %s after the node was deleted (%s)",
+			pod.Name, c.Message, pod.Spec.NodeName, when)
+		return
+	}
+	o.violate("forced/"+pod.Name, "pod %s under a PDB was removed without eviction (%s: %s): its node went away before it was drained (node %s: %s; %s)",
+		pod.Name, c.Reason, c.Message, pod.Spec.NodeName, o.nodeTaints(pod.Spec.NodeName), when)
+}
+
+func rvString(rv uint64, seen bool) string {
+	if !seen {
+		return "not seen"
+	}
+	return "resourceVersion " + strconv.FormatUint(rv, 10)
 }
 
 // judgeTaintEviction judges a pod under a PDB that kube-controller-manager's
@@ -683,6 +719,26 @@ func podHealthy(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// onNodeGone records when a Node was deleted, by the resourceVersion its
+// watch delivered with the deletion (a tombstone's is from before it, and
+// is not recorded), and judges its do-not-disrupt pods.
+func (o *Observer) onNodeGone(ctx context.Context, obj any) {
+	t, missed := obj.(cache.DeletedFinalStateUnknown)
+	if missed {
+		obj = t.Obj
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	if rv, err := strconv.ParseUint(n.ResourceVersion, 10, 64); err == nil && !missed {
+		o.mu.Lock()
+		o.nodeGoneAt[n.Name] = rv
+		o.mu.Unlock()
+	}
+	o.onNodeDeleted(ctx, n)
 }
 
 // onNodeDeleted: a node running a do-not-disrupt pod may go only once its

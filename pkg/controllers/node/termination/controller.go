@@ -354,7 +354,24 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev
 		if now.Sub(node.DeletionTimestamp.Time) < minDrainWindow {
 			return false, nil
 		}
-		return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", "")
+		if !drainRecorded(nodeClaims) {
+			// The cache says the node is empty; the API server decides.
+			// The next step terminates the instance, and a pod the cache
+			// has not seen would go with it, PodDisruptionBudget or not:
+			// after a kube-apiserver restart a watch comes back on its own
+			// backoff, and the cache can miss a pod bound to the node for
+			// longer than minDrainWindow. One read per drained node, once:
+			// after Drained is recorded the node's taint has kept new pods
+			// off for the whole drain.
+			live, err := c.livePodsOn(ctx, node)
+			if err != nil {
+				return false, err
+			}
+			plan = planDrain(live, now, deadline)
+		}
+		if plan.Done() {
+			return true, c.setCondition(ctx, nodeClaims, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", "")
+		}
 	}
 	var blocked []string
 	for i, p := range plan.Delete {
@@ -474,6 +491,31 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, pod
 	}
 	return false, c.setCondition(ctx, nodeClaims, v1.ConditionTypeVolumesDetached, metav1.ConditionUnknown, "AwaitingVolumeDetachment",
 		fmt.Sprintf("waiting for %d volume attachments to detach", attached))
+}
+
+// livePodsOn lists the pods bound to node from the API server, by the
+// spec.nodeName field selector the API server serves for pods.
+func (c *Controller) livePodsOn(ctx context.Context, node *corev1.Node) ([]*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+		return nil, fmt.Errorf("confirming node %s is drained: %w", node.Name, err)
+	}
+	out := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		out[i] = &pods.Items[i]
+	}
+	return out, nil
+}
+
+// drainRecorded reports whether an earlier pass confirmed the drain and
+// recorded it on one of the node's NodeClaims.
+func drainRecorded(nodeClaims []*v1.NodeClaim) bool {
+	for _, nc := range nodeClaims {
+		if c := nc.StatusConditions().Get(v1.ConditionTypeDrained); c != nil && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // podsOn lists the pods bound to node from the cache.

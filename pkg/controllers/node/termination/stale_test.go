@@ -409,3 +409,74 @@ func TestStaleNodeClaimIsReleasedInOnePass(t *testing.T) {
 		t.Errorf("the other controller's condition was lost: %v", got.Status.Conditions)
 	}
 }
+
+// podBlindCache is a cache whose pod watch is behind: it lists no pod on
+// any node, as joiner's cache did for a while after a kube-apiserver
+// restart in chaos round sim 1, when kube-controller-manager's pod garbage
+// collector removed a pod under a PodDisruptionBudget whose node had been
+// released without it.
+type podBlindCache struct{ laggingCache }
+
+func (c podBlindCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.PodList); ok {
+		return nil
+	}
+	return c.laggingCache.List(ctx, list, opts...)
+}
+
+// TestDrainIsConfirmedByTheAPIServer reconciles, once and past the drain
+// window, a deleted Node whose pod the cache has not seen. The API
+// server's list of the node's pods decides: the pod is evicted, and the
+// instance and the Node's finalizer stay until it is gone.
+func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
+	ctx := t.Context()
+	env := test.Env(t)
+	mgr := env.NewManager(t)
+	test.StartManager(t, mgr)
+	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
+	nc, node := h.launch(t, test.Name(t, "unseen"), nil)
+	t.Cleanup(func() {
+		release(t, env.Client, node, v1.TerminationFinalizer)
+		release(t, env.Client, nc, v1.TerminationFinalizer)
+	})
+	ns := env.Namespace(t)
+	unseen := runningPods(t, env.Client, ns, "unseen", node.Name, 1)[0]
+	if err := env.Client.Delete(ctx, node); err != nil {
+		t.Fatalf("deleting node: %v", err)
+	}
+	cached := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl, err := termination.NewController(termination.Options{
+		Client:        podBlindCache{lagging(mgr.GetClient(), cached, nil)},
+		APIReader:     mgr.GetAPIReader(),
+		CloudProvider: h.cloud,
+		Recorder:      h.recorder,
+		Clock:         clocktesting.NewFakeClock(cached.DeletionTimestamp.Add(time.Minute)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+		t.Fatalf("one pass with a cache blind to the node's pod: %v", err)
+	}
+
+	got := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+		t.Fatalf("the node went with a pod still on it: %v", err)
+	}
+	if !hasFinalizer(got) {
+		t.Errorf("the node's finalizer was removed with pod %s still on it", unseen.Name)
+	}
+	if _, err := h.cloud.Get(ctx, nc.Status.ProviderID); err != nil {
+		t.Errorf("the instance was terminated with pod %s still on it: %v", unseen.Name, err)
+	}
+	evicted := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(unseen), evicted); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	} else if err == nil && evicted.DeletionTimestamp == nil {
+		t.Errorf("pod %s, which the API server lists on the node, was not evicted", unseen.Name)
+	}
+}
