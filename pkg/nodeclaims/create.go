@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,10 @@ type ClusterState interface {
 	// snapshot counts it (and the pods nominated to it) even before the
 	// informer delivers it.
 	NodeClaimCreated(nc *v1.NodeClaim)
+	// NodeClaimNameRetired reports whether a NodeClaim of this name was
+	// seen being deleted or gone: a new NodeClaim never takes such a
+	// name.
+	NodeClaimNameRetired(name string) bool
 }
 
 // Options configure a Creator.
@@ -69,6 +74,11 @@ type Planned struct {
 	Reason string
 	// Failures is the NodePool's launch failure count, part of the name.
 	Failures int64
+	// Replaces are the UIDs of the NodeClaims a disruption command
+	// launches this one to replace; when set, the name derives from them
+	// and the pods (ReplacementName) rather than from the pods and
+	// Failures.
+	Replaces []types.UID
 	// Mutate, when set, changes the NodeClaim before it is created (a
 	// ProvisioningRequest's labels and annotations).
 	Mutate func(*v1.NodeClaim)
@@ -87,12 +97,15 @@ func (c *Creator) Create(ctx context.Context, claims []Planned) ([]*v1.NodeClaim
 
 // CreateReplacements creates the NodeClaims a disruption command launches
 // before it deletes its candidates, exactly as a provisioning pass creates
-// planned ones; reason labels karpenter_nodeclaims_created_total (e.g.
-// "underutilized"). As for a provisioning plan, the solver already kept
-// limits (the command's simulation removed the candidates whose capacity
-// the replacements take over) and the instance-type cap. created[i] is nil
-// where creating planned[i] failed.
-func (c *Creator) CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error) {
+// planned ones, but named after the candidates (replaces, their NodeClaims'
+// UIDs; see ReplacementName); reason labels
+// karpenter_nodeclaims_created_total (e.g. "underutilized"). As for a
+// provisioning plan, the solver already kept limits (the command's
+// simulation removed the candidates whose capacity the replacements take
+// over) and the instance-type cap. A caller that replaces nothing (a
+// static NodePool's scale-up) passes no UIDs. created[i] is nil where
+// creating planned[i] failed.
+func (c *Creator) CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string, replaces []types.UID) ([]*v1.NodeClaim, error) {
 	claims := make([]Planned, 0, len(planned))
 	var errs []error
 	for _, nc := range planned {
@@ -101,7 +114,7 @@ func (c *Creator) CreateReplacements(ctx context.Context, nodePools map[string]*
 			errs = append(errs, fmt.Errorf("replacement names nodepool %q, which may not launch now", nc.NodePool))
 			continue
 		}
-		claims = append(claims, Planned{NodePool: np, Planned: nc, Reason: reason})
+		claims = append(claims, Planned{NodePool: np, Planned: nc, Reason: reason, Replaces: replaces})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -112,26 +125,48 @@ func (c *Creator) CreateReplacements(ctx context.Context, nodePools map[string]*
 // createParallelism bounds the NodeClaim creations in flight.
 const createParallelism = 50
 
-// maxNameAttempts bounds how many names create tries for one planned node.
+// maxNameAttempts bounds how many names create offers the API server for
+// one planned node (names the cluster state knows retired are skipped
+// without asking, and do not count).
 const maxNameAttempts = 5
 
-// create creates one NodeClaim. AlreadyExists is success when the existing
-// NodeClaim is still on its way (same NodePool, not deleting, not yet
-// registered): the name is derived from the pods, so it is the one this
-// pass wanted, created by an earlier pass or another replica. Otherwise the
-// next name in the same deterministic sequence is tried: an existing claim
-// that is being deleted, or one whose node already joined and still did not
-// take these pods (filled by others, or unfit), must not absorb them again,
-// or they would stay pending forever.
+// name is the attempt-th name of pc's deterministic sequence.
+func (pc *Planned) name(attempt int) string {
+	if len(pc.Replaces) > 0 {
+		return ReplacementName(pc.NodePool.Name, pc.Replaces, pc.Planned.Pods, attempt)
+	}
+	return RelaunchName(pc.NodePool.Name, pc.Failures, pc.Planned.Pods, attempt)
+}
+
+// create creates one NodeClaim under the first name of its deterministic
+// sequence that no NodeClaim had before it. The names are deterministic so
+// that the same plan computed again (a retried batch, a second replica, a
+// restart between create and the informer's sync, a disruption command
+// decided again after a restart) offers the API server the same name and
+// finds its own claim instead of launching a second node: AlreadyExists is
+// success when the existing NodeClaim is still on its way (same NodePool,
+// not deleting, not yet registered). A name the cluster state saw retired
+// (its NodeClaim deleted, or being deleted) is skipped before it is
+// offered: a new NodeClaim under an old name would read as the old one
+// come back, to a user and to a client that waits for the name to be gone
+// (upstream's drift spec did), and the API server cannot tell, since the
+// old one is gone. An existing claim that is being deleted, or one whose
+// node already joined and still did not take these pods (filled by others,
+// or unfit), moves create to the next name too: it must not absorb them
+// again, or they would stay pending forever.
 func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error) {
 	logger := log.FromContext(ctx)
-	for attempt := range maxNameAttempts {
+	// The loop ends: each attempt's name differs, the retired names are
+	// finite, and every name offered and refused counts.
+	for attempt, refused := 0, 0; refused < maxNameAttempts; attempt++ {
 		nc := NewNodeClaim(pc.NodePool, pc.Planned)
-		nc.Name = RelaunchName(pc.NodePool.Name, pc.Failures, pc.Planned.Pods, attempt)
+		nc.Name = pc.name(attempt)
 		if len(pc.Planned.Pods) == 0 {
 			// A NodeClaim without pods (a static NodePool's) has nothing to
 			// derive a name from: each one is a new node.
 			nc.Name, nc.GenerateName = "", pc.NodePool.Name+"-"
+		} else if c.opts.State.NodeClaimNameRetired(nc.Name) {
+			continue
 		}
 		if pc.Mutate != nil {
 			pc.Mutate(nc)
@@ -147,6 +182,7 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 				c.opts.State.NodeClaimCreated(existing)
 				return existing, nil
 			}
+			refused++
 			continue
 		}
 		if err != nil {
@@ -162,7 +198,7 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 			logging.Pods, len(pc.Planned.Pods), logging.InstanceTypes, summarizeInstanceTypes(pc.Planned.InstanceTypes), logging.Requests, formatResources(pc.Planned.Requests))
 		return nc, nil
 	}
-	return nil, fmt.Errorf("creating nodeclaim for %d pods: the first %d names are taken by NodeClaims being deleted or already registered", len(pc.Planned.Pods), maxNameAttempts)
+	return nil, fmt.Errorf("creating nodeclaim for %d pods: %d names are taken by NodeClaims being deleted or already registered", len(pc.Planned.Pods), maxNameAttempts)
 }
 
 // sameIntent reports whether an existing NodeClaim of the planned name is

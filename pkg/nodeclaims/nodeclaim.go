@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -40,18 +41,60 @@ func NodeClaimNameAttempt(nodePool string, pods []*corev1.Pod, attempt int) stri
 // computes the same name for the same pods and failure count, so the API
 // server refuses the duplicate. failures 0 is the plain sequence.
 func RelaunchName(nodePool string, failures int64, pods []*corev1.Pod, attempt int) string {
-	uids := make([]string, 0, len(pods))
-	for _, p := range pods {
-		uids = append(uids, string(p.UID))
-	}
-	slices.Sort(uids)
-	key := strings.Join(uids, ",")
+	key := podKey(pods)
 	if attempt > 0 {
 		key += "#" + strconv.Itoa(attempt)
 	}
 	if failures > 0 {
 		key += "@" + strconv.FormatInt(failures, 10)
 	}
+	return hashedName(nodePool, key)
+}
+
+// ReplacementName is the attempt-th name of a NodeClaim a disruption
+// command launches to replace the NodeClaims whose UIDs are replaces,
+// planned for pods. It is derived from the candidates, not from the pods
+// alone: the pods are bound ones, and kube-scheduler may have bound a pod
+// to another node than the provisioner planned it for, so a name of the
+// pods alone can be the name of the NodeClaim first launched for them,
+// one that exists (another candidate) or was just deleted (the last
+// command's candidate); a replacement taking it would read as that
+// NodeClaim come back (upstream's drift spec waits for the originals'
+// names to be gone). A UID is never reused, so a replacement's name can
+// only be another replacement's of the same candidates and the same pods:
+// the same decision, which a restart mid-command or a lost leadership
+// makes again and which must then find its own NodeClaim rather than
+// launch a second one (the API server refuses the duplicate, as for
+// provisioning). The same decision made again after a rollback deleted its
+// replacement is kept off the old name by the cluster state's record of
+// retired names (see Creator). The key space is apart from
+// RelaunchName's ("replaces" can never be a pod UID list's start).
+func ReplacementName(nodePool string, replaces []types.UID, pods []*corev1.Pod, attempt int) string {
+	uids := make([]string, 0, len(replaces))
+	for _, uid := range replaces {
+		uids = append(uids, string(uid))
+	}
+	slices.Sort(uids)
+	key := "replaces " + strings.Join(uids, ",") + " for " + podKey(pods)
+	if attempt > 0 {
+		key += "#" + strconv.Itoa(attempt)
+	}
+	return hashedName(nodePool, key)
+}
+
+// podKey is the pods' sorted UIDs, joined.
+func podKey(pods []*corev1.Pod) string {
+	uids := make([]string, 0, len(pods))
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	return strings.Join(uids, ",")
+}
+
+// hashedName is the NodePool's name and the first 10 hex digits of key's
+// SHA-256.
+func hashedName(nodePool, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return nodePool + "-" + hex.EncodeToString(sum[:])[:10]
 }

@@ -94,6 +94,37 @@ func TestRelaunchName(t *testing.T) {
 	}
 }
 
+// TestReplacementName: a replacement's name is the same for the same
+// candidates and pods in any order (the same command made again), and
+// differs from the pods' provisioning name (the NodeClaim first launched
+// for them, which may be a candidate itself or just deleted), from another
+// command's for the same pods, and between attempts.
+func TestReplacementName(t *testing.T) {
+	pods := []*corev1.Pod{testPod("1"), testPod("2")}
+	name := ReplacementName("default", []types.UID{"c1", "c2"}, pods, 0)
+	if got := ReplacementName("default", []types.UID{"c2", "c1"}, []*corev1.Pod{testPod("2"), testPod("1")}, 0); got != name {
+		t.Errorf("the same command in another order: %s, want %s", got, name)
+	}
+	for _, tc := range []struct {
+		name  string
+		other string
+	}{
+		{"the pods' provisioning name", NodeClaimName("default", pods)},
+		{"the pods' provisioning name, attempt 1", NodeClaimNameAttempt("default", pods, 1)},
+		{"another candidate for the same pods", ReplacementName("default", []types.UID{"c3"}, pods, 0)},
+		{"one candidate fewer", ReplacementName("default", []types.UID{"c1"}, pods, 0)},
+		{"other pods", ReplacementName("default", []types.UID{"c1", "c2"}, pods[:1], 0)},
+		{"attempt 1", ReplacementName("default", []types.UID{"c1", "c2"}, pods, 1)},
+	} {
+		if tc.other == name {
+			t.Errorf("%s is the replacement's name %s", tc.name, name)
+		}
+	}
+	if len(name) != len("default-")+10 {
+		t.Errorf("unexpected name %q", name)
+	}
+}
+
 func TestNewNodeClaim(t *testing.T) {
 	np := testNodePool()
 	its := []*scheduling.InstanceType{testInstanceType("m5.large", "2", "8Gi"), testInstanceType("m5.xlarge", "4", "16Gi")}

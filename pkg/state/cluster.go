@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +115,9 @@ type Cluster struct {
 	// created are NodeClaims recorded by NodeClaimCreated that no informer
 	// event has confirmed yet, by name, with when they were recorded.
 	created map[string]time.Time
+	// retired are the names of NodeClaims seen being deleted or gone (see
+	// NodeClaimNameRetired); it has its own lock.
+	retired *cache.LRUExpireCache
 	// generation counts mutations.
 	generation uint64
 
@@ -149,6 +153,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		volumeLimits:  map[string]map[string]int{},
 		marked:        map[string]bool{},
 		created:       map[string]time.Time{},
+		retired:       cache.NewLRUExpireCacheWithClock(retiredNames, opts.Clock),
 	}
 	c.nom = newNominations(c, opts.NominationTTL)
 	return c, nil
@@ -203,6 +208,33 @@ func (c *Cluster) DeleteNode(name string) {
 	c.changedLocked()
 }
 
+// retiredNames and retiredNameTTL bound the record of retired NodeClaim
+// names. A name comes back only when the same plan is made again after its
+// NodeClaim went away: the same pending pods planned again (provisioning),
+// or the same candidates replaced by the same pods after a rollback; both
+// follow within minutes, so a day is ample, and 100,000 names (a few MiB)
+// hold a day of any cluster's churn.
+const (
+	retiredNames   = 100_000
+	retiredNameTTL = 24 * time.Hour
+)
+
+// NodeClaimNameRetired reports whether the model saw a NodeClaim of this
+// name being deleted or gone (in the last retiredNameTTL): the
+// NodeClaim creator never gives such a name to a new NodeClaim, which
+// would read as the old one come back. What was deleted before this
+// process started is unknown to it; names derived from UIDs
+// (nodeclaims.ReplacementName) keep replacements apart from those.
+func (c *Cluster) NodeClaimNameRetired(name string) bool {
+	_, ok := c.retired.Get(name)
+	return ok
+}
+
+// retire records name as retired.
+func (c *Cluster) retire(name string) {
+	c.retired.Add(name, struct{}{}, retiredNameTTL)
+}
+
 // UpdateNodeClaim records the latest version of a NodeClaim.
 func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 	c.updateNodeClaim(nc.DeepCopy())
@@ -211,6 +243,9 @@ func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 // updateNodeClaim records nc itself, handed over as updateNode's Node is.
 func (c *Cluster) updateNodeClaim(nc *v1.NodeClaim) {
 	key := nodeClaimKey(nc)
+	if nc.DeletionTimestamp != nil {
+		c.retire(nc.Name)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.nodeClaimKeys[nc.Name]; ok && old != key {
@@ -259,6 +294,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 }
 
 func (c *Cluster) deleteNodeClaimLocked(name string) {
+	c.retire(name)
 	delete(c.created, name)
 	if key, ok := c.nodeClaimKeys[name]; ok {
 		c.detachLocked(key, func(e *entry) { e.nodeClaim = nil })

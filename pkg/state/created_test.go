@@ -2,9 +2,14 @@ package state
 
 import (
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
 )
 
 // TestNodeClaimCreated checks the provisioner's record of a NodeClaim it
@@ -77,6 +82,53 @@ func TestNodeClaimCreated(t *testing.T) {
 			c.Synced(t.Context())
 			if got := tracked(); got != tt.wantAfter {
 				t.Fatalf("tracked past the TTL and a list: %v, want %v", got, tt.wantAfter)
+			}
+		})
+	}
+}
+
+// TestNodeClaimNameRetired: a name is retired once the model sees its
+// NodeClaim being deleted or gone (informer, or a Synced list that no
+// longer holds a created one), never while it lives, and for a day.
+func TestNodeClaimNameRetired(t *testing.T) {
+	deleting := func(name string) *v1.NodeClaim {
+		nc := nodeClaim(name, "default", "")
+		nc.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		nc.Finalizers = []string{v1.TerminationFinalizer}
+		return nc
+	}
+	for _, tc := range []struct {
+		name    string
+		steps   func(c *Cluster, clk *clocktesting.FakeClock)
+		retired bool
+	}{
+		{name: "a live NodeClaim", steps: func(c *Cluster, _ *clocktesting.FakeClock) { c.UpdateNodeClaim(nodeClaim("nc-1", "default", "")) }},
+		{name: "a created NodeClaim", steps: func(c *Cluster, _ *clocktesting.FakeClock) { c.NodeClaimCreated(nodeClaim("nc-1", "default", "")) }},
+		{name: "never seen", steps: func(*Cluster, *clocktesting.FakeClock) {}},
+		{name: "being deleted", retired: true, steps: func(c *Cluster, _ *clocktesting.FakeClock) { c.UpdateNodeClaim(deleting("nc-1")) }},
+		{name: "gone", retired: true, steps: func(c *Cluster, _ *clocktesting.FakeClock) {
+			c.UpdateNodeClaim(nodeClaim("nc-1", "default", ""))
+			c.DeleteNodeClaim("nc-1")
+		}},
+		{name: "created, then a list shows it gone", retired: true, steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+			c.NodeClaimCreated(nodeClaim("nc-1", "default", ""))
+			clk.Step(c.opts.CreatedTTL + c.opts.SyncedRecheckInterval + 1)
+			c.Synced(t.Context())
+		}},
+		{name: "gone a day ago", steps: func(c *Cluster, clk *clocktesting.FakeClock) {
+			c.UpdateNodeClaim(deleting("nc-1"))
+			c.DeleteNodeClaim("nc-1")
+			clk.Step(retiredNameTTL + time.Second)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk, _ := newTestCluster(t)
+			tc.steps(c, clk)
+			if got := c.NodeClaimNameRetired("nc-1"); got != tc.retired {
+				t.Errorf("NodeClaimNameRetired = %v, want %v", got, tc.retired)
+			}
+			if c.NodeClaimNameRetired("nc-2") {
+				t.Error("another name is retired")
 			}
 		})
 	}

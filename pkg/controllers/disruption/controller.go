@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,9 +74,10 @@ type Model interface {
 }
 
 // NodeClaimCreator creates a command's replacements the way a
-// provisioning pass creates planned NodeClaims (nodeclaims.Creator).
+// provisioning pass creates planned NodeClaims (nodeclaims.Creator), named
+// after the candidates' NodeClaims (replaces, their UIDs).
 type NodeClaimCreator interface {
-	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error)
+	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string, replaces []types.UID) ([]*v1.NodeClaim, error)
 }
 
 // Options configure the controller.

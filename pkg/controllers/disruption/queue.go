@@ -247,7 +247,11 @@ func (q *Queue) Execute(ctx context.Context, cmd *disruption.Command, in *disrup
 		return nil
 	}
 
-	created, err := q.opts.NodeClaims.CreateReplacements(ctx, in.NodePools, cmd.Replacements, metricReason(cmd.Reason))
+	replaces := make([]types.UID, 0, len(it.candidates))
+	for _, c := range it.candidates {
+		replaces = append(replaces, c.nodeClaimUID)
+	}
+	created, err := q.opts.NodeClaims.CreateReplacements(ctx, in.NodePools, cmd.Replacements, metricReason(cmd.Reason), replaces)
 	for _, nc := range created {
 		if nc != nil {
 			it.replacements = append(it.replacements, nc.Name)

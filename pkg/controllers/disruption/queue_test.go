@@ -70,7 +70,7 @@ func (f *fakeProvisioner) Build(context.Context) (*livemodel.Snapshot, error) {
 	return &livemodel.Snapshot{Cluster: snap}, nil
 }
 
-func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, _ string) ([]*v1.NodeClaim, error) {
+func (f *fakeProvisioner) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, _ string, _ []types.UID) ([]*v1.NodeClaim, error) {
 	var out []*v1.NodeClaim
 	for i, p := range planned {
 		nc := nodeclaims.NewNodeClaim(pools[p.NodePool], p)

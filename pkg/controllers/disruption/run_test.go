@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-dev/joiner/pkg/apis/v1"
@@ -84,12 +85,12 @@ type failingCreator struct {
 	calls, failFrom int
 }
 
-func (f *failingCreator) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error) {
+func (f *failingCreator) CreateReplacements(ctx context.Context, pools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string, replaces []types.UID) ([]*v1.NodeClaim, error) {
 	f.calls++
 	if f.failFrom > 0 && f.calls >= f.failFrom {
 		return nil, errors.New("the API server refused the nodeclaim")
 	}
-	return f.fakeProvisioner.CreateReplacements(ctx, pools, planned, reason)
+	return f.fakeProvisioner.CreateReplacements(ctx, pools, planned, reason, replaces)
 }
 
 // A command that is rolled back does not keep the passes going at once:

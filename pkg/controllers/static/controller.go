@@ -49,7 +49,7 @@ const ProvisionedReason = "provisioned"
 // CreateReplacements): the NodePool's template, the in-flight memory of the
 // cluster state, the created metric.
 type Creator interface {
-	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string) ([]*v1.NodeClaim, error)
+	CreateReplacements(ctx context.Context, nodePools map[string]*v1.NodePool, planned []*scheduling.NewNodeClaim, reason string, replaces []types.UID) ([]*v1.NodeClaim, error)
 }
 
 // ClusterState is what the controller reads from pkg/state.

@@ -51,7 +51,9 @@ func (c *Controller) scaleUp(ctx context.Context, np *v1.NodePool, count disrupt
 	}
 	log.FromContext(ctx).Info("provisioning nodeclaims to satisfy replica count", logging.NodePool, klog.KObj(np),
 		logging.Current, count.Active+count.Disrupting, logging.Desired, *np.Spec.Replicas, logging.ProvisionCount, want)
-	created, err := c.opts.Creator.CreateReplacements(ctx, map[string]*v1.NodePool{np.Name: np}, planned, ProvisionedReason)
+	// A scale-up replaces nothing (and its NodeClaims, without pods, get
+	// generated names).
+	created, err := c.opts.Creator.CreateReplacements(ctx, map[string]*v1.NodePool{np.Name: np}, planned, ProvisionedReason, nil)
 	n := 0
 	for _, nc := range created {
 		if nc != nil {
