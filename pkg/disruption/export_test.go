@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -323,3 +324,50 @@ func (p *EndPlan) Command(in *Input, removed []string) (cmd *Command, launches [
 
 // Launched records the node the plan's new node j became.
 func (p *EndPlan) Launched(j int, node string) { p.launched[j] = node }
+
+// Needed is how many replacements a re-simulation of cmd's candidates
+// alone on in needs (what Validate compares the command's with); err says
+// why the re-simulation gives no command.
+func Needed(cmd *Command, in *Input) (int, error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return 0, err
+	}
+	want := map[string]bool{}
+	for _, n := range cmd.Candidates {
+		want[n] = true
+	}
+	var cands []*candidate
+	for _, c := range e.cands {
+		if want[c.node.Name] {
+			cands = append(cands, c)
+		}
+	}
+	r, err := e.sim.run(cands)
+	if err != nil {
+		return 0, err
+	}
+	now, why := e.sim.command(r, cmd.Method, cmd.Reason)
+	if now == nil {
+		return 0, errors.New(why.String())
+	}
+	return len(now.Replacements), nil
+}
+
+// Closed is in with the named nodes taking no new pods (marked for
+// deletion in the snapshot), their own pods staying where they are: the
+// room a plan's later commands free is not there for an earlier one.
+func Closed(in *Input, names map[string]bool) *Input {
+	out := *in
+	snap := *in.Cluster
+	snap.Nodes = slices.Clone(snap.Nodes)
+	for i, n := range snap.Nodes {
+		if names[n.Name] {
+			c := *n
+			c.MarkedForDeletion = true
+			snap.Nodes[i] = &c
+		}
+	}
+	out.Cluster = &snap
+	return &out
+}

@@ -102,7 +102,11 @@ func schedulePlan(p *disruption.EndPlan, nodes int, minSavings float64) planSche
 // engine does: the plan is carried from command to command here, which
 // Decide (a pure function of the cluster) cannot yet, and a command's
 // replacements are sized for pods later commands bring, which Validate's
-// re-simulation of its candidates alone would not reproduce.
+// re-simulation of its candidates alone does not reproduce. It reports
+// how many of the played commands Validate passes, the replacements the
+// re-simulations need against the plan's launches (on the cluster as each
+// command finds it, and with the plan's later nodes taking no pods), and
+// the largest group of removed nodes that share new nodes (largestGroup).
 func BenchmarkPlannedEnd(b *testing.B) {
 	for _, name := range benchClusters {
 		b.Run(name, func(b *testing.B) {
@@ -110,6 +114,7 @@ func BenchmarkPlannedEnd(b *testing.B) {
 				k, launched int
 				ratio       float64
 				s           planSchedule
+				plan        *disruption.EndPlan
 			}
 			var lp float64
 			for b.Loop() {
@@ -129,34 +134,49 @@ func BenchmarkPlannedEnd(b *testing.B) {
 						b.Logf("%s: %d removed, %d launched: %.4f× the bound, %d commands (%d against the rules, dearest %.2f)", name, k, len(p.NewPrices), ratio, s.commands, s.short, s.worst)
 					}
 					if ratio <= 1.05 && s.short == 0 && (best.k == 0 || s.commands < best.s.commands || (s.commands == best.s.commands && ratio < best.ratio)) {
-						best.k, best.launched, best.ratio, best.s = k, len(p.NewPrices), ratio, s
+						best.k, best.launched, best.ratio, best.s, best.plan = k, len(p.NewPrices), ratio, s, p
 					}
 				}
 			}
 			if best.k == 0 {
 				b.Fatalf("%s: no plan within 1.05× the bound has every command save the minimum share", name)
 			}
-			played, replayed := playPlan(b, name, best.k, best.s)
+			play := playPlan(b, name, best.k, best.s)
 			b.ReportMetric(float64(best.s.commands), "commands")
 			b.ReportMetric(best.ratio, "end/LP")
-			b.ReportMetric(played/lp, "played-end/LP")
-			b.ReportMetric(float64(replayed), "replayed")
+			b.ReportMetric(play.cost/lp, "played-end/LP")
+			b.ReportMetric(float64(play.replayed), "replayed")
+			b.ReportMetric(float64(play.validated), "validated")
+			b.ReportMetric(float64(play.needed), "needed")
+			b.ReportMetric(float64(play.neededClosed), "needed-later-closed")
 			b.ReportMetric(float64(best.k), "removed")
 			b.ReportMetric(float64(best.launched), "launched")
+			b.ReportMetric(float64(largestGroup(best.plan)), "largest-group")
 		})
 	}
 }
 
+// played is what playing a plan on the cluster gave: the $/h reached,
+// how many commands kube-scheduler's replay would place as planned, how
+// many pass Validate on the cluster as they find it, and the replacements
+// a re-simulation of each command's candidates alone needs, summed over
+// the commands (disruption.Needed: what Validate compares a command's
+// replacements with), on that cluster and on it with the nodes the plan's
+// later commands remove taking no pods (disruption.Closed).
+type played struct {
+	cost                                      float64
+	replayed, validated, needed, neededClosed int
+}
+
 // playPlan plays the plan of k removals on a fresh copy of the cluster,
-// command by command as s orders them, and returns the $/h reached and
-// how many commands kube-scheduler's replay would place as planned.
-func playPlan(b *testing.B, name string, k int, s planSchedule) (float64, int) {
+// command by command as s orders them.
+func playPlan(b *testing.B, name string, k int, s planSchedule) played {
 	c := loadCluster(b, name)
 	p, err := disruption.PlanEnd(c.Input(benchNow, disruption.Options{}), k)
 	if err != nil {
 		b.Fatal(err)
 	}
-	replayed := 0
+	var out played
 	for i, removed := range s.removed {
 		in := c.Input(benchNow, disruption.Options{})
 		cmd, launches, ok, err := p.Command(in, removed)
@@ -164,9 +184,26 @@ func playPlan(b *testing.B, name string, k int, s planSchedule) (float64, int) {
 			b.Fatal(err)
 		}
 		if ok {
-			replayed++
+			out.replayed++
 		} else {
 			b.Logf("%s: command %d (%d → %d): kube-scheduler's replay would place its pods otherwise", name, i+1, len(cmd.Candidates), len(cmd.Replacements))
+		}
+		later := map[string]bool{}
+		for _, rest := range s.removed[i+1:] {
+			for _, n := range rest {
+				later[n] = true
+			}
+		}
+		need, needErr := disruption.Needed(cmd, in)
+		needClosed, closedErr := disruption.Needed(cmd, disruption.Closed(in, later))
+		out.needed += need
+		out.neededClosed += needClosed
+		verr := disruption.Validate(cmd, in)
+		if verr == nil {
+			out.validated++
+		}
+		if testing.Verbose() {
+			b.Logf("%s: command %d (%d → %d): re-simulation needs %d (%v), %d with the later nodes closed (%v); Validate: %v", name, i+1, len(cmd.Candidates), len(cmd.Replacements), need, needErr, needClosed, closedErr, verr)
 		}
 		// The verdicts and budgets of the cluster as the command finds it.
 		d, err := disruption.Decide(in)
@@ -188,5 +225,43 @@ func playPlan(b *testing.B, name string, k int, s planSchedule) (float64, int) {
 			p.Launched(j, c.Nodes[kept+x].Name)
 		}
 	}
-	return c.Cost(), replayed
+	out.cost = c.Cost()
+	return out
+}
+
+// largestGroup is the most removed nodes of p joined by the new nodes
+// they feed (two removed nodes whose pods share a new node are joined): a
+// command that launches one of that group's new nodes for its own pods
+// alone, as Validate's re-simulation of its candidates would, has to
+// remove the whole group.
+func largestGroup(p *disruption.EndPlan) int {
+	parent := map[string]string{}
+	find := func(x string) string {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, r := range p.Removed {
+		parent[r] = r
+	}
+	first := map[int]string{}
+	for _, r := range p.Removed {
+		for _, j := range p.Feeds[r] {
+			if f, ok := first[j]; ok {
+				parent[find(r)] = find(f)
+			} else {
+				first[j] = r
+			}
+		}
+	}
+	size := map[string]int{}
+	most := 0
+	for _, r := range p.Removed {
+		root := find(r)
+		size[root]++
+		most = max(most, size[root])
+	}
+	return most
 }
