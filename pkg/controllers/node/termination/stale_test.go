@@ -480,3 +480,88 @@ func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
 		t.Errorf("pod %s, which the API server lists on the node, was not evicted", unseen.Name)
 	}
 }
+
+// nodeBlindCache is a cache that lists no Node, as one whose Node watch
+// is behind a registration.
+type nodeBlindCache struct{ laggingCache }
+
+func (c nodeBlindCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.NodeList); ok {
+		return nil
+	}
+	return c.laggingCache.List(ctx, list, opts...)
+}
+
+// TestNodeClaimTerminationConfirmsItsNodeIsGone reconciles, once, a
+// deleted NodeClaim whose registered Node, running a pod, the cache does
+// not show: either the cache lists no Node, or its copy of the NodeClaim
+// predates the launch (no provider ID). The API server's NodeClaim and
+// Node decide: the Node is deleted, so its own termination drains it, and
+// the instance and the NodeClaim's finalizer stay. Before, the pass
+// terminated the instance (or, with no provider ID, released the
+// NodeClaim and left the instance to garbage collection), and the pod
+// went with the Node, undrained.
+func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// cache builds the pass's cache from the manager's client and the
+		// NodeClaim as the cache held it before its deletion.
+		cache func(c client.Client, nc *v1.NodeClaim) client.Client
+	}{
+		{name: "node not in the cache", cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
+			return nodeBlindCache{lagging(c, nil, nc)}
+		}},
+		{name: "launch not in the cache", cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
+			unlaunched := nc.DeepCopy()
+			unlaunched.Status = v1.NodeClaimStatus{}
+			return lagging(c, nil, unlaunched)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			env := test.Env(t)
+			mgr := env.NewManager(t)
+			test.StartManager(t, mgr)
+			h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
+			nc, node := h.launch(t, test.Name(t, "unseen"), nil)
+			t.Cleanup(func() {
+				release(t, env.Client, node, v1.TerminationFinalizer)
+				release(t, env.Client, nc, v1.TerminationFinalizer)
+			})
+			runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)
+			if err := env.Client.Delete(ctx, nc); err != nil {
+				t.Fatalf("deleting nodeclaim: %v", err)
+			}
+			cached := &v1.NodeClaim{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), cached); err != nil {
+				t.Fatal(err)
+			}
+			ctrl, err := nodeclaimtermination.NewController(nodeclaimtermination.Options{
+				Client:        tc.cache(mgr.GetClient(), cached),
+				APIReader:     mgr.GetAPIReader(),
+				CloudProvider: h.cloud,
+				Recorder:      h.recorder,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)}); err != nil {
+				t.Fatalf("one pass: %v", err)
+			}
+			if _, err := h.cloud.Get(ctx, nc.Status.ProviderID); err != nil {
+				t.Errorf("the instance was terminated under its registered node: %v", err)
+			}
+			got := &v1.NodeClaim{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil || !hasFinalizer(got) {
+				t.Errorf("the nodeclaim was released before its node went (err %v, finalizers %v)", err, got.Finalizers)
+			}
+			gotNode := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), gotNode); err != nil {
+				t.Fatal(err)
+			}
+			if gotNode.DeletionTimestamp == nil {
+				t.Errorf("node %s was not deleted, so nothing drains it", node.Name)
+			}
+		})
+	}
+}

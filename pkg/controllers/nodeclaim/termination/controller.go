@@ -135,6 +135,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if !nodesLeft && !instanceTerminationRecorded(nc) {
+		// The cache says no Node is left; the API server decides, once,
+		// before the instance goes: a Node the cache has not seen (or a
+		// launch it has not recorded) would go with the instance, its
+		// pods undrained, PodDisruptionBudgets or not.
+		fresh, err := c.confirmNodesGone(ctx, nc)
+		if err != nil || fresh == nil {
+			return reconcile.Result{}, err
+		}
+		nc = fresh
+		if nodesLeft, err = c.liveNodesLeft(ctx, nc); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if nodesLeft {
 		// The Node's termination drains it; its removal wakes us through
 		// the owner-reference watch. The requeue covers Nodes that lost it.
@@ -210,6 +224,52 @@ func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, e
 		}
 	}
 	return left, nil
+}
+
+// confirmNodesGone reads nc from the API server: its launch and its Node
+// as recorded there, not as the cache has them. It returns nil when nc is
+// gone or the name now holds another NodeClaim (not this pass's to finish).
+func (c *Controller) confirmNodesGone(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	fresh := &v1.NodeClaim{}
+	if err := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+		return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s before terminating its instance: %w", nc.Name, err))
+	}
+	if fresh.UID != nc.UID || fresh.DeletionTimestamp == nil {
+		return nil, nil
+	}
+	return fresh, nil
+}
+
+// liveNodesLeft reports whether the Node nc registered (status.nodeName)
+// still exists in the API server with nc's provider ID, and deletes it if
+// nobody has yet, so its own termination drains it. A Node joiner never
+// registered still carries karpenter.sh/unregistered, which keeps every
+// pod off it, so only the registered one is looked up.
+func (c *Controller) liveNodesLeft(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	if nc.Status.NodeName == "" || nc.Status.ProviderID == "" {
+		return false, nil
+	}
+	node := &corev1.Node{}
+	if err := c.opts.APIReader.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("reading node %s of nodeclaim %s: %w", nc.Status.NodeName, nc.Name, err))
+	}
+	if node.Spec.ProviderID != nc.Status.ProviderID {
+		return false, nil
+	}
+	if node.DeletionTimestamp == nil {
+		if err := c.opts.Client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting node %s: %w", node.Name, err)
+		}
+		c.opts.Recorder.Publish(events.Normal(nc, events.NodeDeleted, "Delete", "Deleting node %s: its NodeClaim is being deleted", node.Name))
+	}
+	return true, nil
+}
+
+// instanceTerminationRecorded reports whether an earlier pass asked the
+// cloud to terminate nc's instance and recorded it.
+func instanceTerminationRecorded(nc *v1.NodeClaim) bool {
+	c := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // TerminateInstance is the one way joiner terminates an instance, for both
