@@ -27,12 +27,7 @@ func (sv *solver) improve() {
 		if len(d.pods) == 0 {
 			continue
 		}
-		pods := append([]*corev1.Pod(nil), d.pods...)
-		classes := append([]*podClass(nil), d.podClasses...)
-		order := make([]int, len(pods))
-		for i := range order {
-			order[i] = i
-		}
+		pods, classes, order := sv.keepPods(d)
 		sort.SliceStable(order, func(a, b int) bool {
 			ra, rb := classes[order[a]].base.req, classes[order[b]].base.req
 			if ra[resCPU] != rb[resCPU] {

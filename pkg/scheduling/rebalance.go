@@ -108,19 +108,17 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 	if bind < 0 {
 		return 0
 	}
-	order := make([]int, len(d.pods))
-	for i := range order {
-		order[i] = i
-	}
-	pods := append([]*corev1.Pod(nil), d.pods...)
-	classes := append([]*podClass(nil), d.podClasses...)
+	// The donor's pods as they were, their order and the moves made are
+	// the solver's scratch (d's lists are restored by copying them back).
+	pods, classes, order := sv.keepPods(d)
 	sort.SliceStable(order, func(a, b int) bool {
 		return classes[order[a]].base.req[bind] > classes[order[b]].base.req[bind]
 	})
 	checks := 0
 	spent := 0.0 // what the receivers' growth costs
 	misses := 0  // pods in a row that found no receiver
-	var moves []move
+	moves := sv.drainMoves[:0]
+	defer func() { sv.drainMoves = moves[:0] }()
 	for _, i := range order {
 		pod, c := pods[i], classes[i]
 		if c.base.req[bind] <= 0 || !sv.movable(c) {
@@ -168,8 +166,22 @@ func (sv *solver) drainStep(d *nodeState, nodes []*nodeState, budget int) int {
 		sv.commitNew(m.c, d, trial{reqs: d.reqs, zones: d.zones, cts: d.cts, types: d.types, natural: d.natural}, m.pod)
 	}
 	// The same pods, in their order before the attempt.
-	d.pods, d.podClasses = pods, classes
+	d.pods = append(d.pods[:0], pods...)
+	d.podClasses = append(d.podClasses[:0], classes...)
 	return checks
+}
+
+// keepPods copies planned node d's pods and their classes into the
+// solver's scratch and lists their indices in order: what improve and
+// rebalance read while d's own lists change under them.
+func (sv *solver) keepPods(d *nodeState) ([]*corev1.Pod, []*podClass, []int) {
+	sv.keptPods = append(sv.keptPods[:0], d.pods...)
+	sv.keptCls = append(sv.keptCls[:0], d.podClasses...)
+	sv.keptOrder = sv.keptOrder[:0]
+	for i := range d.pods {
+		sv.keptOrder = append(sv.keptOrder, i)
+	}
+	return sv.keptPods, sv.keptCls, sv.keptOrder
 }
 
 // receiver finds the planned node (other than d) that takes a pod of the

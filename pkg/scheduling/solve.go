@@ -251,11 +251,19 @@ type solver struct {
 	balanceFrom         int // first tier placed in balancing order
 	receiverStart       int // rebalance's window over the nodes
 	swapStart           int // swap's window over the nodes
-	// swap's scratch: a donor's pods and classes before a step, their order
+	// swap's scratch: a donor's pods and classes before a step, their
+	// order, the exchanges made
 	swapPods  []*corev1.Pod
 	swapCls   []*podClass
 	swapOrder []int
+	swapDone  []exchange
 	sum       resVec // rebalance's scratch sum
+	// improve's and rebalance's scratch: a donor's pods and classes
+	// before a step, their order, and rebalance's moves
+	keptPods   []*corev1.Pod
+	keptCls    []*podClass
+	keptOrder  []int
+	drainMoves []move
 	// moveAll's undo: the nodes' marks and where each moved pod was
 	moveMarks []nodeMark
 	moveAt    []int

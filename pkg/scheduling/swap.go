@@ -130,7 +130,8 @@ func (sv *solver) swapStep(d *nodeState, nodes []*nodeState, budget int, mayGrow
 	})
 	checks := 0
 	spent := 0.0 // what the partners' growth costs
-	var done []exchange
+	done := sv.swapDone[:0]
+	defer func() { sv.swapDone = done[:0] }()
 	for _, i := range order {
 		if checks >= budget {
 			break
