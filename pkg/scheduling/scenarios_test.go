@@ -47,7 +47,7 @@ func TestSharedScenarioCost(t *testing.T) {
 		ceiling float64 // × LP+anti
 	}{
 		{name: "diverse-100", ceiling: 1.050},
-		{name: "diverse-1000", ceiling: 1.051},
+		{name: "diverse-1000", ceiling: 1.050},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := loadShared(t, tc.name)

@@ -95,6 +95,7 @@ func Solve(s *Snapshot, opts Options) (*Plan, error) {
 	}
 	if !opts.NoExchanges {
 		best.exchangeAcrossZones()
+		best.trade()
 	}
 	return best.plan(), nil
 }
@@ -274,6 +275,7 @@ type solver struct {
 	filler   filler
 	topUpper topUpper
 	twins    twinExchanger
+	trader   trader
 }
 
 func newSolver(s *Snapshot, opts Options) (*solver, error) {
