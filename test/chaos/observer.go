@@ -245,6 +245,13 @@ func (o *Observer) Start(ctx context.Context) error {
 	nodes := informers.NewSharedInformerFactory(o.kube, 0)
 	nodeInf := nodes.Core().V1().Nodes().Informer()
 	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// A Node registered again under a name (an IP-based AWS name
+		// reused) is not the one deleted before.
+		AddFunc: func(obj any) {
+			o.mu.Lock()
+			delete(o.nodeGoneAt, obj.(*corev1.Node).Name)
+			o.mu.Unlock()
+		},
 		UpdateFunc: func(old, cur any) { o.onNodeUpdate(old.(*corev1.Node), cur.(*corev1.Node)) },
 		DeleteFunc: func(obj any) { o.onNodeGone(ctx, obj) },
 	})

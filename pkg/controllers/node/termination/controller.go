@@ -60,8 +60,9 @@ const labelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balanc
 // Options are the controller's dependencies.
 type Options struct {
 	// Client reads from the manager's cache and writes to the API server.
-	// Every read of a pass (pods, NodeClaims, claims, volume attachments)
-	// is a cached one: a drain polls every second.
+	// A pass reads pods, NodeClaims, claims and volume attachments from
+	// it (a drain polls every second); only the drain's last word, that
+	// no pod is left, comes from the API server (APIReader).
 	Client client.Client
 	// APIReader reads from the API server itself (the manager's
 	// GetAPIReader; required).
@@ -354,15 +355,16 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, pods []*corev
 		if now.Sub(node.DeletionTimestamp.Time) < minDrainWindow {
 			return false, nil
 		}
-		if !drainRecorded(nodeClaims) {
-			// The cache says the node is empty; the API server decides.
-			// The next step terminates the instance, and a pod the cache
-			// has not seen would go with it, PodDisruptionBudget or not:
-			// after a kube-apiserver restart a watch comes back on its own
-			// backoff, and the cache can miss a pod bound to the node for
-			// longer than minDrainWindow. One read per drained node, once:
-			// after Drained is recorded the node's taint has kept new pods
-			// off for the whole drain.
+		if !instanceTerminationRecorded(nodeClaims) {
+			// The cache says the node is empty; the API server decides,
+			// on every pass up to the one that first asks the cloud to
+			// terminate the instance (waiting for volumes can take many):
+			// a pod the cache has not seen would go with the instance,
+			// PodDisruptionBudget or not. After a kube-apiserver restart
+			// each watch comes back on its own backoff, so joiner's cache
+			// can miss a pod bound to the node for longer than
+			// minDrainWindow, and kube-scheduler's cache can miss the
+			// node's disrupted taint and bind one.
 			live, err := c.livePodsOn(ctx, node)
 			if err != nil {
 				return false, err
@@ -494,10 +496,15 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, pod
 }
 
 // livePodsOn lists the pods bound to node from the API server, by the
-// spec.nodeName field selector the API server serves for pods.
+// spec.nodeName field selector. ResourceVersion "0" lets the API server
+// answer from its watch cache, indexed by node name on every Kubernetes
+// version (a consistent read is a range over every pod in etcd before
+// 1.31): that cache follows etcd within milliseconds, where joiner's own
+// informer can be seconds behind after a watch broke.
 func (c *Controller) livePodsOn(ctx context.Context, node *corev1.Node) ([]*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		return nil, fmt.Errorf("confirming node %s is drained: %w", node.Name, err)
 	}
 	out := make([]*corev1.Pod, len(pods.Items))
@@ -507,11 +514,13 @@ func (c *Controller) livePodsOn(ctx context.Context, node *corev1.Node) ([]*core
 	return out, nil
 }
 
-// drainRecorded reports whether an earlier pass confirmed the drain and
-// recorded it on one of the node's NodeClaims.
-func drainRecorded(nodeClaims []*v1.NodeClaim) bool {
+// instanceTerminationRecorded reports whether an earlier pass asked the
+// cloud to terminate the node's instance and recorded it on one of the
+// node's NodeClaims; a Node without a NodeClaim has no record, and its
+// drain is confirmed on every pass.
+func instanceTerminationRecorded(nodeClaims []*v1.NodeClaim) bool {
 	for _, nc := range nodeClaims {
-		if c := nc.StatusConditions().Get(v1.ConditionTypeDrained); c != nil && c.Status == metav1.ConditionTrue {
+		if c := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); c != nil && c.Status == metav1.ConditionTrue {
 			return true
 		}
 	}

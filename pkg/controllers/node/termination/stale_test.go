@@ -425,59 +425,78 @@ func (c podBlindCache) List(ctx context.Context, list client.ObjectList, opts ..
 }
 
 // TestDrainIsConfirmedByTheAPIServer reconciles, once and past the drain
-// window, a deleted Node whose pod the cache has not seen. The API
-// server's list of the node's pods decides: the pod is evicted, and the
-// instance and the Node's finalizer stay until it is gone.
+// window, a deleted Node whose pod the cache has not seen, before and
+// after an earlier pass recorded the drain (a node whose volumes take
+// long to detach waits many passes between the two). The API server's
+// list of the node's pods decides until the instance's termination is
+// recorded: the pod is evicted, and the instance and the Node's finalizer
+// stay until it is gone.
 func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
-	ctx := t.Context()
-	env := test.Env(t)
-	mgr := env.NewManager(t)
-	test.StartManager(t, mgr)
-	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
-	nc, node := h.launch(t, test.Name(t, "unseen"), nil)
-	t.Cleanup(func() {
-		release(t, env.Client, node, v1.TerminationFinalizer)
-		release(t, env.Client, nc, v1.TerminationFinalizer)
-	})
-	ns := env.Namespace(t)
-	unseen := runningPods(t, env.Client, ns, "unseen", node.Name, 1)[0]
-	if err := env.Client.Delete(ctx, node); err != nil {
-		t.Fatalf("deleting node: %v", err)
-	}
-	cached := &corev1.Node{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
-		t.Fatal(err)
-	}
+	for _, tc := range []struct {
+		name string
+		// drained: an earlier pass recorded Drained on the NodeClaim.
+		drained bool
+	}{
+		{name: "drain not recorded yet"},
+		{name: "drain recorded, instance not yet terminating", drained: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			env := test.Env(t)
+			mgr := env.NewManager(t)
+			test.StartManager(t, mgr)
+			h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
+			nc, node := h.launch(t, test.Name(t, "unseen"), nil)
+			t.Cleanup(func() {
+				release(t, env.Client, node, v1.TerminationFinalizer)
+				release(t, env.Client, nc, v1.TerminationFinalizer)
+			})
+			unseen := runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)[0]
+			if tc.drained {
+				nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeDrained, "Drained", "")
+				if err := env.Client.Status().Update(ctx, nc); err != nil {
+					t.Fatalf("recording Drained: %v", err)
+				}
+			}
+			if err := env.Client.Delete(ctx, node); err != nil {
+				t.Fatalf("deleting node: %v", err)
+			}
+			cached := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+				t.Fatal(err)
+			}
 
-	ctrl, err := termination.NewController(termination.Options{
-		Client:        podBlindCache{lagging(mgr.GetClient(), cached, nil)},
-		APIReader:     mgr.GetAPIReader(),
-		CloudProvider: h.cloud,
-		Recorder:      h.recorder,
-		Clock:         clocktesting.NewFakeClock(cached.DeletionTimestamp.Add(time.Minute)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
-		t.Fatalf("one pass with a cache blind to the node's pod: %v", err)
-	}
+			ctrl, err := termination.NewController(termination.Options{
+				Client:        podBlindCache{lagging(mgr.GetClient(), cached, nil)},
+				APIReader:     mgr.GetAPIReader(),
+				CloudProvider: h.cloud,
+				Recorder:      h.recorder,
+				Clock:         clocktesting.NewFakeClock(cached.DeletionTimestamp.Add(time.Minute)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+				t.Fatalf("one pass with a cache blind to the node's pod: %v", err)
+			}
 
-	got := &corev1.Node{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
-		t.Fatalf("the node went with a pod still on it: %v", err)
-	}
-	if !hasFinalizer(got) {
-		t.Errorf("the node's finalizer was removed with pod %s still on it", unseen.Name)
-	}
-	if _, err := h.cloud.Get(ctx, nc.Status.ProviderID); err != nil {
-		t.Errorf("the instance was terminated with pod %s still on it: %v", unseen.Name, err)
-	}
-	evicted := &corev1.Pod{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(unseen), evicted); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	} else if err == nil && evicted.DeletionTimestamp == nil {
-		t.Errorf("pod %s, which the API server lists on the node, was not evicted", unseen.Name)
+			got := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+				t.Fatalf("the node went with a pod still on it: %v", err)
+			}
+			if !hasFinalizer(got) {
+				t.Errorf("the node's finalizer was removed with pod %s still on it", unseen.Name)
+			}
+			if _, err := h.cloud.Get(ctx, nc.Status.ProviderID); err != nil {
+				t.Errorf("the instance was terminated with pod %s still on it: %v", unseen.Name, err)
+			}
+			evicted := &corev1.Pod{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(unseen), evicted); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			} else if err == nil && evicted.DeletionTimestamp == nil {
+				t.Errorf("pod %s, which the API server lists on the node, was not evicted", unseen.Name)
+			}
+		})
 	}
 }
 
@@ -507,6 +526,10 @@ func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
 		// cache builds the pass's cache from the manager's client and the
 		// NodeClaim as the cache held it before its deletion.
 		cache func(c client.Client, nc *v1.NodeClaim) client.Client
+		// unnamed: the NodeClaim was deleted between registration's
+		// removal of karpenter.sh/unregistered and its recording of
+		// status.nodeName, so the API server's copy has no node name.
+		unnamed bool
 	}{
 		{name: "node not in the cache", cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
 			return nodeBlindCache{lagging(c, nil, nc)}
@@ -515,6 +538,9 @@ func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
 			unlaunched := nc.DeepCopy()
 			unlaunched.Status = v1.NodeClaimStatus{}
 			return lagging(c, nil, unlaunched)
+		}},
+		{name: "node name never recorded", unnamed: true, cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
+			return nodeBlindCache{lagging(c, nil, nc)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -529,6 +555,12 @@ func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
 				release(t, env.Client, nc, v1.TerminationFinalizer)
 			})
 			runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)
+			if tc.unnamed {
+				nc.Status.NodeName = ""
+				if err := env.Client.Status().Update(ctx, nc); err != nil {
+					t.Fatalf("clearing the node name: %v", err)
+				}
+			}
 			if err := env.Client.Delete(ctx, nc); err != nil {
 				t.Fatalf("deleting nodeclaim: %v", err)
 			}

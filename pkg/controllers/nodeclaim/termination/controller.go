@@ -240,21 +240,20 @@ func (c *Controller) confirmNodesGone(ctx context.Context, nc *v1.NodeClaim) (*v
 	return fresh, nil
 }
 
-// liveNodesLeft reports whether the Node nc registered (status.nodeName)
-// still exists in the API server with nc's provider ID, and deletes it if
-// nobody has yet, so its own termination drains it. A Node joiner never
-// registered still carries karpenter.sh/unregistered, which keeps every
-// pod off it, so only the registered one is looked up.
+// liveNodesLeft reports whether nc's Node still exists in the API server
+// with nc's provider ID, and deletes it if nobody has yet, so its own
+// termination drains it. The Node is read by status.nodeName; a launched
+// NodeClaim without one may still have a Node (registration removes
+// karpenter.sh/unregistered before it records the name, and a deletion in
+// between leaves the name unrecorded), so its Node is looked for by
+// provider ID among all Nodes, from the API server's watch cache.
 func (c *Controller) liveNodesLeft(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
-	if nc.Status.NodeName == "" || nc.Status.ProviderID == "" {
+	if nc.Status.ProviderID == "" {
 		return false, nil
 	}
-	node := &corev1.Node{}
-	if err := c.opts.APIReader.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node); err != nil {
-		return false, client.IgnoreNotFound(fmt.Errorf("reading node %s of nodeclaim %s: %w", nc.Status.NodeName, nc.Name, err))
-	}
-	if node.Spec.ProviderID != nc.Status.ProviderID {
-		return false, nil
+	node, err := c.liveNode(ctx, nc)
+	if err != nil || node == nil {
+		return false, err
 	}
 	if node.DeletionTimestamp == nil {
 		if err := c.opts.Client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); client.IgnoreNotFound(err) != nil {
@@ -263,6 +262,30 @@ func (c *Controller) liveNodesLeft(ctx context.Context, nc *v1.NodeClaim) (bool,
 		c.opts.Recorder.Publish(events.Normal(nc, events.NodeDeleted, "Delete", "Deleting node %s: its NodeClaim is being deleted", node.Name))
 	}
 	return true, nil
+}
+
+// liveNode returns nc's Node as the API server has it, or nil.
+func (c *Controller) liveNode(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := c.opts.APIReader.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node); err != nil {
+			return nil, client.IgnoreNotFound(fmt.Errorf("reading node %s of nodeclaim %s: %w", nc.Status.NodeName, nc.Name, err))
+		}
+		if node.Spec.ProviderID != nc.Status.ProviderID {
+			return nil, nil
+		}
+		return node, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.opts.APIReader.List(ctx, nodes, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+		return nil, fmt.Errorf("looking for the node of nodeclaim %s: %w", nc.Name, err)
+	}
+	for i := range nodes.Items {
+		if nodes.Items[i].Spec.ProviderID == nc.Status.ProviderID {
+			return &nodes.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // instanceTerminationRecorded reports whether an earlier pass asked the
