@@ -171,6 +171,11 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 		if pc.Mutate != nil {
 			pc.Mutate(nc)
 		}
+		if nc.Name != "" {
+			if later, err := c.laterClaim(ctx, pc, attempt); err != nil || later != nil {
+				return later, err
+			}
+		}
 		err := c.opts.Client.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {
 			existing := &v1.NodeClaim{}
@@ -199,6 +204,32 @@ func (c *Creator) create(ctx context.Context, pc Planned) (*v1.NodeClaim, error)
 		return nc, nil
 	}
 	return nil, fmt.Errorf("creating nodeclaim for %d pods: %d names are taken by NodeClaims being deleted or already registered", len(pc.Planned.Pods), maxNameAttempts)
+}
+
+// laterClaim returns the claim of a later name of pc's sequence (after
+// attempt) that is still the launch pc wants, or nil. The retired names a
+// creator skips are its own process's memory: one that skipped a name and
+// created the next, and then restarted (or lost its leadership), would
+// offer the skipped name again, find it free and launch the same plan
+// twice. So before a name is offered, the later ones are looked up, in the
+// cache (a Get per name, no API call).
+func (c *Creator) laterClaim(ctx context.Context, pc Planned, attempt int) (*v1.NodeClaim, error) {
+	for later := attempt + 1; later <= attempt+maxNameAttempts; later++ {
+		existing := &v1.NodeClaim{}
+		err := c.opts.Client.Get(ctx, client.ObjectKey{Name: pc.name(later)}, existing)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("looking up nodeclaim %s: %w", pc.name(later), err)
+		}
+		if sameIntent(existing, pc.NodePool.Name) {
+			log.FromContext(ctx).V(1).Info("nodeclaim already exists under a later name", logging.NodeClaim, klog.KObj(existing))
+			c.opts.State.NodeClaimCreated(existing)
+			return existing, nil
+		}
+	}
+	return nil, nil
 }
 
 // sameIntent reports whether an existing NodeClaim of the planned name is

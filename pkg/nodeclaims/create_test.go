@@ -309,9 +309,14 @@ func TestNewNodeClaimNeverTakesARetiredName(t *testing.T) {
 			if again.Name == first.Name {
 				t.Fatalf("the plan made again took the name %s of its deleted NodeClaim", first.Name)
 			}
-			// A retry of the new one finds it.
+			// A retry of the new one finds it, and so does a restarted
+			// joiner, whose state never saw the old name retired.
 			if retry := tc.create(f, c, candidate, pod); retry.UID != again.UID {
 				t.Errorf("a retry got %s (%s), want %s (%s)", retry.Name, retry.UID, again.Name, again.UID)
+			}
+			restarted, _ := f.creator()
+			if retry := tc.create(f, restarted, candidate, pod); retry.UID != again.UID {
+				t.Errorf("a restarted joiner's retry got %s (%s), want %s (%s): the same plan launched twice", retry.Name, retry.UID, again.Name, again.UID)
 			}
 		})
 	}
