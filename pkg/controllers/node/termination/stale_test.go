@@ -3,6 +3,7 @@ package termination_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -410,18 +411,39 @@ func TestStaleNodeClaimIsReleasedInOnePass(t *testing.T) {
 	}
 }
 
-// podBlindCache is a cache whose pod watch is behind: it lists no pod on
-// any node, as joiner's cache did for a while after a kube-apiserver
-// restart in chaos round sim 1, when kube-controller-manager's pod garbage
-// collector removed a pod under a PodDisruptionBudget whose node had been
-// released without it.
-type podBlindCache struct{ laggingCache }
+// blindCache is a cache whose watch of one kind is behind: it lists none
+// of the kind of blind. Blind to pods, it is joiner's cache for a while
+// after a kube-apiserver restart in chaos round sim 1, when
+// kube-controller-manager's pod garbage collector removed a pod under a
+// PodDisruptionBudget whose node had been released without it; blind to
+// Nodes, a cache behind a registration.
+type blindCache struct {
+	laggingCache
+	blind client.ObjectList
+}
 
-func (c podBlindCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*corev1.PodList); ok {
+func (c blindCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if reflect.TypeOf(list) == reflect.TypeOf(c.blind) {
 		return nil
 	}
 	return c.laggingCache.List(ctx, list, opts...)
+}
+
+// launchedWithPod starts a manager and launches a NodeClaim with a
+// registered Node that runs one pod.
+func launchedWithPod(t *testing.T) (*harness, manager.Manager, *v1.NodeClaim, *corev1.Node, *corev1.Pod) {
+	t.Helper()
+	env := test.Env(t)
+	mgr := env.NewManager(t)
+	test.StartManager(t, mgr)
+	h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
+	nc, node := h.launch(t, test.Name(t, "unseen"), nil)
+	t.Cleanup(func() {
+		release(t, env.Client, node, v1.TerminationFinalizer)
+		release(t, env.Client, nc, v1.TerminationFinalizer)
+	})
+	pod := runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)[0]
+	return h, mgr, nc, node, pod
 }
 
 // TestDrainIsConfirmedByTheAPIServer reconciles, once and past the drain
@@ -442,16 +464,8 @@ func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
+			h, mgr, nc, node, unseen := launchedWithPod(t)
 			env := test.Env(t)
-			mgr := env.NewManager(t)
-			test.StartManager(t, mgr)
-			h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
-			nc, node := h.launch(t, test.Name(t, "unseen"), nil)
-			t.Cleanup(func() {
-				release(t, env.Client, node, v1.TerminationFinalizer)
-				release(t, env.Client, nc, v1.TerminationFinalizer)
-			})
-			unseen := runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)[0]
 			if tc.drained {
 				nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeDrained, "Drained", "")
 				if err := env.Client.Status().Update(ctx, nc); err != nil {
@@ -467,7 +481,7 @@ func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
 			}
 
 			ctrl, err := termination.NewController(termination.Options{
-				Client:        podBlindCache{lagging(mgr.GetClient(), cached, nil)},
+				Client:        blindCache{lagging(mgr.GetClient(), cached, nil), &corev1.PodList{}},
 				APIReader:     mgr.GetAPIReader(),
 				CloudProvider: h.cloud,
 				Recorder:      h.recorder,
@@ -500,17 +514,6 @@ func TestDrainIsConfirmedByTheAPIServer(t *testing.T) {
 	}
 }
 
-// nodeBlindCache is a cache that lists no Node, as one whose Node watch
-// is behind a registration.
-type nodeBlindCache struct{ laggingCache }
-
-func (c nodeBlindCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*corev1.NodeList); ok {
-		return nil
-	}
-	return c.laggingCache.List(ctx, list, opts...)
-}
-
 // TestNodeClaimTerminationConfirmsItsNodeIsGone reconciles, once, a
 // deleted NodeClaim whose registered Node, running a pod, the cache does
 // not show: either the cache lists no Node, or its copy of the NodeClaim
@@ -532,7 +535,7 @@ func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
 		unnamed bool
 	}{
 		{name: "node not in the cache", cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
-			return nodeBlindCache{lagging(c, nil, nc)}
+			return blindCache{lagging(c, nil, nc), &corev1.NodeList{}}
 		}},
 		{name: "launch not in the cache", cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
 			unlaunched := nc.DeepCopy()
@@ -540,21 +543,13 @@ func TestNodeClaimTerminationConfirmsItsNodeIsGone(t *testing.T) {
 			return lagging(c, nil, unlaunched)
 		}},
 		{name: "node name never recorded", unnamed: true, cache: func(c client.Client, nc *v1.NodeClaim) client.Client {
-			return nodeBlindCache{lagging(c, nil, nc)}
+			return blindCache{lagging(c, nil, nc), &corev1.NodeList{}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
+			h, mgr, nc, node, _ := launchedWithPod(t)
 			env := test.Env(t)
-			mgr := env.NewManager(t)
-			test.StartManager(t, mgr)
-			h := &harness{client: env.Client, cloud: fake.New(), recorder: &events.Buffer{}}
-			nc, node := h.launch(t, test.Name(t, "unseen"), nil)
-			t.Cleanup(func() {
-				release(t, env.Client, node, v1.TerminationFinalizer)
-				release(t, env.Client, nc, v1.TerminationFinalizer)
-			})
-			runningPods(t, env.Client, env.Namespace(t), "unseen", node.Name, 1)
 			if tc.unnamed {
 				nc.Status.NodeName = ""
 				if err := env.Client.Status().Update(ctx, nc); err != nil {
