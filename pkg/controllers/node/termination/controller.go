@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	nodeutil "k8s.io/component-helpers/node/util"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,7 +196,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	pods, err := c.podsOn(ctx, node)
+	pods, err := podsOn(ctx, c.opts.Client, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -495,23 +496,18 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, pod
 		fmt.Sprintf("waiting for %d volume attachments to detach", attached))
 }
 
-// livePodsOn lists the pods bound to node from the API server, by the
-// spec.nodeName field selector. ResourceVersion "0" lets the API server
-// answer from its watch cache, indexed by node name on every Kubernetes
-// version (a consistent read is a range over every pod in etcd before
-// 1.31): that cache follows etcd within milliseconds, where joiner's own
-// informer can be seconds behind after a watch broke.
+// livePodsOn lists the pods bound to node from the API server.
+// ResourceVersion "0" lets the API server answer from its watch cache,
+// indexed by node name on every Kubernetes version (a consistent read is a
+// range over every pod in etcd before 1.31): that cache follows etcd within
+// milliseconds, where joiner's own informer can be seconds behind after a
+// watch broke.
 func (c *Controller) livePodsOn(ctx context.Context, node *corev1.Node) ([]*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := c.opts.APIReader.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+	pods, err := podsOn(ctx, c.opts.APIReader, node, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err != nil {
 		return nil, fmt.Errorf("confirming node %s is drained: %w", node.Name, err)
 	}
-	out := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		out[i] = &pods.Items[i]
-	}
-	return out, nil
+	return pods, nil
 }
 
 // instanceTerminationRecorded reports whether an earlier pass asked the
@@ -519,18 +515,15 @@ func (c *Controller) livePodsOn(ctx context.Context, node *corev1.Node) ([]*core
 // node's NodeClaims; a Node without a NodeClaim has no record, and its
 // drain is confirmed on every pass.
 func instanceTerminationRecorded(nodeClaims []*v1.NodeClaim) bool {
-	for _, nc := range nodeClaims {
-		if c := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); c != nil && c.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(nodeClaims, nodeclaimtermination.InstanceTerminationRecorded)
 }
 
-// podsOn lists the pods bound to node from the cache.
-func (c *Controller) podsOn(ctx context.Context, node *corev1.Node) ([]*corev1.Pod, error) {
+// podsOn lists the pods bound to node through r: the manager's cache,
+// whose field index state.IndexPodNodeName bears the name of the API
+// server's own field selector, or the API server itself.
+func podsOn(ctx context.Context, r client.Reader, node *corev1.Node, opts ...client.ListOption) ([]*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := c.opts.Client.List(ctx, pods, client.MatchingFields{state.IndexPodNodeName: node.Name}); err != nil {
+	if err := r.List(ctx, pods, append(opts, client.MatchingFields{state.IndexPodNodeName: node.Name})...); err != nil {
 		return nil, fmt.Errorf("listing pods on node: %w", err)
 	}
 	out := make([]*corev1.Pod, len(pods.Items))

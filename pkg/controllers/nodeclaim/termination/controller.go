@@ -135,12 +135,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !nodesLeft && !instanceTerminationRecorded(nc) {
+	if !nodesLeft && !InstanceTerminationRecorded(nc) {
 		// The cache says no Node is left; the API server decides, once,
 		// before the instance goes: a Node the cache has not seen (or a
 		// launch it has not recorded) would go with the instance, its
 		// pods undrained, PodDisruptionBudgets or not.
-		fresh, err := c.confirmNodesGone(ctx, nc)
+		fresh, err := c.liveNodeClaim(ctx, nc)
 		if err != nil || fresh == nil {
 			return reconcile.Result{}, err
 		}
@@ -226,10 +226,10 @@ func (c *Controller) deleteNodes(ctx context.Context, nc *v1.NodeClaim) (bool, e
 	return left, nil
 }
 
-// confirmNodesGone reads nc from the API server: its launch and its Node
+// liveNodeClaim reads nc from the API server: its launch and its Node
 // as recorded there, not as the cache has them. It returns nil when nc is
 // gone or the name now holds another NodeClaim (not this pass's to finish).
-func (c *Controller) confirmNodesGone(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+func (c *Controller) liveNodeClaim(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
 	fresh := &v1.NodeClaim{}
 	if err := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
 		return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s before terminating its instance: %w", nc.Name, err))
@@ -288,11 +288,13 @@ func (c *Controller) liveNode(ctx context.Context, nc *v1.NodeClaim) (*corev1.No
 	return nil, nil
 }
 
-// instanceTerminationRecorded reports whether an earlier pass asked the
-// cloud to terminate nc's instance and recorded it.
-func instanceTerminationRecorded(nc *v1.NodeClaim) bool {
-	c := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating)
-	return c != nil && c.Status == metav1.ConditionTrue
+// InstanceTerminationRecorded reports whether an earlier pass of either
+// termination controller asked the cloud to terminate nc's instance and
+// recorded it (InstanceTerminating): from then on the passes only wait
+// for the instance, and the API server is no longer asked whether a Node
+// or a pod is left.
+func InstanceTerminationRecorded(nc *v1.NodeClaim) bool {
+	return nc.StatusConditions().IsTrue(v1.ConditionTypeInstanceTerminating)
 }
 
 // TerminateInstance is the one way joiner terminates an instance, for both
