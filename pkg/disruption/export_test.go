@@ -371,3 +371,55 @@ func Closed(in *Input, names map[string]bool) *Input {
 	out.Cluster = &snap
 	return &out
 }
+
+// KeptEnd is the end state that keeps the nodes named in keep, their pods
+// staying, and removes every other node, whose pods one simulation puts
+// on the kept nodes' room and on new nodes (sim.simulate with every other
+// node a candidate, exchanges as asked): the $/h it leaves, the new nodes
+// it launches, how many of the removed nodes' pods would not schedule,
+// and the moves. An experiment for the benchmark (issue 33): whether an
+// end made of existing nodes exists near the bound.
+func KeptEnd(in *Input, keep map[string]bool, exchanges bool) (cost float64, launched, unschedulable int, moves []Move, err error) {
+	e, err := newEngine(in)
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	var cands []*candidate
+	for _, c := range e.cands {
+		if !keep[c.node.Name] {
+			cands = append(cands, c)
+		}
+	}
+	if exchanges {
+		e.sim.solve = func(s *scheduling.Snapshot, o scheduling.Options) (*scheduling.Plan, error) {
+			o.NoExchanges = false
+			return scheduling.Solve(s, o)
+		}
+	}
+	r, err := e.sim.run(cands)
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	for i := range in.Nodes {
+		if keep[in.Nodes[i].Name] {
+			cost += in.Nodes[i].Price
+		}
+	}
+	for _, nc := range r.replacements {
+		if _, o, ok := Launch(nc); ok {
+			cost += o.Price
+		}
+	}
+	placed := map[*corev1.Pod]bool{}
+	for _, m := range r.moves {
+		placed[m.Pod] = true
+	}
+	for _, c := range cands {
+		for _, p := range c.pods {
+			if !placed[p] {
+				unschedulable++
+			}
+		}
+	}
+	return cost, len(r.replacements), unschedulable, r.moves, nil
+}
