@@ -1,6 +1,7 @@
 package lowerbound
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -35,7 +36,8 @@ type ConfigBound struct {
 	// configuration LP's value at convergence, above it before.
 	LP float64
 	// Converged is true when no configuration prices out below its cost
-	// (within the pricing tolerance): Value is then within it of LP.
+	// (within the pricing tolerance), or Value is within it of LP: either
+	// way Value is then the configuration LP's, to the tolerance.
 	Converged bool
 	// Iterations, Columns, Classes and Offerings size the run.
 	Iterations, Columns, Classes, Offerings int
@@ -443,6 +445,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 		if len(pi) == 0 {
 			break
 		}
+		pi = cleanDuals(pi)
 		// Root bounds of every offering, most promising first.
 		type prospect struct {
 			o     int
@@ -453,14 +456,15 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 		var prospects []prospect
 		maxRatio := 0.0
 		used := make([]bool, g.nGroups)
-		tables := g.tables(pi)
+		tables, grids := g.tables(pi), g.grids(pi, 1<<18)
 		for o := range g.offers {
 			k := g.knapsackFor(o, pi)
 			k.tables = tables[g.offers[o].sig]
 			off := &g.offers[o]
+			tb := math.Inf(1)
 			if !off.paysCredits() {
-				// The one-dimension tables alone often settle it.
-				if tb := k.tableBound(off.cap); tb <= off.price*(1+g.limits.Tolerance) {
+				// The tables alone often settle it.
+				if tb = min(k.tableBound(off.cap), grids[off.sig].bound(off.cap)); tb <= off.price*(1+g.limits.Tolerance) {
 					maxRatio = max(maxRatio, tb/off.price)
 					continue
 				}
@@ -469,7 +473,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			if len(s.order) == 0 {
 				continue
 			}
-			ratio := ub / off.price
+			ratio := min(ub, tb) / off.price
 			if off.paysCredits() {
 				// Credits: search with the credit-adjusted values.
 				ratio = g.creditRatio(o, pi, ratio, scale, active, used)
@@ -508,7 +512,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			if off.paysCredits() {
 				maxRatio = max(maxRatio, p.ratio)
 			} else {
-				maxRatio = max(maxRatio, ub/off.price)
+				maxRatio = max(maxRatio, min(ub/off.price, p.ratio))
 			}
 			val := 0.0
 			for c, k := range n {
@@ -517,6 +521,9 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			if c := g.cost(p.o, n); val > c*(1+g.limits.Tolerance) && g.add(p.o, n) {
 				added++
 			}
+		}
+		if added == 0 {
+			added += g.traceBack(pi, grids)
 		}
 		added += g.priceExisting(pi, mu, scale, active)
 		if maxRatio > 0 {
@@ -541,10 +548,89 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 	if out.Iterations > g.limits.MaxIterations {
 		out.Iterations = g.limits.MaxIterations
 	}
+	// Or proven by the bound itself: the duals were cleaned, so a ratio
+	// a hair above one can still give the master's value.
+	out.Converged = out.Converged || best.value >= out.LP*(1-g.limits.Tolerance)
 	if math.IsInf(best.value, -1) {
 		best = dualBound{pi: make([]float64, len(g.classes))}
 	}
 	return best, nil
+}
+
+// cleanDuals is pi without the simplex's noise: values below a ten
+// thousandth of the largest set to zero, and, when the rest are whole
+// multiples of one step (the least of them over k ≤ 8) to a ten
+// thousandth, snapped to them. The Farley bound holds for any duals ≥ 0
+// (it prices every configuration at the duals it is given), so cleaning
+// costs the bound only what the values move (a ten thousandth at most),
+// and it lets the pricing tables see duals as the master meant them: a
+// class worth 10⁻⁶ is one the exact tables would otherwise have to count,
+// in its own units.
+func cleanDuals(pi []float64) []float64 {
+	top := slices.Max(pi)
+	if top <= 0 {
+		return pi
+	}
+	out := slices.Clone(pi)
+	least := math.Inf(1)
+	for c, v := range out {
+		if v < 1e-4*top {
+			out[c] = 0
+		} else {
+			least = min(least, v)
+		}
+	}
+	for k := 1.0; k <= 8; k++ {
+		step := least / k
+		if !slices.ContainsFunc(out, func(v float64) bool {
+			x := v / step
+			return math.Abs(x-math.Round(x)) > 1e-4*max(1, x)
+		}) {
+			for c, v := range out {
+				out[c] = math.Round(v/step) * step
+			}
+			break
+		}
+	}
+	return out
+}
+
+// traceBack adds, for each offering whose exact two-dimension table
+// prices a configuration above its cost, the configuration the table
+// traces back when it fits the offering and still prices out at duals
+// pi, and says how many it added.
+func (g *generation) traceBack(pi []float64, grids map[string]gridBounds) int {
+	added := 0
+	for o := range g.offers {
+		off := &g.offers[o]
+		gb := grids[off.sig].exact
+		if off.paysCredits() || gb.bound(off.cap) <= off.price*(1+g.limits.Tolerance) {
+			continue
+		}
+		n := gb.config(off.cap, g.bounds[o])
+		rem := slices.Clone(off.cap)
+		val := 0.0
+		used := map[int]bool{}
+		fits := true
+		for c, k := range n {
+			if k == 0 {
+				continue
+			}
+			val += float64(k) * pi[c]
+			for d, r := range g.reqs[c] {
+				rem[d] -= int64(k) * r
+			}
+			for _, grp := range g.groups[c] {
+				fits = fits && !used[grp] && k == 1
+				used[grp] = true
+			}
+		}
+		fits = fits && !slices.ContainsFunc(rem, func(v int64) bool { return v < 0 })
+		if fits && val > g.cost(o, n)*(1+g.limits.Tolerance) && g.add(o, n) {
+			added++
+		}
+	}
+	return added
 }
 
 // priceExisting adds, for each existing node, the configuration of most
@@ -571,14 +657,18 @@ func (g *generation) priceExisting(pi, mu, scale []float64, active []int) int {
 // configurations at duals pi, searched with the given budget per offering.
 func (g *generation) prove(pi []float64, budget int) float64 {
 	scale, active := g.surrogateScale()
-	tables := g.tables(pi)
+	tables, grids := g.tables(pi), g.grids(pi, 1<<22)
 	used := make([]bool, g.nGroups)
 	ratio := 0.0
 	for o := range g.offers {
 		off := &g.offers[o]
 		k := g.knapsackFor(o, pi)
 		k.tables = tables[off.sig]
-		if tb := k.tableBound(off.cap); tb <= off.price*(1+g.limits.Tolerance) {
+		tb := k.tableBound(off.cap)
+		if !off.paysCredits() {
+			tb = min(tb, grids[off.sig].bound(off.cap))
+		}
+		if tb <= off.price*(1+g.limits.Tolerance) {
 			ratio = max(ratio, tb/off.price)
 			continue
 		}
@@ -590,8 +680,10 @@ func (g *generation) prove(pi []float64, budget int) float64 {
 			ratio = max(ratio, g.creditRatio(o, pi, ub/off.price, scale, active, used))
 			continue
 		}
+		ub = min(ub, tb)
 		if ub > off.price*(1+g.limits.Tolerance) {
-			_, _, ub = k.search(&s, off.price*(1+g.limits.Tolerance), budget, g.nGroups)
+			_, _, sub := k.search(&s, off.price*(1+g.limits.Tolerance), budget, g.nGroups)
+			ub = min(ub, sub)
 		}
 		ratio = max(ratio, ub/off.price)
 	}
@@ -753,6 +845,44 @@ func (g *generation) tables(pi []float64) map[string][]dimTable {
 	return out
 }
 
+// grids are the two-dimension bounds at duals pi (gridBound), one per
+// set of classes an offering may take, over CPU and memory (what the
+// nodes run out of; the pods' slots where either is not requested), each
+// up to its offerings' largest capacity.
+func (g *generation) grids(pi []float64, cells int64) map[string]gridBounds {
+	var dims []int
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		if i, ok := g.d.index[name]; ok && len(dims) < 2 {
+			dims = append(dims, i)
+		}
+	}
+	out := map[string]gridBounds{}
+	if len(dims) < 2 {
+		return out // the pods request nothing: the tables settle it
+	}
+	caps := map[string][][2]int64{}
+	allowed := map[string][]bool{}
+	top := map[string]float64{}
+	for _, off := range g.offers {
+		caps[off.sig] = append(caps[off.sig], [2]int64{off.cap[dims[0]], off.cap[dims[1]]})
+		allowed[off.sig] = off.allowed
+		// Values above a quarter over the dearest price prove nothing.
+		top[off.sig] = max(top[off.sig], 1.25*off.price)
+	}
+	for sig, m := range caps {
+		// Smallest first: the table reaches as many as it can.
+		slices.SortFunc(m, func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+		bound := make([]int, len(g.classes))
+		for c, cl := range g.classes {
+			if allowed[sig][c] {
+				bound[c] = cl.count
+			}
+		}
+		out[sig] = newGridBounds(pi, g.reqs, bound, g.groups, [2]int{dims[0], dims[1]}, g.d.index[corev1.ResourcePods], m, top[sig], cells)
+	}
+	return out
+}
+
 // knapsackFor is offering o's pricing problem at duals pi.
 func (g *generation) knapsackFor(o int, pi []float64) knapsack {
 	return knapsack{val: slices.Clone(pi), req: g.reqs, cap: g.offers[o].cap, bound: g.bounds[o], groups: g.groups}
@@ -798,7 +928,7 @@ func (g *generation) master() (float64, []float64, []float64, error) {
 		}
 	}
 	for range 100 {
-		y, mu, value, err := g.restrictedDual(g.working)
+		y, mu, slack, value, err := g.restrictedDual(g.working)
 		if err != nil {
 			return 0, nil, nil, err
 		}
@@ -827,6 +957,19 @@ func (g *generation) master() (float64, []float64, []float64, error) {
 			for r := range m {
 				pi[r] = max(0, y[r]) / g.demand[r]
 			}
+			// The next master starts from the columns these duals hold
+			// tight (and the seeds, which it adds back): a column left
+			// out is checked against the new duals and comes back when it
+			// binds, so the working set stays the size of a basis rather
+			// than every column ever generated, and each solve is as
+			// cheap as the first.
+			tight := g.working[:0]
+			for i, j := range g.working {
+				if j < m || slack[i] <= 1e-9*max(1, g.cols[j].cost) {
+					tight = append(tight, j)
+				}
+			}
+			g.working = tight
 			return value, pi, mu, nil
 		}
 		sort.Slice(viol, func(a, b int) bool { return viol[a].v > viol[b].v })
@@ -842,8 +985,8 @@ func (g *generation) master() (float64, []float64, []float64, error) {
 // cost for the working columns of new nodes and Σ_r (n_r/N_r)·y_r − μ_e ≤
 // 0 for those of existing node e, y, μ ≥ 0, in gonum's standard form with
 // a slack per column (the slacks are a feasible first basis: every cost
-// is ≥ 0).
-func (g *generation) restrictedDual(working []int) ([]float64, []float64, float64, error) {
+// is ≥ 0). It returns y, μ, each working column's slack and the value.
+func (g *generation) restrictedDual(working []int) ([]float64, []float64, []float64, float64, error) {
 	// A μ for each existing node with a working column (a variable in no
 	// row would be unbounded, and gonum refuses it).
 	muOf := map[int]int{}
@@ -884,7 +1027,7 @@ func (g *generation) restrictedDual(working []int) ([]float64, []float64, float6
 	}
 	opt, x, err := lp.Simplex(c, a, b, 1e-10, basis)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, 0, err
 	}
 	y := x[:m]
 	for r := range y {
@@ -894,5 +1037,5 @@ func (g *generation) restrictedDual(working []int) ([]float64, []float64, float6
 	for e, v := range muOf {
 		mu[e] = x[m+v] / (1 + 1e-6)
 	}
-	return y, mu, -opt / (1 + 1e-6), nil
+	return y, mu, x[m+nE:], -opt / (1 + 1e-6), nil
 }

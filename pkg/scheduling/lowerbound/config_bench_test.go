@@ -1,12 +1,15 @@
 package lowerbound_test
 
 import (
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
 	"github.com/joiner-dev/joiner/pkg/scheduling/lowerbound"
 )
@@ -19,10 +22,21 @@ import (
 // anti-affinity pod, the nodes that hold pods pinned to a zone by zone
 // pod affinity or zone spread, and the rest; plus the bound's own slack
 // (the master's value above the bound when the generation stops short).
+//
+// The consolidation clusters (name.half) are the pods left on each shared
+// half-emptied cluster, all pending on no node, as pkg/disruption's
+// benchmark bounds them: only the bounds are reported for them.
 func BenchmarkConfigurations(b *testing.B) {
-	for _, name := range []string{"diverse-100", "diverse-1000", "diverse-5000", "diverse-10000", "generic-5000"} {
+	for _, name := range []string{"diverse-100", "diverse-1000", "diverse-5000", "diverse-10000", "generic-5000",
+		"diverse-1000.half", "diverse-5000.half", "diverse-10000.half"} {
 		b.Run(name, func(b *testing.B) {
-			snap := sharedScenario(b, name).Snapshot
+			var snap *scheduling.Snapshot
+			half := strings.HasSuffix(name, ".half")
+			if half {
+				snap = halfClusterPods(b, strings.TrimSuffix(name, ".half"))
+			} else {
+				snap = sharedScenario(b, name).Snapshot
+			}
 			lp, err := lowerbound.Compute(snap, scheduling.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -35,6 +49,19 @@ func BenchmarkConfigurations(b *testing.B) {
 				}
 			}
 			b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(cb.Value, "config$/h")
+			b.ReportMetric(cb.LP, "master$/h")
+			b.ReportMetric(lp.LP, "LP$/h")
+			b.ReportMetric(lp.LPAnti, "LPanti$/h")
+			conv := 0.0
+			if cb.Converged {
+				conv = 1
+			}
+			b.ReportMetric(conv, "converged")
+			b.ReportMetric(float64(cb.Iterations), "iterations")
+			if half {
+				return
+			}
 			plan, err := scheduling.Solve(snap, scheduling.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -44,19 +71,10 @@ func BenchmarkConfigurations(b *testing.B) {
 				b.Fatal(err)
 			}
 			bound := max(cb.Value, lp.LPAnti)
-			b.ReportMetric(cb.Value, "config$/h")
-			b.ReportMetric(cb.LP, "master$/h")
-			b.ReportMetric(lp.LPAnti, "LPanti$/h")
 			b.ReportMetric(cost, "plan$/h")
 			b.ReportMetric(cost/lp.LP, "xLP")
 			b.ReportMetric(cost/lp.LPAnti, "xLPanti")
 			b.ReportMetric(cost/cb.Value, "xConfig")
-			conv := 0.0
-			if cb.Converged {
-				conv = 1
-			}
-			b.ReportMetric(conv, "converged")
-			b.ReportMetric(float64(cb.Iterations), "iterations")
 			anti, zone, rest := 0.0, 0.0, 0.0
 			for _, nc := range plan.NewNodeClaims {
 				price, _ := lowerbound.NodeCost(nc, plan.ListPrices)
@@ -117,4 +135,28 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// halfClusterPods is the shared half-emptied consolidation cluster of
+// scenario name (scenario.LoadCluster) as a provisioning Snapshot: its
+// NodePool and types, every pod still running pending, no nodes.
+func halfClusterPods(tb testing.TB, name string) *scheduling.Snapshot {
+	tb.Helper()
+	dir, err := scenario.Dir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := scenario.LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	snap := c.Snapshot(time.Time{})
+	snap.Nodes = nil
+	for _, p := range c.Pods() {
+		q := *p
+		q.Spec.NodeName = ""
+		q.Status.Phase = corev1.PodPending
+		snap.Pods = append(snap.Pods, &q)
+	}
+	return snap
 }
