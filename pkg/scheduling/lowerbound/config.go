@@ -522,9 +522,7 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 				added++
 			}
 		}
-		if added == 0 {
-			added += g.traceBack(pi, grids)
-		}
+		added += g.traceBack(pi, grids)
 		added += g.priceExisting(pi, mu, scale, active)
 		if maxRatio > 0 {
 			if lb := g.farley(pi, maxRatio); lb > best.value {
@@ -598,7 +596,9 @@ func cleanDuals(pi []float64) []float64 {
 // traceBack adds, for each offering whose exact two-dimension table
 // prices a configuration above its cost, the configuration the table
 // traces back when it fits the offering and still prices out at duals
-// pi, and says how many it added.
+// pi, and says how many it added. It runs every round, beside the
+// search: the table's configuration is the best there is where the
+// table is exact, which the search, cut short, may not reach.
 func (g *generation) traceBack(pi []float64, grids map[string]gridBounds) int {
 	added := 0
 	for o := range g.offers {
