@@ -370,7 +370,8 @@ type generation struct {
 	nGroups int
 	cols    []configColumn
 	seen    map[string]bool
-	working []int // the master's dual working set
+	working []int   // the master's dual working set
+	lp      *primal // the master's primal simplex, when it is used
 	rooms   *[]room
 }
 
@@ -906,6 +907,12 @@ func (g *generation) surrogateScale() ([]float64, []int) {
 	return scale, active
 }
 
+// maxPrimalRooms is the most existing nodes for which the master is
+// solved by the primal simplex (a row each in its dense basis); above it,
+// through the dual over a working set. A variable so that a test can
+// hold the two to the same value.
+var maxPrimalRooms = 64
+
 // master solves the restricted master LP, min Σ cost·x subject to each
 // class's pods covered and each existing node holding at most one of its
 // configurations, over the columns so far, through its dual: max Σ N·π −
@@ -916,6 +923,9 @@ func (g *generation) surrogateScale() ([]float64, []int) {
 // exact: a configuration that prices out is new. The variables are y =
 // N·π, so every row's scale is one. It returns the value, π and μ.
 func (g *generation) master() (float64, []float64, []float64, error) {
+	if len(g.existingRooms()) <= maxPrimalRooms {
+		return g.solvePrimal()
+	}
 	m := len(g.classes)
 	in := map[int]bool{}
 	for _, j := range g.working {

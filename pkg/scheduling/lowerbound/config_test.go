@@ -454,3 +454,36 @@ func milliCPU(p *corev1.Pod) int64 {
 	q := pods.Requests(p)[corev1.ResourceCPU]
 	return q.MilliValue()
 }
+
+// TestPrimalMasterMatchesDual holds the master's two solvers to each
+// other: on random instances (existing nodes included), the generation
+// with the warm-started primal simplex and the one through gonum's
+// simplex on the dual converge to the same configuration LP.
+func TestPrimalMasterMatchesDual(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 33))
+	defer func(v int) { maxPrimalRooms = v }(maxPrimalRooms)
+	compared := 0
+	for i := range 120 {
+		s, opts := randomSnapshot(r)
+		maxPrimalRooms = 64
+		primal, err := Configurations(s, opts, ConfigLimits{})
+		if err != nil {
+			t.Fatalf("case %d, primal: %v", i, err)
+		}
+		maxPrimalRooms = -1
+		dual, err := Configurations(s, opts, ConfigLimits{})
+		if err != nil {
+			t.Fatalf("case %d, dual: %v", i, err)
+		}
+		if !primal.Converged || !dual.Converged {
+			continue
+		}
+		compared++
+		if math.Abs(primal.LP-dual.LP) > 1e-6*max(1, dual.LP) || math.Abs(primal.Value-dual.Value) > 1e-3*max(1, dual.Value) {
+			t.Errorf("case %d: primal LP %v bound %v, dual LP %v bound %v", i, primal.LP, primal.Value, dual.LP, dual.Value)
+		}
+	}
+	if compared < 60 {
+		t.Fatalf("only %d cases converged both ways", compared)
+	}
+}
