@@ -59,12 +59,47 @@ stamp() {
 		echo "flags=${buildflags[*]} ldflags=$ldflags"
 		cat "$dir"/go.mod "$dir"/go.sum
 		if [[ -f "$dir/main.go" ]]; then cat "$dir/main.go"; fi
+		if [[ -d "$dir/patches" ]]; then cat "$dir"/patches/*.patch; fi
 	} | sha256sum | cut -d' ' -f1
 }
 
-# build NAME MODULE_DIR PACKAGE LDFLAGS
+# patched MODULE_DIR MODULE: when MODULE_DIR/patches holds patches for
+# MODULE (a dependency's bug joiner works around; each patch says why), a
+# copy of MODULE's source with them applied and a go.mod that builds against
+# it, in a new temporary directory whose path it prints ("" without patches).
+# A patch that no longer applies fails the build.
+patched() {
+	local dir=$1 module=$2 src tmp p
+	if [[ ! -d "$dir/patches" ]]; then return 0; fi
+	src=$(cd "$dir" && "$GO" mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	if [[ -z "$src" || ! -d "$src" ]]; then
+		echo "controlplane: cannot find the source of $module for $dir/patches" >&2
+		return 1
+	fi
+	tmp=$(mktemp -d) || return 1
+	if ! cp -R "$src" "$tmp/src" || ! chmod -R u+w "$tmp/src"; then
+		rm -rf "$tmp"
+		return 1
+	fi
+	for p in "$dir"/patches/*.patch; do
+		# outside any repository git apply works as patch(1) does
+		if ! (cd "$tmp/src" && GIT_CEILING_DIRECTORIES="$tmp" git apply "$p"); then
+			echo "controlplane: $p does not apply to $module" >&2
+			rm -rf "$tmp"
+			return 1
+		fi
+	done
+	if ! cp "$dir/go.mod" "$tmp/go.mod" || ! cp "$dir/go.sum" "$tmp/go.sum" ||
+		! (cd "$dir" && "$GO" mod edit -modfile="$tmp/go.mod" -replace="$module=$tmp/src"); then
+		rm -rf "$tmp"
+		return 1
+	fi
+	echo "$tmp"
+}
+
+# build NAME MODULE_DIR PACKAGE LDFLAGS [PATCHED_MODULE]
 build() {
-	local name=$1 dir=$2 pkg=$3 ldflags=$4 want have="" start
+	local name=$1 dir=$2 pkg=$3 ldflags=$4 module=${5:-} want have="" start tmp="" modfile=()
 	want=$(stamp "$name" "$dir" "$ldflags")
 	if [[ -f "$out/.$name.stamp" ]]; then have=$(<"$out/.$name.stamp"); fi
 	if [[ -x "$out/$name" && "$have" == "$want" && "${JOINER_K8S_FORCE:-}" != 1 ]]; then
@@ -73,8 +108,17 @@ build() {
 	fi
 	start=$SECONDS
 	rm -f "$out/.$name.stamp"
-	(cd "$dir" && "$GO" build "${buildflags[@]}" -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg")
-	mv -f "$out/$name.tmp" "$out/$name"
+	# Called where set -e does not hold (others || ...), so each step that
+	# can fail returns by itself: no stamp for a binary that was not built.
+	if [[ -n "$module" ]]; then
+		tmp=$(patched "$dir" "$module") || return 1
+		if [[ -n "$tmp" ]]; then modfile=(-modfile="$tmp/go.mod"); fi
+	fi
+	local status=0
+	(cd "$dir" && "$GO" build "${buildflags[@]}" "${modfile[@]}" -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg") || status=$?
+	if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi
+	if ((status != 0)); then return 1; fi
+	mv -f "$out/$name.tmp" "$out/$name" || return 1
 	echo "$want" >"$out/.$name.stamp"
 	printf '%-24s built in %ds\n' "$name" $((SECONDS - start))
 }
@@ -94,7 +138,7 @@ kube() {
 }
 others() {
 	build etcd "$mods/etcd" . "-s -w"
-	build kwok "$mods/kwok" sigs.k8s.io/kwok/cmd/kwok "-s -w"
+	build kwok "$mods/kwok" sigs.k8s.io/kwok/cmd/kwok "-s -w" sigs.k8s.io/kwok
 }
 
 kube &
