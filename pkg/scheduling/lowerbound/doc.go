@@ -18,10 +18,12 @@
 // sees what the resource LP cannot: capacity a node's pods cannot fill
 // for their sizes, one member of each hostname anti-affinity group per
 // node, and pods that may run only on some offerings. The master is solved
-// with gonum's simplex (through its dual, so the duals are exact); pricing
+// by a warm-started primal simplex (exact duals at its optimum); pricing
 // is a bounded multi-dimensional knapsack per offering (branch and bound
-// under a surrogate relaxation, one-dimension integer tables as extra
-// bounds). Its value is a valid bound at every iteration (Farley: the
-// master's value over the largest ratio of a configuration's dual value to
-// its price), so a work limit only loosens it.
+// under a surrogate relaxation), bounded without search by integer tables
+// over one dimension and over CPU and memory together (sizes floored, so
+// the tables never under-estimate; exact in the sizes' own units). Its
+// value is a valid bound at every iteration (Farley: the master's value
+// over the largest ratio of a configuration's dual value to its price),
+// so a work limit only loosens it.
 package lowerbound
