@@ -156,10 +156,8 @@ const gridLoss = 0.025
 // (column generation's often do) makes the table exact where a coarser
 // unit would let a node hold a pod more.
 type gridBound struct {
-	t       gridTable
-	val     []float64
-	req     [][]int64
-	members []int
+	t gridTable
+	oneMember
 }
 
 // newGridBound builds the bound at duals pi for the classes allowed,
@@ -168,7 +166,7 @@ type gridBound struct {
 // the capacities caps (each [2]int64 in dims) it reaches within cells;
 // nil when it reaches none.
 func newGridBound(pi []float64, req [][]int64, bound []int, groups [][]int, dims [2]int, caps [][2]int64, cells int64, loss float64) *gridBound {
-	b := &gridBound{val: pi, req: req}
+	b := &gridBound{oneMember: oneMember{val: pi, req: req}}
 	first := -1
 	for c, gs := range groups {
 		if bound[c] > 0 && pi[c] > 0 && len(gs) > 0 {
@@ -250,16 +248,32 @@ func (b *gridBound) bound(cap []int64) float64 {
 	if b == nil || !b.t.covers(cap) {
 		return math.Inf(1)
 	}
-	best := b.t.bound(cap)
-	rem := make([]int64, len(cap))
-	for _, c := range b.members {
+	return b.best(cap, b.t.bound)
+}
+
+// oneMember is the first anti-affinity group, which the tables leave out:
+// a node holds at most one of its members (classes members, each of value
+// val[c] and requests req[c]).
+type oneMember struct {
+	val     []float64
+	req     [][]int64
+	members []int
+}
+
+// best is the most a node of capacity cap holds, rest bounding what it
+// holds besides a member: rest(cap) alone, or a member that fits and rest
+// of the capacity it leaves.
+func (m oneMember) best(cap []int64, rest func([]int64) float64) float64 {
+	best := rest(cap)
+	left := make([]int64, len(cap))
+	for _, c := range m.members {
 		fits := true
 		for d := range cap {
-			rem[d] = cap[d] - b.req[c][d]
-			fits = fits && rem[d] >= 0
+			left[d] = cap[d] - m.req[c][d]
+			fits = fits && left[d] >= 0
 		}
 		if fits {
-			best = max(best, b.val[c]+b.t.bound(rem))
+			best = max(best, m.val[c]+rest(left))
 		}
 	}
 	return best

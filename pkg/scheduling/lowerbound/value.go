@@ -17,16 +17,14 @@ import (
 // bound stays valid whatever the step. The first anti-affinity group is
 // decided on top (as in gridBound), other dimensions left out.
 type valueBound struct {
-	dims    [2]int // CPU (indexed), memory (minimised)
-	pods    int    // the pods dimension, for the rounding's slack
-	unit    int64  // of dims[0]
-	step    float64
-	rows    int
-	cols    int // value steps + 1
-	f       []int64
-	val     []float64
-	req     [][]int64
-	members []int
+	dims [2]int // CPU (indexed), memory (minimised)
+	pods int    // the pods dimension, for the rounding's slack
+	unit int64  // of dims[0]
+	step float64
+	rows int
+	cols int // value steps + 1
+	f    []int64
+	oneMember
 }
 
 // valueSlack is how far below a whole step a value may fall and still be
@@ -38,7 +36,7 @@ const valueSlack = 1e-7
 // (bound[c] > 0) over dims, up to value top and the largest of caps it
 // reaches within cells; nil when it reaches none.
 func newValueBound(pi []float64, req [][]int64, bound []int, groups [][]int, dims [2]int, pods int, caps [][2]int64, top float64, cells int64) *valueBound {
-	b := &valueBound{dims: dims, pods: pods, val: pi, req: req}
+	b := &valueBound{dims: dims, pods: pods, oneMember: oneMember{val: pi, req: req}}
 	first := -1
 	for c, gs := range groups {
 		if bound[c] > 0 && pi[c] > 0 && len(gs) > 0 {
@@ -190,17 +188,5 @@ func (b *valueBound) bound(cap []int64) float64 {
 		}
 		return b.step * (float64(v) + valueSlack*float64(c[b.pods]/1000))
 	}
-	best := one(cap)
-	rem := make([]int64, len(cap))
-	for _, c := range b.members {
-		fits := true
-		for d := range cap {
-			rem[d] = cap[d] - b.req[c][d]
-			fits = fits && rem[d] >= 0
-		}
-		if fits {
-			best = max(best, b.val[c]+one(rem))
-		}
-	}
-	return best
+	return b.best(cap, one)
 }
