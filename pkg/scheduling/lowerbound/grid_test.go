@@ -206,3 +206,74 @@ func TestCleanDuals(t *testing.T) {
 		}
 	}
 }
+
+// TestGridBoundsNeverBelowOptimum holds gridBounds, as the pricing builds
+// and asks it (cleaned duals, millicores and bytes, nodes a few MiB short,
+// table sizes small enough that the coarse and the value tables must decide
+// some nodes), to the enumerated optimum: the least of the tables that
+// reach a node is never below it. TestGridBound and TestValueBound hold
+// each table on its own; this one fails when the coarse or the value table
+// is wrong only as gridBounds wires it (e.g. either bound halved), and it
+// checks that both tables did decide nodes.
+func TestGridBoundsNeverBelowOptimum(t *testing.T) {
+	const mi = 1 << 20
+	cpus := []int64{100, 250, 300, 500, 750, 1000, 1500, 2000}
+	mems := []int64{128 * mi, 256 * mi, 500 * mi, 512 * mi, 1024 * mi, 1500 * mi, 2048 * mi, 4096 * mi}
+	r := rand.New(rand.NewPCG(7, 77))
+	lossy, value := 0, 0
+	for i := range 3000 {
+		var (
+			req    [][]int64
+			val    []float64
+			bound  []int
+			groups [][]int
+		)
+		nGroups := r.IntN(3)
+		// Half the cases have duals near whole steps with simplex-sized
+		// noise, which the value table's rounding must absorb.
+		stepped, step := r.IntN(2) == 0, 0.01+r.Float64()*0.2
+		for range 1 + r.IntN(4) {
+			req = append(req, []int64{cpus[r.IntN(len(cpus))], mems[r.IntN(len(mems))] + int64(r.IntN(3))*mi, 1000})
+			v := math.Round(r.Float64()*100) / 40
+			if stepped {
+				v = step*float64(1+r.IntN(6)) + (r.Float64()-0.5)*2e-7*step
+			}
+			val = append(val, v)
+			b, gs := 1+r.IntN(16), []int(nil)
+			if nGroups > 0 && r.IntN(2) == 0 {
+				b, gs = 1, []int{r.IntN(nGroups)}
+			}
+			bound, groups = append(bound, b), append(groups, gs)
+		}
+		vcpu := int64(1 + r.IntN(8))
+		var caps [][2]int64
+		for k := int64(1); k <= vcpu; k++ {
+			caps = append(caps, [2]int64{k*1000 - 100 - int64(r.IntN(3))*50, k*4*1024*mi - 10*mi - int64(r.IntN(400))*mi})
+		}
+		slices.SortFunc(caps, func(a, b [2]int64) int {
+			if a[0] != b[0] {
+				return int(a[0] - b[0])
+			}
+			return int(a[1] - b[1])
+		})
+		pi := cleanDuals(val)
+		gb := newGridBounds(pi, req, bound, groups, [2]int{0, 1}, 2, caps, 2.5*float64(vcpu), int64(1)<<(6+r.IntN(10)))
+		for _, c := range caps {
+			node := []int64{c[0], c[1], 1000 * int64(10+r.IntN(100))}
+			want := bruteKnapsack(&knapsack{val: pi, req: req, cap: node, bound: bound, groups: groups})
+			if got := gb.bound(node); got < want-1e-9 {
+				t.Fatalf("case %d, node %v: bound %v below the optimum %v (exact %v, coarse %v, value %v); requests %v, duals %v, bounds %v, groups %v",
+					i, node, got, want, gb.exact.bound(node), gb.lossy.bound(node), gb.value.bound(node), req, pi, bound, groups)
+			}
+			if gb.lossy != nil && !math.IsInf(gb.lossy.bound(node), 1) {
+				lossy++
+			}
+			if gb.value != nil && !math.IsInf(gb.value.bound(node), 1) {
+				value++
+			}
+		}
+	}
+	if lossy == 0 || value == 0 {
+		t.Fatalf("the coarse table reached %d nodes, the value table %d: the test no longer exercises both", lossy, value)
+	}
+}
