@@ -2,7 +2,6 @@ package disruption_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -19,13 +18,9 @@ import (
 // fails the benchmark (the figures in the README depend on it).
 func loadCluster(tb testing.TB, name string) *scenario.Cluster {
 	tb.Helper()
-	dir, err := scenario.Dir()
+	c, err := scenario.LoadHalfCluster(name)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	c, err := scenario.LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
-	if err != nil {
-		tb.Fatalf("loading the %s consolidation cluster: %v", name, err)
 	}
 	return c
 }

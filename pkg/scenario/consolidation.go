@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -63,6 +64,22 @@ type clusterNodeJSON struct {
 	CapacityType string   `json:"capacityType"`
 	Price        float64  `json:"price"`
 	Pods         []string `json:"pods"`
+}
+
+// LoadHalfCluster is LoadCluster of the shared half-emptied cluster made
+// from scenario name (Dir's consolidation/<name>.half.cluster.json with
+// Dir's <name>.json), the input of the consolidation benchmarks and of the
+// bounds measured on them.
+func LoadHalfCluster(name string) (*Cluster, error) {
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	c, err := LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
+	if err != nil {
+		return nil, fmt.Errorf("loading the %s consolidation cluster: %w", name, err)
+	}
+	return c, nil
 }
 
 // LoadCluster rebuilds the cluster a consolidation benchmark file describes

@@ -2,7 +2,6 @@ package scheduling_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -77,13 +76,9 @@ func without(s *scheduling.Snapshot, from, to int) *scheduling.Snapshot {
 
 func sharedHalfCluster(name string) func(t *testing.T) *scheduling.Snapshot {
 	return func(t *testing.T) *scheduling.Snapshot {
-		dir, err := scenario.Dir()
+		c, err := scenario.LoadHalfCluster(name)
 		if err != nil {
 			t.Fatal(err)
-		}
-		c, err := scenario.LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
-		if err != nil {
-			t.Fatalf("loading the %s consolidation cluster: %v", name, err)
 		}
 		return c.Snapshot(time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC))
 	}

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,11 +17,7 @@ import (
 // (1,000 nodes) under a 100 % budget is the same shape: the engine alone
 // replaces all 1,000 nodes by about 500 in one command.
 func TestReplacementsPerCommandAreCapped(t *testing.T) {
-	dir, err := scenario.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := scenario.LoadCluster(filepath.Join(dir, "diverse-5000.json"), filepath.Join(dir, "consolidation", "diverse-5000.half.cluster.json"))
+	c, err := scenario.LoadHalfCluster("diverse-5000")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package lowerbound_test
 
 import (
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,15 +137,11 @@ func processCPU(tb testing.TB) time.Duration {
 }
 
 // halfClusterPods is the shared half-emptied consolidation cluster of
-// scenario name (scenario.LoadCluster) as a provisioning Snapshot: its
+// scenario name (scenario.LoadHalfCluster) as a provisioning Snapshot: its
 // NodePool and types, every pod still running pending, no nodes.
 func halfClusterPods(tb testing.TB, name string) *scheduling.Snapshot {
 	tb.Helper()
-	dir, err := scenario.Dir()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := scenario.LoadCluster(filepath.Join(dir, name+".json"), filepath.Join(dir, "consolidation", name+".half.cluster.json"))
+	c, err := scenario.LoadHalfCluster(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
