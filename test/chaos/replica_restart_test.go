@@ -198,3 +198,23 @@ func TestRestartBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestExitLine: the cause of a replica's exit is joiner's own last words,
+// even when the manager logs after them.
+func TestExitLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, tail, want string
+	}{
+		{"joiner's line last", "{\"level\":\"INFO\"}\njoiner: running manager: leader election lost", "joiner: running manager: leader election lost"},
+		{"the manager logs after it", "{\"message\":\"Failed to renew lease\"}\njoiner: running manager: leader election lost\n{\"message\":\"Stopping and waiting for non leader election runnables\"}\n", "joiner: running manager: leader election lost"},
+		{"the latest of two", "joiner: first\nx\njoiner: second\ny", "joiner: second"},
+		{"no line of joiner's", "{\"level\":\"INFO\"}\npanic: boom\n", "panic: boom"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := exitLine(tc.tail); got != tc.want {
+				t.Errorf("exitLine = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

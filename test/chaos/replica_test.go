@@ -161,7 +161,7 @@ func exitOf(j *test.JoinerProcess) string {
 	if err := j.Exit(); err != nil {
 		status = err.Error()
 	}
-	last := strings.TrimSpace(j.Tail(1))
+	last := exitLine(j.Tail(50))
 	if len(last) > 200 {
 		last = last[:200] + "…"
 	}
@@ -169,6 +169,22 @@ func exitOf(j *test.JoinerProcess) string {
 		return status
 	}
 	return status + ": " + last
+}
+
+// exitLine is the line of a process's last log lines that says why it
+// exited: joiner's own ("joiner: <error>", which main prints as it exits),
+// else the last line. The manager's goroutines may still log a line after
+// main printed its error (a replica that lost its lease logged "Stopping and
+// waiting for non leader election runnables" after "joiner: running manager:
+// leader election lost"), so the last line alone is not the cause.
+func exitLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "joiner: ") {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // current is the replica's running (or last) process.
