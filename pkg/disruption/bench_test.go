@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/joiner-dev/joiner/pkg/disruption"
 	"github.com/joiner-dev/joiner/pkg/scenario"
 	"github.com/joiner-dev/joiner/pkg/scheduling"
@@ -28,15 +26,7 @@ func loadCluster(tb testing.TB, name string) *scenario.Cluster {
 // bound is the LP+anti lower bound on the cost of the cluster's pods.
 func bound(tb testing.TB, c *scenario.Cluster) float64 {
 	tb.Helper()
-	snap := c.Snapshot(time.Time{})
-	snap.Nodes = nil
-	for _, p := range c.Pods() {
-		q := *p
-		q.Spec.NodeName = ""
-		q.Status.Phase = corev1.PodPending
-		snap.Pods = append(snap.Pods, &q)
-	}
-	b, err := lowerbound.Compute(snap, scheduling.Options{})
+	b, err := lowerbound.Compute(c.PendingSnapshot(time.Time{}), scheduling.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -245,6 +245,21 @@ func (c *Cluster) Snapshot(now time.Time) *scheduling.Snapshot {
 	return snap
 }
 
+// PendingSnapshot is Snapshot with every pod still running pending again
+// and no nodes: what provisioning the cluster's pods from scratch faces,
+// the input of the lower bounds its consolidation is measured against.
+func (c *Cluster) PendingSnapshot(now time.Time) *scheduling.Snapshot {
+	snap := c.Snapshot(now)
+	snap.Nodes = nil
+	for _, p := range c.Pods() {
+		q := *p
+		q.Spec.NodeName = ""
+		q.Status.Phase = corev1.PodPending
+		snap.Pods = append(snap.Pods, &q)
+	}
+	return snap
+}
+
 // labels are what the node would carry: one value per label of its type
 // that the NodePool allows, its zone, capacity type, hostname and pool.
 func (c *Cluster) labels(n *ClusterNode, it *scheduling.InstanceType) map[string]string {

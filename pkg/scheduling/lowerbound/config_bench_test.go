@@ -137,21 +137,14 @@ func processCPU(tb testing.TB) time.Duration {
 }
 
 // halfClusterPods is the shared half-emptied consolidation cluster of
-// scenario name (scenario.LoadHalfCluster) as a provisioning Snapshot: its
-// NodePool and types, every pod still running pending, no nodes.
+// scenario name (scenario.LoadHalfCluster) as a provisioning Snapshot
+// (Cluster.PendingSnapshot): its NodePool and types, every pod still
+// running pending, no nodes.
 func halfClusterPods(tb testing.TB, name string) *scheduling.Snapshot {
 	tb.Helper()
 	c, err := scenario.LoadHalfCluster(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	snap := c.Snapshot(time.Time{})
-	snap.Nodes = nil
-	for _, p := range c.Pods() {
-		q := *p
-		q.Spec.NodeName = ""
-		q.Status.Phase = corev1.PodPending
-		snap.Pods = append(snap.Pods, &q)
-	}
-	return snap
+	return c.PendingSnapshot(time.Time{})
 }

@@ -24,16 +24,7 @@ func TestGridBound(t *testing.T) {
 			if req[0]+req[1] == 0 {
 				req[r.IntN(2)] = 1 + int64(r.IntN(11))
 			}
-			k.req = append(k.req, req)
-			k.val = append(k.val, math.Round(r.Float64()*100)/10-1)
-			var gs []int
-			bound := 1 + r.IntN(6)
-			if nGroups > 0 && r.IntN(2) == 0 {
-				gs = append(gs, r.IntN(nGroups))
-				bound = 1
-			}
-			k.groups = append(k.groups, gs)
-			k.bound = append(k.bound, bound)
+			addRandomClass(r, &k, req, math.Round(r.Float64()*100)/10-1, 6, nGroups)
 		}
 		want := bruteKnapsack(&k)
 		maxCap := [2]int64{k.cap[0] + int64(r.IntN(20)), k.cap[1] + int64(r.IntN(20))}
@@ -128,20 +119,11 @@ func TestValueBound(t *testing.T) {
 		nice := r.IntN(2) == 0
 		for range classes {
 			req := []int64{int64(1 + r.IntN(11)), int64(r.IntN(12)), 1000}
-			k.req = append(k.req, req)
 			v := math.Round(r.Float64()*100)/10 - 1
 			if nice {
 				v = 0.3 * float64(r.IntN(7)-1)
 			}
-			k.val = append(k.val, v)
-			var gs []int
-			bound := 1 + r.IntN(6)
-			if nGroups > 0 && r.IntN(2) == 0 {
-				gs = append(gs, r.IntN(nGroups))
-				bound = 1
-			}
-			k.groups = append(k.groups, gs)
-			k.bound = append(k.bound, bound)
+			addRandomClass(r, &k, req, v, 6, nGroups)
 		}
 		want := bruteKnapsack(&k)
 		caps := [][2]int64{{k.cap[0], k.cap[1]}, {k.cap[0] + int64(r.IntN(20)), k.cap[1] + int64(r.IntN(20))}}
@@ -222,33 +204,23 @@ func TestGridBoundsNeverBelowOptimum(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 77))
 	lossy, value := 0, 0
 	for i := range 3000 {
-		var (
-			req    [][]int64
-			val    []float64
-			bound  []int
-			groups [][]int
-		)
+		var k knapsack
 		nGroups := r.IntN(3)
 		// Half the cases have duals near whole steps with simplex-sized
 		// noise, which the value table's rounding must absorb.
 		stepped, step := r.IntN(2) == 0, 0.01+r.Float64()*0.2
 		for range 1 + r.IntN(4) {
-			req = append(req, []int64{cpus[r.IntN(len(cpus))], mems[r.IntN(len(mems))] + int64(r.IntN(3))*mi, 1000})
+			req := []int64{cpus[r.IntN(len(cpus))], mems[r.IntN(len(mems))] + int64(r.IntN(3))*mi, 1000}
 			v := math.Round(r.Float64()*100) / 40
 			if stepped {
 				v = step*float64(1+r.IntN(6)) + (r.Float64()-0.5)*2e-7*step
 			}
-			val = append(val, v)
-			b, gs := 1+r.IntN(16), []int(nil)
-			if nGroups > 0 && r.IntN(2) == 0 {
-				b, gs = 1, []int{r.IntN(nGroups)}
-			}
-			bound, groups = append(bound, b), append(groups, gs)
+			addRandomClass(r, &k, req, v, 16, nGroups)
 		}
 		vcpu := int64(1 + r.IntN(8))
 		var caps [][2]int64
-		for k := int64(1); k <= vcpu; k++ {
-			caps = append(caps, [2]int64{k*1000 - 100 - int64(r.IntN(3))*50, k*4*1024*mi - 10*mi - int64(r.IntN(400))*mi})
+		for n := int64(1); n <= vcpu; n++ {
+			caps = append(caps, [2]int64{n*1000 - 100 - int64(r.IntN(3))*50, n*4*1024*mi - 10*mi - int64(r.IntN(400))*mi})
 		}
 		slices.SortFunc(caps, func(a, b [2]int64) int {
 			if a[0] != b[0] {
@@ -256,14 +228,15 @@ func TestGridBoundsNeverBelowOptimum(t *testing.T) {
 			}
 			return int(a[1] - b[1])
 		})
-		pi := cleanDuals(val)
-		gb := newGridBounds(pi, req, bound, groups, [2]int{0, 1}, 2, caps, 2.5*float64(vcpu), int64(1)<<(6+r.IntN(10)))
+		k.val = cleanDuals(k.val)
+		gb := newGridBounds(k.val, k.req, k.bound, k.groups, [2]int{0, 1}, 2, caps, 2.5*float64(vcpu), int64(1)<<(6+r.IntN(10)))
 		for _, c := range caps {
 			node := []int64{c[0], c[1], 1000 * int64(10+r.IntN(100))}
-			want := bruteKnapsack(&knapsack{val: pi, req: req, cap: node, bound: bound, groups: groups})
+			k.cap = node
+			want := bruteKnapsack(&k)
 			if got := gb.bound(node); got < want-1e-9 {
 				t.Fatalf("case %d, node %v: bound %v below the optimum %v (exact %v, coarse %v, value %v); requests %v, duals %v, bounds %v, groups %v",
-					i, node, got, want, gb.exact.bound(node), gb.lossy.bound(node), gb.value.bound(node), req, pi, bound, groups)
+					i, node, got, want, gb.exact.bound(node), gb.lossy.bound(node), gb.value.bound(node), k.req, k.val, k.bound, k.groups)
 			}
 			if gb.lossy != nil && !math.IsInf(gb.lossy.bound(node), 1) {
 				lossy++

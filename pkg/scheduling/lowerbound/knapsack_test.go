@@ -76,16 +76,7 @@ func TestKnapsackBounds(t *testing.T) {
 			for d := range dims {
 				req[d] = int64(r.IntN(8))
 			}
-			k.req = append(k.req, req)
-			k.val = append(k.val, math.Round(r.Float64()*100)/10-1)
-			var gs []int
-			bound := 1 + r.IntN(5)
-			if nGroups > 0 && r.IntN(2) == 0 {
-				gs = append(gs, r.IntN(nGroups))
-				bound = 1
-			}
-			k.groups = append(k.groups, gs)
-			k.bound = append(k.bound, bound)
+			addRandomClass(r, &k, req, math.Round(r.Float64()*100)/10-1, 5, nGroups)
 		}
 		allowed := make([]bool, classes)
 		for c := range allowed {
@@ -136,4 +127,21 @@ func TestKnapsackBounds(t *testing.T) {
 			t.Fatalf("case %d: search cut short bounds %v, below the optimum %v", i, short, want)
 		}
 	}
+}
+
+// addRandomClass appends to k a class of requests req and value val, at
+// most 1+r.IntN(most) of it a node, or, half the time when there are
+// groups, one a node as a member of one of nGroups anti-affinity groups:
+// the random instances the bounds are held to the enumerated optimum on.
+func addRandomClass(r *rand.Rand, k *knapsack, req []int64, val float64, most, nGroups int) {
+	k.req = append(k.req, req)
+	k.val = append(k.val, val)
+	var gs []int
+	bound := 1 + r.IntN(most)
+	if nGroups > 0 && r.IntN(2) == 0 {
+		gs = append(gs, r.IntN(nGroups))
+		bound = 1
+	}
+	k.groups = append(k.groups, gs)
+	k.bound = append(k.bound, bound)
 }
