@@ -374,15 +374,15 @@ func Closed(in *Input, names map[string]bool) *Input {
 
 // KeptEnd is the end state that keeps the nodes named in keep, their pods
 // staying, and removes every other node, whose pods one simulation puts
-// on the kept nodes' room and on new nodes (sim.simulate with every other
-// node a candidate, exchanges as asked): the $/h it leaves, the new nodes
-// it launches, how many of the removed nodes' pods would not schedule,
-// and the moves. An experiment for the benchmark (issue 33): whether an
-// end made of existing nodes exists near the bound.
-func KeptEnd(in *Input, keep map[string]bool, exchanges bool) (cost float64, launched, unschedulable int, moves []Move, err error) {
+// on the kept nodes' room and on new nodes (sim.run with every other node
+// a candidate, as the engine's simulations run): the $/h it leaves, the
+// new nodes it launches and how many of the removed nodes' pods would not
+// schedule. An experiment for the benchmark (issue 33): whether an end
+// made of existing nodes exists near the bound.
+func KeptEnd(in *Input, keep map[string]bool) (cost float64, launched, unschedulable int, err error) {
 	e, err := newEngine(in)
 	if err != nil {
-		return 0, 0, 0, nil, err
+		return 0, 0, 0, err
 	}
 	var cands []*candidate
 	for _, c := range e.cands {
@@ -390,15 +390,9 @@ func KeptEnd(in *Input, keep map[string]bool, exchanges bool) (cost float64, lau
 			cands = append(cands, c)
 		}
 	}
-	if exchanges {
-		e.sim.solve = func(s *scheduling.Snapshot, o scheduling.Options) (*scheduling.Plan, error) {
-			o.NoExchanges = false
-			return scheduling.Solve(s, o)
-		}
-	}
 	r, err := e.sim.run(cands)
 	if err != nil {
-		return 0, 0, 0, nil, err
+		return 0, 0, 0, err
 	}
 	for i := range in.Nodes {
 		if keep[in.Nodes[i].Name] {
@@ -421,5 +415,5 @@ func KeptEnd(in *Input, keep map[string]bool, exchanges bool) (cost float64, lau
 			}
 		}
 	}
-	return cost, len(r.replacements), unschedulable, r.moves, nil
+	return cost, len(r.replacements), unschedulable, nil
 }

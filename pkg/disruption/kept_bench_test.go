@@ -494,7 +494,7 @@ func BenchmarkExistingEnd(b *testing.B) {
 						names[n.name] = true
 					}
 				}
-				cost, l, unschedulable, _, err := disruption.KeptEnd(c.Input(benchNow, disruption.Options{}), names, false)
+				cost, l, unschedulable, err := disruption.KeptEnd(c.Input(benchNow, disruption.Options{}), names)
 				if err != nil {
 					b.Fatal(err)
 				}
