@@ -77,6 +77,12 @@ func newValueBound(pi []float64, req [][]int64, bound []int, groups [][]int, dim
 			break
 		}
 	}
+	if top/b.step >= float64(cells) {
+		// A row alone exceeds the cells: no capacity is reached, and on
+		// duals a hair above zero (raw, before cleanDuals) the columns
+		// would not even fit an int.
+		return nil
+	}
 	b.cols = int(math.Ceil(top/b.step)) + 1
 	var maxCPU int64
 	for _, c := range caps {
