@@ -80,6 +80,12 @@ func (g *generation) refactor(p *primal) error {
 	return nil
 }
 
+// blandAfter is how many degenerate pivots in a row the simplex makes by
+// Dantzig's rule before it turns to Bland's (until a pivot gains): Dantzig's
+// takes fewer pivots but can cycle. A variable so that a test can hold
+// each rule alone to an instance that cycles.
+var blandAfter = 50
+
 // solvePrimal runs the simplex from the basis it holds to an optimum and
 // returns the value, π (per class) and μ (per existing node).
 func (g *generation) solvePrimal() (float64, []float64, []float64, error) {
@@ -122,33 +128,33 @@ func (g *generation) solvePrimal() (float64, []float64, []float64, error) {
 				pi[r] += c * p.binv.At(i, r)
 			}
 		}
-		// Entering: the most negative reduced cost (Dantzig), or the
-		// first one (Bland) after a run of degenerate pivots, which
-		// cannot cycle.
-		bland := degenerate > 50
+		// Entering: the most negative reduced cost (Dantzig's rule), or,
+		// after a run of degenerate pivots, the improving variable of
+		// least id (Bland's rule: −rows … −1 for the rows' surplus or
+		// slack, then the columns), the order the ratio test below
+		// breaks its ties in: with both choices in one order the
+		// simplex cannot cycle.
+		bland := degenerate > blandAfter
 		enter, best := 0, 0.0
 		found := false
-		try := func(v int) bool {
+		try := func(v int) {
 			if basic[v] {
-				return false
+				return
 			}
 			a, c := g.primalColumn(v, p.rows)
 			d := c
 			for r, x := range a {
 				d -= pi[r] * x
 			}
-			if d < -1e-9*max(1, c) && (!found || d < best) {
+			if d < -1e-9*max(1, c) && (!found || (bland && v < enter) || (!bland && d < best)) {
 				enter, best, found = v, d, true
-				return bland
 			}
-			return false
 		}
-		stop := false
-		for r := 0; r < p.rows && !stop; r++ {
-			stop = try(-1 - r)
+		for r := range p.rows {
+			try(-1 - r)
 		}
-		for j := 0; j < len(g.cols) && !stop; j++ {
-			stop = try(j)
+		for j := range g.cols {
+			try(j)
 		}
 		if !found {
 			break
@@ -162,6 +168,8 @@ func (g *generation) solvePrimal() (float64, []float64, []float64, error) {
 				}
 			}
 		}
+		// Leaving: the least ratio, ties to the basic variable of least
+		// id (Bland's rule, in the entering choice's order).
 		leave, theta := -1, math.Inf(1)
 		for i, ui := range u {
 			if ui <= 1e-9 {
