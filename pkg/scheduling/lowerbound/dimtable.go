@@ -8,7 +8,8 @@ import "math"
 // dimension, so best[cap] bounds the node's configurations. Sizes are
 // rounded down to whole units (which only loosens the bound), the first
 // anti-affinity group is counted exactly (at most one member), members of
-// other groups one each.
+// other groups one each: it is a gridTable of one column, built by the
+// same code.
 type dimTable struct {
 	dim  int
 	unit int64
@@ -19,10 +20,15 @@ type dimTable struct {
 const maxTableUnits = 16384
 
 func newDimTable(val []float64, req [][]int64, counts []int, groups [][]int, allowed []bool, dim int, maxCap int64) dimTable {
-	t := dimTable{dim: dim, unit: 1}
+	t := dimTable{dim: dim}
 	var g int64
+	bound := make([]int, len(req))
 	for c, r := range req {
-		if allowed[c] && val[c] > 0 && r[dim] > 0 {
+		if !allowed[c] {
+			continue
+		}
+		bound[c] = counts[c]
+		if val[c] > 0 && r[dim] > 0 {
 			g = gcd(g, r[dim])
 		}
 	}
@@ -30,69 +36,9 @@ func newDimTable(val []float64, req [][]int64, counts []int, groups [][]int, all
 		g = 1
 	}
 	t.unit = max(g, (maxCap+maxTableUnits-1)/maxTableUnits)
-	n := int(maxCap/t.unit) + 1
-	free := 0.0 // classes too small to count in this dimension
-	f0 := make([]float64, n)
-	f1 := make([]float64, n)
-	for i := range f1 {
-		f1[i] = math.Inf(-1)
-	}
-	first := -1
-	for c, gs := range groups {
-		if allowed[c] && val[c] > 0 && len(gs) > 0 {
-			first = gs[0]
-			break
-		}
-	}
-	for c, r := range req {
-		if !allowed[c] || val[c] <= 0 {
-			continue
-		}
-		size := int(r[dim] / t.unit)
-		member := false
-		bound := counts[c]
-		for _, gg := range groups[c] {
-			bound = 1
-			member = member || gg == first
-		}
-		if size == 0 {
-			if member {
-				// Exactly one member is free of this dimension: it can
-				// join any configuration of the other layer.
-				for C := range f1 {
-					f1[C] = max(f1[C], f0[C]+val[c])
-				}
-			} else {
-				free += float64(bound) * val[c]
-			}
-			continue
-		}
-		if member {
-			for C := n - 1; C >= size; C-- {
-				f1[C] = max(f1[C], f0[C-size]+val[c])
-			}
-			continue
-		}
-		// Bounded item: binary splitting into 0/1 items.
-		for k := 1; bound > 0; k *= 2 {
-			take := min(k, bound)
-			bound -= take
-			s, v := take*size, float64(take)*val[c]
-			if s >= n {
-				continue
-			}
-			for C := n - 1; C >= s; C-- {
-				f0[C] = max(f0[C], f0[C-s]+v)
-				f1[C] = max(f1[C], f1[C-s]+v)
-			}
-		}
-	}
-	t.best = make([]float64, n)
-	run := math.Inf(-1)
-	for C := range n {
-		run = max(run, f0[C], f1[C])
-		t.best[C] = run + free
-	}
+	// One dimension is a gridTable of one column: a second unit larger
+	// than any size leaves every class free of it.
+	t.best = newGridTable(val, req, bound, groups, [2]int{dim, dim}, [2]int64{maxCap, 0}, [2]int64{t.unit, 1 << 62}).best
 	return t
 }
 

@@ -11,9 +11,10 @@ import (
 // pod's size can only enlarge what fits (Σ n·⌊r/u⌋ ≤ ⌊Σ n·r/u⌋ ≤ ⌊C/u⌋),
 // so the table's value at a node's floored capacity bounds every
 // configuration of that node from above, whatever the units; other
-// dimensions are left out, which only loosens it too. As in dimTable, the
-// first anti-affinity group is counted exactly (at most one member, a
-// second layer of the table) and members of other groups one each.
+// dimensions are left out, which only loosens it too. The first
+// anti-affinity group is counted exactly (at most one member, a second
+// layer of the table) and members of other groups one each. A table of
+// one column (a unit above every size in dims[1]) is dimTable's.
 type gridTable struct {
 	dims [2]int
 	unit [2]int64
@@ -78,16 +79,13 @@ func newGridTable(val []float64, req [][]int64, bound []int, groups [][]int, dim
 			most = min(most, (t.cols-1)/s1)
 		}
 		if b >= most {
-			t.unbounded(f0, s0, s1, val[c])
-			t.unbounded(f1, s0, s1, val[c])
+			t.item(f0, f1, s0, s1, val[c], true)
 			continue
 		}
 		for k := 1; b > 0; k *= 2 {
 			take := min(k, b)
 			b -= take
-			v := float64(take) * val[c]
-			t.add(f0, f0, take*s0, take*s1, v)
-			t.add(f1, f1, take*s0, take*s1, v)
+			t.item(f0, f1, take*s0, take*s1, float64(take)*val[c], false)
 		}
 	}
 	for i := range f0 {
@@ -97,29 +95,65 @@ func newGridTable(val []float64, req [][]int64, bound []int, groups [][]int, dim
 	return t
 }
 
+// spans calls fn with each run of consecutive cells an item of size
+// (s0, s1) reaches, its first cell and length, the last run first (down)
+// or the first run first: each row's cells from column s1 on, or, where
+// s1 is 0, every cell from row s0 on at once (a one-dimension table's
+// every item: one loop, as fast as a flat table's).
+func (t *gridTable) spans(s0, s1 int, down bool, fn func(lo, w int)) {
+	if s0 >= t.rows || s1 >= t.cols {
+		return
+	}
+	if s1 == 0 {
+		fn(s0*t.cols, (t.rows-s0)*t.cols)
+		return
+	}
+	w := t.cols - s1
+	if down {
+		for a := t.rows - 1; a >= s0; a-- {
+			fn(a*t.cols+s1, w)
+		}
+		return
+	}
+	for a := s0; a < t.rows; a++ {
+		fn(a*t.cols+s1, w)
+	}
+}
+
 // add is one 0/1 item of size (s0, s1) and value v: dst[a][b] takes
 // src[a−s0][b−s1] + v where larger. dst may be src (the loops run
 // downwards so the item is taken once).
 func (t *gridTable) add(dst, src []float64, s0, s1 int, v float64) {
 	off := s0*t.cols + s1
-	for a := t.rows - 1; a >= s0; a-- {
-		row := a * t.cols
-		for i := row + t.cols - 1; i >= row+s1; i-- {
-			dst[i] = max(dst[i], src[i-off]+v)
+	t.spans(s0, s1, true, func(lo, w int) {
+		d, r := dst[lo:lo+w], src[lo-off:lo-off+w]
+		for i := w - 1; i >= 0; i-- {
+			d[i] = max(d[i], r[i]+v)
 		}
-	}
+	})
 }
 
-// unbounded is an item of size (s0, s1) and value v taken any number of
-// times (the loops run upwards so each cell sees the item already taken).
-func (t *gridTable) unbounded(f []float64, s0, s1 int, v float64) {
+// item is an item of size (s0, s1) and value v outside the first group,
+// in both layers in one pass: taken once (0/1: the loops run downwards,
+// so each cell sees the layers without it) or any number of times
+// (unbounded: upwards, so each cell sees it already taken).
+func (t *gridTable) item(f0, f1 []float64, s0, s1 int, v float64, unbounded bool) {
 	off := s0*t.cols + s1
-	for a := s0; a < t.rows; a++ {
-		row := a * t.cols
-		for i := row + s1; i < row+t.cols; i++ {
-			f[i] = max(f[i], f[i-off]+v)
+	t.spans(s0, s1, !unbounded, func(lo, w int) {
+		d0, d1 := f0[lo:lo+w], f1[lo:lo+w]
+		r0, r1 := f0[lo-off:lo-off+w], f1[lo-off:lo-off+w]
+		if unbounded {
+			for i := range d0 {
+				d0[i] = max(d0[i], r0[i]+v)
+				d1[i] = max(d1[i], r1[i]+v)
+			}
+			return
 		}
-	}
+		for i := w - 1; i >= 0; i-- {
+			d0[i] = max(d0[i], r0[i]+v)
+			d1[i] = max(d1[i], r1[i]+v)
+		}
+	})
 }
 
 // covers reports whether the table reaches a node of capacity cap.
