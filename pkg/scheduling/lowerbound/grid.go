@@ -32,15 +32,21 @@ func newGridTable(val []float64, req [][]int64, bound []int, groups [][]int, dim
 	t.cols = int(maxCap[1]/unit[1]) + 1
 	n := t.rows * t.cols
 	f0 := make([]float64, n)
-	f1 := make([]float64, n)
-	for i := range f1 {
-		f1[i] = math.Inf(-1)
-	}
 	first := -1
 	for c, gs := range groups {
 		if bound[c] > 0 && val[c] > 0 && len(gs) > 0 {
 			first = gs[0]
 			break
+		}
+	}
+	// The second layer only where there is a first group: gridBound
+	// leaves its own first group out, so its tables (up to 4 M cells) have
+	// one only where the classes have two groups.
+	var f1 []float64
+	if first >= 0 {
+		f1 = make([]float64, n)
+		for i := range f1 {
+			f1[i] = math.Inf(-1)
 		}
 	}
 	free := 0.0
@@ -89,7 +95,10 @@ func newGridTable(val []float64, req [][]int64, bound []int, groups [][]int, dim
 		}
 	}
 	for i := range f0 {
-		f0[i] = max(f0[i], f1[i]) + free
+		if f1 != nil {
+			f0[i] = max(f0[i], f1[i])
+		}
+		f0[i] += free
 	}
 	t.best = f0
 	return t
@@ -134,14 +143,25 @@ func (t *gridTable) add(dst, src []float64, s0, s1 int, v float64) {
 }
 
 // item is an item of size (s0, s1) and value v outside the first group,
-// in both layers in one pass: taken once (0/1: the loops run downwards,
-// so each cell sees the layers without it) or any number of times
-// (unbounded: upwards, so each cell sees it already taken).
+// in both layers (f1 nil: the first only) in one pass: taken once (0/1:
+// the loops run downwards, so each cell sees the layers without it) or
+// any number of times (unbounded: upwards, so each cell sees it already
+// taken).
 func (t *gridTable) item(f0, f1 []float64, s0, s1 int, v float64, unbounded bool) {
+	if f1 == nil && !unbounded {
+		t.add(f0, f0, s0, s1, v)
+		return
+	}
 	off := s0*t.cols + s1
 	t.spans(s0, s1, !unbounded, func(lo, w int) {
-		d0, d1 := f0[lo:lo+w], f1[lo:lo+w]
-		r0, r1 := f0[lo-off:lo-off+w], f1[lo-off:lo-off+w]
+		d0, r0 := f0[lo:lo+w], f0[lo-off:lo-off+w]
+		if f1 == nil {
+			for i := range d0 {
+				d0[i] = max(d0[i], r0[i]+v)
+			}
+			return
+		}
+		d1, r1 := f1[lo:lo+w], f1[lo-off:lo-off+w]
 		if unbounded {
 			for i := range d0 {
 				d0[i] = max(d0[i], r0[i]+v)
