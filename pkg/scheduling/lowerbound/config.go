@@ -523,13 +523,11 @@ func (g *generation) run(out *ConfigBound) (dualBound, error) {
 			} else {
 				maxRatio = max(maxRatio, min(ub/off.price, p.ratio))
 			}
-			val := 0.0
-			for c, k := range n {
-				val += float64(k) * pi[c]
-			}
-			if c := g.cost(p.o, n); val > c*(1+g.limits.Tolerance) && g.add(p.o, n) {
+			if g.addPricing(p.o, n, pi) {
 				added++
-			} else if g.addRounded(p.o, p.rx, &p.adj, pi) {
+			} else if p.rx != nil && g.addPricing(p.o, p.rx.round(&p.adj, g.nGroups, g.limits.SearchBudget), pi) {
+				// The relaxation's rounded optimum, where the search
+				// found no column that prices out.
 				added++
 			}
 		}
@@ -604,18 +602,21 @@ func cleanDuals(pi []float64) []float64 {
 	return out
 }
 
-// addRounded adds the relaxation's rounded configuration on offering o
-// (rx nil: none) when it prices out at duals pi, and says whether it did.
-func (g *generation) addRounded(o int, rx *relaxation, k *knapsack, pi []float64) bool {
-	if rx == nil {
-		return false
-	}
-	n := rx.round(k, g.nGroups, g.limits.SearchBudget)
-	val := 0.0
+// addPricing adds configuration n on offering o when it prices out at
+// duals pi (worth more than it costs, beyond the tolerance), and says
+// whether it did.
+func (g *generation) addPricing(o int, n []int, pi []float64) bool {
+	return worth(n, pi) > g.cost(o, n)*(1+g.limits.Tolerance) && g.add(o, n)
+}
+
+// worth is configuration n's value at per-class values val (duals, or a
+// knapsack's values).
+func worth(n []int, val []float64) float64 {
+	v := 0.0
 	for c, q := range n {
-		val += float64(q) * pi[c]
+		v += float64(q) * val[c]
 	}
-	return val > g.cost(o, n)*(1+g.limits.Tolerance) && g.add(o, n)
+	return v
 }
 
 // traceBack adds, for each offering whose exact two-dimension table
@@ -634,14 +635,12 @@ func (g *generation) traceBack(pi []float64, grids map[string]gridBounds) int {
 		}
 		n := gb.config(off.cap, g.bounds[o])
 		rem := slices.Clone(off.cap)
-		val := 0.0
 		used := map[int]bool{}
 		fits := true
 		for c, k := range n {
 			if k == 0 {
 				continue
 			}
-			val += float64(k) * pi[c]
 			for d, r := range g.reqs[c] {
 				rem[d] -= int64(k) * r
 			}
@@ -651,7 +650,7 @@ func (g *generation) traceBack(pi []float64, grids map[string]gridBounds) int {
 			}
 		}
 		fits = fits && !slices.ContainsFunc(rem, func(v int64) bool { return v < 0 })
-		if fits && val > g.cost(o, n)*(1+g.limits.Tolerance) && g.add(o, n) {
+		if fits && g.addPricing(o, n, pi) {
 			added++
 		}
 	}
@@ -1317,11 +1316,7 @@ func (r relaxation) round(k *knapsack, nGroups int, budget int) []int {
 				n[c] += q
 			}
 		}
-		val := 0.0
-		for c, q := range n {
-			val += float64(q) * k.val[c]
-		}
-		if val > bestVal {
+		if val := worth(n, k.val); val > bestVal {
 			best, bestVal = n, val
 		}
 		if len(frac) == 0 {
@@ -1330,11 +1325,3 @@ func (r relaxation) round(k *knapsack, nGroups int, budget int) []int {
 	}
 	return best
 }
-
-// branch bounds the best configuration of k from above by branch and
-// bound over its relaxation, best bound first: a class the relaxation
-// takes a fraction of is held to at most its floor on one side and at
-// least its ceiling on the other (those pods' capacity and value set
-// aside), subtrees whose bound is at most target are closed, and at most
-// budget relaxations are solved. It returns the largest bound left open,
-// or of a subtree closed (the relaxation's alone when budget is 1).
